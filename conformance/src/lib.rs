@@ -1,0 +1,1 @@
+//! Conformance harness for the Incus operations.

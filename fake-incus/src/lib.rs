@@ -1,0 +1,1 @@
+//! A scriptable Incus simulator.

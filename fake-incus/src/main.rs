@@ -1,0 +1,2 @@
+//! `fake-incus`: serve a fake Incus daemon.
+fn main() {}
