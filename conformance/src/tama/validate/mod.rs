@@ -1,0 +1,109 @@
+//! The profile's rules, applied in one pass over a parsed document.
+//!
+//! `document` checks the top level and finds the operations, `operation` checks each operation's
+//! fields and extensions, `schema` checks every schema (meta-schema, `$id`, `$ref`), `refs`
+//! resolves references and reads schemas through them, `size` measures serialized sizes and
+//! `compile` builds validators for a clean document (the dispatcher reuses them).
+
+mod compile;
+mod document;
+mod operation;
+mod patterns;
+mod refs;
+mod schema;
+mod size;
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::pointer::Pointer;
+use super::report::{Report, Violation};
+
+pub(crate) use compile::OperationValidators;
+
+/// Collects violations as the checks run.
+#[derive(Debug, Default)]
+pub(crate) struct Sink {
+    violations: Vec<Violation>,
+}
+
+impl Sink {
+    pub(crate) fn report(&mut self, at: &Pointer, rule: &'static str, message: impl Into<String>) {
+        self.violations.push(Violation {
+            pointer: at.as_str().to_owned(),
+            rule,
+            message: message.into(),
+        });
+    }
+
+    fn is_clean(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// A schema and where it stands in the document.
+#[derive(Debug, Clone)]
+pub(crate) struct SchemaAt<'a> {
+    pub(crate) at: Pointer,
+    pub(crate) value: &'a Value,
+}
+
+/// The outcome of checking one document: its violations and, when it has none, a compiled
+/// validator for every operation's input, result and error schema.
+pub(crate) struct Checked {
+    violations: Vec<Violation>,
+    pub(crate) validators: HashMap<String, OperationValidators>,
+}
+
+impl Checked {
+    pub(crate) fn report(self) -> Report {
+        Report::from_violations(self.violations)
+    }
+
+    pub(crate) fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+}
+
+/// Applies every rule to `document`; `raw_len` is the length of the bytes it was parsed from.
+pub(crate) fn check_value(document: &Value, raw_len: Option<usize>) -> Checked {
+    let mut sink = Sink::default();
+    let mut validators = HashMap::new();
+    if let Some(root) = document.as_object() {
+        let operations = check_object(document, root, raw_len, &mut sink);
+        if sink.is_clean() {
+            validators = compile::compile_all(document, &operations, &mut sink);
+        }
+    } else {
+        sink.report(
+            &Pointer::root(),
+            "document.type",
+            "the document must be a JSON object",
+        );
+    }
+    Checked {
+        violations: sink.violations,
+        validators,
+    }
+}
+
+fn check_object<'a>(
+    document: &'a Value,
+    root: &'a serde_json::Map<String, Value>,
+    raw_len: Option<usize>,
+    sink: &mut Sink,
+) -> Vec<operation::OperationSchemas<'a>> {
+    document::check_fields(root, sink);
+    let mut schemas = schema::SchemaChecker::new(document);
+    schemas.check_components(sink);
+    let mut operations = Vec::new();
+    for found in document::operations(root, sink) {
+        if let Some(checked) = operation::check(&found, &mut schemas, sink) {
+            operations.push(checked);
+        }
+    }
+    operation::check_unique_ids(&operations, sink);
+    size::check_document(document, raw_len, sink);
+    operations
+}
