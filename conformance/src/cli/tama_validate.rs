@@ -8,10 +8,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::Serialize;
-use serde_json::Value;
-
 use incus_conformance::tama::{self, Report, Violation};
+use serde::Serialize;
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -64,9 +62,8 @@ pub(crate) fn run(format: Format, files: &[PathBuf]) -> ExitCode {
 fn read(file: &PathBuf) -> Result<Report, String> {
     let bytes =
         std::fs::read(file).map_err(|error| format!("cannot read {}: {error}", file.display()))?;
-    let document: Value = serde_json::from_slice(&bytes)
-        .map_err(|error| format!("{} is not JSON: {error}", file.display()))?;
-    Ok(tama::validate_parsed(&document, bytes.len()))
+    tama::try_validate_bytes(&bytes)
+        .map_err(|error| format!("{} is not JSON: {error}", file.display()))
 }
 
 fn print_text(reports: &[(&PathBuf, Report)]) -> std::io::Result<()> {

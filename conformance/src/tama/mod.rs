@@ -49,23 +49,11 @@ pub fn validate(document: &serde_json::Value) -> Report {
     check_value(document, None).report()
 }
 
-/// Validates a document already parsed from `raw_len` bytes: the 4 MiB rule is applied to
-/// `raw_len`, every other rule as in [`validate`].
-///
-/// ```
-/// use incus_conformance::tama;
-///
-/// let bytes = br#"{"openapi": "3.1.0"}"#;
-/// let document = serde_json::from_slice(bytes).unwrap();
-/// let report = tama::validate_parsed(&document, bytes.len());
-/// assert!(!report.is_valid());
-/// ```
-pub fn validate_parsed(document: &serde_json::Value, raw_len: usize) -> Report {
-    check_value(document, Some(raw_len)).report()
-}
-
 /// Validates a serialized document: bytes that are not JSON give a single `document.json`
-/// violation; otherwise every rule is applied, the 4 MiB rule to `bytes` as given.
+/// violation; otherwise every rule is applied, the 4 MiB rule to `bytes` as given, and a
+/// member name repeated within one object (which a parsed value silently drops) is reported:
+/// a repeated operation path as `operation.operationId.unique`, any other as
+/// `document.duplicate-key`.
 ///
 /// ```
 /// use incus_conformance::tama;
@@ -74,12 +62,26 @@ pub fn validate_parsed(document: &serde_json::Value, raw_len: usize) -> Report {
 /// assert_eq!(report.violations()[0].rule, "document.json");
 /// ```
 pub fn validate_bytes(bytes: &[u8]) -> Report {
-    match serde_json::from_slice::<serde_json::Value>(bytes) {
-        Ok(document) => check_value(&document, Some(bytes.len())).report(),
-        Err(error) => Report::from_violations(vec![Violation {
+    try_validate_bytes(bytes).unwrap_or_else(|error| {
+        Report::from_violations(vec![Violation {
             pointer: String::new(),
             rule: "document.json",
             message: format!("the document is not JSON: {error}"),
-        }]),
-    }
+        }])
+    })
+}
+
+/// Like [`validate_bytes`], but bytes that are not JSON are an error rather than a violation
+/// (the command line exits with status 2 for them).
+///
+/// ```
+/// use incus_conformance::tama;
+///
+/// assert!(tama::try_validate_bytes(b"[1,").is_err());
+/// let report = tama::try_validate_bytes(br#"{"openapi": "3.1.0"}"#).unwrap();
+/// assert!(!report.is_valid());
+/// ```
+pub fn try_validate_bytes(bytes: &[u8]) -> Result<Report, serde_json::Error> {
+    let document = serde_json::from_slice::<serde_json::Value>(bytes)?;
+    Ok(check_value(&document, Some(bytes)).report())
 }

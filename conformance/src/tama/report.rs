@@ -21,6 +21,7 @@ pub const RULES: &[&str] = &[
     "document.components.name",
     "document.webhooks",
     "document.x-tama-unknown",
+    "document.duplicate-key",
     "document.size",
     "document.operations.count",
     "path.key",

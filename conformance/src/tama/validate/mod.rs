@@ -7,6 +7,7 @@
 
 mod compile;
 mod document;
+mod duplicates;
 mod operation;
 mod patterns;
 mod refs;
@@ -66,12 +67,15 @@ impl Checked {
     }
 }
 
-/// Applies every rule to `document`; `raw_len` is the length of the bytes it was parsed from.
-pub(crate) fn check_value(document: &Value, raw_len: Option<usize>) -> Checked {
+/// Applies every rule to `document`; `raw` is the bytes it was parsed from, if any.
+pub(crate) fn check_value(document: &Value, raw: Option<&[u8]>) -> Checked {
     let mut sink = Sink::default();
     let mut validators = HashMap::new();
+    if let Some(bytes) = raw {
+        duplicates::check(bytes, &mut sink);
+    }
     if let Some(root) = document.as_object() {
-        let operations = check_object(document, root, raw_len, &mut sink);
+        let operations = check_object(document, root, raw.map(<[u8]>::len), &mut sink);
         if sink.is_clean() {
             validators = compile::compile_all(document, &operations, &mut sink);
         }
