@@ -32,9 +32,11 @@ fn main() {
     trials.push(Trial::test(
         "every_rule_has_a_document_that_breaks_it",
         move || {
+            // `schema.compile` comes only from `Dex::install` (see `RULES`); the proptest
+            // checks that install accepts exactly what the validator accepts.
             let missing: Vec<_> = RULES
                 .iter()
-                .filter(|rule| !covered.contains(**rule))
+                .filter(|rule| !covered.contains(**rule) && **rule != "schema.compile")
                 .collect();
             if missing.is_empty() {
                 Ok(())

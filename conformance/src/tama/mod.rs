@@ -39,7 +39,7 @@ pub use dispatch::{
 };
 pub use report::{Report, Violation, RULES};
 
-pub(crate) use validate::check_value;
+pub(crate) use validate::{check_and_compile, check_value};
 
 /// Validates a parsed document against every rule of `tama-operations/1`.
 ///

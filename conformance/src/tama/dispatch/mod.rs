@@ -190,22 +190,20 @@ impl Dex {
     /// Installs `document`, run by `executor`. A document with the same source ID replaces the
     /// installed one. Refused, with nothing changed, when the document breaks the profile or
     /// one of its operation IDs belongs to another source in this cassette.
+    ///
+    /// Install compiles every operation's schemas once (each with the components it reaches),
+    /// so that `execute` only validates.
     pub fn install(
         &mut self,
         document: Value,
         executor: impl Executor,
     ) -> Result<(), InstallError> {
-        let checked = super::check_value(&document, None);
-        if !checked.violations().is_empty() {
-            return Err(InstallError::Invalid {
-                violations: checked.report().into_violations(),
-            });
-        }
+        let mut validators = super::check_and_compile(&document)
+            .map_err(|violations| InstallError::Invalid { violations })?;
         let source = document["x-tama-source"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        let mut validators = checked.validators;
         for operation_id in validators.keys() {
             if let Some(other) = self
                 .operations

@@ -2,8 +2,9 @@
 //!
 //! `document` checks the top level and finds the operations, `operation` checks each operation's
 //! fields and extensions, `schema` checks every schema (meta-schema, `$id`, `$ref`), `refs`
-//! resolves references and reads schemas through them, `size` measures serialized sizes and
-//! `compile` builds validators for a clean document (the dispatcher reuses them).
+//! resolves references and reads schemas through them, `size` measures serialized sizes,
+//! `duplicates` finds repeated member names in raw bytes. `compile` builds validators for a
+//! clean document; only the dispatcher does that (validation itself compiles no schema).
 
 mod compile;
 mod document;
@@ -50,35 +51,25 @@ pub(crate) struct SchemaAt<'a> {
     pub(crate) value: &'a Value,
 }
 
-/// The outcome of checking one document: its violations and, when it has none, a compiled
-/// validator for every operation's input, result and error schema.
+/// The outcome of checking one document: its violations.
 pub(crate) struct Checked {
     violations: Vec<Violation>,
-    pub(crate) validators: HashMap<String, OperationValidators>,
 }
 
 impl Checked {
     pub(crate) fn report(self) -> Report {
         Report::from_violations(self.violations)
     }
-
-    pub(crate) fn violations(&self) -> &[Violation] {
-        &self.violations
-    }
 }
 
 /// Applies every rule to `document`; `raw` is the bytes it was parsed from, if any.
 pub(crate) fn check_value(document: &Value, raw: Option<&[u8]>) -> Checked {
     let mut sink = Sink::default();
-    let mut validators = HashMap::new();
     if let Some(bytes) = raw {
         duplicates::check(bytes, &mut sink);
     }
     if let Some(root) = document.as_object() {
-        let operations = check_object(document, root, raw.map(<[u8]>::len), &mut sink);
-        if sink.is_clean() {
-            validators = compile::compile_all(document, &operations, &mut sink);
-        }
+        check_object(document, root, raw.map(<[u8]>::len), &mut sink);
     } else {
         sink.report(
             &Pointer::root(),
@@ -88,7 +79,30 @@ pub(crate) fn check_value(document: &Value, raw: Option<&[u8]>) -> Checked {
     }
     Checked {
         violations: sink.violations,
-        validators,
+    }
+}
+
+/// Checks `document` and, when it is valid, compiles every operation's schemas.
+pub(crate) fn check_and_compile(
+    document: &Value,
+) -> Result<HashMap<String, OperationValidators>, Vec<Violation>> {
+    let mut sink = Sink::default();
+    let Some(root) = document.as_object() else {
+        return Err(check_value(document, None).violations);
+    };
+    let operations = check_object(document, root, None, &mut sink);
+    if !sink.is_clean() {
+        return Err(Checked {
+            violations: sink.violations,
+        }
+        .report()
+        .into_violations());
+    }
+    let validators = compile::compile_all(document, &operations, &mut sink);
+    if sink.is_clean() {
+        Ok(validators)
+    } else {
+        Err(sink.violations)
     }
 }
 

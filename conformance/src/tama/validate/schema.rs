@@ -3,9 +3,11 @@
 //! together with the components it references.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use jsonschema::meta::MetaValidator;
-use serde_json::Value;
+use jsonschema::{ErrorIterator, Validator};
+use serde_json::{json, Value};
 
 use super::document::is_known_dialect;
 use super::refs::{resolve, RefError};
@@ -123,7 +125,11 @@ impl<'a> SchemaChecker<'a> {
 
     /// Meta-validates one schema and walks it; returns the components it references directly.
     fn check_one(&self, at: &Pointer, schema: &'a Value, sink: &mut Sink) -> Vec<&'a str> {
-        for error in self.meta.iter_errors(schema) {
+        let errors: ErrorIterator<'_> = match format_asserting_meta_validator() {
+            Some(meta) => meta.iter_errors(schema),
+            None => self.meta.iter_errors(schema),
+        };
+        for error in errors {
             sink.report(
                 &at.join_escaped(error.instance_path().as_str()),
                 "schema.meta",
@@ -200,6 +206,24 @@ impl<'a> SchemaChecker<'a> {
             ),
         }
     }
+}
+
+/// The Draft 2020-12 meta-schema with formats asserted, so that a `pattern` or
+/// `patternProperties` name that is not a valid regular expression is a meta-schema violation
+/// (and the schema would compile), without compiling the schema itself. Built once.
+fn format_asserting_meta_validator() -> Option<&'static Validator> {
+    static META: OnceLock<Option<Validator>> = OnceLock::new();
+    META.get_or_init(|| {
+        let meta = json!({"$ref": "https://json-schema.org/draft/2020-12/schema"});
+        jsonschema::draft202012::options()
+            .should_validate_formats(true)
+            .build(&meta)
+            .map_err(
+                |error| tracing::warn!(%error, "falling back to the meta-schema without formats"),
+            )
+            .ok()
+    })
+    .as_ref()
 }
 
 fn check_dialect(value: &Value, at: &Pointer, sink: &mut Sink) {
