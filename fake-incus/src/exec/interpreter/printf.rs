@@ -258,7 +258,10 @@ fn escape_end(bytes: &[u8], at: usize) -> usize {
     let used = match rest.first() {
         Some(b'x') => 1 + number(&rest[1..], 16, 2).1,
         Some(b'0'..=b'7') => number(rest, 8, 3).1,
-        Some(_) => 1,
+        Some(_) => std::str::from_utf8(rest)
+            .ok()
+            .and_then(|r| r.chars().next())
+            .map_or(1, char::len_utf8),
         None => 0,
     };
     at + 1 + used
@@ -470,6 +473,16 @@ mod tests {
     fn printf_invalid_conversion_is_an_error() {
         assert!(printf("%z", &[]).is_err());
         assert!(printf("abc %", &[]).is_err());
+    }
+
+    #[test]
+    fn printf_never_panics_on_odd_formats() {
+        for format in [
+            "\\é", "%é", "%", "%5", "\\x", "\\0", "%.", "%-", "é%sé", "\\",
+        ] {
+            let _ = printf(format, &["é".to_string(), "1".to_string()]);
+        }
+        assert_eq!(run("\\é%s", &["é"]).0, "\\éé");
     }
 
     #[test]

@@ -14,45 +14,18 @@ const MAX_DEPTH: usize = 16;
 
 /// `sh [-e] -c LINE [NAME [ARG...]]`, or `sh [-e] [-s]` to read the script from stdin.
 pub(super) async fn sh(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
-    let invocation = match Invocation::parse(args) {
-        Ok(invocation) => invocation,
+    let loaded = match Invocation::parse(args) {
+        Ok(invocation) => load(ctx, invocation).await,
+        Err(message) => Err(message),
+    };
+    let (invocation, script) = match loaded {
+        Ok(loaded) => loaded,
         Err(message) => {
             ctx.output.err_line(&format!("sh: {message}")).await?;
             return Ok(USAGE_STATUS);
         }
     };
-    if ctx.depth >= MAX_DEPTH {
-        ctx.output.err_line("sh: too many nested shells").await?;
-        return Ok(USAGE_STATUS);
-    }
-    let source = match invocation.script {
-        Some(line) => line,
-        None => match read_script(ctx).await {
-            Some(source) => source,
-            None => {
-                ctx.output
-                    .err_line("sh: script on stdin is too long or not UTF-8")
-                    .await?;
-                return Ok(USAGE_STATUS);
-            }
-        },
-    };
-    let script = match syntax::parse(&source) {
-        Ok(script) => script,
-        Err(error) => {
-            ctx.output
-                .err_line(&format!("sh: syntax error: {error}"))
-                .await?;
-            return Ok(USAGE_STATUS);
-        }
-    };
-    let mut env = ctx.env.clone();
-    let level = env
-        .get("SHLVL")
-        .and_then(|l| l.parse::<u32>().ok())
-        .unwrap_or(0);
-    env.insert("SHLVL".into(), (level + 1).to_string());
-    env.insert("PWD".into(), ctx.identity.cwd.clone());
+    let env = shell_environment(ctx);
     let fds = ctx.output.fds;
     let mut shell = Shell {
         ctx: ctx.child(fds, env),
@@ -62,6 +35,33 @@ pub(super) async fn sh(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
     };
     shell.ctx.depth += 1;
     shell.run(&script).await
+}
+
+/// Reads (from stdin if need be) and parses the script; the message says why it cannot run.
+async fn load(ctx: &mut Ctx<'_>, invocation: Invocation) -> Result<(Invocation, Script), String> {
+    if ctx.depth >= MAX_DEPTH {
+        return Err("too many nested shells".into());
+    }
+    let source = match &invocation.script {
+        Some(line) => line.clone(),
+        None => read_script(ctx)
+            .await
+            .ok_or("script on stdin is too long or not UTF-8")?,
+    };
+    let script = syntax::parse(&source).map_err(|error| format!("syntax error: {error}"))?;
+    Ok((invocation, script))
+}
+
+/// The environment plus the variables a shell sets: `SHLVL` one higher, `PWD`.
+fn shell_environment(ctx: &Ctx<'_>) -> std::collections::BTreeMap<String, String> {
+    let mut env = ctx.env.clone();
+    let level = env
+        .get("SHLVL")
+        .and_then(|l| l.parse::<u32>().ok())
+        .unwrap_or(0);
+    env.insert("SHLVL".into(), level.saturating_add(1).to_string());
+    env.insert("PWD".into(), ctx.identity.cwd.clone());
+    env
 }
 
 /// The parsed command line of `sh`.
