@@ -603,6 +603,35 @@ mod tests {
         }
     }
 
+    /// Every string of up to three characters from an alphabet of shell metacharacters.
+    fn short_inputs(alphabet: &[char]) -> Vec<String> {
+        let mut inputs = vec![String::new()];
+        let mut last = inputs.clone();
+        for _ in 0..3 {
+            last = last
+                .iter()
+                .flat_map(|prefix| alphabet.iter().map(move |c| format!("{prefix}{c}")))
+                .collect();
+            inputs.extend(last.iter().cloned());
+        }
+        inputs
+    }
+
+    #[test]
+    fn parsing_never_panics_on_short_metacharacter_strings() {
+        let alphabet = [
+            ' ', '\n', ';', '&', '|', '>', '<', '\'', '"', '\\', '$', '{', '}', '~', '#', '2', 'a',
+            'é',
+        ];
+        let mut accepted = 0;
+        for input in short_inputs(&alphabet) {
+            if parse(&input).is_ok() {
+                accepted += 1;
+            }
+        }
+        assert!(accepted > 100, "only {accepted} inputs parsed");
+    }
+
     #[test]
     fn trailing_separators_and_blank_lines_are_allowed() {
         assert_eq!(parse("a;").unwrap().steps.len(), 1);
