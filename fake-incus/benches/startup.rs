@@ -5,12 +5,19 @@
 use std::time::{Duration, Instant};
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let mut samples: Vec<Duration> = runtime.block_on(async {
         let mut samples = Vec::new();
         for _ in 0..51 {
             let started = Instant::now();
-            let fake = fake_incus::FakeIncus::builder().https(true).start().await.expect("start");
+            let fake = fake_incus::FakeIncus::builder()
+                .https(true)
+                .start()
+                .await
+                .expect("start");
             samples.push(started.elapsed());
             drop(fake);
         }

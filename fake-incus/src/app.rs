@@ -65,6 +65,8 @@ pub(crate) struct App {
     pub(crate) identity: Identity,
     pub(crate) settings: Settings,
     pub(crate) shutdown: CancellationToken,
+    /// Operation events for `/1.0/events` listeners: (project, event).
+    pub(crate) events: tokio::sync::broadcast::Sender<(String, Value)>,
 }
 
 impl App {
@@ -79,6 +81,7 @@ impl App {
             identity,
             settings,
             shutdown: CancellationToken::new(),
+            events: tokio::sync::broadcast::channel(1024).0,
         })
     }
 
@@ -112,6 +115,15 @@ impl App {
         *self.state() = state;
     }
 
+    /// Sends an operation event to `/1.0/events` listeners.
+    fn emit(&self, op: &Operation) {
+        let event = serde_json::json!({
+            "type": "operation", "timestamp": crate::state::clock::now(), "metadata": op.to_json(),
+            "location": "none", "project": op.spec.project,
+        });
+        let _ = self.events.send((op.spec.project.clone(), event));
+    }
+
     /// Registers a running operation and returns its id and JSON.
     pub(crate) fn create_operation(
         &self,
@@ -123,6 +135,7 @@ impl App {
         }
         let op = Operation::new(spec);
         let out = (op.id.clone(), op.to_json());
+        self.emit(&op);
         self.ops().list.push(op);
         out
     }
@@ -196,6 +209,8 @@ impl App {
                 }
                 Err(err) => op.settle(OpStatus::Failure, Some((err.status, err.message))),
             }
+            .then(|| self.emit(op))
+            .is_some()
         };
         if settled {
             self.expire_later(id);
@@ -206,6 +221,7 @@ impl App {
     pub(crate) fn set_operation_metadata(&self, id: &str, metadata: Value) {
         if let Some(op) = self.ops().get_mut(id) {
             op.set_metadata(metadata);
+            self.emit(op);
         }
     }
 
@@ -239,6 +255,7 @@ impl App {
             }
             op.settle(OpStatus::Cancelled, None);
             op.cancelled.notify_one();
+            self.emit(op);
         }
         self.expire_later(id);
         Ok(())

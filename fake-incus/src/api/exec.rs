@@ -14,17 +14,27 @@ use std::collections::BTreeMap;
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct ExecBody {
+    #[serde(deserialize_with = "super::null_default")]
     command: Vec<String>,
+    #[serde(deserialize_with = "super::null_default")]
     environment: BTreeMap<String, String>,
     #[serde(rename = "wait-for-websocket")]
+    #[serde(deserialize_with = "super::null_default")]
     wait_for_websocket: bool,
+    #[serde(deserialize_with = "super::null_default")]
     interactive: bool,
     #[serde(rename = "record-output")]
+    #[serde(deserialize_with = "super::null_default")]
     record_output: bool,
+    #[serde(deserialize_with = "super::null_default")]
     width: i64,
+    #[serde(deserialize_with = "super::null_default")]
     height: i64,
+    #[serde(deserialize_with = "super::null_default")]
     user: u32,
+    #[serde(deserialize_with = "super::null_default")]
     group: u32,
+    #[serde(deserialize_with = "super::null_default")]
     cwd: String,
 }
 

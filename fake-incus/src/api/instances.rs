@@ -82,16 +82,20 @@ fn get(ctx: &Ctx, name: &str) -> ApiResult {
 #[derive(Deserialize)]
 struct Source {
     #[serde(default, rename = "type")]
+    #[serde(deserialize_with = "super::null_default")]
     kind: String,
     #[serde(default)]
+    #[serde(deserialize_with = "super::null_default")]
     alias: String,
     #[serde(default)]
+    #[serde(deserialize_with = "super::null_default")]
     fingerprint: String,
 }
 
 #[derive(Deserialize)]
 struct CreateBody {
     #[serde(default)]
+    #[serde(deserialize_with = "super::null_default")]
     name: String,
     #[serde(default)]
     source: Option<Source>,
@@ -102,12 +106,16 @@ struct CreateBody {
     #[serde(default)]
     profiles: Option<Vec<String>>,
     #[serde(default)]
+    #[serde(deserialize_with = "super::null_default")]
     description: String,
     #[serde(default)]
+    #[serde(deserialize_with = "super::null_default")]
     ephemeral: bool,
     #[serde(default)]
+    #[serde(deserialize_with = "super::null_default")]
     start: bool,
     #[serde(default, rename = "type")]
+    #[serde(deserialize_with = "super::null_default")]
     kind: String,
 }
 
@@ -276,12 +284,18 @@ pub(super) fn check_etag(headers: &HeaderMap, current: &str) -> Result<(), ApiEr
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct PutBody {
+    #[serde(deserialize_with = "super::null_default")]
     config: StringMap,
+    #[serde(deserialize_with = "super::null_default")]
     devices: Devices,
     profiles: Option<Vec<String>>,
+    #[serde(deserialize_with = "super::null_default")]
     description: String,
+    #[serde(deserialize_with = "super::null_default")]
     ephemeral: bool,
+    #[serde(deserialize_with = "super::null_default")]
     restore: String,
+    #[serde(deserialize_with = "super::null_default")]
     stateful: bool,
 }
 
@@ -375,8 +389,10 @@ struct PatchBody {
     config: Option<StringMap>,
     devices: Option<Devices>,
     profiles: Option<Vec<String>>,
+    #[serde(deserialize_with = "super::null_default")]
     description: String,
     ephemeral: Option<bool>,
+    #[serde(deserialize_with = "super::null_default")]
     restore: String,
 }
 

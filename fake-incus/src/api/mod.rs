@@ -3,6 +3,7 @@
 //! [`serve`] is the whole application: it journals the request, applies the fault rules, checks
 //! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
 
+mod events;
 mod exec;
 mod filter;
 mod images;
@@ -346,7 +347,7 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         "projects" => projects::route(ctx, &method, &segs[2..]),
         "storage-pools" => storage::route(ctx, &method, &segs[2..]),
         "operations" => operations::route(ctx, req, &segments[2..]).await,
-        "events" => Err(ApiError::forbidden()),
+        "events" if segs.len() == 2 => events::route(ctx, req),
         _ => Err(ApiError::not_found()),
     }
 }
@@ -363,6 +364,16 @@ pub(crate) fn only(method: &Method, allowed: Method) -> Result<(), ApiError> {
 /// Parses a JSON body the way the daemon does (Go decoder errors are 400).
 pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+/// Deserializes `null` as the default value, as Go's decoder does for maps, slices and strings.
+pub(crate) fn null_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + serde::Deserialize<'de>,
+{
+    use serde::Deserialize;
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
 }
 
 /// The 404 every per-instance endpoint gives.

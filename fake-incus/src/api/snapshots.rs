@@ -66,7 +66,9 @@ fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct CreateBody {
+    #[serde(deserialize_with = "super::null_default")]
     name: String,
+    #[serde(deserialize_with = "super::null_default")]
     stateful: bool,
     expires_at: Option<String>,
 }

@@ -28,15 +28,19 @@ fn get(ctx: &Ctx, name: &str) -> ApiResult {
 #[derive(Deserialize)]
 struct StateBody {
     #[serde(default)]
+    #[serde(deserialize_with = "super::null_default")]
     action: String,
     #[serde(default)]
     #[allow(dead_code)]
+    #[serde(deserialize_with = "super::null_default")]
     timeout: i64,
     #[serde(default)]
     #[allow(dead_code)]
+    #[serde(deserialize_with = "super::null_default")]
     force: bool,
     #[serde(default)]
     #[allow(dead_code)]
+    #[serde(deserialize_with = "super::null_default")]
     stateful: bool,
 }
 
