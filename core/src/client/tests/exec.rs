@@ -24,15 +24,16 @@ async fn short_exec_client(fake: &FakeIncus, max_stream_bytes: u64) -> Client {
     Client::connect(connection).await.unwrap()
 }
 
-/// ExecInstance returns both streams and the exit code of the operation. (Stdin delivery was
-/// checked against a real Incus; the fake does not echo stdin through `cat` yet.)
+/// ExecInstance sends stdin then EOF and returns both streams and the exit code of the
+/// operation. (The short sleep before exiting keeps clear of a fake-incus race that can drop
+/// the last frames queued when a command exits at once.)
 #[tokio::test]
-async fn exec_instance_reports_output_and_exit_code() {
+async fn exec_instance_feeds_stdin_and_reports_output_and_exit_code() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
     running_instance(&client, "c1").await;
-    let mut request = shell("echo hello; echo err >&2; exit 3", 10);
-    request.stdin = b"ignored\n".to_vec();
+    let mut request = shell("cat; echo err >&2; sleep 0.2; exit 3", 10);
+    request.stdin = b"hello\n".to_vec();
     let outcome = client.exec_instance(PROJECT, "c1", &request).await.unwrap();
     assert_eq!(outcome.status, ExecStatus::Completed);
     assert_eq!(outcome.exit_code, Some(3));
@@ -63,7 +64,10 @@ async fn exec_capture_keeps_64_kib_per_stream_and_counts_the_rest() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
     running_instance(&client, "c1").await;
-    let request = shell("fake-flood stdout 100000; fake-flood stderr 70000 y", 10);
+    let request = shell(
+        "fake-flood stdout 100000; fake-flood stderr 70000 y; sleep 0.2",
+        10,
+    );
     let outcome = client.exec_instance(PROJECT, "c1", &request).await.unwrap();
     assert_eq!(outcome.status, ExecStatus::Completed);
     let result = outcome.to_json();
@@ -84,7 +88,7 @@ async fn exec_output_that_is_not_utf8_is_base64() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
     running_instance(&client, "c1").await;
-    let request = shell("fake-bytes stdout ff fe 0a", 10);
+    let request = shell("fake-bytes stdout ff fe 0a; sleep 0.2", 10);
     let outcome = client.exec_instance(PROJECT, "c1", &request).await.unwrap();
     let result = outcome.to_json();
     assert_eq!(result["stdout"]["encoding"], "base64");
@@ -180,7 +184,7 @@ async fn exec_over_https_uses_the_pinned_tls_websockets() {
     let client = Client::connect(https_connection(&fake)).await.unwrap();
     running_instance(&client, "c1").await;
     let outcome = client
-        .exec_instance(PROJECT, "c1", &shell("echo over-tls", 5))
+        .exec_instance(PROJECT, "c1", &shell("echo over-tls; sleep 0.2", 5))
         .await
         .unwrap();
     assert_eq!(outcome.status, ExecStatus::Completed);

@@ -24,7 +24,8 @@ fn create_body() -> serde_json::Value {
     json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}})
 }
 
-/// A connection closed after Incus applied a create: may have been sent, and sent once only.
+/// A connection closed after Incus applied a create (CreateInstance): may have been sent, and
+/// sent once only.
 #[tokio::test]
 async fn close_after_apply_may_have_been_sent_and_is_not_resent() {
     let fake = fake().await;
@@ -69,7 +70,7 @@ async fn reset_is_a_transport_error_and_not_resent() {
     assert_eq!(posts_to_instances(&fake), 1);
 }
 
-/// A stalled answer hits the connection timeout, after sending.
+/// A stalled answer (GetInstances) hits the connection timeout, after sending.
 #[tokio::test]
 async fn stalled_request_times_out_after_sending() {
     let fake = fake().await;

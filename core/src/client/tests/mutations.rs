@@ -89,7 +89,8 @@ async fn operation_wait_on_an_unknown_operation_is_a_native_404() {
     );
 }
 
-/// PatchInstance: conditional `PATCH` with `If-Match`, synchronous; a stale ETag is a native 412.
+/// PatchInstance: conditional `PATCH` with `If-Match` (the ETag read by GetInstance), synchronous;
+/// a stale ETag is a native 412.
 #[tokio::test]
 async fn patch_instance_is_conditional_on_the_etag() {
     let fake = fake().await;
