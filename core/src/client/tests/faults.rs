@@ -188,3 +188,32 @@ async fn missing_socket_is_a_connect_error_that_sent_nothing() {
     assert!(matches!(error, ClientError::Connect { .. }), "{error:?}");
     assert!(!error.may_have_been_sent());
 }
+
+/// An answer larger than `max_stream_bytes` is refused instead of being buffered.
+#[tokio::test]
+async fn response_over_max_stream_bytes_is_refused() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let etag = client
+        .get_instance(PROJECT, "c1")
+        .await
+        .unwrap()
+        .etag
+        .unwrap();
+    let big = json!({"description": "x".repeat(70 * 1024)});
+    client
+        .patch_instance(PROJECT, "c1", &big, &etag)
+        .await
+        .unwrap();
+    let small = Connection::builder(Endpoint::unix(fake.unix_socket()))
+        .max_stream_bytes(64 * 1024)
+        .build()
+        .unwrap();
+    let bounded = Client::connect(small).await.unwrap();
+    let error = bounded.get_instance(PROJECT, "c1").await.unwrap_err();
+    assert!(
+        matches!(error, ClientError::ResponseTooLarge { limit: 65_536 }),
+        "{error:?}"
+    );
+}
