@@ -109,6 +109,59 @@ async fn discovery_that_stalls_times_out() {
 }
 
 #[tokio::test]
+async fn tls_handshake_that_never_completes_times_out_without_sending() {
+    let fake = fake().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let silent = tokio::spawn(async move {
+        let (socket, _) = listener.accept().await.unwrap();
+        // Hold the connection open without ever answering the TLS handshake.
+        std::future::pending::<()>().await;
+        drop(socket);
+    });
+    let connection = Connection::builder(Endpoint::https(
+        format!("https://{address}"),
+        fake.client_cert_pem(),
+        fake.client_key_pem(),
+        fake.server_cert_pem(),
+    ))
+    .timeout(Duration::from_millis(300))
+    .build()
+    .unwrap();
+    let error = Client::connect(connection).await.unwrap_err();
+    silent.abort();
+    assert!(
+        matches!(
+            error,
+            ClientError::Timeout {
+                may_have_been_sent: false,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_connect_error_that_sent_nothing() {
+    let fake = fake().await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let connection = Connection::builder(Endpoint::https(
+        format!("https://{address}"),
+        fake.client_cert_pem(),
+        fake.client_key_pem(),
+        fake.server_cert_pem(),
+    ))
+    .build()
+    .unwrap();
+    let error = Client::connect(connection).await.unwrap_err();
+    assert!(matches!(error, ClientError::Connect { .. }), "{error:?}");
+    assert!(!error.may_have_been_sent());
+}
+
+#[tokio::test]
 async fn connection_refuses_bad_credentials_before_any_request() {
     let endpoint = Endpoint::https("https://127.0.0.1:1", "not a pem", "not a pem", "not a pem");
     let error = Connection::builder(endpoint).build().unwrap_err();

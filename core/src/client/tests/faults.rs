@@ -217,3 +217,17 @@ async fn response_over_max_stream_bytes_is_refused() {
         "{error:?}"
     );
 }
+
+/// Over mutual TLS too, a connection closed after apply may have been sent and is not resent.
+#[tokio::test]
+async fn close_after_apply_over_https_may_have_been_sent() {
+    let fake = fake().await;
+    let client = Client::connect(https_connection(&fake)).await.unwrap();
+    let _rule = fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::CloseAfterApply));
+    let error = client
+        .create_instance(PROJECT, &create_body())
+        .await
+        .unwrap_err();
+    assert!(error.may_have_been_sent(), "{error:?}");
+    assert_eq!(posts_to_instances(&fake), 1);
+}
