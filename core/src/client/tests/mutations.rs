@@ -288,3 +288,26 @@ async fn delete_operation_cancels_or_reports_the_native_refusal() {
         "{refused:?}"
     );
 }
+
+/// UpdateInstance sends `If-Match` when given an ETag; a stale one is a synchronous native 412.
+#[tokio::test]
+async fn update_instance_with_a_stale_etag_is_a_native_412() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let stale = "\"0000000000000000000000000000000000000000000000000000000000000000\"";
+    let result = client
+        .update_instance(PROJECT, "c1", &json!({"restore": "snap0"}), Some(stale))
+        .await;
+    assert!(
+        matches!(
+            result,
+            Err(ClientError::Native {
+                http_status: 412,
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+    assert_eq!(last_request(&fake).if_match.as_deref(), Some(stale));
+}
