@@ -384,7 +384,7 @@ impl Session<'_> {
     }
 
     /// Waits for the operation to be final until `until`; returns the final object.
-    async fn observe_exit(&mut self, until: Instant) -> Option<Value> {
+    async fn observe_exit(&self, until: Instant) -> Option<Value> {
         let client = self.client;
         let cap = effective_wait(u64::MAX, client.connection.timeout());
         while Instant::now() < until {
