@@ -166,6 +166,42 @@ const MIB4: usize = 4 * 1024 * 1024;
 
 fn limit_trials() -> Vec<(&'static str, Trial)> {
     vec![
+        check(
+            "document.depth",
+            "at_the_deepest_nesting_serde_json_parses",
+            || {
+                let mut document = spec_example();
+                document["x-deep"] = nested(126);
+                let bytes = serde_json::to_vec(&document).expect("serializes");
+                let parsed: Value = serde_json::from_slice(&bytes).expect("serde_json parses it");
+                (parsed, Expected::new())
+            },
+        ),
+        (
+            "document.depth",
+            Trial::test(
+                "invalid::document.depth::a_value_nested_2000_levels",
+                || {
+                    // Only a `Value` built in code can be this deep: bytes stop at 128 levels.
+                    let mut document = spec_example();
+                    document["x-deep"] = nested(2000);
+                    expect_violations(&tama::validate(&document), &one("", "document.depth"))?;
+                    let mut dex = incus_conformance::tama::Dex::new();
+                    let executor =
+                        |_id: String, input: Value| async move { Ok::<Value, Value>(input) };
+                    match dex.install(document, executor) {
+                        Err(incus_conformance::tama::InstallError::Invalid { violations })
+                            if violations[0].rule == "document.depth" =>
+                        {
+                            Ok(())
+                        }
+                        other => {
+                            Err(format!("install should refuse the depth, got {other:?}").into())
+                        }
+                    }
+                },
+            ),
+        ),
         check("document.size", "at_exactly_4_mib", || {
             (padded_to(spec_example(), MIB4), Expected::new())
         }),
@@ -224,6 +260,15 @@ fn limit_trials() -> Vec<(&'static str, Trial)> {
             ),
         ),
     ]
+}
+
+/// `levels` arrays nested in one another, built without recursion.
+fn nested(levels: usize) -> Value {
+    let mut value = json!([]);
+    for _ in 1..levels {
+        value = Value::Array(vec![value]);
+    }
+    value
 }
 
 /// The example with a `"200"` schema that, with the cyclic component it references (counted

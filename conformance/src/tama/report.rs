@@ -8,6 +8,7 @@ use serde::Serialize;
 pub const RULES: &[&str] = &[
     "document.json",
     "document.type",
+    "document.depth",
     "document.openapi",
     "document.jsonSchemaDialect",
     "document.info",

@@ -7,6 +7,7 @@
 //! clean document; only the dispatcher does that (validation itself compiles no schema).
 
 mod compile;
+mod depth;
 mod document;
 mod duplicates;
 mod operation;
@@ -65,6 +66,11 @@ impl Checked {
 /// Applies every rule to `document`; `raw` is the bytes it was parsed from, if any.
 pub(crate) fn check_value(document: &Value, raw: Option<&[u8]>) -> Checked {
     let mut sink = Sink::default();
+    if !depth::check(document, &mut sink) {
+        return Checked {
+            violations: sink.violations,
+        };
+    }
     if let Some(bytes) = raw {
         duplicates::check(bytes, &mut sink);
     }
@@ -87,7 +93,10 @@ pub(crate) fn check_and_compile(
     document: &Value,
 ) -> Result<HashMap<String, OperationValidators>, Vec<Violation>> {
     let mut sink = Sink::default();
-    let Some(root) = document.as_object() else {
+    let Some(root) = document
+        .as_object()
+        .filter(|_| depth::check(document, &mut sink))
+    else {
         return Err(check_value(document, None).violations);
     };
     let operations = check_object(document, root, None, &mut sink);
