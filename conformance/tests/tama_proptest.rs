@@ -168,4 +168,28 @@ proptest! {
         let report = tama::validate_bytes(&bytes[..cut]);
         prop_assert_eq!(report.violations()[0].rule, "document.json");
     }
+
+    #[test]
+    fn byte_edits_of_a_valid_document_never_panic_and_agree_with_parsing_first(
+        pick in any::<prop::sample::Index>(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+    ) {
+        let documents = valid_documents();
+        let mut bytes = serde_json::to_vec_pretty(&documents[pick.index(documents.len())]).expect("serializes");
+        for (at, byte) in &edits {
+            let at = at.index(bytes.len());
+            bytes[at] = *byte;
+        }
+        let report = tama::validate_bytes(&bytes);
+        match serde_json::from_slice::<Value>(&bytes) {
+            Err(_) => prop_assert_eq!(report.violations()[0].rule, "document.json"),
+            Ok(document) => {
+                // Bytes may add duplicate-name and raw-size findings, never lose a violation.
+                let parsed = tama::validate(&document);
+                for violation in parsed.violations().iter().filter(|v| v.rule != "document.size") {
+                    prop_assert!(report.violations().contains(violation), "{:?}", violation);
+                }
+            }
+        }
+    }
 }
