@@ -51,6 +51,7 @@ const MAX_DEPTH: usize = 6;
 
 /// A known divergence: a diff line of one step that is tolerated until the fake is fixed.
 struct Known {
+    /// The step label, or `*` for every step.
     step: &'static str,
     /// A substring of the diff line.
     diff: &'static str,
@@ -71,6 +72,13 @@ const KNOWN: &[Known] = &[
         step: "exec exit 3 wait",
         diff: "metadata.metadata: keys missing in fake [\"output\"]",
         reason: "fake bug, to fix: no metadata.output for record-output",
+    },
+    // After a restart Incus adds `volatile.last_state.ready: "false"` to the instance config
+    // (and so to its snapshots' configs); the fake never sets it.
+    Known {
+        step: "*",
+        diff: "config: keys missing in fake [\"volatile.last_state.ready\"]",
+        reason: "fake bug, to fix: restart does not set volatile.last_state.ready",
     },
     // `GET /1.0/instances/<name>/logs/exec-output[/<file>]`: the fake has no such route.
     Known {
@@ -339,12 +347,26 @@ fn compare(real: &Reply, fake: &Reply) -> Vec<String> {
                 format!("{:?}", empty(fo)),
             );
             let mut shape = Vec::new();
-            shape_diff("metadata", &rb["metadata"], &fb["metadata"], 0, &mut shape);
+            let (rm, fm) = (settled(rb), settled(fb));
+            shape_diff("metadata", &rm, &fm, 0, &mut shape);
             diffs.extend(shape);
         }
         _ => differ("body", kind(rb).into(), kind(fb).into()),
     }
     diffs
+}
+
+/// The metadata to compare. An async answer's operation may already have finished when the
+/// real daemon renders it (a fast failure shows `Failure`), so its status values are masked.
+fn settled(body: &Value) -> Value {
+    let mut metadata = body["metadata"].clone();
+    if body["type"] == "async" {
+        if let Some(object) = metadata.as_object_mut() {
+            object.insert("status".into(), json!("-"));
+            object.insert("status_code".into(), json!(0));
+        }
+    }
+    metadata
 }
 
 /// An error text with its ids (hex hashes, uuids) replaced by a placeholder.
@@ -659,6 +681,7 @@ async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
     exec_output(p, &inst, &q, (&real, &fake)).await;
     running_errors(p, &inst, &q, &create).await;
 
+    freeze_and_restart(p, &inst, &q).await;
     instance_updates(p, &inst, &q).await;
     snapshots(p, &inst, &q).await;
     p.step(
@@ -829,6 +852,34 @@ async fn exec_websocket_timeouts(p: &mut Probe, inst: &str, q: &str) {
     for (label, pair) in &started {
         p.wait(label, pair).await;
     }
+}
+
+/// Freeze (and exec on a frozen instance), unfreeze, restart.
+async fn freeze_and_restart(p: &mut Probe, inst: &str, q: &str) {
+    let state = format!("{inst}/state?{q}");
+    let action = |name: &str| Req::new(Method::PUT, &state).json(&json!({"action": name}));
+    let started = p.step("freeze", action("freeze")).await;
+    p.wait("freeze", &started).await;
+    p.step("get instance state (frozen)", Req::get(&state))
+        .await;
+    let exec = json!({"command": ["true"], "wait-for-websocket": false});
+    p.step(
+        "exec on a frozen instance",
+        Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
+    )
+    .await;
+    let started = p.step("unfreeze", action("unfreeze")).await;
+    p.wait("unfreeze", &started).await;
+    let restart = json!({"action": "restart", "force": true});
+    let started = p
+        .step(
+            "restart (force)",
+            Req::new(Method::PUT, &state).json(&restart),
+        )
+        .await;
+    p.wait("restart (force)", &started).await;
+    p.step("get instance state (restarted)", Req::get(&state))
+        .await;
 }
 
 /// Errors once the instance is stopped.
@@ -1105,6 +1156,11 @@ async fn read_only_resources(p: &mut Probe, project: &str, name: &str) {
         Req::get(format!("/1.0/images/aliases/busybox?{q}")),
     )
     .await;
+    p.step(
+        "image alias unknown",
+        Req::get(format!("/1.0/images/aliases/nosuch?{q}")),
+    )
+    .await;
     for (label, path) in [
         ("networks", "/1.0/networks"),
         ("network lo", "/1.0/networks/lo"),
@@ -1157,7 +1213,7 @@ fn report(probe: &Probe) {
     let known = |step: &str, diff: &str| {
         KNOWN
             .iter()
-            .position(|k| k.step == step && diff.contains(k.diff))
+            .position(|k| (k.step == "*" || k.step == step) && diff.contains(k.diff))
     };
     let mut used = BTreeSet::new();
     let mut unexpected = Vec::new();
