@@ -31,3 +31,8 @@ pub use catalogue::{
 pub use error::ErrorKind;
 pub use evidence::MissingRequirement;
 pub use profile::{tama_document, tama_document_all};
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -766,3 +766,15 @@ fn all_is_sorted_by_name() {
     sorted.sort_unstable();
     assert_eq!(names, sorted);
 }
+
+#[test]
+fn readme_documents_every_error_kind() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for kind in ErrorKind::ALL {
+        assert!(
+            readme.contains(&format!("| `{kind}` |")),
+            "{kind} is not in the README table"
+        );
+    }
+}
