@@ -778,3 +778,29 @@ fn readme_documents_every_error_kind() {
         );
     }
 }
+
+#[test]
+fn instance_create_names_its_image_by_alias_or_fingerprint() {
+    let create = compile(descriptor("incus_instance_create").input_schema());
+    let with = |source: Value| json!({"name": "web", "source": source});
+    assert!(create.is_valid(&with(
+        json!({"type": "image", "alias": "debian/12", "remote": "images"})
+    )));
+    assert!(create.is_valid(&with(
+        json!({"type": "image", "fingerprint": "2f3b1d6e8a7c"})
+    )));
+    assert!(create.is_valid(&with(json!({"type": "none"}))));
+    assert!(
+        !create.is_valid(&with(json!({"type": "image"}))),
+        "image without alias or fingerprint"
+    );
+    assert!(!create.is_valid(&with(json!({"type": "migration"}))));
+    assert!(
+        !create.is_valid(&json!({"name": "web"})),
+        "source is required"
+    );
+    assert!(!create.is_valid(&with(
+        json!({"type": "image", "alias": "a", "remote": "https://x"})
+    )));
+    assert!(!create.is_valid(&json!({"name": "1web", "source": {"type": "none"}})));
+}
