@@ -18,6 +18,11 @@
 //! }
 //! ```
 
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 // One module per concern; add new ones to this list.
 mod catalogue;
 mod error;
@@ -31,8 +36,3 @@ pub use catalogue::{
 pub use error::ErrorKind;
 pub use evidence::MissingRequirement;
 pub use profile::{tama_document, tama_document_all};
-
-/// The README's examples, compiled and run as doctests.
-#[doc = include_str!("../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;
