@@ -12,7 +12,7 @@
 //!     let described = incus_operations::describe(descriptor.name()).expect("exported");
 //!     assert_eq!(described["name"], descriptor.name());
 //! }
-//! // Nothing is exported until the client evidence is complete; the reasons are listed.
+//! // Operations whose client evidence is incomplete are listed with what they lack.
 //! for entry in incus_operations::unavailable() {
 //!     println!("{}: {}", entry.name(), entry.reason());
 //! }
