@@ -12,11 +12,16 @@
 //!     let described = incus_operations::describe(descriptor.name()).expect("exported");
 //!     assert_eq!(described["name"], descriptor.name());
 //! }
-//! // Nothing is exported until the client evidence is complete; the reasons are listed.
+//! // Operations whose client evidence is incomplete are listed with what they lack.
 //! for entry in incus_operations::unavailable() {
 //!     println!("{}: {}", entry.name(), entry.reason());
 //! }
 //! ```
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
 
 // One module per concern; add new ones to this list.
 mod catalogue;
