@@ -38,6 +38,8 @@ pub(crate) use interpreter::{incus_environment, ExecRequest};
 type Ws = WebSocketStream<TokioIo<Upgraded>>;
 const KEEPALIVE: Duration = Duration::from_secs(10);
 const SIGKILL: i32 = 9;
+/// How long sockets stay open after the operation ended, unless the client closes them first.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 /// One exec operation's websockets.
 pub(crate) struct Session {
@@ -392,7 +394,13 @@ impl Runner {
             }
             None => self.app.finish_operation(&self.op_id, Ok(Some(metadata))),
         }
-        self.done.cancel();
+        // Give clients a moment to read the last frames and close their side, so that the
+        // close is a clean FIN rather than a reset; then close what is left.
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(CLOSE_GRACE).await;
+            done.cancel();
+        });
     }
 
     /// Starts the reader and writer of a newly connected socket.
@@ -508,7 +516,16 @@ async fn writer(
     mut out: mpsc::Receiver<Out>,
     closer: CancellationToken,
 ) {
-    let mut ticker = tokio::time::interval(KEEPALIVE);
+    if sink
+        .send(Message::Ping(Bytes::from_static(b"keepalive")))
+        .await
+        .is_err()
+    {
+        drop(out);
+        closer.cancelled().await;
+        return;
+    }
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
     let mut open = true;
     loop {
         tokio::select! {
@@ -561,10 +578,10 @@ impl Reader {
                 Some(Ok(_)) => {}
             }
             if ended {
+                self.closer.cancel();
                 break;
             }
         }
-        self.closer.cancelled().await;
     }
 
     async fn on_data(&mut self, data: Bytes) {

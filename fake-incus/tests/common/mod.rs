@@ -32,16 +32,27 @@ impl Reply {
         &self.body["metadata"]
     }
     pub fn header(&self, name: &str) -> Option<String> {
-        self.headers.get(name).map(|v| v.to_str().unwrap_or_default().to_string())
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap_or_default().to_string())
     }
 }
 
-fn build(method: &str, uri: http::Uri, body: Option<&Value>, headers: &[(&str, &str)]) -> Request<Full<Bytes>> {
-    let mut builder = Request::builder().method(Method::from_bytes(method.as_bytes()).unwrap()).uri(uri);
+fn build(
+    method: &str,
+    uri: http::Uri,
+    body: Option<&Value>,
+    headers: &[(&str, &str)],
+) -> Request<Full<Bytes>> {
+    let mut builder = Request::builder()
+        .method(Method::from_bytes(method.as_bytes()).unwrap())
+        .uri(uri);
     for (k, v) in headers {
         builder = builder.header(*k, *v);
     }
-    let bytes = body.map(|b| Bytes::from(serde_json::to_vec(b).unwrap())).unwrap_or_default();
+    let bytes = body
+        .map(|b| Bytes::from(serde_json::to_vec(b).unwrap()))
+        .unwrap_or_default();
     if body.is_some() {
         builder = builder.header("content-type", "application/json");
     }
@@ -53,7 +64,12 @@ async fn read(resp: http::Response<hyper::body::Incoming>) -> Reply {
     let headers = resp.headers().clone();
     let raw = resp.into_body().collect().await.expect("body").to_bytes();
     let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    Reply { status, headers, raw, body }
+    Reply {
+        status,
+        headers,
+        raw,
+        body,
+    }
 }
 
 /// A request over the Unix socket.
@@ -62,33 +78,68 @@ pub async fn unix(fake: &FakeIncus, method: &str, path: &str, body: Option<Value
 }
 
 /// A request over the Unix socket with extra headers.
-pub async fn unix_with(fake: &FakeIncus, method: &str, path: &str, body: Option<Value>, headers: &[(&str, &str)]) -> Reply {
+pub async fn unix_with(
+    fake: &FakeIncus,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> Reply {
     let client = Client::unix();
     let uri: http::Uri = hyperlocal::Uri::new(fake.unix_socket(), path).into();
-    let resp = tokio::time::timeout(Duration::from_secs(20), client.request(build(method, uri, body.as_ref(), headers)))
-        .await
-        .expect("answer within 20 s")
-        .expect("request");
+    let resp = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.request(build(method, uri, body.as_ref(), headers)),
+    )
+    .await
+    .expect("answer within 20 s")
+    .expect("request");
     read(resp).await
 }
 
 /// A raw HTTP/1.1 request over a fresh Unix connection; `Err` when the connection fails.
-pub async fn unix_raw(fake: &FakeIncus, method: &str, path: &str, body: Option<Value>) -> Result<Reply, String> {
-    let stream = UnixStream::connect(fake.unix_socket()).await.map_err(|e| e.to_string())?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
+pub async fn unix_raw(
+    fake: &FakeIncus,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Reply, String> {
+    let stream = UnixStream::connect(fake.unix_socket())
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| e.to_string())?;
     tokio::spawn(conn);
     let uri: http::Uri = format!("http://unix.socket{path}").parse().unwrap();
-    let resp = sender.send_request(build(method, uri, body.as_ref(), &[])).await.map_err(|e| e.to_string())?;
+    let resp = sender
+        .send_request(build(method, uri, body.as_ref(), &[]))
+        .await
+        .map_err(|e| e.to_string())?;
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
-    let raw = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+    let raw = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
     let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    Ok(Reply { status, headers, raw, body })
+    Ok(Reply {
+        status,
+        headers,
+        raw,
+        body,
+    })
 }
 
 /// Waits for an operation (from a 202) and returns the wait answer.
 pub async fn wait(fake: &FakeIncus, accepted: &Reply) -> Reply {
-    assert_eq!(accepted.status, 202, "expected an operation: {}", accepted.body);
+    assert_eq!(
+        accepted.status, 202,
+        "expected an operation: {}",
+        accepted.body
+    );
     let op = accepted.body["operation"].as_str().expect("operation url");
     unix(fake, "GET", &format!("{op}/wait?timeout=10"), None).await
 }
@@ -105,9 +156,25 @@ pub async fn launch(fake: &FakeIncus, name: &str, start: bool) {
 pub fn assert_envelope(body: &Value) {
     let object = body.as_object().expect("envelope object");
     let keys: Vec<&str> = object.keys().map(String::as_str).collect();
-    assert_eq!(keys, ["type", "status", "status_code", "operation", "error_code", "error", "metadata"], "{body}");
-    assert!(body["type"].is_string() && body["status"].is_string() && body["operation"].is_string());
-    assert!(body["status_code"].is_u64() && body["error_code"].is_u64() && body["error"].is_string());
+    assert_eq!(
+        keys,
+        [
+            "type",
+            "status",
+            "status_code",
+            "operation",
+            "error_code",
+            "error",
+            "metadata"
+        ],
+        "{body}"
+    );
+    assert!(
+        body["type"].is_string() && body["status"].is_string() && body["operation"].is_string()
+    );
+    assert!(
+        body["status_code"].is_u64() && body["error_code"].is_u64() && body["error"].is_string()
+    );
 }
 
 /// Which client certificate an HTTPS client presents.
@@ -128,11 +195,15 @@ pub struct Https {
 }
 
 fn pem_certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    rustls_pemfile::certs(&mut pem.as_bytes()).collect::<Result<_, _>>().unwrap()
+    rustls_pemfile::certs(&mut pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .unwrap()
 }
 
 fn pem_key(pem: &str) -> PrivateKeyDer<'static> {
-    rustls_pemfile::private_key(&mut pem.as_bytes()).unwrap().unwrap()
+    rustls_pemfile::private_key(&mut pem.as_bytes())
+        .unwrap()
+        .unwrap()
 }
 
 impl Https {
@@ -141,29 +212,49 @@ impl Https {
         for cert in pem_certs(&fake.server_cert_pem()) {
             roots.add(cert).unwrap();
         }
-        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots);
+        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
         let mut config = match cert {
             ClientCert::Trusted => builder
-                .with_client_auth_cert(pem_certs(&fake.client_cert_pem()), pem_key(&fake.client_key_pem()))
+                .with_client_auth_cert(
+                    pem_certs(&fake.client_cert_pem()),
+                    pem_key(&fake.client_key_pem()),
+                )
                 .unwrap(),
             ClientCert::Unknown => {
                 let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-                let cert = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap().self_signed(&key).unwrap();
-                builder.with_client_auth_cert(pem_certs(&cert.pem()), pem_key(&key.serialize_pem())).unwrap()
+                let cert = rcgen::CertificateParams::new(Vec::<String>::new())
+                    .unwrap()
+                    .self_signed(&key)
+                    .unwrap();
+                builder
+                    .with_client_auth_cert(pem_certs(&cert.pem()), pem_key(&key.serialize_pem()))
+                    .unwrap()
             }
             ClientCert::None => builder.with_no_client_auth(),
         };
-        config.alpn_protocols = if alpn_h2 { vec![b"h2".to_vec()] } else { vec![b"http/1.1".to_vec()] };
-        Self { connector: TlsConnector::from(Arc::new(config)), addr: fake.https_address().expect("https on") }
+        config.alpn_protocols = if alpn_h2 {
+            vec![b"h2".to_vec()]
+        } else {
+            vec![b"http/1.1".to_vec()]
+        };
+        Self {
+            connector: TlsConnector::from(Arc::new(config)),
+            addr: fake.https_address().expect("https on"),
+        }
     }
 
     pub async fn connect(&self) -> TlsStream<TcpStream> {
         let tcp = TcpStream::connect(self.addr).await.unwrap();
         let name = ServerName::try_from("127.0.0.1").unwrap();
-        self.connector.connect(name, tcp).await.expect("TLS handshake")
+        self.connector
+            .connect(name, tcp)
+            .await
+            .expect("TLS handshake")
     }
 
     /// One request on a fresh connection (HTTP/1.1 or h2 per the ALPN offered).
@@ -174,17 +265,62 @@ impl Https {
         let req = build(method, uri, body.as_ref(), &[]);
         let resp = if h2 {
             let (mut sender, conn) =
-                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await.unwrap();
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                    .await
+                    .unwrap();
             tokio::spawn(conn);
             sender.send_request(req).await.unwrap()
         } else {
-            let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.unwrap();
+            let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+                .await
+                .unwrap();
             tokio::spawn(conn);
             sender.send_request(req).await.unwrap()
         };
         let version = resp.version();
         let mut reply = read(resp).await;
-        reply.headers.insert("x-test-version", format!("{version:?}").parse().unwrap());
+        reply
+            .headers
+            .insert("x-test-version", format!("{version:?}").parse().unwrap());
         reply
     }
+}
+
+/// An exec websocket over the Unix socket.
+pub type UnixWs = tokio_tungstenite::WebSocketStream<UnixStream>;
+
+/// Connects one exec fd's websocket over the Unix socket.
+pub async fn ws_unix(fake: &FakeIncus, op_id: &str, secret: &str) -> UnixWs {
+    let stream = UnixStream::connect(fake.unix_socket()).await.unwrap();
+    let url = format!("ws://unix.socket/1.0/operations/{op_id}/websocket?secret={secret}");
+    let (ws, resp) = tokio_tungstenite::client_async(url, stream)
+        .await
+        .expect("websocket upgrade");
+    assert_eq!(resp.status(), 101);
+    ws
+}
+
+/// Everything a socket receives until the server ends it: (data bytes, text frames, pings).
+pub async fn drain<S>(
+    ws: &mut tokio_tungstenite::WebSocketStream<S>,
+) -> (Vec<u8>, Vec<String>, usize)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let (mut data, mut texts, mut pings) = (Vec::new(), Vec::new(), 0);
+    while let Ok(Some(msg)) = tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+        match msg {
+            Ok(Message::Binary(b)) => data.extend_from_slice(&b),
+            Ok(Message::Text(t)) => texts.push(t.to_string()),
+            Ok(Message::Ping(_)) => pings += 1,
+            Ok(other) => eprintln!("drain: other frame {other:?}"),
+            Err(e) => {
+                eprintln!("drain: error {e}");
+                break;
+            }
+        }
+    }
+    (data, texts, pings)
 }
