@@ -7,9 +7,7 @@
 //! frame, the server pings `keepalive` at connect and every 10 s, and at the end the server
 //! closes the TCP connections without a close frame. The exit status goes to `metadata.return`.
 
-mod stand_in;
-// Until the interpreter branch is merged: same API, echo-level behaviour.
-use stand_in as interpreter;
+pub(crate) mod interpreter;
 
 use crate::api::{is_upgrade, Ctx};
 use crate::app::{op_not_found, App};
