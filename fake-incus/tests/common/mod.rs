@@ -85,8 +85,19 @@ pub async fn unix_with(
     body: Option<Value>,
     headers: &[(&str, &str)],
 ) -> Reply {
+    unix_at(fake.unix_socket(), method, path, body, headers).await
+}
+
+/// A request over any Unix socket (the fake's or its control socket).
+pub async fn unix_at(
+    socket: &std::path::Path,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> Reply {
     let client = Client::unix();
-    let uri: http::Uri = hyperlocal::Uri::new(fake.unix_socket(), path).into();
+    let uri: http::Uri = hyperlocal::Uri::new(socket, path).into();
     let resp = tokio::time::timeout(
         Duration::from_secs(20),
         client.request(build(method, uri, body.as_ref(), headers)),
