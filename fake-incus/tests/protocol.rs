@@ -1022,3 +1022,83 @@ async fn state_seeds_dumps_and_resets() {
         .unwrap_err();
     assert!(matches!(err, fake_incus::Error::State(_)));
 }
+
+#[tokio::test]
+async fn unknown_project_is_404_with_each_endpoint_message_but_lists_instances_empty() {
+    let fake = fake().await;
+    let cases = [
+        ("GET", "/1.0/instances/x?project=nope", "Project not found"),
+        (
+            "PUT",
+            "/1.0/instances/x/state?project=nope",
+            "Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/instances/x/snapshots?project=nope",
+            "Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/images?project=nope",
+            "Check if project has images: fetch project: Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/images/aliases/busybox?project=nope",
+            "Check if project has images: fetch project: Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/images/abc?project=nope",
+            "Image \"abc\" not found",
+        ),
+        (
+            "GET",
+            "/1.0/profiles?project=nope",
+            "Failed loading project \"nope\": Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/networks/lo?project=nope",
+            "Failed to load project \"nope\": Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/storage-pools/default/volumes?project=nope",
+            "Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/storage-pools/default/volumes/container/x?project=nope",
+            "Failed to load project \"nope\": Project not found",
+        ),
+        (
+            "POST",
+            "/1.0/instances?project=nope",
+            "Failed loading project: Project not found",
+        ),
+    ];
+    for (method, path, message) in cases {
+        let body = (method != "GET")
+            .then(|| json!({"action": "start", "name": "x", "source": {"type": "none"}}));
+        let reply = unix(&fake, method, path, body).await;
+        assert_eq!(
+            (reply.status, reply.body["error"].as_str()),
+            (404, Some(message)),
+            "{method} {path}"
+        );
+    }
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/operations?project=nope", None)
+            .await
+            .metadata(),
+        &json!({})
+    );
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/storage-pools?project=nope", None)
+            .await
+            .status,
+        200
+    );
+}

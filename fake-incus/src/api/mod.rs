@@ -86,6 +86,20 @@ impl Ctx {
     pub(crate) fn all_projects(&self) -> bool {
         self.param("all-projects") == Some("true")
     }
+    /// 404 with the endpoint's own message when `project` names no project (unless
+    /// `all-projects=true`).
+    pub(crate) fn require_project(
+        &self,
+        message: impl FnOnce(&str) -> String,
+    ) -> Result<(), ApiError> {
+        let project = self.project();
+        if self.all_projects() || self.app.state().project(&project).is_some() {
+            Ok(())
+        } else {
+            Err(ApiError::new(404, message(&project)))
+        }
+    }
+
     /// The projects a collection request covers.
     pub(crate) fn projects(&self) -> Vec<String> {
         if self.all_projects() {
@@ -333,6 +347,10 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
     if !ctx.trusted {
         return Err(ApiError::forbidden());
     }
+    let per_instance = segs[1] == "instances" && segs.len() >= 3;
+    if per_instance {
+        ctx.require_project(|_| "Project not found".into())?;
+    }
     match segs[1] {
         "instances" => match segs.get(3) {
             None => instances::route(ctx, &method, &segs[2..], req.headers(), req.body()),
@@ -382,4 +400,79 @@ pub(crate) fn instance_not_found(name: &str, project: &str) -> ApiError {
         404,
         format!("Failed to fetch instance \"{name}\" in project \"{project}\": Instance not found"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{Identity, Settings};
+    use crate::state::State;
+
+    fn app() -> Arc<App> {
+        App::new(
+            State::default_state(),
+            Identity::default(),
+            Settings::default(),
+        )
+    }
+
+    async fn call(
+        app: &Arc<App>,
+        method: &str,
+        path: &str,
+        body: &str,
+    ) -> (u16, serde_json::Value) {
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Bytes::from(body.to_string()))
+            .unwrap();
+        let peer = Peer {
+            listener: Listener::Direct,
+            fingerprint: None,
+        };
+        let Outcome::Respond(resp) = serve(app, req, peer).await else {
+            panic!("no response")
+        };
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn app_answers_without_a_socket() {
+        let app = app();
+        let (status, body) = call(&app, "GET", "/1.0/profiles/default", "").await;
+        assert_eq!(
+            (status, body["metadata"]["name"].as_str()),
+            (200, Some("default"))
+        );
+        let (status, body) = call(
+            &app,
+            "POST",
+            "/1.0/instances",
+            r#"{"name":"c1","source":{"type":"none"}}"#,
+        )
+        .await;
+        assert_eq!((status, body["type"].as_str()), (202, Some("async")));
+        let entries = app.journal.entries();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[1].listener, Listener::Direct);
+        assert!(entries[1].applied);
+    }
+
+    #[tokio::test]
+    async fn every_error_path_uses_the_one_envelope_conversion() {
+        let app = app();
+        for (method, path) in [
+            ("GET", "/nope"),
+            ("PUT", "/1.0/profiles"),
+            ("GET", "/1.0/instances/x"),
+        ] {
+            let (status, body) = call(&app, method, path, "").await;
+            assert_eq!(body["error_code"].as_u64(), Some(u64::from(status)));
+            assert_eq!(body["type"], "error");
+            assert_eq!(body["metadata"], serde_json::Value::Null);
+        }
+    }
 }
