@@ -498,3 +498,43 @@ async fn exec_fault_drop_websocket_closes_that_fd_at_once() {
     let ws = fake.journal().iter().filter(|j| j.websocket).count();
     assert_eq!(ws, 3, "websocket connections are journaled");
 }
+
+#[tokio::test]
+async fn exec_record_output_keeps_stdout_and_stderr_as_log_files() {
+    let fake = running().await;
+    let body = json!({"command": ["sh", "-c", "echo recorded-out; echo recorded-err >&2"], "wait-for-websocket": false, "record-output": true});
+    let reply = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    let id = reply.metadata()["id"].as_str().unwrap().to_string();
+    let done = wait(&fake, &reply).await;
+    let base = format!("/1.0/instances/c1/logs/exec-output/exec_{id}");
+    assert_eq!(
+        done.metadata()["metadata"],
+        json!({"output": {"1": format!("{base}.stdout"), "2": format!("{base}.stderr")}, "return": 0})
+    );
+    let list = unix(&fake, "GET", "/1.0/instances/c1/logs/exec-output", None).await;
+    assert_eq!(
+        list.metadata(),
+        &json!([format!("{base}.stderr"), format!("{base}.stdout")])
+    );
+    let stdout = unix(&fake, "GET", &format!("{base}.stdout"), None).await;
+    assert_eq!(
+        (stdout.status, stdout.raw.as_ref()),
+        (200, &b"recorded-out\n"[..])
+    );
+    assert_eq!(
+        stdout.header("content-type").as_deref(),
+        Some("application/octet-stream")
+    );
+    assert_eq!(
+        unix(&fake, "DELETE", &format!("{base}.stdout"), None)
+            .await
+            .metadata(),
+        &json!({})
+    );
+    assert_eq!(
+        unix(&fake, "GET", &format!("{base}.stdout"), None)
+            .await
+            .status,
+        404
+    );
+}

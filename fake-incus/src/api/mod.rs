@@ -8,6 +8,7 @@ mod exec;
 mod filter;
 mod images;
 mod instances;
+mod logs;
 mod networks;
 mod operations;
 mod profiles;
@@ -357,6 +358,7 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             Some(&"state") => state::route(ctx, &method, &segs[2..], req.body()),
             Some(&"snapshots") => snapshots::route(ctx, &method, &segs[2..], req.body()),
             Some(&"exec") if segs.len() == 4 => exec::route(ctx, &method, segs[2], req.body()),
+            Some(&"logs") => logs::route(ctx, &method, &segs[2..]),
             _ => Err(ApiError::not_found()),
         },
         "images" => images::route(ctx, &method, &segs[2..]),
