@@ -292,6 +292,11 @@ async fn instance_lists_follow_recursion_filter_and_project() {
     );
     let unknown = unix(&fake, "GET", "/1.0/instances?project=nope", None).await;
     assert_eq!((unknown.status, unknown.metadata()), (200, &json!([])));
+    let slash = unix(&fake, "GET", "/1.0/instances/c1%2Fsnap0", None).await;
+    assert_eq!(
+        (slash.status, slash.body["error"].as_str()),
+        (400, Some("Invalid instance name"))
+    );
     let missing = unix(&fake, "GET", "/1.0/instances/nope?project=default", None).await;
     assert_eq!(missing.status, 404);
     assert_eq!(

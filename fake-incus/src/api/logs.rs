@@ -19,7 +19,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
             let files = logs
                 .get(&key)
                 .map(|files| files.keys().cloned().collect())
-                .unwrap_or_else(Vec::new);
+                .unwrap_or_default();
             let urls = files
                 .iter()
                 .map(|f| Value::String(format!("/1.0/instances/{name}/logs/exec-output/{f}")));

@@ -351,6 +351,9 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
     let per_instance = segs[1] == "instances" && segs.len() >= 3;
     if per_instance {
         ctx.require_project(|_| "Project not found".into())?;
+        if segs[2].contains('/') {
+            return Err(ApiError::bad_request("Invalid instance name"));
+        }
     }
     match segs[1] {
         "instances" => match segs.get(3) {

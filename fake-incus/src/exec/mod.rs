@@ -25,7 +25,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, Notify};
-use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
@@ -218,15 +217,7 @@ pub(crate) fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiRes
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
         let _ = tx.send((fd, ws));
     });
-    let mut resp = Response::new(envelope::full(Bytes::new()));
-    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let headers = resp.headers_mut();
-    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
-        headers.insert("sec-websocket-accept", accept);
-    }
-    Ok(resp)
+    Ok(envelope::switching_protocols(&key))
 }
 
 /// What a plain GET on the websocket endpoint gets.
