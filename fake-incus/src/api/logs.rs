@@ -16,7 +16,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
     match (rest, method.as_str()) {
         ([_, "logs", "exec-output"], "GET") => {
             let logs = ctx.app.exec_logs();
-            let files = logs
+            let files: Vec<String> = logs
                 .get(&key)
                 .map(|files| files.keys().cloned().collect())
                 .unwrap_or_default();
