@@ -1107,3 +1107,35 @@ async fn unknown_project_is_404_with_each_endpoint_message_but_lists_instances_e
         200
     );
 }
+
+#[tokio::test]
+async fn ephemeral_instances_are_deleted_when_stopped() {
+    let fake = fake().await;
+    let body = json!({"name": "e1", "ephemeral": true, "start": true, "source": {"type": "image", "alias": "busybox"}});
+    wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+    )
+    .await;
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/instances/e1", None)
+            .await
+            .metadata()["ephemeral"],
+        true
+    );
+    wait(
+        &fake,
+        &unix(
+            &fake,
+            "PUT",
+            "/1.0/instances/e1/state",
+            Some(json!({"action": "stop", "force": true})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/instances/e1", None).await.status,
+        404
+    );
+}

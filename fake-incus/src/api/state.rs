@@ -126,5 +126,11 @@ fn apply(state: &mut State, project: &str, name: &str, action: Action) -> Result
         (Action::Unfreeze, PowerState::Frozen) => instance.status = PowerState::Running,
         (Action::Unfreeze, _) => return Err(ApiError::bad_request("The instance is not frozen")),
     }
+    if matches!(action, Action::Stop) && instance.ephemeral {
+        // Ephemeral instances are deleted when they stop.
+        state
+            .instances
+            .retain(|i| !(i.project == project && i.name == name));
+    }
     Ok(())
 }
