@@ -183,3 +183,45 @@ async fn exec_works_over_wss_with_the_client_certificate() {
         .await;
     assert_eq!(done.metadata()["metadata"]["return"], 0);
 }
+
+#[tokio::test]
+async fn https_answers_like_the_unix_socket() {
+    let fake = fake().await;
+    for alpn_h2 in [false, true] {
+        let client = Https::new(&fake, ClientCert::Trusted, alpn_h2);
+        let name = if alpn_h2 { "h2" } else { "h1" };
+        let body = json!({"name": name, "source": {"type": "image", "alias": "busybox"}});
+        let created = client.request("POST", "/1.0/instances", Some(body)).await;
+        assert_eq!(created.status, 202);
+        common::assert_envelope(&created.body);
+        assert_eq!(
+            created.header("location").as_deref(),
+            created.body["operation"].as_str()
+        );
+        let op = created.body["operation"].as_str().unwrap();
+        let done = client
+            .request("GET", &format!("{op}/wait?timeout=10"), None)
+            .await;
+        assert_eq!(
+            (done.status, done.metadata()["status"].as_str()),
+            (200, Some("Success"))
+        );
+        let got = client
+            .request("GET", &format!("/1.0/instances/{name}"), None)
+            .await;
+        let unix = common::unix(&fake, "GET", &format!("/1.0/instances/{name}"), None).await;
+        assert_eq!(
+            got.header("etag"),
+            unix.header("etag"),
+            "same ETag on both listeners"
+        );
+        assert_eq!(got.metadata(), unix.metadata());
+        let missing = client.request("GET", "/1.0/instances/nope", None).await;
+        assert_eq!(missing.status, 404);
+        common::assert_envelope(&missing.body);
+        assert_eq!(
+            missing.header("x-content-type-options").as_deref(),
+            Some("nosniff")
+        );
+    }
+}
