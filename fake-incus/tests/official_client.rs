@@ -114,6 +114,30 @@ async fn official_client_manages_instances_over_the_unix_socket() {
     );
     let out = cli.run(&["exec", "c1", "--", "sh", "-c", "exit 3"]).await;
     assert_eq!(out.status.code(), Some(3), "exit status is passed through");
+    let out = cli
+        .run(&["exec", "c1", "-t", "--", "sh", "-c", "echo tty; exit 4"])
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "interactive exec passes the status through"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tty"));
+    let out = cli
+        .run(&[
+            "exec",
+            "c1",
+            "--env",
+            "FOO=bar",
+            "--cwd",
+            "/tmp",
+            "--",
+            "sh",
+            "-c",
+            "echo $FOO; pwd",
+        ])
+        .await;
+    assert_eq!(out.stdout, b"bar\n/tmp\n");
     let out = cli.run(&["exec", "c1", "--", "no-such-command"]).await;
     assert_eq!(out.status.code(), Some(127));
 
