@@ -434,6 +434,66 @@ async fn patch_validation_errors_are_500_and_restore_mode_is_400() {
             Some("Invalid config: Unknown configuration key: foo.bar")
         )
     );
+    for (key, value, message) in [
+        (
+            "limits.memory",
+            "bogus",
+            "Invalid config: Invalid value: bogus",
+        ),
+        (
+            "limits.cpu",
+            "abc",
+            "Invalid config: Invalid CPU limit syntax",
+        ),
+        (
+            "security.privileged",
+            "maybe",
+            "Invalid config: Invalid value for a boolean \"maybe\"",
+        ),
+        (
+            "limits.processes",
+            "x",
+            "Invalid config: Invalid value for an integer \"x\"",
+        ),
+        (
+            "snapshots.expiry",
+            "bad",
+            "Invalid config: Invalid expiry expression",
+        ),
+        (
+            "volatile.foo",
+            "1",
+            "Invalid config: Unknown configuration key: volatile.foo",
+        ),
+    ] {
+        let bad = unix(
+            &fake,
+            "PATCH",
+            "/1.0/instances/c1",
+            Some(json!({"config": {key: value}})),
+        )
+        .await;
+        assert_eq!(
+            (bad.status, bad.body["error"].as_str()),
+            (500, Some(message)),
+            "{key}"
+        );
+    }
+    for (key, value) in [
+        ("limits.memory", "512MiB"),
+        ("limits.cpu", "0-1"),
+        ("security.nesting", "true"),
+        ("snapshots.expiry", "1d 2w"),
+    ] {
+        let ok = unix(
+            &fake,
+            "PATCH",
+            "/1.0/instances/c1",
+            Some(json!({"config": {key: value}})),
+        )
+        .await;
+        assert_eq!(ok.status, 200, "{key}={value}");
+    }
     let restore = unix(
         &fake,
         "PATCH",

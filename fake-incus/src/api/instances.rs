@@ -235,13 +235,21 @@ pub(super) fn check_name(name: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Accepts the key namespaces a container understands; anything else is unknown.
+/// Validates config keys and the values of common keys, with the daemon's texts.
 pub(super) fn validate_config(config: &StringMap) -> Result<(), String> {
+    for (key, value) in config {
+        check_key(key)
+            .and_then(|()| check_value(key, value))
+            .map_err(|why| format!("Invalid config: {why}"))?;
+    }
+    Ok(())
+}
+
+fn check_key(key: &str) -> Result<(), String> {
     const PREFIXES: &[&str] = &[
         "user.",
         "environment.",
         "image.",
-        "volatile.",
         "limits.",
         "security.",
         "boot.",
@@ -254,14 +262,98 @@ pub(super) fn validate_config(config: &StringMap) -> Result<(), String> {
         "cluster.",
         "agent.",
     ];
-    const KEYS: &[&str] = &["cloud-init", "user-data", "vendor-data", "network-config"];
-    match config
-        .keys()
-        .find(|k| !PREFIXES.iter().any(|p| k.starts_with(p)) && !KEYS.contains(&k.as_str()))
-    {
-        Some(key) => Err(format!("Invalid config: Unknown configuration key: {key}")),
-        None => Ok(()),
+    const VOLATILE: &[&str] = &[
+        "volatile.apply_template",
+        "volatile.base_image",
+        "volatile.cloud-init.instance-id",
+        "volatile.idmap.base",
+        "volatile.idmap.current",
+        "volatile.idmap.next",
+        "volatile.last_state.idmap",
+        "volatile.last_state.power",
+        "volatile.uuid",
+        "volatile.uuid.generation",
+    ];
+    let known = PREFIXES.iter().any(|p| key.starts_with(p))
+        || VOLATILE.contains(&key)
+        // Device keys such as volatile.eth0.hwaddr.
+        || (key.starts_with("volatile.") && key.split('.').count() >= 3);
+    if known {
+        Ok(())
+    } else {
+        Err(format!("Unknown configuration key: {key}"))
     }
+}
+
+fn check_value(key: &str, value: &str) -> Result<(), String> {
+    const BOOLEANS: &[&str] = &[
+        "boot.autostart",
+        "security.privileged",
+        "security.nesting",
+        "security.protection.delete",
+        "security.protection.shift",
+        "security.idmap.isolated",
+        "migration.stateful",
+        "limits.memory.swap",
+    ];
+    const INTEGERS: &[&str] = &[
+        "limits.processes",
+        "boot.autostart.priority",
+        "boot.autostart.delay",
+        "boot.stop.priority",
+        "boot.host_shutdown_timeout",
+    ];
+    if value.is_empty() {
+        return Ok(());
+    }
+    if BOOLEANS.contains(&key) {
+        let ok = ["true", "false", "1", "0", "yes", "no", "on", "off"]
+            .contains(&value.to_lowercase().as_str());
+        return if ok {
+            Ok(())
+        } else {
+            Err(format!("Invalid value for a boolean {value:?}"))
+        };
+    }
+    if INTEGERS.contains(&key) {
+        return value
+            .parse::<i64>()
+            .map(|_| ())
+            .map_err(|_| format!("Invalid value for an integer {value:?}"));
+    }
+    match key {
+        "limits.memory" if !is_size_or_percent(value) => Err(format!("Invalid value: {value}")),
+        "limits.cpu" if !is_cpu_limit(value) => Err("Invalid CPU limit syntax".into()),
+        "snapshots.expiry" if !is_expiry(value) => Err("Invalid expiry expression".into()),
+        _ => Ok(()),
+    }
+}
+
+fn is_size_or_percent(value: &str) -> bool {
+    if let Some(percent) = value.strip_suffix('%') {
+        return percent.parse::<f64>().is_ok();
+    }
+    let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &value[digits.len()..];
+    const UNITS: &[&str] = &[
+        "", "B", "kB", "KB", "MB", "GB", "TB", "PB", "EB", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB",
+    ];
+    digits.parse::<f64>().is_ok() && UNITS.contains(&unit)
+}
+
+fn is_cpu_limit(value: &str) -> bool {
+    value.parse::<u32>().is_ok()
+        || value.split(',').all(|part| {
+            let mut ends = part.splitn(2, '-');
+            ends.all(|n| n.parse::<u32>().is_ok())
+        }) && value.contains([',', '-'])
+}
+
+fn is_expiry(value: &str) -> bool {
+    value.split_whitespace().all(|part| {
+        let digits = part.trim_end_matches(['M', 'H', 'd', 'w', 'm', 'y']);
+        digits.len() + 1 == part.len() && digits.parse::<u64>().is_ok()
+    })
 }
 
 /// If-Match: quotes stripped, compared literally with the current ETag.
