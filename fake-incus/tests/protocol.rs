@@ -1199,3 +1199,163 @@ async fn ephemeral_instances_are_deleted_when_stopped() {
         404
     );
 }
+
+#[tokio::test]
+async fn create_reports_config_and_device_errors_in_the_operation_and_unknown_profiles_at_once() {
+    let fake = fake().await;
+    let bad = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}, "config": {"limits.memory": "bogus"}});
+    let done = wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(bad)).await,
+    )
+    .await;
+    assert_eq!(
+        (
+            done.body["error"].as_str(),
+            done.body["error_code"].as_u64()
+        ),
+        (
+            Some("Failed creating instance record: Invalid value: bogus"),
+            Some(500)
+        )
+    );
+    let unknown = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}, "config": {"foo.bar": "1"}});
+    let done = wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(unknown)).await,
+    )
+    .await;
+    assert_eq!(
+        done.body["error"],
+        "Failed creating instance record: Unknown configuration key: foo.bar"
+    );
+    let profile = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}, "profiles": ["nope"]});
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(profile)).await;
+    assert_eq!(
+        (reply.status, reply.body["error"].as_str()),
+        (500, Some("Requested profile \"nope\" doesn't exist"))
+    );
+    launch(&fake, "c1", false).await;
+    let device = json!({"devices": {"eth9": {"type": "nic", "nictype": "bogus"}}});
+    let reply = unix(&fake, "PATCH", "/1.0/instances/c1", Some(device)).await;
+    assert_eq!(reply.status, 500);
+    assert_eq!(reply.body["error"], "Invalid devices: Device validation failed for \"eth9\": Failed loading device \"eth9\": Unsupported device type");
+    let bad_json = unix_with(&fake, "PUT", "/1.0/instances/c1/state", None, &[]).await;
+    assert_eq!(
+        (bad_json.status, bad_json.body["error"].as_str()),
+        (400, Some("unexpected end of JSON input"))
+    );
+}
+
+#[tokio::test]
+async fn power_transition_failures_use_the_daemon_texts() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let act = |action: &'static str| {
+        let fake = &fake;
+        async move {
+            wait(
+                fake,
+                &unix(
+                    fake,
+                    "PUT",
+                    "/1.0/instances/c1/state",
+                    Some(json!({"action": action})),
+                )
+                .await,
+            )
+            .await
+        }
+    };
+    let expect = |reply: common::Reply, message: &str, code: u64| {
+        assert_eq!(
+            (
+                reply.body["error"].as_str(),
+                reply.body["error_code"].as_u64()
+            ),
+            (Some(message), Some(code))
+        );
+    };
+    expect(act("restart").await, "The instance is already stopped", 400);
+    expect(act("freeze").await, "The instance isn't running", 500);
+    expect(act("unfreeze").await, "The container isn't running", 500);
+    act("start").await;
+    expect(
+        act("unfreeze").await,
+        "The container is already running",
+        500,
+    );
+    act("freeze").await;
+    expect(act("freeze").await, "The container is already frozen", 500);
+}
+
+#[tokio::test]
+async fn rename_is_an_operation_refused_while_running() {
+    let fake = fake().await;
+    launch(&fake, "c1", true).await;
+    let running = wait(
+        &fake,
+        &unix(
+            &fake,
+            "POST",
+            "/1.0/instances/c1",
+            Some(json!({"name": "c2"})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (
+            running.body["error"].as_str(),
+            running.body["error_code"].as_u64()
+        ),
+        (Some("Renaming of running instance not allowed"), Some(400))
+    );
+    let bad = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/c1",
+        Some(json!({"name": "bad_name"})),
+    )
+    .await;
+    assert_eq!(bad.status, 400);
+    wait(
+        &fake,
+        &unix(
+            &fake,
+            "PUT",
+            "/1.0/instances/c1/state",
+            Some(json!({"action": "stop"})),
+        )
+        .await,
+    )
+    .await;
+    let renamed = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/c1",
+        Some(json!({"name": "c2"})),
+    )
+    .await;
+    assert_eq!(renamed.metadata()["description"], "Renaming instance");
+    assert_eq!(wait(&fake, &renamed).await.body["type"], "sync");
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/instances/c2", None).await.status,
+        200
+    );
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/instances/c1", None).await.status,
+        404
+    );
+    let bogus = unix(
+        &fake,
+        "GET",
+        "/1.0/storage-pools/default/volumes/bogus",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (bogus.status, bogus.body["error"].as_str()),
+        (400, Some("Invalid storage volume type name"))
+    );
+}

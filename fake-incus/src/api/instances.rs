@@ -25,6 +25,7 @@ pub(super) fn route(
         ([name], "PUT") => put(ctx, name, headers, body),
         ([name], "PATCH") => patch(ctx, name, headers, body),
         ([name], "DELETE") => delete(ctx, name),
+        ([name], "POST") => rename(ctx, name, body),
         ([_], _) => Err(ApiError::not_implemented()),
         _ => Err(ApiError::not_found()),
     }
@@ -148,8 +149,15 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             source.kind
         )));
     }
-    if let Some(config) = &req.config {
-        validate_config(config).map_err(ApiError::bad_request)?;
+    if let Some(missing) = req
+        .profiles
+        .iter()
+        .flatten()
+        .find(|p| ctx.app.state().profile(&project, p).is_none())
+    {
+        return Err(ApiError::internal(format!(
+            "Requested profile \"{missing}\" doesn't exist"
+        )));
     }
     let instance_url = crate::state::url(&format!("/1.0/instances/{name}"), &project);
     let spec = OpSpec::task(&project, "Creating instance", instance_url);
@@ -168,12 +176,17 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             } else {
                 None
             };
+            let config = req.config.unwrap_or_default();
+            let devices = req.devices.unwrap_or_default();
+            if let Some(why) = config_problem(&config).or_else(|| devices_problem(&devices)) {
+                return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
+            }
             let mut instance = Instance::from_image(&name, &project, image.as_ref());
             if !req.kind.is_empty() {
                 instance.kind = req.kind;
             }
-            instance.config.extend(req.config.unwrap_or_default());
-            instance.devices = req.devices.unwrap_or_default();
+            instance.config.extend(config);
+            instance.devices = devices;
             if let Some(profiles) = req.profiles {
                 instance.profiles = profiles;
             }
@@ -235,14 +248,58 @@ pub(super) fn check_name(name: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Validates config keys and the values of common keys, with the daemon's texts.
+/// Validates config keys and the values of common keys: `Invalid config: <why>`.
 pub(super) fn validate_config(config: &StringMap) -> Result<(), String> {
-    for (key, value) in config {
-        check_key(key)
-            .and_then(|()| check_value(key, value))
-            .map_err(|why| format!("Invalid config: {why}"))?;
+    match config_problem(config) {
+        Some(why) => Err(format!("Invalid config: {why}")),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// What is wrong with a config, in the daemon's words.
+fn config_problem(config: &StringMap) -> Option<String> {
+    config
+        .iter()
+        .find_map(|(key, value)| check_key(key).and_then(|()| check_value(key, value)).err())
+}
+
+/// What is wrong with local devices, in the daemon's words.
+fn devices_problem(devices: &Devices) -> Option<String> {
+    const TYPES: &[&str] = &[
+        "disk",
+        "nic",
+        "none",
+        "unix-char",
+        "unix-block",
+        "unix-hotplug",
+        "usb",
+        "gpu",
+        "infiniband",
+        "proxy",
+        "tpm",
+        "pci",
+    ];
+    const NIC_TYPES: &[&str] = &[
+        "bridged", "macvlan", "p2p", "physical", "sriov", "ipvlan", "routed", "ovn",
+    ];
+    devices.iter().find_map(|(name, device)| {
+        let kind = device.get("type").map(String::as_str).unwrap_or_default();
+        let supported = TYPES.contains(&kind)
+            && (kind != "nic"
+                || device.contains_key("network")
+                || device.get("nictype").is_some_and(|t| NIC_TYPES.contains(&t.as_str())));
+        (!supported).then(|| {
+            format!("Device validation failed for \"{name}\": Failed loading device \"{name}\": Unsupported device type")
+        })
+    })
+}
+
+/// Validates local devices: `Invalid devices: <why>`.
+fn validate_devices(devices: &Devices) -> Result<(), String> {
+    match devices_problem(devices) {
+        Some(why) => Err(format!("Invalid devices: {why}")),
+        None => Ok(()),
+    }
 }
 
 fn check_key(key: &str) -> Result<(), String> {
@@ -443,6 +500,7 @@ fn update(
         ));
     }
     validate_config(&req.config).map_err(ApiError::internal)?;
+    validate_devices(&req.devices).map_err(ApiError::internal)?;
     let instance = state
         .instance_mut(project, name)
         .ok_or_else(|| instance_not_found(name, project))?;
@@ -508,13 +566,14 @@ fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
         }
     }
     validate_config(&config).map_err(ApiError::internal)?;
+    let mut devices = current.devices.clone();
+    devices.extend(req.devices.unwrap_or_default());
+    validate_devices(&devices).map_err(ApiError::internal)?;
     let instance = state
         .instance_mut(&project, name)
         .ok_or_else(|| instance_not_found(name, &project))?;
     instance.config = config;
-    for (device, settings) in req.devices.unwrap_or_default() {
-        instance.devices.insert(device, settings);
-    }
+    instance.devices = devices;
     if let Some(profiles) = req.profiles {
         instance.profiles = profiles;
     }
@@ -547,6 +606,55 @@ fn delete(ctx: &Ctx, name: &str) -> ApiResult {
             state
                 .instances
                 .retain(|i| !(i.project == project && i.name == name));
+            Ok(None)
+        }),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RenameBody {
+    #[serde(deserialize_with = "super::null_default")]
+    name: String,
+    #[serde(deserialize_with = "super::null_default")]
+    migration: bool,
+}
+
+/// `POST /1.0/instances/{name}` with a new name (renames only; migration is out of scope).
+fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+    let project = ctx.project();
+    let instance_url = {
+        let state = ctx.app.state();
+        let instance = state
+            .instance(&project, name)
+            .ok_or_else(|| instance_not_found(name, &project))?;
+        instance.url()
+    };
+    let req: RenameBody = parse_body(body)?;
+    if req.migration {
+        return Err(ApiError::not_implemented());
+    }
+    check_name(&req.name)?;
+    let (old, new) = (name.to_string(), req.name);
+    let spec = OpSpec::task(&project, "Renaming instance", instance_url);
+    let op = ctx.app.start_task(
+        spec,
+        ctx.fault.clone(),
+        Box::new(move |state: &mut State| {
+            if state.instance(&project, &new).is_some() {
+                return Err(ApiError::internal(format!("Name \"{new}\" already in use")));
+            }
+            let instance = state
+                .instance_mut(&project, &old)
+                .ok_or_else(|| instance_not_found(&old, &project))?;
+            if instance.status != crate::state::PowerState::Stopped {
+                return Err(ApiError::bad_request(
+                    "Renaming of running instance not allowed",
+                ));
+            }
+            instance.name = new;
             Ok(None)
         }),
     );

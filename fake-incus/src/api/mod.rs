@@ -384,9 +384,47 @@ pub(crate) fn only(method: &Method, allowed: Method) -> Result<(), ApiError> {
     }
 }
 
-/// Parses a JSON body the way the daemon does (Go decoder errors are 400).
+/// Parses a JSON body the way the daemon does: errors are 400, syntax errors worded like Go's
+/// decoder.
 pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(go_decode_error(body, &e)))
+}
+
+/// Go's `encoding/json` wording for syntax errors; other errors keep serde's text.
+fn go_decode_error(body: &[u8], err: &serde_json::Error) -> String {
+    if err.is_eof() {
+        return "unexpected end of JSON input".into();
+    }
+    if !err.is_syntax() {
+        return err.to_string();
+    }
+    let line_start: usize = body
+        .split(|&b| b == b'\n')
+        .take(err.line().saturating_sub(1))
+        .map(|l| l.len() + 1)
+        .sum();
+    let offset = line_start + err.column().saturating_sub(1);
+    let Some(&found) = body.get(offset) else {
+        return "unexpected end of JSON input".into();
+    };
+    let before = body[..offset]
+        .iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace());
+    let expecting = match before {
+        Some(b'{') | Some(b',') => "looking for beginning of object key string",
+        Some(b'"') | Some(b'}') | Some(b']') => "after object key:value pair",
+        _ => "looking for beginning of value",
+    };
+    format!("invalid character {} {expecting}", go_quote(found))
+}
+
+fn go_quote(byte: u8) -> String {
+    match byte {
+        b'\'' => "'\\''".into(),
+        b if b.is_ascii_graphic() || b == b' ' => format!("'{}'", b as char),
+        b => format!("'\\x{b:02x}'"),
+    }
 }
 
 /// Deserializes `null` as the default value, as Go's decoder does for maps, slices and strings.
@@ -464,6 +502,25 @@ mod tests {
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[1].listener, Listener::Direct);
         assert!(entries[1].applied);
+    }
+
+    #[test]
+    fn json_errors_are_worded_like_go() {
+        let err = |text: &str| {
+            parse_body::<serde_json::Value>(text.as_bytes())
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            err("{bad"),
+            "invalid character 'b' looking for beginning of object key string"
+        );
+        assert_eq!(
+            err("{\"a\": }"),
+            "invalid character '}' looking for beginning of value"
+        );
+        assert_eq!(err(""), "unexpected end of JSON input");
+        assert_eq!(err("{\"a\": 1"), "unexpected end of JSON input");
     }
 
     #[tokio::test]

@@ -27,6 +27,9 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
         [] => list_pools(ctx),
         [pool] => get_pool(ctx, pool),
         [pool, "volumes"] => list_volumes(ctx, pool, None),
+        [_, "volumes", kind, ..] if !VOLUME_TYPES.contains(kind) => {
+            Err(ApiError::bad_request("Invalid storage volume type name"))
+        }
         [pool, "volumes", kind] if VOLUME_TYPES.contains(kind) => {
             list_volumes(ctx, pool, Some(kind))
         }
