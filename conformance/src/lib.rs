@@ -1,1 +1,2 @@
 //! Conformance harness for the Incus operations.
+pub mod tama;

@@ -6,6 +6,7 @@
 
 mod catalogue;
 mod tama;
+mod tama_validate;
 
 use std::ffi::OsString;
 use std::io::Write;
