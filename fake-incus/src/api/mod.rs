@@ -17,6 +17,7 @@ mod server;
 mod snapshots;
 mod state;
 mod storage;
+mod validation;
 
 use crate::app::App;
 use crate::envelope::{self, ApiError, ApiResult, Body};
