@@ -1,6 +1,9 @@
-//! `incus-conformance`: the project's main job.
+//! `incus-conformance`: the conformance harness's command line (see `cli` for the subcommands).
+
+mod cli;
+
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    cli::main(std::env::args_os())
 }

@@ -1,0 +1,135 @@
+//! The command line: one file per subcommand, dispatched from here.
+//!
+//! To add a subcommand: create `cli/<name>.rs` with an `Args` (or a nested `Command`) and a
+//! `run(...) -> ExitCode`, add a variant to [`Command`] and a match arm in [`main`].
+//! Exit codes: 0 success, 1 the job ran and failed, 2 usage errors.
+
+mod catalogue;
+mod tama;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+/// Exit code for usage errors.
+const USAGE: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "incus-conformance",
+    version,
+    about = "Conformance harness for the Incus operations",
+    long_about = "Conformance harness for the Incus operations: the catalogue, the tama-operations/1 profile, and (soon) the suites run against a fake Incus."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print every operation descriptor (with an `exported` flag) and the unavailable operations
+    /// with their reasons, as JSON.
+    Catalogue(catalogue::Args),
+    /// The tama-operations/1 profile document.
+    Tama {
+        #[command(subcommand)]
+        command: tama::Command,
+    },
+    // `call` and `run` (the default) are added here by their owners.
+}
+
+/// Parses `args` (program name first) and runs the chosen subcommand.
+pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            // --help and --version are not errors; everything else is a usage error.
+            let _ = error.print();
+            return if error.use_stderr() {
+                ExitCode::from(USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match cli.command {
+        Some(Command::Catalogue(args)) => catalogue::run(args),
+        Some(Command::Tama { command }) => tama::run(command),
+        None => default_run(),
+    }
+}
+
+/// What runs with no arguments. The full conformance run (embedded fake Incus, every suite) takes
+/// this place once it exists; until then the help is printed and the call is a usage error.
+fn default_run() -> ExitCode {
+    let mut help = Cli::command();
+    let _ = help.print_help();
+    eprintln!("\nincus-conformance: the default conformance run is not available yet; choose a subcommand");
+    ExitCode::from(USAGE)
+}
+
+/// Writes a JSON value to stdout, pretty-printed; a closed stdout is a failure, not a panic.
+fn print_json(value: &serde_json::Value) -> ExitCode {
+    let text = match serde_json::to_string_pretty(value) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("incus-conformance: cannot serialize the output: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("incus-conformance: cannot write the output: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("incus-conformance").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn cli_parses_catalogue_and_tama_export() {
+        assert!(matches!(
+            parse(&["catalogue"]),
+            Ok(Cli {
+                command: Some(Command::Catalogue(_))
+            })
+        ));
+        let export = parse(&["tama", "export", "--all"]).unwrap();
+        assert!(matches!(
+            export.command,
+            Some(Command::Tama {
+                command: tama::Command::Export { all: true }
+            })
+        ));
+        assert!(parse(&[]).unwrap().command.is_none());
+    }
+
+    #[test]
+    fn cli_usage_errors_exit_2() {
+        for args in [&["nonsense"][..], &["tama"], &["tama", "export", "--bogus"]] {
+            let argv = std::iter::once("incus-conformance").chain(args.iter().copied());
+            assert_eq!(
+                main(argv.map(OsString::from)),
+                ExitCode::from(USAGE),
+                "{args:?}"
+            );
+        }
+    }
+}
