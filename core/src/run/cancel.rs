@@ -13,7 +13,12 @@ use crate::client::ClientError;
 /// Reads the operation, then asks once for its cancellation when that can work.
 pub(crate) async fn cancel(call: &Call<'_>) -> Result<Success, RunError> {
     let id = call.text("operation_id");
-    let operation = call.client.get_operation(id).await.map_err(read_error)?;
+    let operation = call
+        .client
+        .get_operation(&call.project, id)
+        .await
+        .map_err(read_error)?
+        .value;
     let status_code = operation
         .get("status_code")
         .and_then(Value::as_u64)
@@ -27,7 +32,7 @@ pub(crate) async fn cancel(call: &Call<'_>) -> Result<Success, RunError> {
     } else if !may_cancel {
         "unsupported"
     } else {
-        match call.client.delete_operation(id).await {
+        match call.client.delete_operation(&call.project, id).await {
             Ok(()) => "requested",
             Err(error)
                 if error.may_have_been_sent() && !matches!(error, ClientError::Native { .. }) =>

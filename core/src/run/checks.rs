@@ -15,7 +15,9 @@ pub(crate) fn scope(descriptor: &Descriptor, granted: &[Scope]) -> Result<(), Ru
     if granted.contains(&descriptor.scope()) {
         Ok(())
     } else {
-        Err(RunError::ScopeMissing(descriptor.scope().as_str().to_owned()))
+        Err(RunError::ScopeMissing(
+            descriptor.scope().as_str().to_owned(),
+        ))
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! Lists keep native order, report the native total as `count`, and keep the first `limit` items
 //! (100 by default, at most 500); the output bound may drop more from the end.
-use serde_json::{json, Value};
+//! `incus_operation_list` is the native status-keyed map flattened in native order (by the client).
+use serde_json::json;
 
 use super::output::{Listing, Success};
 use super::pipeline::Call;
@@ -23,47 +24,39 @@ pub(crate) async fn list(call: &Call<'_>) -> Result<Success, RunError> {
         "incus_image_alias_list" => client.get_image_aliases(project).await,
         "incus_network_list" => client.get_networks(project).await,
         "incus_profile_list" => client.get_profiles(project).await,
-        "incus_project_list" => client.get_projects().await,
+        "incus_project_list" => client.get_projects(project).await,
         "incus_storage_pool_list" => client.get_storage_pools(project).await,
         "incus_storage_volume_list" => {
             client
                 .get_storage_pool_volumes(project, call.text("pool"))
                 .await
         }
-        "incus_operation_list" => client.get_operations(project).await.map(flatten_operations),
+        "incus_operation_list" => client.get_operations(project).await,
         other => return Err(unknown_executor(other)),
     }
     .map_err(read_error)?;
     let limit = usize::try_from(call.integer("limit")).unwrap_or(usize::MAX);
-    Ok(Success::List(Listing::first(items, limit)))
-}
-
-/// The native status-keyed operation map, flattened in native order.
-fn flatten_operations(groups: Value) -> Vec<Value> {
-    match groups {
-        Value::Object(groups) => groups
-            .into_iter()
-            .flat_map(|(_, group)| match group {
-                Value::Array(operations) => operations,
-                _ => Vec::new(),
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
+    let measured = items
+        .into_iter()
+        .map(|item| (item.value, item.json_len))
+        .collect();
+    Ok(Success::List(Listing::first(measured, limit)))
 }
 
 /// A single-object operation: `{"item"}`, plus `etag` for `incus_instance_get`.
 pub(crate) async fn item(call: &Call<'_>) -> Result<Success, RunError> {
     let client = call.client;
     let project = call.project.as_str();
-    let item = match call.descriptor.name() {
-        "incus_server_get" => Ok(client.server().clone()),
+    let single = match call.descriptor.name() {
+        "incus_server_get" => return Ok(Success::Object(json!({"item": client.server()}))),
         "incus_instance_get" => {
-            let (instance, etag) = client
+            let single = client
                 .get_instance(project, call.text("name"))
                 .await
                 .map_err(read_error)?;
-            return Ok(Success::Object(json!({"item": instance, "etag": etag})));
+            return Ok(Success::Object(
+                json!({"item": single.value, "etag": single.etag}),
+            ));
         }
         "incus_instance_state_get" => client.get_instance_state(project, call.text("name")).await,
         "incus_instance_snapshot_get" => {
@@ -74,7 +67,7 @@ pub(crate) async fn item(call: &Call<'_>) -> Result<Success, RunError> {
         "incus_image_get" => client.get_image(project, call.text("fingerprint")).await,
         "incus_network_get" => client.get_network(project, call.text("name")).await,
         "incus_profile_get" => client.get_profile(project, call.text("name")).await,
-        "incus_project_get" => client.get_project(call.text("name")).await,
+        "incus_project_get" => client.get_project(project, call.text("name")).await,
         "incus_storage_pool_get" => client.get_storage_pool(project, call.text("name")).await,
         "incus_storage_volume_get" => {
             client
@@ -86,13 +79,18 @@ pub(crate) async fn item(call: &Call<'_>) -> Result<Success, RunError> {
                 )
                 .await
         }
-        "incus_operation_get" => client.get_operation(call.text("operation_id")).await,
+        "incus_operation_get" => {
+            client
+                .get_operation(project, call.text("operation_id"))
+                .await
+        }
         other => return Err(unknown_executor(other)),
     }
     .map_err(read_error)?;
-    Ok(Success::Object(json!({ "item": item })))
+    Ok(Success::Object(json!({ "item": single.value })))
 }
 
+/// An operation of a kind whose executor does not know it (a catalogue/run mismatch).
 pub(crate) fn unknown_executor(name: &str) -> RunError {
     RunError::UnknownOperation(format!("{name} has no executor"))
 }

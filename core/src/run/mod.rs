@@ -94,7 +94,7 @@ pub async fn run<C: Send + Sync>(name: &str, input: Value, options: RunOptions<'
     match pipeline::run(name, input, &options).await {
         Ok(result) => result,
         Err(error) => {
-            tracing::debug!(operation = name, kind = error.kind(), %error, "operation refused or failed");
+            tracing::debug!(operation = name, kind = error.kind().as_str(), %error, "operation refused or failed");
             error.to_result()
         }
     }

@@ -17,7 +17,7 @@ use super::inspect::unknown_executor;
 use super::output::Success;
 use super::pipeline::Call;
 use super::results::{read_error, RunError};
-use crate::client::{Client, ClientError};
+use crate::client::{effective_wait, Accepted, ClientError, WaitOutcome};
 
 /// The wait endpoint's text for "the operation is still running".
 const DEADLINE_EXCEEDED: &str = "context deadline exceeded";
@@ -32,17 +32,27 @@ struct Observed {
 /// A mutation: send once, then wait up to the effective wait.
 pub(crate) async fn mutation(call: &Call<'_>) -> Result<Success, RunError> {
     let accepted = match send(call).await {
-        Ok(operation) => operation,
+        Ok(accepted) => accepted,
         Err(error) if error.may_have_been_sent() && !is_native(&error) => {
             return Ok(Success::Object(uncertain(&error)));
         }
         Err(error) => return Err(read_error(error)),
     };
-    let waited = effective_wait(call);
-    let id = operation_id(&accepted)?;
-    let observed = match call.client.get_operation_wait(&id, waited).await {
-        Ok(operation) => final_status(operation),
-        Err(error) => after_wait_error(call.client, &id, error, Some(accepted)).await,
+    let Accepted { id, operation } = accepted;
+    let waited = wait_seconds(call);
+    let observed = match call
+        .client
+        .get_operation_wait(&call.project, &id, waited)
+        .await
+    {
+        Ok(outcome) => observe(call, &id, outcome, Some(operation)).await,
+        // Accepted, but the outcome was not observed: a local deadline or a broken wait never
+        // cancels anything, and nothing is resent.
+        Err(error) => Observed {
+            status: "running",
+            operation: Some(operation),
+            wait_error: Some(error.to_string()),
+        },
     };
     Ok(Success::Object(mutation_result(&id, observed, waited)))
 }
@@ -50,19 +60,26 @@ pub(crate) async fn mutation(call: &Call<'_>) -> Result<Success, RunError> {
 /// `incus_operation_wait`: a bounded wait on an existing operation.
 pub(crate) async fn wait(call: &Call<'_>) -> Result<Success, RunError> {
     let id = call.text("operation_id").to_owned();
-    let waited = effective_wait(call);
-    let observed = match call.client.get_operation_wait(&id, waited).await {
-        Ok(operation) => final_status(operation),
-        Err(error) if is_wait_outcome(&error) || matches!(error, ClientError::Timeout { .. }) => {
-            after_wait_error(call.client, &id, error, None).await
-        }
+    let waited = wait_seconds(call);
+    let observed = match call
+        .client
+        .get_operation_wait(&call.project, &id, waited)
+        .await
+    {
+        Ok(outcome) => observe(call, &id, outcome, None).await,
+        // The local deadline passed before the server-side wait ended: not observed.
+        Err(error @ ClientError::Timeout { .. }) => Observed {
+            status: "running",
+            operation: None,
+            wait_error: Some(error.to_string()),
+        },
         Err(error) => return Err(read_error(error)),
     };
     Ok(Success::Object(mutation_result(&id, observed, waited)))
 }
 
 /// The one native request of a mutation.
-async fn send(call: &Call<'_>) -> Result<Value, ClientError> {
+async fn send(call: &Call<'_>) -> Result<Accepted, ClientError> {
     let client = call.client;
     let project = call.project.as_str();
     match call.descriptor.name() {
@@ -75,7 +92,8 @@ async fn send(call: &Call<'_>) -> Result<Value, ClientError> {
                 .await
         }
         "incus_instance_snapshot_create" => {
-            let mut body = pick(&call.input, &["stateful", "expires_at"]);
+            // Without a snapshot name, Incus picks the first free snapN.
+            let mut body = pick(&call.input, &["stateful"]);
             body["name"] = json!(call.text("snapshot"));
             client
                 .create_instance_snapshot(project, call.text("instance"), &body)
@@ -129,31 +147,47 @@ pub(crate) fn pick(input: &Value, keys: &[&str]) -> Value {
 }
 
 /// `min(wait_seconds, floor(timeout / 1000) - 1)`, never below 0.
-fn effective_wait(call: &Call<'_>) -> u64 {
-    let timeout_seconds = u64::try_from(call.client.timeout().as_millis() / 1000).unwrap_or(u64::MAX);
-    call.integer("wait_seconds")
-        .min(timeout_seconds.saturating_sub(1))
-}
-
-fn operation_id(operation: &Value) -> Result<String, RunError> {
-    operation
-        .get("id")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| RunError::InvalidResponse("the accepted operation has no id".into()))
+fn wait_seconds(call: &Call<'_>) -> u64 {
+    effective_wait(
+        call.integer("wait_seconds"),
+        call.client.connection().timeout(),
+    )
 }
 
 fn is_native(error: &ClientError) -> bool {
     matches!(error, ClientError::Native { .. })
 }
 
-/// The wait endpoint reports an operation's failure, or its own deadline, as an error envelope
-/// with HTTP status 200.
-fn is_wait_outcome(error: &ClientError) -> bool {
-    matches!(error, ClientError::Native { http_status: 200, .. })
+/// What the wait observed: the final operation, its failure, or nothing yet.
+async fn observe(
+    call: &Call<'_>,
+    id: &str,
+    outcome: WaitOutcome,
+    last_seen: Option<Value>,
+) -> Observed {
+    match outcome {
+        WaitOutcome::Final(operation) => final_status(operation),
+        WaitOutcome::Failed { message, .. } => {
+            // The failure envelope does not carry the operation; Incus keeps it a few seconds.
+            let operation = match call.client.get_operation(&call.project, id).await {
+                Ok(single) => Some(single.value),
+                Err(_) => last_seen,
+            };
+            Observed {
+                status: "failed",
+                operation,
+                wait_error: Some(message),
+            }
+        }
+        WaitOutcome::NotFinished => Observed {
+            status: "running",
+            operation: last_seen,
+            wait_error: Some(DEADLINE_EXCEEDED.to_owned()),
+        },
+    }
 }
 
-/// The status of an operation object the wait returned.
+/// The status of a final operation object: `Success` completed, anything else failed.
 fn final_status(operation: Value) -> Observed {
     let code = operation
         .get("status_code")
@@ -173,33 +207,6 @@ fn final_status(operation: Value) -> Observed {
         status,
         operation: Some(operation),
         wait_error,
-    }
-}
-
-/// What a failed wait means: the operation failed (observed), or its outcome was not observed.
-async fn after_wait_error(
-    client: &Client,
-    id: &str,
-    error: ClientError,
-    accepted: Option<Value>,
-) -> Observed {
-    let message = match &error {
-        ClientError::Native { message, .. } => message.clone(),
-        other => other.to_string(),
-    };
-    if is_wait_outcome(&error) && message != DEADLINE_EXCEEDED {
-        // The failure envelope does not carry the operation; it is kept for a few seconds.
-        let operation = client.get_operation(id).await.ok().or(accepted);
-        return Observed {
-            status: "failed",
-            operation,
-            wait_error: Some(message),
-        };
-    }
-    Observed {
-        status: "running",
-        operation: accepted,
-        wait_error: Some(message),
     }
 }
 

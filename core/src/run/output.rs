@@ -31,21 +31,25 @@ pub(crate) fn finish(success: Success) -> Result<Value, RunError> {
 #[derive(Debug)]
 pub(crate) struct Listing {
     /// Items in native order.
-    pub(crate) items: Vec<Value>,
+    items: Vec<Value>,
+    /// Each item's compact JSON length, measured once when it was read.
+    sizes: Vec<usize>,
     /// The native total.
-    pub(crate) count: usize,
+    count: usize,
     /// Whether items were left out already (by `limit`).
-    pub(crate) truncated: bool,
+    truncated: bool,
 }
 
 impl Listing {
-    /// The first `limit` of the native items, with the native total.
-    pub(crate) fn first(mut items: Vec<Value>, limit: usize) -> Listing {
+    /// The first `limit` of the native items (each with its measured size), with the native
+    /// total.
+    pub(crate) fn first(items: Vec<(Value, usize)>, limit: usize) -> Listing {
         let count = items.len();
-        items.truncate(limit);
+        let (items, sizes): (Vec<Value>, Vec<usize>) = items.into_iter().take(limit).unzip();
         Listing {
             truncated: items.len() < count,
             items,
+            sizes,
             count,
         }
     }
@@ -54,10 +58,10 @@ impl Listing {
     pub(crate) fn into_result(self, bound: usize) -> Result<Value, RunError> {
         let Listing {
             mut items,
+            sizes,
             count,
             truncated,
         } = self;
-        let sizes: Vec<usize> = items.iter().map(json_len).collect();
         let total: usize = sizes.iter().sum::<usize>() + sizes.len().saturating_sub(1);
         if envelope_len(count, truncated) + total <= bound {
             return Ok(envelope(items, count, truncated));
@@ -129,9 +133,19 @@ mod tests {
         json!("x".repeat(len - 2))
     }
 
+    fn measured(items: Vec<Value>) -> Vec<(Value, usize)> {
+        items
+            .into_iter()
+            .map(|item| {
+                let size = json_len(&item);
+                (item, size)
+            })
+            .collect()
+    }
+
     #[test]
     fn a_list_within_the_bound_is_unchanged() {
-        let listing = Listing::first(vec![item(10), item(10)], 100);
+        let listing = Listing::first(measured(vec![item(10), item(10)]), 100);
         let result = listing.into_result(1000).unwrap();
         assert_eq!(result["count"], 2);
         assert_eq!(result["truncated"], false);
@@ -142,16 +156,22 @@ mod tests {
     fn a_list_at_exactly_the_bound_is_kept_whole() {
         let items = vec![item(100), item(100), item(100)];
         let whole = json_len(&envelope(items.clone(), 3, false));
-        let result = Listing::first(items, 100).into_result(whole).unwrap();
+        let result = Listing::first(measured(items), 100)
+            .into_result(whole)
+            .unwrap();
         assert_eq!(result["items"].as_array().unwrap().len(), 3);
         assert_eq!(json_len(&result), whole);
     }
 
     #[test]
     fn a_list_over_the_bound_drops_items_from_the_end() {
-        let items: Vec<Value> = (0..10).map(|i| json!({"n": i, "pad": "y".repeat(50)})).collect();
+        let items: Vec<Value> = (0..10)
+            .map(|i| json!({"n": i, "pad": "y".repeat(50)}))
+            .collect();
         let whole = json_len(&envelope(items.clone(), 10, false));
-        let result = Listing::first(items, 100).into_result(whole - 1).unwrap();
+        let result = Listing::first(measured(items), 100)
+            .into_result(whole - 1)
+            .unwrap();
         let kept = result["items"].as_array().unwrap();
         assert_eq!(kept.len(), 9);
         assert_eq!(kept[8]["n"], 8);
@@ -162,13 +182,16 @@ mod tests {
 
     #[test]
     fn a_single_item_alone_over_the_bound_is_output_limit() {
-        let result = Listing::first(vec![item(500), item(10)], 100).into_result(400);
+        let result = Listing::first(measured(vec![item(500), item(10)]), 100).into_result(400);
         assert_eq!(result, Err(RunError::OutputLimit { limit: 400 }));
     }
 
     #[test]
     fn limit_keeps_the_native_total() {
-        let listing = Listing::first((0..7).map(|i| json!(i)).collect(), 5);
-        assert_eq!((listing.items.len(), listing.count, listing.truncated), (5, 7, true));
+        let listing = Listing::first(measured((0..7).map(|i| json!(i)).collect()), 5);
+        assert_eq!(
+            (listing.items.len(), listing.count, listing.truncated),
+            (5, 7, true)
+        );
     }
 }

@@ -17,6 +17,9 @@ use crate::host::{Binding, ImageRemote};
 /// The project used when neither the input nor the binding names one.
 const DEFAULT_PROJECT: &str = "default";
 
+/// The exec stdin bound in bytes of UTF-8 (the schema bounds characters).
+const EXEC_STDIN_BYTES: usize = 64 * 1024;
+
 /// Image server protocols a host may name for a remote.
 const IMAGE_PROTOCOLS: [&str; 2] = ["simplestreams", "incus"];
 
@@ -37,12 +40,18 @@ pub(crate) struct Call<'a> {
 impl Call<'_> {
     /// A string field of the input (validated by the schema).
     pub(crate) fn text(&self, key: &str) -> &str {
-        self.input.get(key).and_then(Value::as_str).unwrap_or_default()
+        self.input
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
     }
 
     /// An integer field of the input (validated by the schema, defaults filled in).
     pub(crate) fn integer(&self, key: &str) -> u64 {
-        self.input.get(key).and_then(Value::as_u64).unwrap_or_default()
+        self.input
+            .get(key)
+            .and_then(Value::as_u64)
+            .unwrap_or_default()
     }
 }
 
@@ -95,8 +104,24 @@ fn validate_input(descriptor: &Descriptor, input: &Value) -> Result<(), RunError
             pointer: error.instance_path().as_str().to_owned(),
         });
     }
+    let stdin = input
+        .get("stdin")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if stdin.len() > EXEC_STDIN_BYTES {
+        return Err(RunError::InvalidInput {
+            message: format!(
+                "stdin is {} bytes of UTF-8, over {EXEC_STDIN_BYTES}",
+                stdin.len()
+            ),
+            pointer: "/stdin".into(),
+        });
+    }
     if descriptor.confirmation() == Some(Confirmation::Fingerprint) {
-        let fingerprint = input.get("fingerprint").and_then(Value::as_str).unwrap_or_default();
+        let fingerprint = input
+            .get("fingerprint")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if !is_full_fingerprint(fingerprint) {
             return Err(RunError::InvalidInput {
                 message: "fingerprint must be the full 64-character lowercase hex fingerprint"
@@ -156,7 +181,9 @@ async fn bind<C: Send + Sync>(
     match bounded(options.callback_timeout, binding).await {
         Ok(Ok(binding)) => Ok(binding),
         Ok(Err(error)) => Err(RunError::BindingDenied(error.to_string())),
-        Err(failure) => Err(RunError::BindingDenied(format!("the binding callback {failure}"))),
+        Err(failure) => Err(RunError::BindingDenied(format!(
+            "the binding callback {failure}"
+        ))),
     }
 }
 
@@ -213,7 +240,9 @@ async fn authorize<C: Send + Sync>(
     match bounded(options.callback_timeout, decision).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => Err(RunError::Unauthorized(error.to_string())),
-        Err(failure) => Err(RunError::Unauthorized(format!("the authorize callback {failure}"))),
+        Err(failure) => Err(RunError::Unauthorized(format!(
+            "the authorize callback {failure}"
+        ))),
     }
 }
 

@@ -107,7 +107,13 @@ mod tests {
         ] {
             assert!(is_restricted_key(key), "{key}");
         }
-        for key in ["limits.cpu", "security.nesting", "user.foo", "rawx", "linux.sysctl.x"] {
+        for key in [
+            "limits.cpu",
+            "security.nesting",
+            "user.foo",
+            "rawx",
+            "linux.sysctl.x",
+        ] {
             assert!(!is_restricted_key(key), "{key}");
         }
     }

@@ -3,6 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::client::ClientError;
+use crate::error::ErrorKind;
 
 /// Why a call did not produce a success result. Each variant is one `error.kind`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,31 +48,31 @@ pub(crate) enum RunError {
 
 impl RunError {
     /// The `error.kind` of this failure.
-    pub(crate) fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> ErrorKind {
         match self {
-            RunError::UnknownOperation(_) => "unknown_operation",
-            RunError::ScopeMissing(_) => "scope_missing",
-            RunError::InvalidInput { .. } => "invalid_input",
-            RunError::InputTooLarge { .. } => "input_too_large",
-            RunError::ConfirmationRequired(_) => "confirmation_required",
-            RunError::ConfirmationMismatch(_) => "confirmation_mismatch",
-            RunError::RestrictedInput(_) => "restricted_input",
-            RunError::BindingDenied(_) => "binding_denied",
-            RunError::Unauthorized(_) => "unauthorized",
-            RunError::UnknownRemote(_) => "unknown_remote",
-            RunError::DiscoveryFailed(_) => "discovery_failed",
-            RunError::Native { .. } => "native",
-            RunError::Transport(_) => "transport",
-            RunError::Timeout(_) => "timeout",
-            RunError::OutputLimit { .. } => "output_limit",
-            RunError::InvalidResponse(_) => "invalid_response",
+            RunError::UnknownOperation(_) => ErrorKind::UnknownOperation,
+            RunError::ScopeMissing(_) => ErrorKind::ScopeMissing,
+            RunError::InvalidInput { .. } => ErrorKind::InvalidInput,
+            RunError::InputTooLarge { .. } => ErrorKind::InputTooLarge,
+            RunError::ConfirmationRequired(_) => ErrorKind::ConfirmationRequired,
+            RunError::ConfirmationMismatch(_) => ErrorKind::ConfirmationMismatch,
+            RunError::RestrictedInput(_) => ErrorKind::RestrictedInput,
+            RunError::BindingDenied(_) => ErrorKind::BindingDenied,
+            RunError::Unauthorized(_) => ErrorKind::Unauthorized,
+            RunError::UnknownRemote(_) => ErrorKind::UnknownRemote,
+            RunError::DiscoveryFailed(_) => ErrorKind::DiscoveryFailed,
+            RunError::Native { .. } => ErrorKind::Native,
+            RunError::Transport(_) => ErrorKind::Transport,
+            RunError::Timeout(_) => ErrorKind::Timeout,
+            RunError::OutputLimit { .. } => ErrorKind::OutputLimit,
+            RunError::InvalidResponse(_) => ErrorKind::InvalidResponse,
         }
     }
 
     /// The error result: `{"error": {"kind", "message", ...}}`.
     pub(crate) fn to_result(&self) -> Value {
         let mut error = Map::new();
-        error.insert("kind".into(), json!(self.kind()));
+        error.insert("kind".into(), json!(self.kind().as_str()));
         error.insert("message".into(), json!(self.to_string()));
         match self {
             RunError::InvalidInput { pointer, .. } => {

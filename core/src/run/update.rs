@@ -9,6 +9,7 @@ use super::mutate::pick;
 use super::output::Success;
 use super::pipeline::Call;
 use super::results::{read_error, RunError};
+use crate::client::ClientError;
 
 /// The native writable fields the update may carry.
 const WRITABLE: [&str; 5] = ["config", "devices", "profiles", "description", "ephemeral"];
@@ -27,7 +28,9 @@ pub(crate) async fn update(call: &Call<'_>) -> Result<Success, RunError> {
         .await
     {
         Ok(()) => "completed",
-        Err(error) if error.may_have_been_sent() && !matches!(error, crate::client::ClientError::Native { .. }) => {
+        Err(error)
+            if error.may_have_been_sent() && !matches!(error, ClientError::Native { .. }) =>
+        {
             "uncertain"
         }
         Err(error) => return Err(read_error(error)),
@@ -38,10 +41,12 @@ pub(crate) async fn update(call: &Call<'_>) -> Result<Success, RunError> {
 }
 
 async fn read_etag(call: &Call<'_>, name: &str) -> Result<String, RunError> {
-    let (_, etag) = call
+    let single = call
         .client
         .get_instance(&call.project, name)
         .await
         .map_err(read_error)?;
-    etag.ok_or_else(|| RunError::InvalidResponse("the instance was returned without an ETag".into()))
+    single.etag.ok_or_else(|| {
+        RunError::InvalidResponse("the instance was returned without an ETag".into())
+    })
 }
