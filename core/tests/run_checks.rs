@@ -40,10 +40,26 @@ async fn scopes_are_the_host_verified_grants_never_input() {
     let bench = Bench::start().await;
     let host = bench.host();
     let cases: [(&str, Value, &[Scope]); 4] = [
-        ("incus_instance_list", json!({}), &[Scope::Write, Scope::Exec, Scope::Delete]),
-        ("incus_instance_list", json!({"scopes": ["incus.read"]}), &[]),
-        ("incus_instance_delete", json!({"name": "web", "confirm": "web"}), &[Scope::Read, Scope::Write]),
-        ("incus_instance_exec", json!({"name": "web", "command": ["true"]}), &[Scope::Read, Scope::Write, Scope::Delete]),
+        (
+            "incus_instance_list",
+            json!({}),
+            &[Scope::Write, Scope::Exec, Scope::Delete],
+        ),
+        (
+            "incus_instance_list",
+            json!({"scopes": ["incus.read"]}),
+            &[],
+        ),
+        (
+            "incus_instance_delete",
+            json!({"name": "web", "confirm": "web"}),
+            &[Scope::Read, Scope::Write],
+        ),
+        (
+            "incus_instance_exec",
+            json!({"name": "web", "command": ["true"]}),
+            &[Scope::Read, Scope::Write, Scope::Delete],
+        ),
     ];
     for (name, input, scopes) in cases {
         let result = call_with(&host, name, input, scopes).await;
@@ -60,12 +76,32 @@ async fn input_schema_failures_are_invalid_input_with_a_pointer() {
     let cases = [
         ("incus_instance_list", json!({"limit": 0}), "/limit"),
         ("incus_instance_list", json!({"limit": 501}), "/limit"),
-        ("incus_instance_get", json!({"name": "web", "socket": "/var/lib/incus/unix.socket"}), ""),
+        (
+            "incus_instance_get",
+            json!({"name": "web", "socket": "/var/lib/incus/unix.socket"}),
+            "",
+        ),
         ("incus_instance_get", json!({"name": "a/b"}), "/name"),
-        ("incus_instance_create", json!({"name": "web", "source": {"type": "image", "alias": "busybox", "server": "https://evil.example"}}), "/source"),
-        ("incus_operation_wait", json!({"operation_id": "x"}), "/operation_id"),
-        ("incus_operation_wait", json!({"operation_id": "00000000-0000-4000-8000-000000000000", "wait_seconds": 61}), "/wait_seconds"),
-        ("incus_instance_exec", json!({"name": "web", "command": []}), "/command"),
+        (
+            "incus_instance_create",
+            json!({"name": "web", "source": {"type": "image", "alias": "busybox", "server": "https://evil.example"}}),
+            "/source",
+        ),
+        (
+            "incus_operation_wait",
+            json!({"operation_id": "x"}),
+            "/operation_id",
+        ),
+        (
+            "incus_operation_wait",
+            json!({"operation_id": "00000000-0000-4000-8000-000000000000", "wait_seconds": 61}),
+            "/wait_seconds",
+        ),
+        (
+            "incus_instance_exec",
+            json!({"name": "web", "command": []}),
+            "/command",
+        ),
     ];
     for (name, input, pointer) in cases {
         let result = call_with(&host, name, input, &ALL).await;
@@ -88,7 +124,13 @@ async fn exec_stdin_is_bounded_in_utf8_bytes() {
     // one more character is over.
     let at = "é".repeat(32 * 1024);
     let over = format!("{at}x");
-    let result = call_with(&host, "incus_instance_exec", json!({"name": "web", "command": ["cat"], "stdin": over}), &ALL).await;
+    let result = call_with(
+        &host,
+        "incus_instance_exec",
+        json!({"name": "web", "command": ["cat"], "stdin": over}),
+        &ALL,
+    )
+    .await;
     assert_eq!(kind(&result), "invalid_input", "{result}");
     assert_eq!(result["error"]["pointer"], "/stdin");
     assert!(bench.fake.journal().is_empty());
@@ -99,24 +141,60 @@ async fn input_bounds_hold_at_the_limit_and_refuse_one_byte_past_it() {
     let bench = Bench::start().await;
     let host = bench.host();
     // Reads: 16 KiB. At the bound the input reaches the schema (and fails it on the padding).
-    let at = call_with(&host, "incus_instance_get", padded("web", "pad", 16 * 1024), &ALL).await;
+    let at = call_with(
+        &host,
+        "incus_instance_get",
+        padded("web", "pad", 16 * 1024),
+        &ALL,
+    )
+    .await;
     assert_eq!(kind(&at), "invalid_input", "{at}");
-    let past = call_with(&host, "incus_instance_get", padded("web", "pad", 16 * 1024 + 1), &ALL).await;
+    let past = call_with(
+        &host,
+        "incus_instance_get",
+        padded("web", "pad", 16 * 1024 + 1),
+        &ALL,
+    )
+    .await;
     assert_eq!(kind(&past), "input_too_large", "{past}");
     assert_eq!(past["error"]["limit"], 16 * 1024);
     // Exec: 1 MiB.
-    let at = call_with(&host, "incus_instance_exec", padded("web", "pad", 1024 * 1024), &ALL).await;
+    let at = call_with(
+        &host,
+        "incus_instance_exec",
+        padded("web", "pad", 1024 * 1024),
+        &ALL,
+    )
+    .await;
     assert_eq!(kind(&at), "invalid_input", "{at}");
-    let past = call_with(&host, "incus_instance_exec", padded("web", "pad", 1024 * 1024 + 1), &ALL).await;
+    let past = call_with(
+        &host,
+        "incus_instance_exec",
+        padded("web", "pad", 1024 * 1024 + 1),
+        &ALL,
+    )
+    .await;
     assert_eq!(kind(&past), "input_too_large", "{past}");
     assert_eq!(past["error"]["limit"], 1024 * 1024);
     assert!(bench.fake.journal().is_empty());
     // Mutations: 64 KiB. At the bound a valid update reaches Incus (no such instance).
-    let past = call_with(&host, "incus_instance_update", padded_config("web", 64 * 1024 + 1), &ALL).await;
+    let past = call_with(
+        &host,
+        "incus_instance_update",
+        padded_config("web", 64 * 1024 + 1),
+        &ALL,
+    )
+    .await;
     assert_eq!(kind(&past), "input_too_large", "{past}");
     assert_eq!(past["error"]["limit"], 64 * 1024);
     assert!(bench.fake.journal().is_empty());
-    let at = call_with(&host, "incus_instance_update", padded_config("web", 64 * 1024), &ALL).await;
+    let at = call_with(
+        &host,
+        "incus_instance_update",
+        padded_config("web", 64 * 1024),
+        &ALL,
+    )
+    .await;
     assert_eq!(kind(&at), "native", "{at}");
     assert_eq!(at["error"]["http_status"], 404, "{at}");
 }
@@ -130,12 +208,29 @@ async fn confirmation_refuses_inferred_consent_and_near_misses() {
         (
             "incus_instance_delete",
             json!({"name": "web"}),
-            vec![json!("yes"), json!("YES"), json!("Web"), json!(" web"), json!("web "), json!("we"), json!("web/"), json!("webx"), json!("")],
+            vec![
+                json!("yes"),
+                json!("YES"),
+                json!("Web"),
+                json!(" web"),
+                json!("web "),
+                json!("we"),
+                json!("web/"),
+                json!("webx"),
+                json!(""),
+            ],
         ),
         (
             "incus_instance_snapshot_delete",
             json!({"instance": "web", "snapshot": "snap0"}),
-            vec![json!("yes"), json!("snap0"), json!("web"), json!("web/snap"), json!("web/snap0 "), json!("WEB/snap0")],
+            vec![
+                json!("yes"),
+                json!("snap0"),
+                json!("web"),
+                json!("web/snap"),
+                json!("web/snap0 "),
+                json!("WEB/snap0"),
+            ],
         ),
         (
             "incus_instance_snapshot_restore",
@@ -145,7 +240,12 @@ async fn confirmation_refuses_inferred_consent_and_near_misses() {
         (
             "incus_image_delete",
             json!({"fingerprint": fingerprint}),
-            vec![json!("yes"), json!(&fingerprint[..12]), json!(fingerprint.to_uppercase()), json!(format!("{fingerprint} "))],
+            vec![
+                json!("yes"),
+                json!(&fingerprint[..12]),
+                json!(fingerprint.to_uppercase()),
+                json!(format!("{fingerprint} ")),
+            ],
         ),
     ];
     for (name, input, wrong) in cases {
@@ -155,8 +255,16 @@ async fn confirmation_refuses_inferred_consent_and_near_misses() {
             let mut input = input.clone();
             input["confirm"] = confirm.clone();
             let result = call_with(&host, name, input, &ALL).await;
-            let expected = if confirm == "" { "invalid_input" } else { "confirmation_mismatch" };
-            assert_eq!(kind(&result), expected, "{name} confirm={confirm}: {result}");
+            let expected = if confirm == "" {
+                "invalid_input"
+            } else {
+                "confirmation_mismatch"
+            };
+            assert_eq!(
+                kind(&result),
+                expected,
+                "{name} confirm={confirm}: {result}"
+            );
         }
     }
     assert!(host.callbacks().is_empty());
@@ -168,7 +276,13 @@ async fn image_delete_requires_the_full_fingerprint() {
     let bench = Bench::start().await;
     let host = bench.host();
     let prefix = "abcdef012345";
-    let result = call_with(&host, "incus_image_delete", json!({"fingerprint": prefix, "confirm": prefix}), &ALL).await;
+    let result = call_with(
+        &host,
+        "incus_image_delete",
+        json!({"fingerprint": prefix, "confirm": prefix}),
+        &ALL,
+    )
+    .await;
     assert_eq!(kind(&result), "invalid_input", "{result}");
     assert_eq!(result["error"]["pointer"], "/fingerprint");
     assert!(bench.fake.journal().is_empty());
@@ -178,7 +292,10 @@ async fn image_delete_requires_the_full_fingerprint() {
 async fn exact_confirmation_reaches_incus() {
     let bench = Bench::start().await;
     let result = bench
-        .call("incus_instance_delete", json!({"name": "web", "confirm": "web"}))
+        .call(
+            "incus_instance_delete",
+            json!({"name": "web", "confirm": "web"}),
+        )
         .await;
     assert_eq!(kind(&result), "native", "{result}");
     assert_eq!(result["error"]["http_status"], 404);
@@ -211,7 +328,10 @@ async fn restricted_config_keys_and_devices_are_denied_unless_the_host_allows_th
             create[key] = value.clone();
             update[key] = value.clone();
         }
-        for (name, input) in [("incus_instance_create", create), ("incus_instance_update", update)] {
+        for (name, input) in [
+            ("incus_instance_create", create),
+            ("incus_instance_update", update),
+        ] {
             let result = call_with(&host, name, input, &ALL).await;
             assert_eq!(kind(&result), "restricted_input", "{name}: {result}");
         }
@@ -273,7 +393,13 @@ async fn a_failing_authorize_callback_denies_before_any_backend_request() {
     for act in [Act::Deny, Act::Panic, Act::Hang] {
         let mut host = bench.host();
         host.authorize = act;
-        let result = call_with(&host, "incus_instance_delete", json!({"name": "web", "confirm": "web"}), &ALL).await;
+        let result = call_with(
+            &host,
+            "incus_instance_delete",
+            json!({"name": "web", "confirm": "web"}),
+            &ALL,
+        )
+        .await;
         assert_eq!(kind(&result), "unauthorized", "{act:?}: {result}");
         assert_eq!(host.callbacks(), ["binding", "authorize"], "{act:?}");
     }
@@ -287,8 +413,20 @@ async fn authorize_sees_validated_normalized_input_with_the_native_project() {
     call_with(&host, "incus_instance_list", json!({}), &ALL).await;
     host.default_project = Some("team".into());
     call_with(&host, "incus_instance_list", json!({"limit": 5}), &ALL).await;
-    call_with(&host, "incus_instance_list", json!({"project": "other"}), &ALL).await;
-    call_with(&host, "incus_instance_exec", json!({"name": "web", "command": ["true"]}), &ALL).await;
+    call_with(
+        &host,
+        "incus_instance_list",
+        json!({"project": "other"}),
+        &ALL,
+    )
+    .await;
+    call_with(
+        &host,
+        "incus_instance_exec",
+        json!({"name": "web", "command": ["true"]}),
+        &ALL,
+    )
+    .await;
     let seen = host.authorized.lock().unwrap().clone();
     assert_eq!(seen[0], json!({"limit": 100, "project": "default"}));
     assert_eq!(seen[1], json!({"limit": 5, "project": "team"}));
@@ -303,8 +441,20 @@ async fn authorize_sees_validated_normalized_input_with_the_native_project() {
         .map(|entry| entry.query)
         .collect();
     assert_eq!(lists.len(), 3);
-    assert!(lists[1].as_deref().unwrap_or_default().contains("project=team"), "{lists:?}");
-    assert!(lists[2].as_deref().unwrap_or_default().contains("project=other"), "{lists:?}");
+    assert!(
+        lists[1]
+            .as_deref()
+            .unwrap_or_default()
+            .contains("project=team"),
+        "{lists:?}"
+    );
+    assert!(
+        lists[2]
+            .as_deref()
+            .unwrap_or_default()
+            .contains("project=other"),
+        "{lists:?}"
+    );
 }
 
 #[tokio::test]
@@ -316,7 +466,11 @@ async fn image_remotes_are_named_only_and_resolved_by_the_host() {
         host.image_remote = act;
         let result = call_with(&host, "incus_instance_create", input.clone(), &ALL).await;
         assert_eq!(kind(&result), "unknown_remote", "{act:?}: {result}");
-        assert_eq!(host.callbacks(), ["binding", "authorize", "image_remote"], "{act:?}");
+        assert_eq!(
+            host.callbacks(),
+            ["binding", "authorize", "image_remote"],
+            "{act:?}"
+        );
     }
     assert!(bench.fake.journal().is_empty());
     let url = json!({"name": "web", "source": {"type": "image", "alias": "x", "remote": "https://images.example.org"}});
@@ -358,10 +512,22 @@ async fn the_first_failing_check_decides() {
     assert_eq!(kind(&result), "scope_missing");
     let result = call_with(&host, "incus_instance_delete", huge, &ALL).await;
     assert_eq!(kind(&result), "input_too_large");
-    let result = call_with(&host, "incus_instance_delete", json!({"name": "web", "confirm": 5}), &ALL).await;
+    let result = call_with(
+        &host,
+        "incus_instance_delete",
+        json!({"name": "web", "confirm": 5}),
+        &ALL,
+    )
+    .await;
     assert_eq!(kind(&result), "invalid_input");
     // Confirmation before restricted input and the host.
-    let result = call_with(&host, "incus_instance_snapshot_restore", json!({"instance": "web", "snapshot": "s"}), &ALL).await;
+    let result = call_with(
+        &host,
+        "incus_instance_snapshot_restore",
+        json!({"instance": "web", "snapshot": "s"}),
+        &ALL,
+    )
+    .await;
     assert_eq!(kind(&result), "confirmation_required");
     assert!(host.callbacks().is_empty());
     assert!(bench.fake.journal().is_empty());

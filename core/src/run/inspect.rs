@@ -68,7 +68,7 @@ pub(crate) async fn item(call: &Call<'_>) -> Result<Success, RunError> {
         "incus_network_get" => client.get_network(project, call.text("name")).await,
         "incus_profile_get" => client.get_profile(project, call.text("name")).await,
         "incus_project_get" => client.get_project(project, call.text("name")).await,
-        "incus_storage_pool_get" => client.get_storage_pool(project, call.text("name")).await,
+        "incus_storage_pool_get" => client.get_storage_pool(project, call.text("pool")).await,
         "incus_storage_volume_get" => {
             client
                 .get_storage_pool_volume(

@@ -90,7 +90,12 @@ impl Host for TestHost {
         }
     }
 
-    async fn authorize(&self, _caller: &String, _operation: &str, input: &Value) -> Result<(), HostError> {
+    async fn authorize(
+        &self,
+        _caller: &String,
+        _operation: &str,
+        input: &Value,
+    ) -> Result<(), HostError> {
         self.record("authorize");
         self.authorized.lock().unwrap().push(input.clone());
         act(self.authorize).await;
@@ -104,13 +109,21 @@ impl Host for TestHost {
         self.record("image_remote");
         act(self.image_remote).await;
         match self.image_remote {
-            Act::Allow => Ok(ImageRemote::new("https://images.example.org", "simplestreams")),
+            Act::Allow => Ok(ImageRemote::new(
+                "https://images.example.org",
+                "simplestreams",
+            )),
             Act::Malformed => Ok(ImageRemote::new("file:///etc/passwd", "simplestreams")),
             _ => Err(HostError::UnknownRemote(name.to_owned())),
         }
     }
 
-    async fn allow_restricted(&self, _caller: &String, _operation: &str, _items: &[RestrictedItem]) -> bool {
+    async fn allow_restricted(
+        &self,
+        _caller: &String,
+        _operation: &str,
+        _items: &[RestrictedItem],
+    ) -> bool {
         self.record("allow_restricted");
         act(self.restricted).await;
         self.restricted == Act::Allow
@@ -129,9 +142,13 @@ impl Bench {
     }
 
     pub async fn with(builder: fake_incus::FakeIncusBuilder) -> Bench {
+        Bench::with_timeout(builder, TIMEOUT).await
+    }
+
+    pub async fn with_timeout(builder: fake_incus::FakeIncusBuilder, timeout: Duration) -> Bench {
         let fake = builder.start().await.expect("fake starts");
         let connection = Connection::builder(Endpoint::unix(fake.unix_socket()))
-            .timeout(TIMEOUT)
+            .timeout(timeout)
             .build()
             .expect("connection");
         Bench { fake, connection }
@@ -214,11 +231,20 @@ pub fn assert_valid(name: &str, result: &Value) {
         .unwrap()
         .entry(name.to_owned())
         .or_insert_with(|| {
-            Arc::new(jsonschema::validator_for(&described["output_schema"]).expect("output schema compiles"))
+            Arc::new(
+                jsonschema::validator_for(&described["output_schema"])
+                    .expect("output schema compiles"),
+            )
         })
         .clone();
-    let errors: Vec<String> = validator.iter_errors(result).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{name} result does not match its output schema: {errors:?}\n{result}");
+    let errors: Vec<String> = validator
+        .iter_errors(result)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{name} result does not match its output schema: {errors:?}\n{result}"
+    );
 }
 
 /// The error kind of a result, or "" for a success.
