@@ -74,7 +74,12 @@ impl Host for ReferenceHost {
         ))
     }
 
-    async fn authorize(&self, _caller: &(), _operation: &str, _input: &Value) -> Result<(), HostError> {
+    async fn authorize(
+        &self,
+        _caller: &(),
+        _operation: &str,
+        _input: &Value,
+    ) -> Result<(), HostError> {
         Ok(())
     }
 
