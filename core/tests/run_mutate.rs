@@ -1,5 +1,8 @@
 //! Mutations and `incus_operation_wait`: completed, failed, running and uncertain exactly as the
 //! spec defines them; one native request, never resent; the effective wait.
+//!
+//! Client evidence exercised through `run`: CreateInstance, UpdateInstanceState, CreateInstanceSnapshot, UpdateInstance (restore),
+//! DeleteInstanceSnapshot, DeleteInstance, DeleteImage, GetOperationWait.
 mod run_support;
 
 use std::time::Duration;
@@ -115,8 +118,8 @@ async fn waited_seconds_is_the_effective_wait() {
             .fake
             .journal()
             .into_iter()
-            .filter(|entry| entry.path.ends_with("/wait"))
-            .last()
+            .rev()
+            .find(|entry| entry.path.ends_with("/wait"))
             .and_then(|entry| entry.query)
             .unwrap_or_default();
         assert!(query.contains(&format!("timeout={expected}")), "{query}");

@@ -41,7 +41,7 @@ enum Command {
     },
     /// Run one operation through the reference host bound to a connection; print the result.
     /// Exit 0 for a success object, 1 for an error result, 2 for a usage error.
-    Call(call::Args),
+    Call(Box<call::Args>),
     // `run` (the default) is added here by its owner.
 }
 
@@ -62,7 +62,7 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     match cli.command {
         Some(Command::Catalogue(args)) => catalogue::run(args),
         Some(Command::Tama { command }) => tama::run(command),
-        Some(Command::Call(args)) => call::run_call(args),
+        Some(Command::Call(args)) => call::run_call(*args),
         None => default_run(),
     }
 }
