@@ -32,6 +32,8 @@ mod output;
 mod pipeline;
 mod restricted;
 mod results;
+#[cfg(test)]
+mod tests;
 mod update;
 
 /// How long a host callback may take before it counts as a denial, unless configured.

@@ -63,6 +63,16 @@ pub(crate) async fn run<C: Send + Sync>(
 ) -> Result<Value, RunError> {
     let descriptor =
         catalogue::fetch(name).ok_or_else(|| RunError::UnknownOperation(name.to_owned()))?;
+    run_operation(descriptor, input, options).await
+}
+
+/// Runs every check after the export gate, then the operation (tests use it directly for
+/// operations the gate does not export yet).
+pub(crate) async fn run_operation<C: Send + Sync>(
+    descriptor: &'static Descriptor,
+    input: Value,
+    options: &RunOptions<'_, C>,
+) -> Result<Value, RunError> {
     checks::scope(descriptor, &options.scopes)?;
     checks::input_bytes(descriptor, &input)?;
     validate_input(descriptor, &input)?;
