@@ -43,9 +43,14 @@ struct Bench {
 
 impl Bench {
     async fn start() -> Bench {
+        Bench::with_stream_bytes(crate::DEFAULT_MAX_STREAM_BYTES).await
+    }
+
+    async fn with_stream_bytes(max_stream_bytes: u64) -> Bench {
         let fake = FakeIncus::builder().start().await.expect("fake starts");
         let connection = Connection::builder(Endpoint::unix(fake.unix_socket()))
             .timeout(Duration::from_secs(5))
+            .max_stream_bytes(max_stream_bytes)
             .build()
             .expect("connection");
         Bench {
@@ -247,4 +252,40 @@ async fn exec_input_is_bounded_at_1_mib_and_stdin_at_64_kib_of_utf8() {
         fits["error"]["http_status"], 404,
         "64 KiB of stdin reaches Incus: {fits:.200}"
     );
+}
+
+#[tokio::test]
+async fn exec_past_the_stream_total_is_output_limited() {
+    // Half of max_stream_bytes is the stream total when it is below 64 MiB.
+    let bench = Bench::with_stream_bytes(1024 * 1024).await;
+    bench.running("web").await;
+    let result = bench
+        .call(
+            EXEC,
+            json!({"name": "web", "command": ["fake-flood", "stdout", "forever"]}),
+        )
+        .await;
+    assert_eq!(result["status"], "output_limited", "{result:.300}");
+    assert_eq!(result["exit_code"], 137);
+    assert_eq!(result["stdout"]["captured_bytes"], 65_536);
+    assert_eq!(result["stdout"]["truncated"], true);
+}
+
+#[tokio::test]
+async fn exec_whose_exit_is_not_observed_is_running_with_its_operation() {
+    let bench = Bench::start().await;
+    bench.running("web").await;
+    let _rule = bench
+        .fake
+        .add_rule(Rule::new("POST", "/1.0/instances/web/exec").fault(Fault::ExecIgnoreSigkill));
+    let result = bench
+        .call(
+            EXEC,
+            json!({"name": "web", "command": ["fake-hang"], "timeout_seconds": 1}),
+        )
+        .await;
+    assert_eq!(result["status"], "running", "{result}");
+    assert_eq!(result["exit_code"], Value::Null);
+    assert!(result["operation_id"].is_string());
+    assert_eq!(result["operation"]["id"], result["operation_id"]);
 }
