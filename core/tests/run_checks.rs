@@ -81,7 +81,7 @@ async fn input_schema_failures_are_invalid_input_with_a_pointer() {
         ("incus_instance_list", json!({"limit": 501}), "/limit"),
         (
             "incus_instance_get",
-            json!({"name": "web", "socket": "/var/lib/incus/unix.socket"}),
+            json!({"name": "web", "socket": "/srv/other/unix.socket"}),
             "",
         ),
         ("incus_instance_get", json!({"name": "a/b"}), "/name"),
