@@ -1,2 +1,6 @@
 //! Conformance harness for the Incus operations.
 pub mod tama;
+
+mod reference_host;
+
+pub use reference_host::ReferenceHost;

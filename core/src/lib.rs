@@ -28,7 +28,9 @@ mod catalogue;
 mod client;
 mod error;
 mod evidence;
+mod host;
 mod profile;
+mod run;
 
 pub use catalogue::{
     all, describe, fetch, unavailable, Bounds, Confirmation, Descriptor, Scope, Unavailable,
@@ -40,4 +42,6 @@ pub use client::{
 };
 pub use error::ErrorKind;
 pub use evidence::MissingRequirement;
+pub use host::{Binding, BindingContext, DynHost, Host, HostError, ImageRemote, RestrictedItem};
 pub use profile::{tama_document, tama_document_all};
+pub use run::{run, RunOptions, DEFAULT_CALLBACK_TIMEOUT};

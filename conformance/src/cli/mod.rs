@@ -4,6 +4,7 @@
 //! `run(...) -> ExitCode`, add a variant to [`Command`] and a match arm in [`main`].
 //! Exit codes: 0 success, 1 the job ran and failed, 2 usage errors.
 
+mod call;
 mod catalogue;
 mod tama;
 mod tama_validate;
@@ -39,7 +40,10 @@ enum Command {
         #[command(subcommand)]
         command: tama::Command,
     },
-    // `call` and `run` (the default) are added here by their owners.
+    /// Run one operation through the reference host bound to a connection; print the result.
+    /// Exit 0 for a success object, 1 for an error result, 2 for a usage error.
+    Call(Box<call::Args>),
+    // `run` (the default) is added here by its owner.
 }
 
 /// Parses `args` (program name first) and runs the chosen subcommand.
@@ -59,6 +63,7 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     match cli.command {
         Some(Command::Catalogue(args)) => catalogue::run(args),
         Some(Command::Tama { command }) => tama::run(command),
+        Some(Command::Call(args)) => call::run_call(*args),
         None => default_run(),
     }
 }
