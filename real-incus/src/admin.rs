@@ -128,13 +128,52 @@ impl Admin {
         project: &str,
         tarball: Vec<u8>,
     ) -> Result<String, AdminError> {
+        self.import_raw(project, "application/octet-stream", Bytes::from(tarball))
+            .await
+    }
+
+    /// Copies an image of another project of this server into `project` (export, then import the
+    /// same bytes: a same-server copy through the API would need the daemon to listen on the network).
+    pub(crate) async fn copy_image(
+        &self,
+        from_project: &str,
+        fingerprint: &str,
+        project: &str,
+    ) -> Result<String, AdminError> {
+        let path = format!(
+            "/1.0/images/{}/export?project={}",
+            enc(fingerprint),
+            enc(from_project)
+        );
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(path.clone())
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| AdminError::Http(e.to_string()))?;
+        let call = format!("GET {path}");
+        let (status, content_type, body) = self.roundtrip(request).await?;
+        if status != 200 {
+            return Err(AdminError::Native {
+                call,
+                status,
+                message: String::from_utf8_lossy(&body).chars().take(300).collect(),
+            });
+        }
+        self.import_raw(project, &content_type, body).await
+    }
+
+    async fn import_raw(
+        &self,
+        project: &str,
+        content_type: &str,
+        body: Bytes,
+    ) -> Result<String, AdminError> {
         let path = format!("/1.0/images?project={}", enc(project));
         let request = Request::builder()
             .method(Method::POST)
             .uri(path.clone())
-            .header("Content-Type", "application/octet-stream")
-            .header("X-Incus-filename", "acceptance.tar.gz")
-            .body(Full::new(Bytes::from(tarball)))
+            .header("Content-Type", content_type)
+            .body(Full::new(body))
             .map_err(|e| AdminError::Http(e.to_string()))?;
         let answer = self.exchange(&format!("POST {path}"), request).await?;
         let operation = self.settle(&format!("POST {path}"), answer).await?;
@@ -142,20 +181,6 @@ impl Admin {
             .as_str()
             .map(str::to_owned)
             .ok_or_else(|| AdminError::Invalid("image import gave no fingerprint".into()))
-    }
-
-    /// Copies an image of another project of the same server into `project`.
-    pub(crate) async fn copy_image(
-        &self,
-        from_project: &str,
-        fingerprint: &str,
-        project: &str,
-    ) -> Result<(), AdminError> {
-        let path = format!("/1.0/images?project={}", enc(project));
-        let body = json!({"source": {"type": "image", "mode": "pull", "fingerprint": fingerprint,
-            "project": from_project}});
-        self.send(Method::POST, &path, Some(body)).await?;
-        Ok(())
     }
 
     /// Resolves an image alias in a project to its fingerprint.
@@ -314,7 +339,7 @@ impl Admin {
         call: &str,
         request: Request<Full<Bytes>>,
     ) -> Result<Answer, AdminError> {
-        let (status, body) = tokio::time::timeout(self.timeout, self.roundtrip(request))
+        let (status, _, body) = tokio::time::timeout(self.timeout, self.roundtrip(request))
             .await
             .map_err(|_| AdminError::Timeout(self.timeout))??;
         let envelope: Value = serde_json::from_slice(&body)
@@ -339,10 +364,11 @@ impl Admin {
         })
     }
 
+    /// Sends one request; returns the status, the content type and the body.
     async fn roundtrip(
         &self,
         mut request: Request<Full<Bytes>>,
-    ) -> Result<(u16, Bytes), AdminError> {
+    ) -> Result<(u16, String, Bytes), AdminError> {
         let host = match &self.endpoint {
             Endpoint::Unix(_) => "incus".to_owned(),
             Endpoint::Https { authority, .. } => authority.clone(),
@@ -389,7 +415,10 @@ impl Admin {
     }
 }
 
-async fn http1<S>(stream: S, request: Request<Full<Bytes>>) -> Result<(u16, Bytes), AdminError>
+async fn http1<S>(
+    stream: S,
+    request: Request<Full<Bytes>>,
+) -> Result<(u16, String, Bytes), AdminError>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -402,6 +431,12 @@ where
         .await
         .map_err(|e| AdminError::Http(e.to_string()))?;
     let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/octet-stream")
+        .to_owned();
     let body = response
         .into_body()
         .collect()
@@ -409,7 +444,7 @@ where
         .map_err(|e| AdminError::Http(e.to_string()))?
         .to_bytes();
     driver.abort();
-    Ok((status, body))
+    Ok((status, content_type, body))
 }
 
 fn client_config(identity: &TlsIdentity) -> Result<Arc<rustls::ClientConfig>, AdminError> {
