@@ -26,8 +26,10 @@ mod plan;
 mod recorder;
 pub mod report;
 mod sandbox;
+mod shape;
 mod tls;
 
 pub use acceptance::main;
 pub use cli::{Cli, OPT_IN_REFUSAL};
 pub use endpoint::{EndpointError, DEFAULT_SOCKET};
+pub use shape::shape_differences;
