@@ -9,10 +9,12 @@ use serde_json::Value;
 use crate::admin::Admin;
 use crate::cleanup::{self, CleanupOutcome};
 use crate::cli::{Cli, OPT_IN_REFUSAL};
+use crate::compare;
 use crate::core_ops::CoreOperations;
 use crate::endpoint::Endpoint;
 use crate::operations::Operations;
 use crate::plan;
+use crate::portable;
 use crate::report::{Report, ServerInfo};
 use crate::sandbox::{self, ImageSource};
 
@@ -104,11 +106,33 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
             .await
             .map_err(|e| format!("setup: {e}"))?;
         eprintln!("setup done: image {}", sandbox.fingerprint);
-        Ok::<_, String>(plan::run_plan(&ops, &sandbox).await)
+        let checks = plan::run_plan(&ops, &sandbox).await;
+        let mut divergences = Vec::new();
+        let mut errors = Vec::new();
+        if cli.compare_fake {
+            match compare::against_fake(cli, &checks).await {
+                Ok(rows) => divergences = rows,
+                Err(e) => errors.push(format!("differential run of the plan: {e}")),
+            }
+        }
+        let real = portable::RealSide {
+            admin,
+            ops: &ops,
+            sandbox: &sandbox,
+            source: &source,
+        };
+        let scenarios = portable::run_all(cli, real, cli.compare_fake).await;
+        divergences.extend(scenarios.divergences);
+        Ok::<_, String>((checks, scenarios.rows, divergences, errors))
     };
     tokio::select! {
         result = work => match result {
-            Ok(checks) => report.checks = checks,
+            Ok((checks, scenarios, divergences, errors)) => {
+                report.checks = checks;
+                report.scenarios = scenarios;
+                report.divergences = divergences;
+                report.errors.extend(errors);
+            }
             Err(e) => report.errors.push(e),
         },
         _ = tokio::signal::ctrl_c() => {

@@ -100,18 +100,7 @@ pub fn plan_cleanup(projects: &[ProjectContents]) -> Vec<CleanupStep> {
         .filter(|c| is_acceptance_project(&c.project))
     {
         let project = contents.project.clone();
-        for (name, running) in &contents.instances {
-            if *running {
-                steps.push(CleanupStep::StopInstance {
-                    project: project.clone(),
-                    name: name.clone(),
-                });
-            }
-            steps.push(CleanupStep::DeleteInstance {
-                project: project.clone(),
-                name: name.clone(),
-            });
-        }
+        steps.extend(plan_instances(&project, contents));
         for fingerprint in &contents.images {
             steps.push(CleanupStep::DeleteImage {
                 project: project.clone(),
@@ -125,6 +114,23 @@ pub fn plan_cleanup(projects: &[ProjectContents]) -> Vec<CleanupStep> {
             });
         }
         steps.push(CleanupStep::DeleteProject { project });
+    }
+    steps
+}
+
+fn plan_instances(project: &str, contents: &ProjectContents) -> Vec<CleanupStep> {
+    let mut steps = Vec::new();
+    for (name, running) in &contents.instances {
+        if *running {
+            steps.push(CleanupStep::StopInstance {
+                project: project.to_owned(),
+                name: name.clone(),
+            });
+        }
+        steps.push(CleanupStep::DeleteInstance {
+            project: project.to_owned(),
+            name: name.clone(),
+        });
     }
     steps
 }
@@ -194,6 +200,24 @@ pub(crate) async fn remove_projects(admin: &Admin, projects: &[String]) -> Clean
     }
     outcome.leftovers = leftovers(admin, &wanted).await;
     outcome
+}
+
+/// Stops and deletes every instance of a project (between portable scenarios).
+pub(crate) async fn clear_instances(admin: &Admin, project: &str) -> Result<(), String> {
+    settle_operations(admin, project).await;
+    let contents = project_contents(admin, project)
+        .await
+        .map_err(|e| e.to_string())?;
+    let only_instances = ProjectContents {
+        instances: contents.instances,
+        ..ProjectContents::default()
+    };
+    for step in plan_instances(project, &only_instances) {
+        execute(admin, &step)
+            .await
+            .map_err(|e| format!("{step}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Finds every acceptance project on the daemon (for `--cleanup-only` and the final leftovers check).

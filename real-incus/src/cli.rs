@@ -106,6 +106,10 @@ pub struct Cli {
     #[arg(long)]
     pub compare_fake: bool,
 
+    /// Directory of the portable scenarios (default: ./scenarios, else the repository's scenarios/).
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
+
     /// Directory for the reports (default: the current directory).
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub report_dir: PathBuf,

@@ -18,14 +18,17 @@ mod acceptance;
 mod admin;
 pub mod cleanup;
 mod cli;
+mod compare;
 mod core_ops;
 mod endpoint;
 mod image;
 mod operations;
 mod plan;
+mod portable;
 mod recorder;
 pub mod report;
 mod sandbox;
+mod scenarios;
 mod shape;
 mod tls;
 

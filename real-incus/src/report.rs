@@ -137,6 +137,7 @@ impl Report {
             && self.operations.iter().all(|o| o.outcome == Outcome::Passed)
             && self.checks.iter().all(|c| c.outcome != Outcome::Failed)
             && self.scenarios.iter().all(|s| s.outcome != Outcome::Failed)
+            && self.divergences.is_empty()
             && self.errors.is_empty()
             && !self.interrupted
             && self.cleanup.clean()

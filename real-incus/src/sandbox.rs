@@ -93,7 +93,13 @@ pub(crate) async fn prepare(
         .patch_profile(project, "default", root)
         .await
         .map_err(SetupError::Profile)?;
-    let fingerprint = put_image(admin, project, source).await?;
+    let fingerprint = restore_image(
+        admin,
+        project,
+        source,
+        &[IMAGE_ALIAS, crate::portable::SCENARIO_ALIAS],
+    )
+    .await?;
     Ok(Sandbox {
         project: project.to_owned(),
         pool: pool.to_owned(),
@@ -103,10 +109,12 @@ pub(crate) async fn prepare(
     })
 }
 
-async fn put_image(
+/// Puts the test image into the project with these aliases; returns its fingerprint.
+pub(crate) async fn restore_image(
     admin: &Admin,
     project: &str,
     source: &ImageSource,
+    aliases: &[&str],
 ) -> Result<String, SetupError> {
     let fingerprint = match source {
         ImageSource::Busybox(path) => {
@@ -142,9 +150,11 @@ async fn put_image(
             fingerprint
         }
     };
-    admin
-        .create_alias(project, IMAGE_ALIAS, &fingerprint)
-        .await
-        .map_err(SetupError::Import)?;
+    for alias in aliases {
+        admin
+            .create_alias(project, alias, &fingerprint)
+            .await
+            .map_err(SetupError::Import)?;
+    }
     Ok(fingerprint)
 }
