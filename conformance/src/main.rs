@@ -1,6 +1,8 @@
 //! `incus-conformance`: the project's main job.
 use std::process::ExitCode;
 
+mod cli;
+
 fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    cli::main()
 }
