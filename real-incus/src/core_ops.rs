@@ -31,4 +31,13 @@ impl Operations for CoreOperations {
     fn run<'a>(&'a self, _name: &'a str, _input: Value, _scopes: &'a [&'a str]) -> RunFuture<'a> {
         Box::pin(async { Value::Null })
     }
+
+    fn run_small_streams<'a>(
+        &'a self,
+        _name: &'a str,
+        _input: Value,
+        _scopes: &'a [&'a str],
+    ) -> RunFuture<'a> {
+        Box::pin(async { Value::Null })
+    }
 }

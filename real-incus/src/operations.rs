@@ -11,6 +11,11 @@ pub(crate) const ALL_SCOPES: &[&str] = &["incus.read", "incus.write", "incus.exe
 /// A boxed future, as returned by [`Operations::run`].
 pub(crate) type RunFuture<'a> = Pin<Box<dyn Future<Output = Value> + Send + 'a>>;
 
+/// `max_stream_bytes` of the second connection: the exec stream total is half of it, 512 KiB, so
+/// that the stream bound is reached in a second rather than after 64 MiB.
+#[allow(dead_code)] // read by the core binding (core_ops.rs) once the core is merged
+pub(crate) const SMALL_MAX_STREAM_BYTES: u64 = 1024 * 1024;
+
 /// One catalogue entry as the acceptance run sees it.
 #[derive(Debug, Clone)]
 pub(crate) struct OperationInfo {
@@ -30,4 +35,13 @@ pub(crate) trait Operations: Sync {
 
     /// Runs one operation with the given verified scopes; always a JSON object.
     fn run<'a>(&'a self, name: &'a str, input: Value, scopes: &'a [&'a str]) -> RunFuture<'a>;
+
+    /// Like [`Operations::run`], over a connection whose `max_stream_bytes` is
+    /// [`SMALL_MAX_STREAM_BYTES`].
+    fn run_small_streams<'a>(
+        &'a self,
+        name: &'a str,
+        input: Value,
+        scopes: &'a [&'a str],
+    ) -> RunFuture<'a>;
 }

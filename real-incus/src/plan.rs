@@ -506,6 +506,24 @@ async fn exec(rec: &mut Recorder<'_>, sb: &Sandbox) {
         }),
     )
     .await;
+    rec.check_small_streams(
+        "incus_instance_exec",
+        "stream total bound: SIGKILL, output_limited",
+        run(json!({"command": ["sh", "-c", "yes | head -c 2000000; sleep 30"]})),
+        Expect::ok(|v| {
+            field_is(v, "/status", &json!("output_limited"))?;
+            field_is(v, "/stdout/captured_bytes", &json!(65536))?;
+            let seen = v["stdout"]["bytes"].as_u64().ok_or("no stdout.bytes")?;
+            if seen >= 512 * 1024 && seen < 2_000_000 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "stdout.bytes {seen}: expected the 512 KiB stream total to stop it"
+                ))
+            }
+        }),
+    )
+    .await;
     rec.check(
         "incus_instance_exec",
         "timeout: SIGKILL, timed_out with exit 137",

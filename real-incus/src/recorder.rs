@@ -163,6 +163,34 @@ impl<'a> Recorder<'a> {
         output
     }
 
+    /// Runs a check over the connection with small stream bounds; returns the output.
+    pub(crate) async fn check_small_streams(
+        &mut self,
+        operation: &str,
+        name: &str,
+        input: Value,
+        expect: Expect,
+    ) -> Value {
+        let started = Instant::now();
+        let output = self
+            .ops
+            .run_small_streams(operation, input.clone(), ALL_SCOPES)
+            .await;
+        let elapsed = started.elapsed();
+        let verdict = self
+            .validate(operation, &output)
+            .and_then(|()| expect.judge(&output));
+        self.record(
+            operation,
+            name,
+            input,
+            output.clone(),
+            elapsed.as_millis(),
+            verdict,
+        );
+        output
+    }
+
     /// Records a check whose call was made elsewhere (e.g. concurrently).
     pub(crate) fn record_external(
         &mut self,

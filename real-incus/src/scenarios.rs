@@ -270,3 +270,56 @@ fn mismatches(expect: &Expect, result: &Value, schema: Option<&Value>) -> Vec<St
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_repository_scenarios_load_and_portability_is_derived_from_content() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let all = load(&dir).expect("the scenario files parse");
+        assert!(all.iter().any(Scenario::portable), "no portable scenario");
+        assert!(all.iter().any(|s| !s.portable()), "no fake-only scenario");
+        let with_fake = all
+            .iter()
+            .filter(|s| s.fake.is_some())
+            .all(|s| !s.portable());
+        assert!(with_fake);
+    }
+
+    #[test]
+    fn expectations_report_every_mismatch() {
+        let expect: Expect = serde_json::from_value(json!({
+            "status": "completed",
+            "error_kind": null,
+            "equals": {"/exit_code": 0},
+            "present": ["/stdout"],
+            "absent": ["/operation"],
+            "lengths": {"/stdout/data": 6},
+            "at_most": {"/duration_ms": 10}
+        }))
+        .expect("expect");
+        let good = json!({"status": "completed", "exit_code": 0, "stdout": {"data": "hello\n"}, "duration_ms": 3});
+        assert!(mismatches(&expect, &good, None).is_empty());
+        let bad = json!({"status": "failed", "exit_code": 1, "operation": {}, "duration_ms": 30, "error": {}});
+        assert_eq!(
+            mismatches(&expect, &bad, None).len(),
+            7,
+            "{:?}",
+            mismatches(&expect, &bad, None)
+        );
+    }
+
+    #[test]
+    fn saved_values_are_substituted_whole_and_inside_strings() {
+        let saved = BTreeMap::from([("op".to_owned(), json!("abc")), ("n".to_owned(), json!(3))]);
+        let input = json!({"operation_id": "${op}", "name": "web-${n}", "count": "${n}"});
+        assert_eq!(
+            substitute(&input, &saved),
+            json!({"operation_id": "abc", "name": "web-3", "count": 3})
+        );
+    }
+}
