@@ -10,12 +10,14 @@
 # When a daemon is already running it starts and stops nothing.
 #
 # Environment: INCUS_SOCKET (default /var/lib/incus/unix.socket), REAL_INCUS_REPORT_DIR (default
-# target/real-incus), REAL_INCUS_SKIP_COMPARE=1 to leave out the differential run.
+# target/real-incus), REAL_INCUS_SKIP_COMPARE=1 to leave out the differential run,
+# REAL_INCUS_CARGO_PROFILE (default release; dev for a quick local check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SOCKET=${INCUS_SOCKET:-/var/lib/incus/unix.socket}
 REPORT_DIR=${REAL_INCUS_REPORT_DIR:-target/real-incus}
+PROFILE=${REAL_INCUS_CARGO_PROFILE:-release}
 STATE=$(mktemp -d)
 STARTED_PID=""
 
@@ -86,15 +88,15 @@ prepare_pool_and_profile
 mkdir -p "$REPORT_DIR"
 status=0
 log "building the runner"
-cargo build --release -p real-incus
+cargo build --profile "$PROFILE" -p real-incus
 log "removing leftovers of earlier runs"
-cargo run --release -q -p real-incus -- --yes-create-resources --unix "$SOCKET" --cleanup-only || status=1
+cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" --cleanup-only || status=1
 log "acceptance run (report in $REPORT_DIR)"
-cargo run --release -q -p real-incus -- --yes-create-resources --unix "$SOCKET" \
+cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" \
   --report-dir "$REPORT_DIR" || status=1
 if [ "${REAL_INCUS_SKIP_COMPARE:-0}" != 1 ]; then
   log "differential run against the fake (report in $REPORT_DIR/compare-fake)"
-  cargo run --release -q -p real-incus -- --yes-create-resources --unix "$SOCKET" --compare-fake \
+  cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" --compare-fake \
     --report-dir "$REPORT_DIR/compare-fake" || status=1
 fi
 if [ -f "$REPORT_DIR/real-incus-acceptance.md" ]; then

@@ -172,14 +172,14 @@ async fn inventory(rec: &mut Recorder<'_>, sb: &Sandbox) {
     rec.check(
         "incus_storage_pool_get",
         "success",
-        json!({"name": sb.pool}),
+        json!({"pool": sb.pool}),
         Expect::ok(move |v| field_is(v, "/item/name", &json!(pool))),
     )
     .await;
     rec.check(
         "incus_storage_pool_get",
         "not found is a native 404",
-        json!({"name": "no-such-pool"}),
+        json!({"pool": "no-such-pool"}),
         Expect::native(404),
     )
     .await;
