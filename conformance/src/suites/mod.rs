@@ -14,6 +14,9 @@ use crate::scenario::target::TargetFactory;
 mod arbitrary_input;
 mod byte_bounds;
 mod confirmation;
+mod exec_output;
+mod inspection_bounds;
+mod mutation_faults;
 mod property;
 mod scopes;
 mod session;
@@ -29,6 +32,9 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     checks.extend(confirmation::checks(factory));
     checks.extend(byte_bounds::checks(factory));
     checks.extend(arbitrary_input::checks(factory));
+    checks.extend(mutation_faults::checks(factory));
+    checks.extend(inspection_bounds::checks(factory));
+    checks.extend(exec_output::checks(factory));
     checks.sort_by(|a, b| a.name.cmp(&b.name));
     checks
 }

@@ -86,6 +86,14 @@ impl Called {
         self.schema_valid()
     }
 
+    /// The call failed with `kind`, in a schema-valid result.
+    pub(crate) fn error_is(&self, kind: &str) -> Result<(), String> {
+        if self.error_kind() != Some(kind) {
+            return Err(self.failure(&format!("expected error kind {kind}")));
+        }
+        self.schema_valid()
+    }
+
     /// The call sent no request to the backend (when the backend records requests).
     pub(crate) fn no_backend_request(&self) -> Result<(), String> {
         match &self.requests {
