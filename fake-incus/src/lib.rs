@@ -1,1 +1,3 @@
 //! A scriptable Incus simulator.
+
+mod exec;

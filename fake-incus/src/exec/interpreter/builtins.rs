@@ -1,0 +1,349 @@
+//! The ordinary commands: `echo`, `printf`, `cat`, `head`, `sleep`, `env`, `id` and `pwd`. Messages and
+//! formats follow busybox, the userland of the image the real daemon was probed with, except `id` (see
+//! `EXEC.md`). There is no filesystem: naming a file is an error, as if it did not exist.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::printf::{self as format, Escapes};
+use super::streams::Status;
+use super::{lookup, run_command, Ctx, NOT_FOUND_STATUS};
+
+/// `echo [-neE] [ARG...]`: options only while every letter is one of `n`, `e`, `E`; `-e` expands
+/// backslash escapes and `\c` stops the output, newline included.
+pub(super) async fn echo(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+    let mut newline = true;
+    let mut escapes = false;
+    let mut words = args;
+    while let Some(option) = words.first().and_then(|w| w.strip_prefix('-')) {
+        if option.is_empty() || !option.chars().all(|c| matches!(c, 'n' | 'e' | 'E')) {
+            break;
+        }
+        for flag in option.chars() {
+            match flag {
+                'n' => newline = false,
+                'e' => escapes = true,
+                _ => escapes = false,
+            }
+        }
+        words = &words[1..];
+    }
+    let mut bytes = Vec::new();
+    for (index, word) in words.iter().enumerate() {
+        if index > 0 {
+            bytes.push(b' ');
+        }
+        if !escapes {
+            bytes.extend_from_slice(word.as_bytes());
+            continue;
+        }
+        let rendered = format::unescape(word, Escapes::Argument);
+        bytes.extend(rendered.bytes);
+        if rendered.stopped {
+            ctx.output.out(bytes).await?;
+            return Ok(0);
+        }
+    }
+    if newline {
+        bytes.push(b'\n');
+    }
+    ctx.output.out(bytes).await?;
+    Ok(0)
+}
+
+/// `printf FORMAT [ARG...]`: see the `printf` module. Status 1 when an argument was not a number.
+pub(super) async fn printf(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+    let Some((format, args)) = args.split_first() else {
+        ctx.output
+            .err_line("printf: usage: printf FORMAT [ARGUMENT...]")
+            .await?;
+        return Ok(2);
+    };
+    let printed = match format::printf(format, args) {
+        Ok(printed) => printed,
+        Err(message) => {
+            ctx.output.err_line(&format!("printf: {message}")).await?;
+            return Ok(1);
+        }
+    };
+    ctx.output.out(printed.bytes).await?;
+    for bad in &printed.bad_numbers {
+        ctx.output
+            .err_line(&format!("printf: invalid number '{bad}'"))
+            .await?;
+    }
+    Ok(i32::from(!printed.bad_numbers.is_empty()))
+}
+
+/// `cat [-] [FILE...]`: copies stdin to stdout chunk by chunk; a file cannot be opened (no filesystem).
+pub(super) async fn cat(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+    if args.is_empty() {
+        return copy_stdin(ctx).await;
+    }
+    let mut status = 0;
+    for arg in args {
+        if arg == "-" {
+            copy_stdin(ctx).await?;
+        } else if arg.starts_with('-') {
+            ctx.output
+                .err_line(&format!("cat: option not supported by the fake: {arg}"))
+                .await?;
+            return Ok(1);
+        } else {
+            ctx.output
+                .err_line(&format!(
+                    "cat: can't open '{arg}': No such file or directory"
+                ))
+                .await?;
+            status = 1;
+        }
+    }
+    Ok(status)
+}
+
+async fn copy_stdin(ctx: &mut Ctx<'_>) -> Status {
+    while let Some(chunk) = ctx.stdin.next_chunk().await {
+        ctx.output.out(chunk).await?;
+    }
+    Ok(0)
+}
+
+/// How much `head` copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Count {
+    Lines(u64),
+    Bytes(u64),
+}
+
+/// `head [-n N | -c N | -N]`: copies the first lines or bytes of stdin and leaves the rest unread for the
+/// next command. Files are not supported (no filesystem).
+pub(super) async fn head(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+    let count = match head_count(args) {
+        Ok(count) => count,
+        Err(message) => {
+            ctx.output.err_line(&format!("head: {message}")).await?;
+            return Ok(1);
+        }
+    };
+    let mut left = match count {
+        Count::Lines(n) | Count::Bytes(n) => n,
+    };
+    while left > 0 {
+        let Some(mut chunk) = ctx.stdin.next_chunk().await else {
+            break;
+        };
+        let take = match count {
+            Count::Bytes(_) => chunk.len().min(usize::try_from(left).unwrap_or(usize::MAX)),
+            Count::Lines(_) => lines_prefix(&chunk, &mut left),
+        };
+        let rest = chunk.split_off(take);
+        if let Count::Bytes(_) = count {
+            left -= take as u64;
+        }
+        ctx.stdin.unread(rest);
+        ctx.output.out(chunk).await?;
+    }
+    Ok(0)
+}
+
+/// The length of the prefix of `chunk` that holds at most `left` lines; counts them off `left`.
+fn lines_prefix(chunk: &Bytes, left: &mut u64) -> usize {
+    for (index, byte) in chunk.iter().enumerate() {
+        if *byte == b'\n' {
+            *left -= 1;
+            if *left == 0 {
+                return index + 1;
+            }
+        }
+    }
+    chunk.len()
+}
+
+fn head_count(args: &[String]) -> Result<Count, String> {
+    let mut count = Count::Lines(10);
+    let mut rest = args;
+    while let Some((arg, tail)) = rest.split_first() {
+        rest = tail;
+        let (kind, value) = match arg.as_str() {
+            "-n" | "-c" => {
+                let Some((value, tail)) = rest.split_first() else {
+                    return Err(format!("option requires an argument -- {}", &arg[1..]));
+                };
+                rest = tail;
+                (&arg[1..], value.as_str())
+            }
+            a if a.starts_with("-n") || a.starts_with("-c") => (&a[1..2], &a[2..]),
+            a if a.len() > 1
+                && a.starts_with('-')
+                && a[1..].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                ("n", &a[1..])
+            }
+            a if a.starts_with('-') && a != "-" => {
+                return Err(format!("option not supported by the fake: {a}"))
+            }
+            file => return Err(format!("{file}: No such file or directory")),
+        };
+        let n = value
+            .parse::<u64>()
+            .map_err(|_| format!("invalid number '{value}'"))?;
+        count = if kind == "n" {
+            Count::Lines(n)
+        } else {
+            Count::Bytes(n)
+        };
+    }
+    Ok(count)
+}
+
+/// `sleep DURATION...`: the sum of the durations, each a non-negative decimal number of seconds with an
+/// optional suffix `s`, `m`, `h` or `d`. Signals interrupt it like any command.
+pub(super) async fn sleep(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+    if args.is_empty() {
+        ctx.output.err_line("sleep: missing operand").await?;
+        return Ok(1);
+    }
+    let mut total = Duration::ZERO;
+    for arg in args {
+        match parse_duration(arg) {
+            Some(duration) => total = total.saturating_add(duration),
+            None => {
+                ctx.output
+                    .err_line(&format!("sleep: invalid number '{arg}'"))
+                    .await?;
+                return Ok(1);
+            }
+        }
+    }
+    tokio::time::sleep(total).await;
+    Ok(0)
+}
+
+fn parse_duration(arg: &str) -> Option<Duration> {
+    let (number, unit) = match arg.char_indices().last()? {
+        (at, 's') => (&arg[..at], 1.0),
+        (at, 'm') => (&arg[..at], 60.0),
+        (at, 'h') => (&arg[..at], 3600.0),
+        (at, 'd') => (&arg[..at], 86400.0),
+        _ => (arg, 1.0),
+    };
+    let digits_and_one_point = !number.is_empty()
+        && number != "."
+        && number.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && number.bytes().filter(|b| *b == b'.').count() <= 1;
+    if !digits_and_one_point {
+        return None;
+    }
+    let seconds = number.parse::<f64>().ok()? * unit;
+    Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
+}
+
+/// `env [-i] [NAME=VALUE...] [COMMAND [ARG...]]`: prints the environment sorted as `NAME=VALUE` lines, or
+/// runs a command with the changed environment.
+pub(super) async fn env(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+    let mut env = ctx.env.clone();
+    let mut rest = args;
+    if rest.first().is_some_and(|a| a == "-i" || a == "-") {
+        env = BTreeMap::new();
+        rest = &rest[1..];
+    }
+    while let Some((name, value)) = rest.first().and_then(|a| a.split_once('=')) {
+        env.insert(name.to_owned(), value.to_owned());
+        rest = &rest[1..];
+    }
+    if let Some(option) = rest.first().filter(|a| a.starts_with('-')) {
+        ctx.output
+            .err_line(&format!("env: option not supported by the fake: {option}"))
+            .await?;
+        return Ok(125);
+    }
+    let Some((name, args)) = rest.split_first() else {
+        let listing: String = env.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        ctx.output.out(listing).await?;
+        return Ok(0);
+    };
+    let Some(command) = lookup(name) else {
+        let message = format!("env: can't execute '{name}': No such file or directory");
+        ctx.output.err_line(&message).await?;
+        return Ok(NOT_FOUND_STATUS);
+    };
+    let fds = ctx.output.fds;
+    run_command(&mut ctx.child(fds, env), command, args).await
+}
+
+/// `id [-u | -g | -G]`: `uid=0(root) gid=0(root) groups=0(root)`; only id 0 has a name.
+pub(super) async fn id(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+    let (user, group) = (ctx.identity.user, ctx.identity.group);
+    let line = match args {
+        [] => format!(
+            "uid={} gid={} groups={}\n",
+            named(user),
+            named(group),
+            named(group)
+        ),
+        [option] if option == "-u" => format!("{user}\n"),
+        [option] if option == "-g" || option == "-G" => format!("{group}\n"),
+        _ => {
+            ctx.output
+                .err_line("id: only -u, -g and -G are supported by the fake")
+                .await?;
+            return Ok(1);
+        }
+    };
+    ctx.output.out(line).await?;
+    Ok(0)
+}
+
+fn named(id: u32) -> String {
+    if id == 0 {
+        "0(root)".into()
+    } else {
+        id.to_string()
+    }
+}
+
+/// `pwd`: the working directory of the request.
+pub(super) async fn pwd(ctx: &mut Ctx<'_>) -> Status {
+    let line = format!("{}\n", ctx.identity.cwd);
+    ctx.output.out(line).await?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn head_counts_accept_the_usual_spellings() {
+        assert_eq!(head_count(&args(&[])), Ok(Count::Lines(10)));
+        assert_eq!(head_count(&args(&["-n", "3"])), Ok(Count::Lines(3)));
+        assert_eq!(head_count(&args(&["-n3"])), Ok(Count::Lines(3)));
+        assert_eq!(head_count(&args(&["-c", "5"])), Ok(Count::Bytes(5)));
+        assert_eq!(head_count(&args(&["-c5"])), Ok(Count::Bytes(5)));
+        assert_eq!(head_count(&args(&["-4"])), Ok(Count::Lines(4)));
+        assert!(head_count(&args(&["-n", "x"])).is_err());
+        assert!(head_count(&args(&["-c"])).is_err());
+        assert!(head_count(&args(&["file"])).is_err());
+    }
+
+    #[test]
+    fn sleep_durations_are_fractional_seconds_with_optional_units() {
+        assert_eq!(parse_duration("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration(".25"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1d"), Some(Duration::from_secs(86400)));
+        assert_eq!(
+            parse_duration("99999999999999999999999d"),
+            Some(Duration::MAX)
+        );
+        for bad in ["", ".", "abc", "-1", "1e3", "1.2.3", "inf", "NaN", "1x"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+    }
+}
