@@ -8,15 +8,48 @@ use std::sync::Arc;
 
 use crate::runner::Check;
 use crate::scenario;
+use crate::scenario::format::FakeSetup;
 use crate::scenario::target::TargetFactory;
 
+mod arbitrary_input;
+mod byte_bounds;
+mod confirmation;
+mod exec_output;
+mod inspection_bounds;
+mod mutation_faults;
+mod property;
+mod scopes;
+mod session;
+mod spec_table;
 pub(crate) mod unavailable;
+
+use session::Session;
 
 /// Every check of the conformance run against targets built by `factory`.
 pub(crate) fn registry(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks = scenario::checks(&scenario::default_dir(), factory);
+    checks.extend(scopes::checks(factory));
+    checks.extend(confirmation::checks(factory));
+    checks.extend(byte_bounds::checks(factory));
+    checks.extend(arbitrary_input::checks(factory));
+    checks.extend(mutation_faults::checks(factory));
+    checks.extend(inspection_bounds::checks(factory));
+    checks.extend(exec_output::checks(factory));
     checks.sort_by(|a, b| a.name.cmp(&b.name));
     checks
+}
+
+/// A check whose body runs against one target started with the default state.
+pub(crate) fn with_session(
+    name: String,
+    factory: &Arc<dyn TargetFactory>,
+    body: impl FnOnce(&Session) -> Result<(), String> + Send + 'static,
+) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(name, move || {
+        let session = Session::start(&factory, &FakeSetup::default())?;
+        body(&session)
+    })
 }
 
 /// Runs a trial's async body on a runtime of its own (trials run on libtest-mimic's threads).
@@ -32,7 +65,7 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+mod registry_tests {
     use super::*;
     use crate::runner::check::{clause_of, is_snake_segment};
     use std::collections::BTreeSet;
@@ -90,3 +123,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod tests;
