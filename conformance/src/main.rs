@@ -1,8 +1,9 @@
-//! `incus-conformance`: the project's main job.
-use std::process::ExitCode;
+//! `incus-conformance`: the conformance harness's command line (see `cli` for the subcommands).
 
 mod cli;
 
+use std::process::ExitCode;
+
 fn main() -> ExitCode {
-    cli::main()
+    cli::main(std::env::args_os())
 }

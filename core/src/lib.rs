@@ -1,1 +1,33 @@
 //! The agent-facing Incus operations.
+//!
+//! A fixed catalogue of 32 bounded operations (`incus_<resource>_<verb>`), each defined once with its
+//! JSON Schemas (2020-12), scope, destructive confirmation rule, bounds and the client evidence it needs.
+//! Only operations whose evidence is complete are exported by [`all`]; the others are listed by
+//! [`unavailable`] with what is missing. [`tama_document`] publishes the exported operations as a
+//! `tama-operations/1` profile document.
+//!
+//! ```
+//! // Every exported operation is described by the same data the pinned fixture holds.
+//! for descriptor in incus_operations::all() {
+//!     let described = incus_operations::describe(descriptor.name()).expect("exported");
+//!     assert_eq!(described["name"], descriptor.name());
+//! }
+//! // Nothing is exported until the client evidence is complete; the reasons are listed.
+//! for entry in incus_operations::unavailable() {
+//!     println!("{}: {}", entry.name(), entry.reason());
+//! }
+//! ```
+
+// One module per concern; add new ones to this list.
+mod catalogue;
+mod error;
+mod evidence;
+mod profile;
+
+pub use catalogue::{
+    all, describe, fetch, unavailable, Bounds, Confirmation, Descriptor, Scope, Unavailable,
+    UnavailableReason,
+};
+pub use error::ErrorKind;
+pub use evidence::MissingRequirement;
+pub use profile::{tama_document, tama_document_all};

@@ -1,2 +1,134 @@
 //! `fake-incus`: serve a fake Incus daemon.
-fn main() {}
+
+use clap::{Parser, Subcommand};
+use fake_incus::{FakeIncus, Rule};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A scriptable fake Incus daemon (Incus 6.0.4 API) for tests.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve until SIGINT or SIGTERM. Prints one JSON line when ready:
+    /// {"unix_socket", "https_address", "https_url", "server_cert", "client_cert", "client_key",
+    /// "control_socket"} (paths are null when not used).
+    Serve(Serve),
+}
+
+#[derive(clap::Args)]
+struct Serve {
+    /// Path of the Incus Unix socket (trusted, like /var/lib/incus/unix.socket).
+    #[arg(long, value_name = "PATH")]
+    unix: PathBuf,
+    /// Also serve HTTPS with mutual TLS at this address; port 0 picks a free port.
+    #[arg(long, value_name = "ADDR")]
+    https: Option<SocketAddr>,
+    /// Directory for server.crt/server.key/client.crt/client.key (reused if present).
+    /// Default: a temporary directory removed at exit.
+    #[arg(long, value_name = "DIR")]
+    tls_dir: Option<PathBuf>,
+    /// Trust this client certificate (PEM file) on HTTPS. Repeatable.
+    #[arg(long, value_name = "CERT")]
+    trust: Vec<PathBuf>,
+    /// Seed state (JSON, the format of the control socket's GET /state).
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+    /// Fault rules (JSON: a list of rules, see the README).
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Serve the control socket (HTTP+JSON: rules, journal, state, reset) at this path.
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let Command::Serve(args) = cli.command;
+    match serve(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("fake-incus: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(args: Serve) -> Result<(), String> {
+    let read = |path: &PathBuf| {
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
+    };
+    let temp_tls = match &args.tls_dir {
+        Some(_) => None,
+        None => {
+            Some(tempfile::tempdir().map_err(|e| format!("creating a temporary directory: {e}"))?)
+        }
+    };
+    let tls_dir = args
+        .tls_dir
+        .clone()
+        .or_else(|| temp_tls.as_ref().map(|t| t.path().to_path_buf()))
+        .ok_or("no TLS directory")?;
+    let mut builder = FakeIncus::builder()
+        .unix_socket(&args.unix)
+        .tls_dir(&tls_dir);
+    if let Some(addr) = args.https {
+        builder = builder.https_address(addr);
+    }
+    for path in &args.trust {
+        builder = builder.trust_certificate(read(path)?);
+    }
+    if let Some(path) = &args.state {
+        let value =
+            serde_json::from_str(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
+        builder = builder.state(value);
+    }
+    if let Some(path) = &args.script {
+        let rules: Vec<Rule> =
+            serde_json::from_str(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
+        for rule in rules {
+            builder = builder.rule(rule);
+        }
+    }
+    let fake = builder.start().await.map_err(|e| e.to_string())?;
+    if let Some(path) = &args.control {
+        fake.serve_control(path).map_err(|e| e.to_string())?;
+    }
+    let ready = serde_json::json!({
+        "unix_socket": fake.unix_socket(),
+        "https_address": fake.https_address().map(|a| a.to_string()),
+        "https_url": fake.https_url(),
+        "server_cert": tls_dir.join("server.crt"),
+        "client_cert": tls_dir.join("client.crt"),
+        "client_key": tls_dir.join("client.key"),
+        "control_socket": args.control,
+    });
+    println!("{ready}");
+    wait_for_signal().await?;
+    drop(fake);
+    if let Some(path) = &args.control {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+async fn wait_for_signal() -> Result<(), String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    Ok(())
+}

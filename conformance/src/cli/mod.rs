@@ -1,14 +1,29 @@
-//! The command line of `incus-conformance` (minimal structure; reconciled with the catalogue's).
+//! The command line: one file per subcommand, dispatched from here.
+//!
+//! To add a subcommand: create `cli/<name>.rs` with an `Args` (or a nested `Command`) and a
+//! `run(...) -> ExitCode`, add a variant to [`Command`] and a match arm in [`main`].
+//! Exit codes: 0 success, 1 the job ran and failed, 2 usage errors.
 
+mod catalogue;
+mod run;
+mod tama;
+
+use std::ffi::OsString;
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod run;
+/// Exit code for usage errors.
+const USAGE: u8 = 2;
 
-/// Conformance harness for the Incus operations.
 #[derive(Debug, Parser)]
-#[command(name = "incus-conformance", version)]
+#[command(
+    name = "incus-conformance",
+    version,
+    about = "Conformance harness for the Incus operations",
+    long_about = "Conformance harness for the Incus operations: the catalogue, the tama-operations/1 profile, and the suites run against the core over an embedded fake Incus (the default)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -16,14 +31,102 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run every suite against the core with an embedded fake Incus (the default).
-    Run(run::RunCommand),
+    /// Print every operation descriptor (with an `exported` flag) and the unavailable operations
+    /// with their reasons, as JSON.
+    Catalogue(catalogue::Args),
+    /// The tama-operations/1 profile document.
+    Tama {
+        #[command(subcommand)]
+        command: tama::Command,
+    },
+    /// Run every suite against the core with an embedded fake Incus (the default): libtest's
+    /// flags, plus --junit FILE and --expected-failures FILE.
+    Run(run::Args),
+    // `call` is added here by its owner.
 }
 
-/// Parses the command line and runs the chosen command.
-pub(crate) fn main() -> ExitCode {
-    match Cli::parse().command {
-        Some(Command::Run(command)) => command.execute(),
-        None => run::RunCommand::default().execute(),
+/// Parses `args` (program name first) and runs the chosen subcommand.
+pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            // --help and --version are not errors; everything else is a usage error.
+            let _ = error.print();
+            return if error.use_stderr() {
+                ExitCode::from(USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match cli.command {
+        Some(Command::Catalogue(args)) => catalogue::run(args),
+        Some(Command::Tama { command }) => tama::run(command),
+        Some(Command::Run(args)) => run::run(args),
+        None => run::run(run::Args::default()),
+    }
+}
+
+/// Writes a JSON value to stdout, pretty-printed; a closed stdout is a failure, not a panic.
+fn print_json(value: &serde_json::Value) -> ExitCode {
+    let text = match serde_json::to_string_pretty(value) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("incus-conformance: cannot serialize the output: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("incus-conformance: cannot write the output: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("incus-conformance").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn cli_parses_catalogue_and_tama_export() {
+        assert!(matches!(
+            parse(&["catalogue"]),
+            Ok(Cli {
+                command: Some(Command::Catalogue(_))
+            })
+        ));
+        let export = parse(&["tama", "export", "--all"]).unwrap();
+        assert!(matches!(
+            export.command,
+            Some(Command::Tama {
+                command: tama::Command::Export { all: true }
+            })
+        ));
+        assert!(parse(&[]).unwrap().command.is_none());
+    }
+
+    #[test]
+    fn cli_usage_errors_exit_2() {
+        for args in [&["nonsense"][..], &["tama"], &["tama", "export", "--bogus"]] {
+            let argv = std::iter::once("incus-conformance").chain(args.iter().copied());
+            assert_eq!(
+                main(argv.map(OsString::from)),
+                ExitCode::from(USAGE),
+                "{args:?}"
+            );
+        }
     }
 }

@@ -1,16 +1,17 @@
-//! `incus-conformance run`: the conformance run, with libtest's flags and our reports.
+//! `incus-conformance run` (and no arguments): the conformance run, with libtest's flags
+//! (`FILTER`, `--skip`, `--exact`, `--list`, `--test-threads`, `--format pretty|terse|json`, ...)
+//! plus `--junit FILE` and `--expected-failures FILE`.
 
 use std::process::ExitCode;
 
-/// Run every suite against the core, one embedded fake Incus per trial.
+/// The flags of the conformance run.
 #[derive(Debug, Default, clap::Args)]
-pub(crate) struct RunCommand {
+pub(crate) struct Args {
     #[command(flatten)]
-    args: incus_conformance::RunArgs,
+    run: incus_conformance::RunArgs,
 }
 
-impl RunCommand {
-    pub(crate) fn execute(&self) -> ExitCode {
-        incus_conformance::run_conformance(&self.args)
-    }
+/// Runs every suite against the core, one embedded fake Incus per trial.
+pub(crate) fn run(args: Args) -> ExitCode {
+    incus_conformance::run_conformance(&args.run)
 }

@@ -1,0 +1,30 @@
+//! Server operation: get.
+
+use serde_json::json;
+
+use super::schema::Object;
+use super::{schema, OperationKind, Scope, Spec};
+
+pub(super) fn specs() -> Vec<Spec> {
+    vec![get()]
+}
+
+fn get() -> Spec {
+    Spec {
+        name: "incus_server_get",
+        title: "Get the Incus server's information",
+        description: concat!(
+            "Reads the server information that discovery obtained (GET /1.0): api_version, api_extensions, auth, config and environment (server_version, driver, kernel, architectures, storage, ...).",
+            " Returns {\"item\": <native server object>} unchanged. Results are at most 256 KiB of JSON (output_limit otherwise).",
+            project_note!()
+        ),
+        example: json!({}),
+        resource: "server",
+        scope: Scope::Read,
+        kind: OperationKind::Item,
+        confirmation: None,
+        requires: &["helper:connect"],
+        input: Object::new(),
+        success: schema::item_success(),
+    }
+}

@@ -1,0 +1,139 @@
+//! Instance snapshot operations: list, get, create, delete and restore.
+
+use serde_json::{json, Value};
+
+use super::schema::{self, Object};
+use super::{Confirmation, OperationKind, Scope, Spec};
+
+pub(super) fn specs() -> Vec<Spec> {
+    vec![list(), get(), create(), delete(), restore()]
+}
+
+fn instance() -> Value {
+    schema::instance_name("Name of the instance the snapshot belongs to.")
+}
+
+fn snapshot() -> Value {
+    schema::snapshot_name("Snapshot short name (for example snap0), without the instance part.")
+}
+
+fn list() -> Spec {
+    Spec {
+        name: "incus_instance_snapshot_list",
+        title: "List an instance's snapshots",
+        description: concat!(
+            "Lists the snapshots of one instance (native snapshot objects: short name, created_at, expires_at, stateful, config, devices, size). An unknown instance gives an empty list, as in Incus.",
+            list_returns!(),
+            project_note!()
+        ),
+        example: json!({"instance": "web"}),
+        resource: "snapshot",
+        scope: Scope::Read,
+        kind: OperationKind::List,
+        confirmation: None,
+        requires: &["GetInstanceSnapshots"],
+        input: Object::new()
+            .required("instance", instance())
+            .optional("limit", schema::limit()),
+        success: schema::list_success(),
+    }
+}
+
+fn get() -> Spec {
+    Spec {
+        name: "incus_instance_snapshot_get",
+        title: "Get an instance snapshot",
+        description: concat!(
+            "Reads one snapshot of an instance by its short name.",
+            item_returns!(),
+            project_note!()
+        ),
+        example: json!({"instance": "web", "snapshot": "snap0"}),
+        resource: "snapshot",
+        scope: Scope::Read,
+        kind: OperationKind::Item,
+        confirmation: None,
+        requires: &["GetInstanceSnapshot"],
+        input: Object::new()
+            .required("instance", instance())
+            .required("snapshot", snapshot()),
+        success: schema::item_success(),
+    }
+}
+
+fn create() -> Spec {
+    Spec {
+        name: "incus_instance_snapshot_create",
+        title: "Snapshot an instance",
+        description: concat!(
+            "Takes a snapshot of an instance (running or stopped). Without snapshot, Incus names it snapN with the first free number. stateful also saves the runtime state where supported. A duplicate name fails inside the operation (status failed).",
+            mutation_returns!(),
+            project_note!()
+        ),
+        example: json!({"instance": "web", "snapshot": "before-upgrade"}),
+        resource: "snapshot",
+        scope: Scope::Write,
+        kind: OperationKind::Mutation,
+        confirmation: None,
+        requires: &["CreateInstanceSnapshot", "GetOperationWait"],
+        input: Object::new()
+            .required("instance", instance())
+            .optional("snapshot", snapshot())
+            .optional(
+                "stateful",
+                json!({"type": "boolean", "description": "Also save the runtime state."}),
+            )
+            .optional("wait_seconds", schema::wait_seconds()),
+        success: schema::mutation_success(),
+    }
+}
+
+fn delete() -> Spec {
+    Spec {
+        name: "incus_instance_snapshot_delete",
+        title: "Delete an instance snapshot",
+        description: concat!(
+            "Deletes one snapshot of an instance. Destructive: confirm must repeat <instance>/<snapshot> exactly (for instance web and snapshot snap0, confirm web/snap0); anything else, such as \"yes\", is refused before any request.",
+            mutation_returns!(),
+            project_note!()
+        ),
+        example: json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0"}),
+        resource: "snapshot",
+        scope: Scope::Delete,
+        kind: OperationKind::Mutation,
+        confirmation: Some(Confirmation::InstanceSnapshot),
+        requires: &["DeleteInstanceSnapshot", "GetOperationWait"],
+        input: Object::new()
+            .required("instance", instance())
+            .required("snapshot", snapshot())
+            .optional("wait_seconds", schema::wait_seconds()),
+        success: schema::mutation_success(),
+    }
+}
+
+fn restore() -> Spec {
+    Spec {
+        name: "incus_instance_snapshot_restore",
+        title: "Restore an instance from a snapshot",
+        description: concat!(
+            "Restores an instance's filesystem, config, devices and profiles from one of its snapshots, replacing the current ones (a running container keeps running). Destructive: confirm must repeat <instance>/<snapshot> exactly (for instance web and snapshot snap0, confirm web/snap0); anything else, such as \"yes\", is refused before any request. A missing snapshot fails inside the operation (status failed).",
+            mutation_returns!(),
+            project_note!()
+        ),
+        example: json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0", "wait_seconds": 60}),
+        resource: "snapshot",
+        scope: Scope::Delete,
+        kind: OperationKind::Mutation,
+        confirmation: Some(Confirmation::InstanceSnapshot),
+        requires: &["UpdateInstance", "GetOperationWait"],
+        input: Object::new()
+            .required("instance", instance())
+            .required("snapshot", snapshot())
+            .optional(
+                "stateful",
+                json!({"type": "boolean", "description": "Also restore the saved runtime state."}),
+            )
+            .optional("wait_seconds", schema::wait_seconds()),
+        success: schema::mutation_success(),
+    }
+}

@@ -1,0 +1,768 @@
+//! The catalogue against the spec: the table of operations, scopes, confirmation and evidence, the
+//! input and output schemas, the bounds and the evidence gate's public face.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::{documented_example, every_descriptor, walk_schemas};
+use incus_operations::{Confirmation, Descriptor, ErrorKind, Scope, UnavailableReason};
+use serde_json::{json, Value};
+
+/// The spec's catalogue table, copied by hand: operation, scope, what confirm must repeat, client
+/// evidence.
+const SPEC_TABLE: [(&str, &str, Option<Confirmation>, &[&str]); 32] = [
+    (
+        "incus_image_alias_list",
+        "incus.read",
+        None,
+        &["GetImageAliases"],
+    ),
+    (
+        "incus_image_delete",
+        "incus.delete",
+        Some(Confirmation::Fingerprint),
+        &["DeleteImage", "GetOperationWait"],
+    ),
+    ("incus_image_get", "incus.read", None, &["GetImage"]),
+    ("incus_image_list", "incus.read", None, &["GetImages"]),
+    (
+        "incus_instance_create",
+        "incus.write",
+        None,
+        &["CreateInstance", "GetOperationWait"],
+    ),
+    (
+        "incus_instance_delete",
+        "incus.delete",
+        Some(Confirmation::InstanceName),
+        &["DeleteInstance", "GetOperationWait"],
+    ),
+    (
+        "incus_instance_exec",
+        "incus.exec",
+        None,
+        &["ExecInstance", "stream:S01"],
+    ),
+    ("incus_instance_get", "incus.read", None, &["GetInstance"]),
+    ("incus_instance_list", "incus.read", None, &["GetInstances"]),
+    (
+        "incus_instance_snapshot_create",
+        "incus.write",
+        None,
+        &["CreateInstanceSnapshot", "GetOperationWait"],
+    ),
+    (
+        "incus_instance_snapshot_delete",
+        "incus.delete",
+        Some(Confirmation::InstanceSnapshot),
+        &["DeleteInstanceSnapshot", "GetOperationWait"],
+    ),
+    (
+        "incus_instance_snapshot_get",
+        "incus.read",
+        None,
+        &["GetInstanceSnapshot"],
+    ),
+    (
+        "incus_instance_snapshot_list",
+        "incus.read",
+        None,
+        &["GetInstanceSnapshots"],
+    ),
+    (
+        "incus_instance_snapshot_restore",
+        "incus.delete",
+        Some(Confirmation::InstanceSnapshot),
+        &["UpdateInstance", "GetOperationWait"],
+    ),
+    (
+        "incus_instance_state_get",
+        "incus.read",
+        None,
+        &["GetInstanceState"],
+    ),
+    (
+        "incus_instance_state_update",
+        "incus.write",
+        None,
+        &["UpdateInstanceState", "GetOperationWait"],
+    ),
+    (
+        "incus_instance_update",
+        "incus.write",
+        None,
+        &["PatchInstance", "GetInstance"],
+    ),
+    ("incus_network_get", "incus.read", None, &["GetNetwork"]),
+    ("incus_network_list", "incus.read", None, &["GetNetworks"]),
+    (
+        "incus_operation_cancel",
+        "incus.write",
+        None,
+        &["GetOperation", "DeleteOperation"],
+    ),
+    ("incus_operation_get", "incus.read", None, &["GetOperation"]),
+    (
+        "incus_operation_list",
+        "incus.read",
+        None,
+        &["GetOperations"],
+    ),
+    (
+        "incus_operation_wait",
+        "incus.read",
+        None,
+        &["GetOperationWait"],
+    ),
+    ("incus_profile_get", "incus.read", None, &["GetProfile"]),
+    ("incus_profile_list", "incus.read", None, &["GetProfiles"]),
+    ("incus_project_get", "incus.read", None, &["GetProject"]),
+    ("incus_project_list", "incus.read", None, &["GetProjects"]),
+    ("incus_server_get", "incus.read", None, &["helper:connect"]),
+    (
+        "incus_storage_pool_get",
+        "incus.read",
+        None,
+        &["GetStoragePool"],
+    ),
+    (
+        "incus_storage_pool_list",
+        "incus.read",
+        None,
+        &["GetStoragePools"],
+    ),
+    (
+        "incus_storage_volume_get",
+        "incus.read",
+        None,
+        &["GetStoragePoolVolume"],
+    ),
+    (
+        "incus_storage_volume_list",
+        "incus.read",
+        None,
+        &["GetStoragePoolVolumes"],
+    ),
+];
+
+fn compile(schema: &Value) -> jsonschema::Validator {
+    jsonschema::draft202012::new(schema).expect("schema compiles")
+}
+
+fn descriptor(name: &str) -> &'static Descriptor {
+    every_descriptor()
+        .into_iter()
+        .find(|descriptor| descriptor.name() == name)
+        .unwrap_or_else(|| panic!("{name} is catalogued"))
+}
+
+#[test]
+fn catalogue_names_match_spec_table() {
+    let names: Vec<&str> = every_descriptor().iter().map(|d| d.name()).collect();
+    let expected: Vec<&str> = SPEC_TABLE.iter().map(|row| row.0).collect();
+    assert_eq!(names, expected);
+}
+
+#[test]
+fn catalogue_scopes_match_spec_table() {
+    for (name, scope, _, _) in SPEC_TABLE {
+        assert_eq!(descriptor(name).scope().as_str(), scope, "{name}");
+        assert_eq!(
+            Scope::parse(scope),
+            Some(descriptor(name).scope()),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn catalogue_confirmation_rules_match_spec_table() {
+    for (name, _, confirmation, _) in SPEC_TABLE {
+        assert_eq!(descriptor(name).confirmation(), confirmation, "{name}");
+    }
+}
+
+#[test]
+fn catalogue_client_evidence_matches_spec_table() {
+    for (name, _, _, requires) in SPEC_TABLE {
+        assert_eq!(descriptor(name).requires(), requires, "{name}");
+    }
+}
+
+#[test]
+fn destructive_operations_are_exactly_the_delete_scope() {
+    for descriptor in every_descriptor() {
+        assert_eq!(
+            descriptor.destructive(),
+            descriptor.scope() == Scope::Delete,
+            "{}",
+            descriptor.name()
+        );
+    }
+}
+
+#[test]
+fn destructive_operations_require_confirm() {
+    for descriptor in every_descriptor() {
+        let schema = descriptor.input_schema();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if descriptor.destructive() {
+            assert!(required.contains(&"confirm"), "{}", descriptor.name());
+            assert_eq!(schema["properties"]["confirm"]["type"], "string");
+            let mut example = documented_example(descriptor.description());
+            example.as_object_mut().unwrap().remove("confirm");
+            assert!(
+                !compile(schema).is_valid(&example),
+                "{} accepts input without confirm",
+                descriptor.name()
+            );
+        } else {
+            assert!(
+                schema["properties"].get("confirm").is_none(),
+                "{} has confirm but is not destructive",
+                descriptor.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn confirmation_repeats_the_exact_resource() {
+    let instance = json!({"name": "web", "confirm": "web"});
+    assert!(Confirmation::InstanceName.is_confirmed(&instance));
+    let snapshot = json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0"});
+    assert!(Confirmation::InstanceSnapshot.is_confirmed(&snapshot));
+    let fingerprint = "a".repeat(64);
+    let image = json!({"fingerprint": fingerprint, "confirm": fingerprint});
+    assert!(Confirmation::Fingerprint.is_confirmed(&image));
+}
+
+#[test]
+fn confirmation_refuses_inferred_consent() {
+    for confirm in [
+        "yes", "y", "true", "confirm", "WEB", "web ", "web/", "snap0",
+    ] {
+        let input =
+            json!({"name": "web", "instance": "web", "snapshot": "snap0", "confirm": confirm});
+        assert!(
+            !Confirmation::InstanceName.is_confirmed(&input),
+            "{confirm}"
+        );
+        assert!(
+            !Confirmation::InstanceSnapshot.is_confirmed(&input),
+            "{confirm}"
+        );
+    }
+    let short = json!({"fingerprint": "a".repeat(64), "confirm": "a".repeat(12)});
+    assert!(!Confirmation::Fingerprint.is_confirmed(&short));
+    let missing = json!({"name": "web"});
+    assert!(!Confirmation::InstanceName.is_confirmed(&missing));
+}
+
+#[test]
+fn every_schema_is_valid_json_schema_2020_12() {
+    for descriptor in every_descriptor() {
+        for schema in [descriptor.input_schema(), descriptor.output_schema()] {
+            assert_eq!(
+                schema["$schema"],
+                "https://json-schema.org/draft/2020-12/schema"
+            );
+            if let Err(error) = jsonschema::draft202012::meta::validate(schema) {
+                panic!("{}: {error}", descriptor.name());
+            }
+            compile(schema);
+        }
+    }
+}
+
+#[test]
+fn every_input_object_is_closed() {
+    for descriptor in every_descriptor() {
+        let mut objects = 0;
+        walk_schemas(
+            descriptor.input_schema(),
+            String::new(),
+            &mut |pointer, schema| {
+                let is_object = schema["type"] == "object" || schema.get("properties").is_some();
+                if is_object {
+                    objects += 1;
+                    let additional = &schema["additionalProperties"];
+                    assert!(
+                        *additional == Value::Bool(false) || additional.is_object(),
+                        "{} {pointer}: object is not closed",
+                        descriptor.name()
+                    );
+                    // Maps (config, devices, environment) are closed over their values' types.
+                    if additional.is_object() {
+                        assert!(
+                            schema.get("properties").is_none(),
+                            "{} {pointer}: a map with named properties",
+                            descriptor.name()
+                        );
+                    }
+                }
+            },
+        );
+        assert!(objects >= 1, "{}", descriptor.name());
+        assert_eq!(descriptor.input_schema()["type"], "object");
+        assert_eq!(descriptor.input_schema()["additionalProperties"], false);
+    }
+}
+
+#[test]
+fn every_input_accepts_an_optional_native_project() {
+    for descriptor in every_descriptor() {
+        let schema = descriptor.input_schema();
+        assert_eq!(schema["properties"]["project"]["type"], "string");
+        let required = schema["required"].as_array().cloned().unwrap_or_default();
+        assert!(
+            !required.contains(&json!("project")),
+            "{}",
+            descriptor.name()
+        );
+        let validator = compile(schema);
+        let mut example = documented_example(descriptor.description());
+        example["project"] = json!("team-a");
+        assert!(validator.is_valid(&example), "{}", descriptor.name());
+        example["project"] = json!("../etc");
+        assert!(!validator.is_valid(&example), "{}", descriptor.name());
+    }
+}
+
+#[test]
+fn input_cannot_name_a_socket_url_credential_owner_or_host_path() {
+    let forbidden = [
+        "socket",
+        "url",
+        "endpoint",
+        "server",
+        "certificate",
+        "cert",
+        "key",
+        "password",
+        "token",
+        "secret",
+        "credential",
+        "owner",
+        "host",
+        "path",
+        "connection",
+        "protocol",
+    ];
+    for descriptor in every_descriptor() {
+        let validator = compile(descriptor.input_schema());
+        for name in forbidden {
+            let mut example = documented_example(descriptor.description());
+            example[name] = json!("/var/lib/incus/unix.socket");
+            assert!(
+                !validator.is_valid(&example),
+                "{} accepts {name}",
+                descriptor.name()
+            );
+        }
+        walk_schemas(
+            descriptor.input_schema(),
+            String::new(),
+            &mut |pointer, schema| {
+                for property in schema["properties"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|p| p.0)
+                {
+                    assert!(
+                        !forbidden.contains(&property.as_str()),
+                        "{} {pointer}: property {property}",
+                        descriptor.name()
+                    );
+                }
+            },
+        );
+    }
+    // An image source names a host-approved remote, never a server URL or credentials.
+    let create = compile(descriptor("incus_instance_create").input_schema());
+    for (key, value) in [
+        ("server", "https://images.example"),
+        ("certificate", "pem"),
+        ("secret", "s"),
+        ("protocol", "simplestreams"),
+    ] {
+        let mut input = json!({"name": "web", "source": {"type": "image", "alias": "debian"}});
+        input["source"][key] = json!(value);
+        assert!(!create.is_valid(&input), "source.{key} accepted");
+    }
+}
+
+fn property(name: &str, field: &str) -> &'static Value {
+    let value = &descriptor(name).input_schema()["properties"][field];
+    assert!(value.is_object(), "{name}.{field} is declared");
+    value
+}
+
+#[test]
+fn list_limit_is_bounded_1_to_500_default_100() {
+    for descriptor in every_descriptor()
+        .into_iter()
+        .filter(|d| d.name().ends_with("_list"))
+    {
+        let limit = property(descriptor.name(), "limit");
+        assert_eq!(
+            (&limit["minimum"], &limit["maximum"], &limit["default"]),
+            (&json!(1), &json!(500), &json!(100)),
+            "{}",
+            descriptor.name()
+        );
+        assert_eq!(descriptor.bounds().max_items, Some(500));
+        assert_eq!(descriptor.bounds().default_items, Some(100));
+    }
+}
+
+#[test]
+fn wait_seconds_is_bounded_0_to_60_default_10() {
+    let waiting = [
+        "incus_image_delete",
+        "incus_instance_create",
+        "incus_instance_delete",
+        "incus_instance_snapshot_create",
+        "incus_instance_snapshot_delete",
+        "incus_instance_snapshot_restore",
+        "incus_instance_state_update",
+        "incus_operation_wait",
+    ];
+    for descriptor in every_descriptor() {
+        let declared = descriptor.input_schema()["properties"].get("wait_seconds");
+        assert_eq!(
+            declared.is_some(),
+            waiting.contains(&descriptor.name()),
+            "{}",
+            descriptor.name()
+        );
+        if let Some(wait) = declared {
+            assert_eq!(
+                (&wait["minimum"], &wait["maximum"], &wait["default"]),
+                (&json!(0), &json!(60), &json!(10))
+            );
+            assert_eq!(descriptor.bounds().max_wait_seconds, Some(60));
+        }
+    }
+}
+
+#[test]
+fn exec_bounds_are_schema_constraints() {
+    let exec = compile(descriptor("incus_instance_exec").input_schema());
+    let valid = json!({"name": "web", "command": ["true"]});
+    assert!(exec.is_valid(&valid));
+    let cases = [
+        ("empty argv", json!({"name": "web", "command": []})),
+        (
+            "65 arguments",
+            json!({"name": "web", "command": vec!["a"; 65]}),
+        ),
+        (
+            "4097-char argument",
+            json!({"name": "web", "command": ["a".repeat(4097)]}),
+        ),
+        (
+            "timeout 0",
+            json!({"name": "web", "command": ["true"], "timeout_seconds": 0}),
+        ),
+        (
+            "timeout 301",
+            json!({"name": "web", "command": ["true"], "timeout_seconds": 301}),
+        ),
+        (
+            "stdin over 64 KiB",
+            json!({"name": "web", "command": ["cat"], "stdin": "a".repeat(65537)}),
+        ),
+        (
+            "environment value not a string",
+            json!({"name": "web", "command": ["env"], "environment": {"A": 1}}),
+        ),
+    ];
+    for (case, input) in cases {
+        assert!(!exec.is_valid(&input), "{case} accepted");
+    }
+    let environment: serde_json::Map<String, Value> =
+        (0..65).map(|i| (format!("V{i}"), json!("x"))).collect();
+    assert!(!exec.is_valid(&json!({"name": "web", "command": ["env"], "environment": environment})));
+    let at_bounds = json!({
+        "name": "web",
+        "command": vec!["a".repeat(4096); 64],
+        "stdin": "a".repeat(65536),
+        "timeout_seconds": 300,
+    });
+    assert!(exec.is_valid(&at_bounds));
+    let timeout = property("incus_instance_exec", "timeout_seconds");
+    assert_eq!(timeout["default"], 30);
+}
+
+#[test]
+fn input_byte_bounds_are_16k_reads_64k_mutations_1m_exec() {
+    for descriptor in every_descriptor() {
+        let expected = match descriptor.scope() {
+            Scope::Read => 16 * 1024,
+            Scope::Write | Scope::Delete => 64 * 1024,
+            Scope::Exec => 1024 * 1024,
+        };
+        assert_eq!(
+            descriptor.bounds().max_input_bytes,
+            expected,
+            "{}",
+            descriptor.name()
+        );
+        assert_eq!(descriptor.bounds().max_output_bytes, 256 * 1024);
+    }
+}
+
+#[test]
+fn native_config_and_devices_are_string_maps_and_restricted_keys_pass_the_schema() {
+    let create = compile(descriptor("incus_instance_create").input_schema());
+    let update = compile(descriptor("incus_instance_update").input_schema());
+    let restricted = json!({
+        "name": "web",
+        "source": {"type": "image", "alias": "debian"},
+        "config": {"security.privileged": "true", "raw.lxc": "x"},
+        "devices": {"host": {"type": "disk", "source": "/etc", "path": "/mnt"}},
+    });
+    assert!(
+        create.is_valid(&restricted),
+        "restricted keys are the run pipeline's job"
+    );
+    let not_strings = json!({"name": "web", "config": {"limits.cpu": 2}});
+    assert!(!update.is_valid(&not_strings));
+    let nested = json!({"name": "web", "devices": {"eth0": {"type": {"nic": "x"}}}});
+    assert!(!update.is_valid(&nested));
+    assert!(
+        !update.is_valid(&json!({"name": "web"})),
+        "an update names at least one field"
+    );
+    assert!(update.is_valid(&json!({"name": "web", "description": "x", "etag": "\"abc\""})));
+}
+
+#[test]
+fn titles_and_descriptions_fit_their_bounds() {
+    for descriptor in every_descriptor() {
+        assert!(!descriptor.title().is_empty() && descriptor.title().chars().count() <= 120);
+        let description = descriptor.description();
+        assert!(description.chars().count() <= 4096, "{}", descriptor.name());
+        assert!(
+            description.len() > 80,
+            "{} says too little",
+            descriptor.name()
+        );
+    }
+}
+
+#[test]
+fn descriptions_say_what_confirm_must_repeat() {
+    for descriptor in every_descriptor().into_iter().filter(|d| d.destructive()) {
+        let description = descriptor.description();
+        assert!(
+            description.contains("confirm must repeat"),
+            "{}",
+            descriptor.name()
+        );
+    }
+}
+
+#[test]
+fn documented_examples_are_valid_inputs() {
+    for descriptor in every_descriptor() {
+        let example = documented_example(descriptor.description());
+        let validator = compile(descriptor.input_schema());
+        let errors: Vec<String> = validator
+            .iter_errors(&example)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", descriptor.name());
+        if let Some(rule) = descriptor.confirmation() {
+            assert!(
+                rule.is_confirmed(&example),
+                "{} example is not confirmed",
+                descriptor.name()
+            );
+        }
+        let bytes = serde_json::to_vec(&example).unwrap().len() as u64;
+        assert!(bytes <= descriptor.bounds().max_input_bytes);
+    }
+}
+
+#[test]
+fn image_delete_requires_the_full_fingerprint() {
+    let delete = compile(descriptor("incus_image_delete").input_schema());
+    let prefix = "2f3b1d6e8a7c";
+    assert!(!delete.is_valid(&json!({"fingerprint": prefix, "confirm": prefix})));
+    let upper = "A".repeat(64);
+    assert!(!delete.is_valid(&json!({"fingerprint": upper, "confirm": upper})));
+}
+
+#[test]
+fn error_kinds_are_the_closed_documented_set() {
+    let expected: Vec<&str> = vec![
+        "unknown_operation",
+        "scope_missing",
+        "invalid_input",
+        "input_too_large",
+        "confirmation_required",
+        "confirmation_mismatch",
+        "restricted_input",
+        "binding_denied",
+        "unauthorized",
+        "unknown_remote",
+        "discovery_failed",
+        "native",
+        "transport",
+        "timeout",
+        "output_limit",
+        "invalid_response",
+    ];
+    let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|kind| kind.as_str()).collect();
+    assert_eq!(kinds, expected);
+    for descriptor in every_descriptor() {
+        let error = &descriptor.output_schema()["oneOf"][1];
+        let enumerated: Vec<&str> = error["properties"]["error"]["properties"]["kind"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(enumerated, expected, "{}", descriptor.name());
+    }
+}
+
+fn stream() -> Value {
+    json!({"data": "hi\n", "encoding": "utf-8", "bytes": 3, "captured_bytes": 3, "truncated": false})
+}
+
+/// One success result per shape of the shared contract, keyed by operation.
+fn sample_success(name: &str) -> Value {
+    let operation = json!({"id": "f4031b3c-f39e-4a3a-aba8-81ec55003bd1", "status": "Success"});
+    match name {
+        "incus_instance_get" => json!({"item": {"name": "web"}, "etag": null}),
+        "incus_instance_update" => {
+            json!({"status": "completed", "etag_source": "read", "etag": "abc"})
+        }
+        "incus_operation_cancel" => {
+            json!({"status": "unsupported", "operation_id": "f4031b3c-f39e-4a3a-aba8-81ec55003bd1", "operation": operation})
+        }
+        "incus_instance_exec" => json!({
+            "status": "completed", "exit_code": 0, "stdout": stream(), "stderr": stream(),
+            "duration_ms": 12, "timeout_seconds": 30, "operation_id": null, "operation": null,
+        }),
+        _ if name.ends_with("_list") => {
+            json!({"items": [{"name": "a"}], "count": 3, "truncated": true})
+        }
+        _ if descriptor(name).input_schema()["properties"]
+            .get("wait_seconds")
+            .is_some() =>
+        {
+            json!({
+                "status": "running", "operation_id": "f4031b3c-f39e-4a3a-aba8-81ec55003bd1",
+                "operation": operation, "waited_seconds": 10, "wait_error": null,
+            })
+        }
+        _ => json!({"item": {"name": "x", "unknown_field": [1, 2]}}),
+    }
+}
+
+#[test]
+fn output_schemas_accept_the_success_and_error_shapes() {
+    for descriptor in every_descriptor() {
+        let validator = compile(descriptor.output_schema());
+        let success = sample_success(descriptor.name());
+        assert!(
+            validator.is_valid(&success),
+            "{}: {success}",
+            descriptor.name()
+        );
+        for kind in ErrorKind::ALL {
+            let error = json!({"error": {"kind": kind, "message": "m", "http_status": 404, "error_code": 404,
+                "pointer": "/name", "limit": 16384, "operation_id": "x"}});
+            assert!(validator.is_valid(&error), "{} {kind}", descriptor.name());
+        }
+        for wrong in [
+            json!({"error": {"kind": "other", "message": "m"}}),
+            json!({"error": {"kind": "native"}}),
+            json!({"error": {"kind": "native", "message": "m", "extra": 1}}),
+            json!({"result": 1}),
+            json!([]),
+        ] {
+            assert!(
+                !validator.is_valid(&wrong),
+                "{} accepts {wrong}",
+                descriptor.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn all_exports_only_descriptors_whose_evidence_is_complete() {
+    let exported: BTreeSet<&str> = incus_operations::all().iter().map(|d| d.name()).collect();
+    let unavailable = incus_operations::unavailable();
+    for entry in &unavailable {
+        assert!(!exported.contains(entry.name()), "{} is both", entry.name());
+        match entry.reason() {
+            UnavailableReason::MissingEvidence { missing } => {
+                let descriptor = entry
+                    .descriptor()
+                    .expect("gated operations have descriptors");
+                assert!(!missing.is_empty());
+                for requirement in missing {
+                    assert!(descriptor.requires().contains(&requirement.requirement()));
+                    assert!(!requirement.problems().is_empty());
+                }
+                assert!(incus_operations::fetch(entry.name()).is_none());
+                assert!(incus_operations::describe(entry.name()).is_none());
+            }
+            UnavailableReason::DeferredByScope { .. } => {}
+        }
+    }
+    for name in &exported {
+        assert!(incus_operations::fetch(name).is_some());
+        assert_eq!(
+            incus_operations::describe(name).unwrap(),
+            incus_operations::fetch(name).unwrap().describe()
+        );
+    }
+    assert_eq!(every_descriptor().len(), 32);
+    assert!(incus_operations::fetch("incus_nothing").is_none());
+}
+
+#[test]
+fn unavailable_lists_copy_rename_and_move_deferred_by_scope() {
+    let deferred: Vec<(&str, String)> = incus_operations::unavailable()
+        .iter()
+        .filter_map(|entry| match entry.reason() {
+            UnavailableReason::DeferredByScope { decision } => {
+                assert!(entry.descriptor().is_none());
+                Some((entry.name(), decision.to_string()))
+            }
+            UnavailableReason::MissingEvidence { .. } => None,
+        })
+        .collect();
+    let names: Vec<&str> = deferred.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        names,
+        [
+            "incus_instance_copy",
+            "incus_instance_move",
+            "incus_instance_rename"
+        ]
+    );
+    for (_, decision) in deferred {
+        assert_eq!(decision, "user decision 2026-11-04");
+    }
+}
+
+#[test]
+fn all_is_sorted_by_name() {
+    let names: Vec<&str> = incus_operations::all().iter().map(|d| d.name()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+}

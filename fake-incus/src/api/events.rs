@@ -1,0 +1,67 @@
+//! `GET /1.0/events`: a websocket of operation events (text frames of JSON), filtered by
+//! `type` and by `project` / `all-projects`. Only operation events are produced; the official
+//! client needs them to follow operations.
+
+use super::{is_upgrade, Ctx};
+use crate::envelope::{self, ApiError, ApiResult};
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+pub(super) fn route(ctx: &Ctx, mut req: Request<Bytes>) -> ApiResult {
+    if req.method() != Method::GET {
+        return Err(ApiError::not_implemented());
+    }
+    let key = req.headers().get("sec-websocket-key").cloned();
+    let Some(key) = key.filter(|_| is_upgrade(&req)) else {
+        return Err(ApiError::bad_request(
+            "websocket: the client is not using the websocket protocol",
+        ));
+    };
+    let wants_operations = ctx
+        .param("type")
+        .is_none_or(|types| types.is_empty() || types.split(',').any(|t| t == "operation"));
+    let project = (!ctx.all_projects()).then(|| ctx.project());
+    let mut events = ctx.app.events.subscribe();
+    let shutdown = ctx.app.shutdown.clone();
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        let (mut sink, mut stream) = ws.split();
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Ok((event_project, event)) => {
+                        if !wants_operations || project.as_ref().is_some_and(|p| *p != event_project) {
+                            continue;
+                        }
+                        if sink.send(Message::Text(event.to_string().into())).await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => break,
+                },
+                msg = stream.next() => if !matches!(msg, Some(Ok(_))) { break },
+                () = shutdown.cancelled() => break,
+            }
+        }
+    });
+    let mut resp = Response::new(envelope::full(Bytes::new()));
+    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = resp.headers_mut();
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
+        headers.insert("sec-websocket-accept", accept);
+    }
+    Ok(resp)
+}

@@ -1,0 +1,119 @@
+//! `POST /1.0/instances/{name}/exec`: validates synchronously, then creates the websocket (or
+//! task) operation handled by [`crate::exec`].
+
+use super::{instance_not_found, only, parse_body, Ctx};
+use crate::envelope::{self, ApiError, ApiResult};
+use crate::exec::{self, ExecRequest};
+use crate::state::operations::OpSpec;
+use crate::state::PowerState;
+use http::Method;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ExecBody {
+    #[serde(deserialize_with = "super::null_default")]
+    command: Vec<String>,
+    #[serde(deserialize_with = "super::null_default")]
+    environment: BTreeMap<String, String>,
+    #[serde(rename = "wait-for-websocket")]
+    #[serde(deserialize_with = "super::null_default")]
+    wait_for_websocket: bool,
+    #[serde(deserialize_with = "super::null_default")]
+    interactive: bool,
+    #[serde(rename = "record-output")]
+    #[serde(deserialize_with = "super::null_default")]
+    record_output: bool,
+    #[serde(deserialize_with = "super::null_default")]
+    width: i64,
+    #[serde(deserialize_with = "super::null_default")]
+    height: i64,
+    #[serde(deserialize_with = "super::null_default")]
+    user: u32,
+    #[serde(deserialize_with = "super::null_default")]
+    group: u32,
+    #[serde(deserialize_with = "super::null_default")]
+    cwd: String,
+}
+
+pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiResult {
+    only(method, Method::POST)?;
+    let project = ctx.project();
+    let (instance_url, config_env) = {
+        let state = ctx.app.state();
+        let instance = state
+            .instance(&project, name)
+            .ok_or_else(|| instance_not_found(name, &project))?;
+        match instance.status {
+            PowerState::Stopped => return Err(ApiError::bad_request("Instance is not running")),
+            PowerState::Frozen => return Err(ApiError::bad_request("Instance is frozen")),
+            PowerState::Running => {}
+        }
+        let env: BTreeMap<String, String> = instance
+            .expanded_config(&state)
+            .into_iter()
+            .filter_map(|(k, v)| k.strip_prefix("environment.").map(|k| (k.to_string(), v)))
+            .collect();
+        (instance.url(), env)
+    };
+    let req: ExecBody = parse_body(body)?;
+    if req.record_output && req.wait_for_websocket {
+        return Err(ApiError::bad_request(
+            "Cannot use \"record-output\" in combination with \"wait-for-websocket\"",
+        ));
+    }
+    if req.interactive && req.record_output {
+        return Err(ApiError::bad_request(
+            "Cannot use \"interactive\" in combination with \"record-output\"",
+        ));
+    }
+    let mut environment = config_env;
+    environment.extend(req.environment);
+    let environment = exec::incus_environment(&environment, req.user);
+    let command = ExecRequest {
+        command: req.command.clone(),
+        environment: environment.clone(),
+        user: req.user,
+        group: req.group,
+        cwd: req.cwd,
+    };
+    let _ = (req.width, req.height);
+    let op = if req.wait_for_websocket {
+        let spec = OpSpec {
+            class: "websocket",
+            ..OpSpec::task(&project, "Executing command", instance_url)
+        };
+        let (id, _) = ctx.app.create_operation(spec, None);
+        let fds = exec::start_websocket_session(
+            &ctx.app,
+            &id,
+            command,
+            req.interactive,
+            ctx.fault.clone(),
+        );
+        let metadata = json!({
+            "command": req.command, "environment": environment, "fds": fds, "interactive": req.interactive,
+        });
+        ctx.app.init_operation_metadata(&id, metadata);
+        operation_json(ctx, &id)
+    } else {
+        let mut spec = OpSpec::task(&project, "Executing command", instance_url.clone());
+        spec.resources
+            .insert("containers".into(), vec![instance_url]);
+        let (id, _) = ctx.app.create_operation(spec, None);
+        exec::start_task_session(&ctx.app, &id, command, ctx.fault.clone());
+        operation_json(ctx, &id)
+    };
+    ctx.applied();
+    Ok(envelope::operation_created(op))
+}
+
+fn operation_json(ctx: &Ctx, id: &str) -> Value {
+    ctx.app
+        .ops()
+        .get(id)
+        .map(|op| op.to_json())
+        .unwrap_or(Value::Null)
+}

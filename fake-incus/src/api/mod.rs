@@ -1,0 +1,385 @@
+//! The Incus API as a function from request to response.
+//!
+//! [`serve`] is the whole application: it journals the request, applies the fault rules, checks
+//! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
+
+mod events;
+mod exec;
+mod filter;
+mod images;
+mod instances;
+mod networks;
+mod operations;
+mod profiles;
+mod projects;
+mod server;
+mod snapshots;
+mod state;
+mod storage;
+
+use crate::app::App;
+use crate::envelope::{self, ApiError, ApiResult, Body};
+use crate::faults::Fault;
+use crate::journal::{Answer, JournalEntry, Listener};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{header, Method, Request, Response};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Who is calling, as the listener saw it.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    pub(crate) listener: Listener,
+    /// SHA-256 of the client certificate (HTTPS only).
+    pub(crate) fingerprint: Option<String>,
+}
+
+/// What the listener must do with the connection.
+pub(crate) enum Outcome {
+    /// Send this response.
+    Respond(Response<Body>),
+    /// Close the connection without answering.
+    Close,
+    /// Reset the connection (RST where the transport has one).
+    Reset,
+}
+
+/// The context of one request.
+pub(crate) struct Ctx {
+    pub(crate) app: Arc<App>,
+    pub(crate) peer: Peer,
+    pub(crate) trusted: bool,
+    pub(crate) seq: u64,
+    /// An operation or exec fault selected for this request.
+    pub(crate) fault: Option<Fault>,
+    query: Vec<(String, String)>,
+}
+
+impl Ctx {
+    /// Marks the request as applied in the journal.
+    pub(crate) fn applied(&self) {
+        self.app.journal.set_applied(self.seq);
+    }
+    pub(crate) fn param(&self, key: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+    /// `project`, default `default`.
+    pub(crate) fn project(&self) -> String {
+        self.param("project")
+            .filter(|p| !p.is_empty())
+            .unwrap_or("default")
+            .to_string()
+    }
+    /// `recursion`; anything that is not an integer counts as 0.
+    pub(crate) fn recursion(&self) -> u8 {
+        self.param("recursion")
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(0)
+    }
+    pub(crate) fn all_projects(&self) -> bool {
+        self.param("all-projects") == Some("true")
+    }
+    /// The projects a collection request covers.
+    pub(crate) fn projects(&self) -> Vec<String> {
+        if self.all_projects() {
+            self.app
+                .state()
+                .projects
+                .iter()
+                .map(|p| p.name.clone())
+                .collect()
+        } else {
+            vec![self.project()]
+        }
+    }
+}
+
+/// Serves one request end to end.
+pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Outcome {
+    let trusted = match (&peer.listener, &peer.fingerprint) {
+        (Listener::Https, Some(fp)) => app.identity.is_trusted(fp),
+        (Listener::Https, None) => false,
+        _ => true,
+    };
+    let seq = app.journal.record(journal_entry(&req, &peer, trusted));
+    let path = req.uri().path().to_string();
+    let verdict = app.faults.verdict(req.method().as_str(), &path);
+    if let Some(fault) = &verdict {
+        tracing::debug!(seq, %path, fault = %fault.name(), "fault selected");
+        if let Some(outcome) = before_apply(app, fault, seq).await {
+            return outcome;
+        }
+    }
+    let query = req
+        .uri()
+        .query()
+        .map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .into_owned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let fault = verdict.clone().filter(|f| !f.is_transport());
+    let ctx = Ctx {
+        app: Arc::clone(app),
+        peer,
+        trusted,
+        seq,
+        fault,
+        query,
+    };
+    let response = route(&ctx, req).await.unwrap_or_else(Response::from);
+    let code = response.status().as_u16();
+    match verdict.filter(Fault::is_transport) {
+        Some(fault) => after_apply(app, &fault, seq, response).await,
+        None => {
+            app.journal.set_answer(seq, Answer::Status { code });
+            Outcome::Respond(response)
+        }
+    }
+}
+
+fn journal_entry(req: &Request<Bytes>, peer: &Peer, trusted: bool) -> JournalEntry {
+    let header = |name: header::HeaderName| {
+        req.headers()
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    JournalEntry {
+        seq: 0,
+        listener: peer.listener,
+        cert_fingerprint: peer.fingerprint.clone(),
+        trusted,
+        method: req.method().to_string(),
+        path: req.uri().path().to_string(),
+        query: req.uri().query().map(String::from),
+        if_match: header(header::IF_MATCH),
+        content_type: header(header::CONTENT_TYPE),
+        body: String::from_utf8_lossy(req.body()).into_owned(),
+        websocket: is_upgrade(req),
+        applied: false,
+        answer: Answer::Pending,
+    }
+}
+
+pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+/// Faults that act before the request is handled. `None` = go on handling it.
+async fn before_apply(app: &App, fault: &Fault, seq: u64) -> Option<Outcome> {
+    let mark = |code: Option<u16>| {
+        app.journal.set_answer(
+            seq,
+            Answer::Fault {
+                fault: fault.name(),
+                code,
+            },
+        );
+    };
+    match fault {
+        Fault::Delay { ms } => {
+            tokio::time::sleep(Duration::from_millis(*ms)).await;
+            None
+        }
+        Fault::Error { status, message } => {
+            mark(Some(*status));
+            Some(Outcome::Respond(
+                ApiError::new(*status, message.clone()).into(),
+            ))
+        }
+        Fault::CloseBeforeApply => {
+            mark(None);
+            Some(Outcome::Close)
+        }
+        Fault::Reset => {
+            mark(None);
+            Some(Outcome::Reset)
+        }
+        Fault::Stall => {
+            mark(None);
+            app.shutdown.cancelled().await;
+            Some(Outcome::Close)
+        }
+        _ => None,
+    }
+}
+
+/// Faults that act once the request was handled (and applied).
+async fn after_apply(app: &App, fault: &Fault, seq: u64, response: Response<Body>) -> Outcome {
+    let code = response.status().as_u16();
+    let mark = |code: Option<u16>| {
+        app.journal.set_answer(
+            seq,
+            Answer::Fault {
+                fault: fault.name(),
+                code,
+            },
+        );
+    };
+    match fault {
+        Fault::CloseAfterApply => {
+            mark(None);
+            Outcome::Close
+        }
+        Fault::GarbageBody => {
+            mark(Some(200));
+            let mut resp = Response::new(envelope::full(&b"\x00garbage{{not json"[..]));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                "application/json".parse().expect("static"),
+            );
+            Outcome::Respond(resp)
+        }
+        Fault::TruncatedBody => {
+            mark(Some(code));
+            Outcome::Respond(truncate(response).await)
+        }
+        Fault::Dribble {
+            chunk_bytes,
+            interval_ms,
+        } => {
+            mark(Some(code));
+            Outcome::Respond(dribble(response, *chunk_bytes, *interval_ms).await)
+        }
+        _ => {
+            app.journal.set_answer(seq, Answer::Status { code });
+            Outcome::Respond(response)
+        }
+    }
+}
+
+async fn collect(response: Response<Body>) -> (http::response::Parts, Bytes) {
+    let (parts, body) = response.into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    (parts, bytes)
+}
+
+/// Announces the full length, sends half, then fails the body so the connection is cut.
+async fn truncate(response: Response<Body>) -> Response<Body> {
+    let (mut parts, bytes) = collect(response).await;
+    parts
+        .headers
+        .insert(header::CONTENT_LENGTH, bytes.len().into());
+    let half = bytes.slice(..bytes.len() / 2);
+    let frames = futures_util::stream::iter([
+        Ok(Frame::data(half)),
+        Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionAborted,
+            "truncated by fault",
+        )),
+    ]);
+    Response::from_parts(parts, BodyExt::boxed_unsync(StreamBody::new(frames)))
+}
+
+/// Sends the body in small chunks with pauses.
+async fn dribble(response: Response<Body>, chunk: usize, interval_ms: u64) -> Response<Body> {
+    let (mut parts, bytes) = collect(response).await;
+    parts
+        .headers
+        .insert(header::CONTENT_LENGTH, bytes.len().into());
+    let chunks: Vec<Bytes> = bytes
+        .chunks(chunk.max(1))
+        .map(Bytes::copy_from_slice)
+        .collect();
+    let frames =
+        futures_util::stream::iter(chunks.into_iter().enumerate()).then(move |(i, c)| async move {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+            }
+            Ok::<_, std::io::Error>(Frame::data(c))
+        });
+    Response::from_parts(parts, BodyExt::boxed_unsync(StreamBody::new(frames)))
+}
+
+/// Routes a request to its resource module.
+async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
+    let path = req.uri().path().to_string();
+    let segments: Vec<String> = path
+        .trim_end_matches('/')
+        .split('/')
+        .skip(1)
+        .map(|s| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+        .collect();
+    let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let method = req.method().clone();
+    if path == "/" {
+        return only(&method, Method::GET).map(|()| envelope::sync(serde_json::json!(["/1.0"])));
+    }
+    if segs.first() != Some(&"1.0") {
+        return Err(ApiError::not_found());
+    }
+    if segs.len() == 1 {
+        return server::route(ctx, &method);
+    }
+    if !ctx.trusted {
+        return Err(ApiError::forbidden());
+    }
+    match segs[1] {
+        "instances" => match segs.get(3) {
+            None => instances::route(ctx, &method, &segs[2..], req.headers(), req.body()),
+            Some(&"state") => state::route(ctx, &method, &segs[2..], req.body()),
+            Some(&"snapshots") => snapshots::route(ctx, &method, &segs[2..], req.body()),
+            Some(&"exec") if segs.len() == 4 => exec::route(ctx, &method, segs[2], req.body()),
+            _ => Err(ApiError::not_found()),
+        },
+        "images" => images::route(ctx, &method, &segs[2..]),
+        "networks" => networks::route(ctx, &method, &segs[2..]),
+        "profiles" => profiles::route(ctx, &method, &segs[2..]),
+        "projects" => projects::route(ctx, &method, &segs[2..]),
+        "storage-pools" => storage::route(ctx, &method, &segs[2..]),
+        "operations" => operations::route(ctx, req, &segments[2..]).await,
+        "events" if segs.len() == 2 => events::route(ctx, req),
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+/// 501 unless the method is the one the route handles.
+pub(crate) fn only(method: &Method, allowed: Method) -> Result<(), ApiError> {
+    if *method == allowed {
+        Ok(())
+    } else {
+        Err(ApiError::not_implemented())
+    }
+}
+
+/// Parses a JSON body the way the daemon does (Go decoder errors are 400).
+pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+/// Deserializes `null` as the default value, as Go's decoder does for maps, slices and strings.
+pub(crate) fn null_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + serde::Deserialize<'de>,
+{
+    use serde::Deserialize;
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
+/// The 404 every per-instance endpoint gives.
+pub(crate) fn instance_not_found(name: &str, project: &str) -> ApiError {
+    ApiError::new(
+        404,
+        format!("Failed to fetch instance \"{name}\" in project \"{project}\": Instance not found"),
+    )
+}

@@ -1,0 +1,111 @@
+//! `/1.0/operations`: list, get, cancel (DELETE), wait (HTTP 200 at once, body when done) and
+//! the websocket endpoint of exec operations.
+
+use super::Ctx;
+use crate::app::op_not_found;
+use crate::envelope::{self, ApiError, ApiResult, Body};
+use bytes::Bytes;
+use futures_util::FutureExt;
+use http::{header, HeaderValue, Request, Response};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+pub(super) async fn route(ctx: &Ctx, req: Request<Bytes>, rest: &[String]) -> ApiResult {
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    match (rest.as_slice(), req.method().as_str()) {
+        ([], "GET") => list(ctx),
+        ([id], "GET") => get(ctx, id),
+        ([id], "DELETE") => cancel(ctx, id),
+        ([id, "wait"], "GET") => wait(ctx, id),
+        ([id, "websocket"], "GET") => crate::exec::connect(ctx, req, id),
+        ([] | [_] | [_, "wait" | "websocket"], _) => Err(ApiError::not_implemented()),
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+fn list(ctx: &Ctx) -> ApiResult {
+    if ctx.all_projects() && ctx.param("project").is_some() {
+        return Err(ApiError::bad_request(
+            "Cannot specify a project when requesting all projects",
+        ));
+    }
+    let projects = ctx.projects();
+    let ops = ctx.app.ops();
+    let mut groups: Map<String, Value> = Map::new();
+    for op in ops
+        .list
+        .iter()
+        .filter(|o| projects.contains(&o.spec.project))
+    {
+        let item = if ctx.recursion() == 0 {
+            Value::String(format!("/1.0/operations/{}", op.id))
+        } else {
+            op.to_json()
+        };
+        let group = groups
+            .entry(op.status.name().to_lowercase())
+            .or_insert_with(|| Value::Array(vec![]));
+        if let Value::Array(items) = group {
+            items.push(item);
+        }
+    }
+    Ok(envelope::sync(Value::Object(groups)))
+}
+
+fn get(ctx: &Ctx, id: &str) -> ApiResult {
+    let ops = ctx.app.ops();
+    let op = ops.get(id).ok_or_else(op_not_found)?;
+    Ok(envelope::sync(op.to_json()))
+}
+
+fn cancel(ctx: &Ctx, id: &str) -> ApiResult {
+    ctx.app.cancel_operation(id)?;
+    ctx.applied();
+    Ok(envelope::empty())
+}
+
+/// Answers 200 at once; the body (sync or error envelope) follows when the wait ends.
+fn wait(ctx: &Ctx, id: &str) -> ApiResult {
+    let timeout = match ctx.param("timeout") {
+        None | Some("-1") => None,
+        Some(text) => {
+            let secs: i64 = text.parse().map_err(|_| {
+                ApiError::internal(format!("strconv.Atoi: parsing {text:?}: invalid syntax"))
+            })?;
+            if secs < 0 {
+                None
+            } else {
+                Some(Duration::from_secs(secs as u64))
+            }
+        }
+    };
+    if ctx.app.ops().get(id).is_none() {
+        return Err(op_not_found());
+    }
+    let app = ctx.app.clone();
+    let id = id.to_string();
+    let body = async move {
+        let value = match app.wait_operation(&id, timeout).await {
+            Ok(op) => envelope::sync_envelope(op),
+            Err(err) => err.envelope(),
+        };
+        let mut bytes = serde_json::to_vec(&value).unwrap_or_default();
+        bytes.push(b'\n');
+        Ok::<_, std::io::Error>(Frame::data(Bytes::from(bytes)))
+    };
+    let stream = futures_util::stream::once(body.boxed());
+    let mut resp: Response<Body> = Response::new(BodyExt::boxed_unsync(StreamBody::new(stream)));
+    let headers = resp.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    Ok(resp)
+}

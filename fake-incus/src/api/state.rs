@@ -1,0 +1,130 @@
+//! `/1.0/instances/{name}/state`: read the state, start, stop, restart, freeze, unfreeze.
+
+use super::{instance_not_found, parse_body, Ctx};
+use crate::envelope::{self, ApiError, ApiResult};
+use crate::state::operations::OpSpec;
+use crate::state::{PowerState, State};
+use http::Method;
+use serde::Deserialize;
+
+pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> ApiResult {
+    match (rest, method.as_str()) {
+        ([name, "state"], "GET") => get(ctx, name),
+        ([name, "state"], "PUT") => put(ctx, name, body),
+        ([_, "state"], _) => Err(ApiError::not_implemented()),
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+fn get(ctx: &Ctx, name: &str) -> ApiResult {
+    let project = ctx.project();
+    let state = ctx.app.state();
+    let instance = state
+        .instance(&project, name)
+        .ok_or_else(|| instance_not_found(name, &project))?;
+    Ok(envelope::sync(instance.state_json()))
+}
+
+#[derive(Deserialize)]
+struct StateBody {
+    #[serde(default)]
+    #[serde(deserialize_with = "super::null_default")]
+    action: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    #[serde(deserialize_with = "super::null_default")]
+    timeout: i64,
+    #[serde(default)]
+    #[allow(dead_code)]
+    #[serde(deserialize_with = "super::null_default")]
+    force: bool,
+    #[serde(default)]
+    #[allow(dead_code)]
+    #[serde(deserialize_with = "super::null_default")]
+    stateful: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Action {
+    Start,
+    Stop,
+    Restart,
+    Freeze,
+    Unfreeze,
+}
+
+impl Action {
+    fn parse(text: &str) -> Result<Self, ApiError> {
+        Ok(match text {
+            "start" => Self::Start,
+            "stop" => Self::Stop,
+            "restart" => Self::Restart,
+            "freeze" => Self::Freeze,
+            "unfreeze" => Self::Unfreeze,
+            other => return Err(ApiError::bad_request(format!("Unknown action: '{other}'"))),
+        })
+    }
+    fn description(self) -> &'static str {
+        match self {
+            Self::Start => "Starting instance",
+            Self::Stop => "Stopping instance",
+            Self::Restart => "Restarting instance",
+            Self::Freeze => "Freezing instance",
+            Self::Unfreeze => "Unfreezing instance",
+        }
+    }
+}
+
+fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+    let project = ctx.project();
+    let instance_url = {
+        let state = ctx.app.state();
+        state
+            .instance(&project, name)
+            .ok_or_else(|| instance_not_found(name, &project))?
+            .url()
+    };
+    let req: StateBody = parse_body(body)?;
+    let action = Action::parse(&req.action)?;
+    let name = name.to_string();
+    let spec = OpSpec::task(&project, action.description(), instance_url);
+    let op = ctx.app.start_task(
+        spec,
+        ctx.fault.clone(),
+        Box::new(move |state: &mut State| apply(state, &project, &name, action).map(|()| None)),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
+}
+
+/// The power transition with the daemon's failure texts and codes.
+fn apply(state: &mut State, project: &str, name: &str, action: Action) -> Result<(), ApiError> {
+    let instance = state
+        .instance_mut(project, name)
+        .ok_or_else(|| instance_not_found(name, project))?;
+    match (action, instance.status) {
+        (Action::Start, PowerState::Stopped) => instance.power_on(),
+        (Action::Start, _) => return Err(ApiError::internal("The instance is already running")),
+        (Action::Stop, PowerState::Stopped) => {
+            return Err(ApiError::bad_request("The instance is already stopped"))
+        }
+        (Action::Stop, _) => instance.power_off(),
+        (Action::Restart, PowerState::Stopped) => {
+            return Err(ApiError::bad_request("The instance isn't running"))
+        }
+        (Action::Restart, _) => {
+            instance.power_off();
+            instance.power_on();
+        }
+        (Action::Freeze, PowerState::Running) => instance.status = PowerState::Frozen,
+        (Action::Freeze, PowerState::Frozen) => {
+            return Err(ApiError::bad_request("The instance is already frozen"))
+        }
+        (Action::Freeze, PowerState::Stopped) => {
+            return Err(ApiError::bad_request("The instance isn't running"))
+        }
+        (Action::Unfreeze, PowerState::Frozen) => instance.status = PowerState::Running,
+        (Action::Unfreeze, _) => return Err(ApiError::bad_request("The instance is not frozen")),
+    }
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! `/1.0/storage-pools[/{pool}[/volumes[/{type}[/{name}]]]]`: pools and volumes (read only).
+
+use super::Ctx;
+use crate::envelope::{self, ApiError, ApiResult};
+use http::Method;
+use serde_json::{json, Value};
+
+const VOLUME_TYPES: &[&str] = &["container", "virtual-machine", "image", "custom"];
+
+pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
+    if method != Method::GET {
+        return match rest.len() {
+            0..=5 => Err(ApiError::not_implemented()),
+            _ => Err(ApiError::not_found()),
+        };
+    }
+    match rest {
+        [] => list_pools(ctx),
+        [pool] => get_pool(ctx, pool),
+        [pool, "volumes"] => list_volumes(ctx, pool, None),
+        [pool, "volumes", kind] if VOLUME_TYPES.contains(kind) => {
+            list_volumes(ctx, pool, Some(kind))
+        }
+        [pool, "volumes", kind, name] => get_volume(ctx, pool, kind, name),
+        [pool, "volumes", kind, name, "snapshots", snap] => {
+            get_volume(ctx, pool, kind, &format!("{name}/{snap}"))
+        }
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+fn pool_not_found() -> ApiError {
+    ApiError::new(404, "Storage pool not found")
+}
+
+fn list_pools(ctx: &Ctx) -> ApiResult {
+    let state = ctx.app.state();
+    let items: Vec<Value> = state
+        .storage_pools
+        .iter()
+        .map(|p| {
+            if ctx.recursion() == 0 {
+                json!(format!("/1.0/storage-pools/{}", p.name))
+            } else {
+                p.to_json(&state)
+            }
+        })
+        .collect();
+    Ok(envelope::sync(Value::Array(items)))
+}
+
+fn get_pool(ctx: &Ctx, name: &str) -> ApiResult {
+    let state = ctx.app.state();
+    let pool = state
+        .storage_pools
+        .iter()
+        .find(|p| p.name == name)
+        .ok_or_else(pool_not_found)?;
+    Ok(envelope::sync_etag(pool.to_json(&state), &pool.etag()))
+}
+
+fn list_volumes(ctx: &Ctx, pool: &str, kind: Option<&str>) -> ApiResult {
+    let state = ctx.app.state();
+    if !state.storage_pools.iter().any(|p| p.name == pool) {
+        return Err(pool_not_found());
+    }
+    let mut items = Vec::new();
+    for project in ctx.projects() {
+        for volume in state.volumes(pool, &project) {
+            if kind.is_some_and(|k| k != volume.kind) {
+                continue;
+            }
+            items.push(if ctx.recursion() == 0 {
+                json!(volume.url(pool))
+            } else {
+                volume.to_json()
+            });
+        }
+    }
+    Ok(envelope::sync(Value::Array(items)))
+}
+
+fn get_volume(ctx: &Ctx, pool: &str, kind: &str, name: &str) -> ApiResult {
+    let state = ctx.app.state();
+    if !state.storage_pools.iter().any(|p| p.name == pool) {
+        return Err(pool_not_found());
+    }
+    let volume = state
+        .volumes(pool, &ctx.project())
+        .into_iter()
+        .find(|v| v.kind == kind && v.name == name)
+        .ok_or_else(|| ApiError::new(404, "Storage pool volume not found"))?;
+    Ok(envelope::sync_etag(volume.to_json(), &volume.etag()))
+}

@@ -1,0 +1,152 @@
+//! The control socket: HTTP/1.1 with JSON over a Unix socket, for scripting a running fake from
+//! any language.
+//!
+//! | method and path | body | answer |
+//! |---|---|---|
+//! | `GET /rules` | | the installed rules |
+//! | `POST /rules` | a rule or a list of rules | `{"installed": N}` (400 if one is invalid; none installed then) |
+//! | `DELETE /rules` | | `{}` |
+//! | `GET /journal` | | the journal entries |
+//! | `DELETE /journal` | | `{}` |
+//! | `GET /state` | | the state dump |
+//! | `PUT /state` | a state in the dump format | `{}` (400 if invalid) |
+//! | `POST /reset` | | `{}` |
+//! | `POST /trust` | a PEM certificate | `{"fingerprint": "…"}` |
+//!
+//! Errors are `{"error": "…"}` with a 4xx status.
+
+use crate::app::App;
+use crate::faults::Rule;
+use crate::state::State;
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Binds the control socket and serves it until the app shuts down.
+pub(crate) fn serve(app: Arc<App>, path: &Path) -> Result<(), crate::Error> {
+    let listener = crate::server::unix::bind(path).map_err(|source| crate::Error::Io {
+        context: format!("binding {}", path.display()),
+        source,
+    })?;
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                () = app.shutdown.cancelled() => return,
+            };
+            let Ok((stream, _)) = accepted else { continue };
+            let app = Arc::clone(&app);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let app = Arc::clone(&app);
+                    async move { Ok::<_, std::convert::Infallible>(handle(&app, req).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(())
+}
+
+async fn handle(app: &App, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let body = match req.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) => return answer(StatusCode::BAD_REQUEST, json!({"error": err.to_string()})),
+    };
+    match route(app, &method, &path, &body) {
+        Ok(value) => answer(StatusCode::OK, value),
+        Err((status, message)) => answer(status, json!({"error": message})),
+    }
+}
+
+type Reply = Result<Value, (StatusCode, String)>;
+
+fn route(app: &App, method: &Method, path: &str, body: &[u8]) -> Reply {
+    match (method.as_str(), path) {
+        ("GET", "/rules") => Ok(json!(app.faults.rules())),
+        ("POST", "/rules") => add_rules(app, body),
+        ("DELETE", "/rules") => {
+            app.faults.clear();
+            Ok(json!({}))
+        }
+        ("GET", "/journal") => Ok(json!(app.journal.entries())),
+        ("DELETE", "/journal") => {
+            app.journal.clear();
+            Ok(json!({}))
+        }
+        ("GET", "/state") => Ok(app.state().dump()),
+        ("PUT", "/state") => {
+            let value: Value = parse(body)?;
+            let state = State::seed(value).map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
+            app.replace_state(state);
+            Ok(json!({}))
+        }
+        ("POST", "/reset") => {
+            app.reset();
+            Ok(json!({}))
+        }
+        ("POST", "/trust") => {
+            let pem = String::from_utf8_lossy(body);
+            let fingerprint = crate::server::tls::fingerprint_pem(&pem)
+                .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
+            app.identity
+                .trusted
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(fingerprint.clone());
+            Ok(json!({"fingerprint": fingerprint}))
+        }
+        (_, "/rules" | "/journal" | "/state" | "/reset" | "/trust") => Err((
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{method} is not supported on {path}"),
+        )),
+        _ => Err((
+            StatusCode::NOT_FOUND,
+            format!("no such control endpoint: {path}"),
+        )),
+    }
+}
+
+fn add_rules(app: &App, body: &[u8]) -> Reply {
+    let value: Value = parse(body)?;
+    let rules: Vec<Rule> = match value {
+        Value::Array(_) => serde_json::from_value(value),
+        other => serde_json::from_value(other).map(|rule| vec![rule]),
+    }
+    .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid rule: {e}")))?;
+    for rule in &rules {
+        rule.validate()
+            .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid rule: {e}")))?;
+    }
+    let count = rules.len();
+    for rule in rules {
+        app.faults.install(rule).forget();
+    }
+    Ok(json!({"installed": count}))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, (StatusCode, String)> {
+    serde_json::from_slice(body)
+        .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid JSON: {e}")))
+}
+
+fn answer(status: StatusCode, value: Value) -> Response<Full<Bytes>> {
+    let mut bytes = serde_json::to_vec(&value).unwrap_or_default();
+    bytes.push(b'\n');
+    let mut resp = Response::new(Full::new(Bytes::from(bytes)));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}

@@ -1,0 +1,130 @@
+//! The three Incus response envelopes (sync, async, error) and the one conversion from
+//! [`ApiError`] to the error envelope. Every body carries all seven keys and ends with a newline.
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use serde_json::{json, Value};
+
+/// The response body type of every handler.
+pub(crate) type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// A handler's answer before it is turned into bytes.
+pub(crate) type ApiResult = Result<Response<Body>, ApiError>;
+
+/// An Incus error as the daemon reports it: HTTP status = `error_code`, message in `error`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{status}: {message}")]
+pub(crate) struct ApiError {
+    pub(crate) status: u16,
+    pub(crate) message: String,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: u16, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+    pub(crate) fn not_found() -> Self {
+        Self::new(404, "not found")
+    }
+    pub(crate) fn not_implemented() -> Self {
+        Self::new(501, "not implemented")
+    }
+    pub(crate) fn forbidden() -> Self {
+        Self::new(403, "not authorized")
+    }
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, message)
+    }
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, message)
+    }
+    /// The JSON error envelope as a value (also used inside the wait endpoint's HTTP 200).
+    pub(crate) fn envelope(&self) -> Value {
+        error_envelope(self.status, &self.message)
+    }
+}
+
+impl From<ApiError> for Response<Body> {
+    fn from(err: ApiError) -> Self {
+        let status = StatusCode::from_u16(err.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = json_response(status, &err.envelope());
+        resp.headers_mut().insert(
+            "x-content-type-options",
+            HeaderValue::from_static("nosniff"),
+        );
+        resp
+    }
+}
+
+/// The error envelope value.
+pub(crate) fn error_envelope(code: u16, message: &str) -> Value {
+    json!({
+        "type": "error", "status": "", "status_code": 0, "operation": "",
+        "error_code": code, "error": message, "metadata": null,
+    })
+}
+
+/// The sync envelope value.
+pub(crate) fn sync_envelope(metadata: Value) -> Value {
+    json!({
+        "type": "sync", "status": "Success", "status_code": 200, "operation": "",
+        "error_code": 0, "error": "", "metadata": metadata,
+    })
+}
+
+/// 200 sync response.
+pub(crate) fn sync(metadata: Value) -> Response<Body> {
+    json_response(StatusCode::OK, &sync_envelope(metadata))
+}
+
+/// 200 sync response with `{}` metadata.
+pub(crate) fn empty() -> Response<Body> {
+    sync(json!({}))
+}
+
+/// 200 sync response with a quoted ETag header.
+pub(crate) fn sync_etag(metadata: Value, etag: &str) -> Response<Body> {
+    let mut resp = sync(metadata);
+    if let Ok(value) = HeaderValue::from_str(&format!("\"{etag}\"")) {
+        resp.headers_mut().insert(header::ETAG, value);
+    }
+    resp
+}
+
+/// 202 async response for an operation object.
+pub(crate) fn operation_created(op: Value) -> Response<Body> {
+    let url = format!("/1.0/operations/{}", op["id"].as_str().unwrap_or_default());
+    let body = json!({
+        "type": "async", "status": "Operation created", "status_code": 100, "operation": url,
+        "error_code": 0, "error": "", "metadata": op,
+    });
+    let mut resp = json_response(StatusCode::ACCEPTED, &body);
+    if let Ok(value) = HeaderValue::from_str(&url) {
+        resp.headers_mut().insert(header::LOCATION, value);
+    }
+    resp
+}
+
+/// A response with a JSON body followed by a newline.
+pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+    bytes.push(b'\n');
+    let mut resp = Response::new(full(bytes));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// A complete body from bytes.
+pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}

@@ -1,0 +1,155 @@
+//! Certificates and the rustls server configuration.
+//!
+//! rcgen makes a self-signed ECDSA P-256 server certificate (SANs `127.0.0.1`, `::1`,
+//! `localhost`) and a client certificate the fake trusts. The TLS layer accepts any client
+//! certificate, or none, as Incus does; whether the client is trusted is decided per request
+//! from the certificate's SHA-256 fingerprint.
+
+use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PKCS_ECDSA_P256_SHA256};
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName as TlsName, SignatureScheme};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// A certificate and its private key, both PEM.
+#[derive(Debug, Clone)]
+pub(crate) struct Identity {
+    pub(crate) cert_pem: String,
+    pub(crate) key_pem: String,
+}
+
+/// Errors making or loading certificates.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TlsError {
+    #[error("generating a certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    #[error("reading PEM: {0}")]
+    Pem(String),
+    #[error("TLS configuration: {0}")]
+    Config(#[from] rustls::Error),
+}
+
+impl Identity {
+    /// A fresh self-signed certificate for `common_name` with the given SANs.
+    pub(crate) fn generate(common_name: &str, sans: &[&str]) -> Result<Self, TlsError> {
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
+        let mut params =
+            CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
+        let mut name = DistinguishedName::new();
+        name.push(DnType::OrganizationName, "fake-incus");
+        name.push(DnType::CommonName, common_name);
+        params.distinguished_name = name;
+        let cert = params.self_signed(&key)?;
+        Ok(Self {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+
+    /// The server identity.
+    pub(crate) fn server() -> Result<Self, TlsError> {
+        Self::generate("fake-incus server", &["localhost", "127.0.0.1", "::1"])
+    }
+
+    /// A client identity.
+    pub(crate) fn client() -> Result<Self, TlsError> {
+        Self::generate("fake-incus client", &[])
+    }
+
+    /// SHA-256 of the (first) certificate's DER, lowercase hex.
+    pub(crate) fn fingerprint(&self) -> Result<String, TlsError> {
+        fingerprint_pem(&self.cert_pem)
+    }
+}
+
+/// SHA-256 fingerprint of the first certificate in a PEM text.
+pub(crate) fn fingerprint_pem(pem: &str) -> Result<String, TlsError> {
+    let der = certs(pem)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| TlsError::Pem("no certificate found".into()))?;
+    Ok(fingerprint_der(&der))
+}
+
+/// SHA-256 fingerprint of a DER certificate.
+pub(crate) fn fingerprint_der(der: &[u8]) -> String {
+    hex::encode(Sha256::digest(der))
+}
+
+fn certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    rustls_pemfile::certs(&mut pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::Pem(e.to_string()))
+}
+
+/// The rustls server configuration: the server identity, any client certificate accepted, ALPN
+/// `h2` and `http/1.1`.
+pub(crate) fn server_config(identity: &Identity) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let key = rustls_pemfile::private_key(&mut identity.key_pem.as_bytes())
+        .map_err(|e| TlsError::Pem(e.to_string()))?
+        .ok_or_else(|| TlsError::Pem("no private key found".into()))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(Arc::new(AnyClientCert { provider }))
+        .with_single_cert(certs(&identity.cert_pem)?, key)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Accepts every client certificate (and none): trust is decided by fingerprint later.
+#[derive(Debug)]
+struct AnyClientCert {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ClientCertVerifier for AnyClientCert {
+    fn root_hint_subjects(&self) -> &[TlsName] {
+        &[]
+    }
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}

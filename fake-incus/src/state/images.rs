@@ -1,0 +1,84 @@
+//! Images and their aliases.
+
+use super::{clock, etag, StringMap};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// An image alias as embedded in the image.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Alias {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) description: String,
+}
+
+/// A local image of one project.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Image {
+    #[serde(default = "default_project")]
+    pub(crate) project: String,
+    pub(crate) fingerprint: String,
+    #[serde(default)]
+    pub(crate) properties: StringMap,
+    #[serde(default)]
+    pub(crate) aliases: Vec<Alias>,
+    #[serde(default)]
+    pub(crate) public: bool,
+    #[serde(default)]
+    pub(crate) auto_update: bool,
+    #[serde(default = "x86_64")]
+    pub(crate) architecture: String,
+    #[serde(default = "rootfs")]
+    pub(crate) filename: String,
+    #[serde(default)]
+    pub(crate) size: u64,
+    #[serde(default = "container", rename = "type")]
+    pub(crate) kind: String,
+    #[serde(default = "clock::now")]
+    pub(crate) created_at: String,
+    #[serde(default = "clock::now")]
+    pub(crate) uploaded_at: String,
+    #[serde(default = "zero")]
+    pub(crate) last_used_at: String,
+}
+
+impl Image {
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "auto_update": self.auto_update, "properties": self.properties, "public": self.public,
+            "expires_at": clock::ZERO_TIME, "profiles": ["default"], "aliases": self.aliases,
+            "architecture": self.architecture, "cached": false, "filename": self.filename,
+            "fingerprint": self.fingerprint, "size": self.size, "type": self.kind,
+            "created_at": self.created_at, "last_used_at": self.last_used_at,
+            "uploaded_at": self.uploaded_at, "project": self.project,
+        })
+    }
+    pub(crate) fn etag(&self) -> String {
+        etag::hash(&json!([self.public, self.auto_update, self.properties]))
+    }
+    /// The alias entry as `GET /1.0/images/aliases/{name}` shows it.
+    pub(crate) fn alias_json(&self, alias: &Alias) -> Value {
+        json!({
+            "description": alias.description, "target": self.fingerprint,
+            "name": alias.name, "type": self.kind,
+        })
+    }
+}
+
+fn default_project() -> String {
+    "default".into()
+}
+fn x86_64() -> String {
+    "x86_64".into()
+}
+fn rootfs() -> String {
+    "rootfs.tar.gz".into()
+}
+fn container() -> String {
+    "container".into()
+}
+fn zero() -> String {
+    clock::ZERO_TIME.into()
+}

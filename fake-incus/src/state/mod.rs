@@ -1,0 +1,149 @@
+//! The fake daemon's state: every resource of every project, and the running operations.
+//!
+//! The state is plain data behind one `std::sync::Mutex` owned by the app; no lock is ever held
+//! across an `.await`. [`State::dump`] and [`State::seed`] use the same JSON format.
+
+pub(crate) mod clock;
+mod defaults;
+pub(crate) mod etag;
+pub(crate) mod images;
+pub(crate) mod instances;
+pub(crate) mod operations;
+pub(crate) mod resources;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub(crate) use images::Image;
+pub(crate) use instances::{Instance, PowerState};
+pub(crate) use operations::Operations;
+pub(crate) use resources::{Network, Pool, Profile, Project, Volume};
+
+/// A string map as the daemon sends it (sorted keys, like Go maps).
+pub(crate) type StringMap = BTreeMap<String, String>;
+/// Devices: name -> device config.
+pub(crate) type Devices = BTreeMap<String, StringMap>;
+
+/// All resources. Operations live beside it in [`Operations`] (not dumped).
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct State {
+    pub(crate) server_config: StringMap,
+    pub(crate) projects: Vec<Project>,
+    pub(crate) profiles: Vec<Profile>,
+    pub(crate) networks: Vec<Network>,
+    pub(crate) storage_pools: Vec<Pool>,
+    pub(crate) storage_volumes: Vec<Volume>,
+    pub(crate) images: Vec<Image>,
+    pub(crate) instances: Vec<Instance>,
+}
+
+/// A seed file could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid state: {0}")]
+pub(crate) struct SeedError(String);
+
+impl State {
+    /// The state a fresh daemon has (see the README: project, profile, pool, `lo`, `busybox`).
+    pub(crate) fn default_state() -> Self {
+        defaults::state()
+    }
+
+    /// Parses a seed in the dump format. Missing top-level keys take their default values.
+    pub(crate) fn seed(value: Value) -> Result<Self, SeedError> {
+        let object = value
+            .as_object()
+            .ok_or_else(|| SeedError("the state must be a JSON object".into()))?;
+        let defaults =
+            serde_json::to_value(Self::default_state()).map_err(|e| SeedError(e.to_string()))?;
+        let mut merged = defaults.as_object().cloned().unwrap_or_default();
+        for (key, item) in object {
+            merged.insert(key.clone(), item.clone());
+        }
+        let state: State =
+            serde_json::from_value(Value::Object(merged)).map_err(|e| SeedError(e.to_string()))?;
+        state.check()?;
+        Ok(state)
+    }
+
+    /// The state as JSON (the seed format).
+    pub(crate) fn dump(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    fn check(&self) -> Result<(), SeedError> {
+        if !self.projects.iter().any(|p| p.name == "default") {
+            return Err(SeedError("project \"default\" is required".into()));
+        }
+        for instance in &self.instances {
+            if self.project(&instance.project).is_none() {
+                return Err(SeedError(format!(
+                    "instance {:?} names unknown project {:?}",
+                    instance.name, instance.project
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn project(&self, name: &str) -> Option<&Project> {
+        self.projects.iter().find(|p| p.name == name)
+    }
+
+    pub(crate) fn instance(&self, project: &str, name: &str) -> Option<&Instance> {
+        self.instances
+            .iter()
+            .find(|i| i.project == project && i.name == name)
+    }
+
+    pub(crate) fn instance_mut(&mut self, project: &str, name: &str) -> Option<&mut Instance> {
+        self.instances
+            .iter_mut()
+            .find(|i| i.project == project && i.name == name)
+    }
+
+    /// The project whose profiles `project` uses (`features.profiles=false` -> `default`).
+    pub(crate) fn profile_project(&self, project: &str) -> String {
+        self.feature_project(project, "features.profiles")
+    }
+
+    /// The project whose images `project` uses (`features.images=false` -> `default`).
+    pub(crate) fn image_project(&self, project: &str) -> String {
+        self.feature_project(project, "features.images")
+    }
+
+    fn feature_project(&self, project: &str, feature: &str) -> String {
+        match self.project(project) {
+            Some(p) if p.config.get(feature).map(String::as_str) != Some("true") => {
+                "default".into()
+            }
+            _ => project.to_string(),
+        }
+    }
+
+    pub(crate) fn profile(&self, project: &str, name: &str) -> Option<&Profile> {
+        let owner = self.profile_project(project);
+        self.profiles
+            .iter()
+            .find(|p| p.project == owner && p.name == name)
+    }
+
+    /// The profiles of an instance, in its order (unknown names skipped).
+    pub(crate) fn profiles_of(&self, instance: &Instance) -> Vec<&Profile> {
+        instance
+            .profiles
+            .iter()
+            .filter_map(|name| self.profile(&instance.project, name))
+            .collect()
+    }
+}
+
+/// The URL of an object, with `?project=` for non-default projects.
+pub(crate) fn url(path: &str, project: &str) -> String {
+    if project == "default" {
+        path.to_string()
+    } else {
+        format!("{path}?project={project}")
+    }
+}

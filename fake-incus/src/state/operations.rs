@@ -1,0 +1,153 @@
+//! Operations: the registry of background operations with their status, metadata and waiters.
+//! The lifecycle (start, finish, cancel, expiry) is driven by [`crate::app::App`].
+
+use super::clock;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::{watch, Notify};
+
+/// Operation status with the daemon's names and codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpStatus {
+    Running,
+    Success,
+    Failure,
+    Cancelled,
+}
+
+impl OpStatus {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Running => "Running",
+            Self::Success => "Success",
+            Self::Failure => "Failure",
+            Self::Cancelled => "Cancelled",
+        }
+    }
+    pub(crate) fn code(self) -> u16 {
+        match self {
+            Self::Running => 103,
+            Self::Success => 200,
+            Self::Failure => 400,
+            Self::Cancelled => 401,
+        }
+    }
+    pub(crate) fn is_final(self) -> bool {
+        self.code() >= 200
+    }
+}
+
+/// What an operation is, fixed at creation.
+#[derive(Debug, Clone)]
+pub(crate) struct OpSpec {
+    pub(crate) project: String,
+    pub(crate) class: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) resources: BTreeMap<String, Vec<String>>,
+    pub(crate) metadata: Value,
+    pub(crate) may_cancel: bool,
+}
+
+impl OpSpec {
+    /// A task operation on one instance.
+    pub(crate) fn task(project: &str, description: &'static str, instance_url: String) -> Self {
+        Self {
+            project: project.into(),
+            class: "task",
+            description,
+            resources: BTreeMap::from([("instances".to_string(), vec![instance_url])]),
+            metadata: Value::Null,
+            may_cancel: false,
+        }
+    }
+}
+
+/// One operation.
+#[derive(Debug)]
+pub(crate) struct Operation {
+    pub(crate) id: String,
+    pub(crate) spec: OpSpec,
+    pub(crate) created_at: String,
+    pub(crate) updated_at: String,
+    pub(crate) status: OpStatus,
+    pub(crate) metadata: Value,
+    pub(crate) err: String,
+    /// The status attached to the failure (the wait endpoint's `error_code`).
+    pub(crate) err_code: u16,
+    pub(crate) watch: watch::Sender<OpStatus>,
+    /// Notified when a wait request starts (for the "finish during wait" fault).
+    pub(crate) wait_started: Arc<Notify>,
+    /// Notified when the operation is cancelled.
+    pub(crate) cancelled: Arc<Notify>,
+}
+
+impl Operation {
+    pub(crate) fn new(spec: OpSpec) -> Self {
+        let now = clock::now();
+        let (watch, _) = watch::channel(OpStatus::Running);
+        Self {
+            id: uuid::Uuid::new_v4().to_string(),
+            metadata: spec.metadata.clone(),
+            spec,
+            created_at: now.clone(),
+            updated_at: now,
+            status: OpStatus::Running,
+            err: String::new(),
+            err_code: 0,
+            watch,
+            wait_started: Arc::new(Notify::new()),
+            cancelled: Arc::new(Notify::new()),
+        }
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "id": self.id, "class": self.spec.class, "description": self.spec.description,
+            "created_at": self.created_at, "updated_at": self.updated_at,
+            "status": self.status.name(), "status_code": self.status.code(),
+            "resources": self.spec.resources, "metadata": self.metadata,
+            "may_cancel": self.spec.may_cancel, "err": self.err, "location": "none",
+        })
+    }
+
+    /// Replaces the metadata (and bumps `updated_at` when it changed).
+    pub(crate) fn set_metadata(&mut self, metadata: Value) {
+        if metadata != self.metadata {
+            self.metadata = metadata;
+            self.updated_at = clock::now();
+        }
+    }
+
+    /// Moves to a final status and wakes every waiter. A final operation stays final.
+    pub(crate) fn settle(&mut self, status: OpStatus, err: Option<(u16, String)>) -> bool {
+        if self.status.is_final() {
+            return false;
+        }
+        self.status = status;
+        if let Some((code, message)) = err {
+            self.err_code = code;
+            self.err = message;
+        }
+        self.watch.send_replace(status);
+        true
+    }
+}
+
+/// Every operation, in creation order.
+#[derive(Debug, Default)]
+pub(crate) struct Operations {
+    pub(crate) list: Vec<Operation>,
+}
+
+impl Operations {
+    pub(crate) fn get(&self, id: &str) -> Option<&Operation> {
+        self.list.iter().find(|o| o.id == id)
+    }
+    pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut Operation> {
+        self.list.iter_mut().find(|o| o.id == id)
+    }
+    pub(crate) fn remove(&mut self, id: &str) {
+        self.list.retain(|o| o.id != id);
+    }
+}

@@ -1,0 +1,290 @@
+//! Projects, profiles, networks, storage pools and custom storage volumes: the read-mostly
+//! resources. Each renders itself as the daemon's object and computes the daemon's ETag.
+
+use super::{etag, url, Devices, State, StringMap};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// An Incus project.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Project {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) description: String,
+    #[serde(default)]
+    pub(crate) config: StringMap,
+}
+
+impl Project {
+    pub(crate) fn to_json(&self, state: &State) -> Value {
+        json!({
+            "config": self.config, "description": self.description, "name": self.name,
+            "used_by": project_used_by(state, &self.name),
+        })
+    }
+    pub(crate) fn etag(&self) -> String {
+        etag::hash(&json!([self.description, self.config]))
+    }
+}
+
+fn project_used_by(state: &State, project: &str) -> Vec<String> {
+    let instances = state
+        .instances
+        .iter()
+        .filter(|i| i.project == project)
+        .map(|i| url(&format!("/1.0/instances/{}", i.name), project));
+    let images = state
+        .images
+        .iter()
+        .filter(|i| i.project == project)
+        .map(|i| url(&format!("/1.0/images/{}", i.fingerprint), project));
+    let profiles = state
+        .profiles
+        .iter()
+        .filter(|p| p.project == project)
+        .map(|p| url(&format!("/1.0/profiles/{}", p.name), project));
+    instances.chain(images).chain(profiles).collect()
+}
+
+/// A profile.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Profile {
+    #[serde(default = "default_project")]
+    pub(crate) project: String,
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) description: String,
+    #[serde(default)]
+    pub(crate) config: StringMap,
+    #[serde(default)]
+    pub(crate) devices: Devices,
+}
+
+impl Profile {
+    pub(crate) fn to_json(&self, state: &State) -> Value {
+        let used_by: Vec<String> = state
+            .instances
+            .iter()
+            .filter(|i| {
+                state.profile_project(&i.project) == self.project && i.profiles.contains(&self.name)
+            })
+            .map(|i| url(&format!("/1.0/instances/{}", i.name), &i.project))
+            .collect();
+        json!({
+            "config": self.config, "description": self.description, "devices": self.devices,
+            "name": self.name, "used_by": used_by, "project": self.project,
+        })
+    }
+    /// The object as embedded in an instance ETag (`used_by` is null there).
+    pub(crate) fn etag_object(&self) -> Value {
+        json!({
+            "config": self.config, "description": self.description, "devices": self.devices,
+            "name": self.name, "used_by": null, "project": self.project,
+        })
+    }
+    pub(crate) fn etag(&self) -> String {
+        etag::hash(&json!([self.config, self.description, self.devices]))
+    }
+}
+
+/// A network (managed or a host interface).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Network {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) description: String,
+    #[serde(rename = "type")]
+    pub(crate) kind: String,
+    #[serde(default)]
+    pub(crate) managed: bool,
+    #[serde(default)]
+    pub(crate) config: StringMap,
+}
+
+impl Network {
+    pub(crate) fn to_json(&self) -> Value {
+        let (status, locations) = if self.managed {
+            ("Created", json!(["none"]))
+        } else {
+            ("", Value::Null)
+        };
+        json!({
+            "config": self.config, "description": self.description, "name": self.name,
+            "type": self.kind, "used_by": [], "managed": self.managed, "status": status,
+            "locations": locations, "project": "default",
+        })
+    }
+    pub(crate) fn etag(&self) -> String {
+        etag::hash(&json!([
+            self.name,
+            self.managed,
+            self.kind,
+            self.description,
+            self.config
+        ]))
+    }
+}
+
+/// A storage pool.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Pool {
+    pub(crate) name: String,
+    #[serde(default = "dir_driver")]
+    pub(crate) driver: String,
+    #[serde(default)]
+    pub(crate) description: String,
+    #[serde(default)]
+    pub(crate) config: StringMap,
+}
+
+impl Pool {
+    pub(crate) fn to_json(&self, state: &State) -> Value {
+        let mut used_by: Vec<String> = state
+            .instances
+            .iter()
+            .filter(|i| i.pool(state).as_deref() == Some(self.name.as_str()))
+            .map(|i| url(&format!("/1.0/instances/{}", i.name), &i.project))
+            .collect();
+        used_by.extend(
+            state
+                .profiles
+                .iter()
+                .filter(|p| {
+                    p.devices
+                        .values()
+                        .any(|d| d.get("pool") == Some(&self.name))
+                })
+                .map(|p| url(&format!("/1.0/profiles/{}", p.name), &p.project)),
+        );
+        json!({
+            "config": self.config, "description": self.description, "name": self.name,
+            "driver": self.driver, "used_by": used_by, "status": "Created", "locations": ["none"],
+        })
+    }
+    pub(crate) fn etag(&self) -> String {
+        etag::hash(&json!([
+            self.name,
+            self.driver,
+            self.description,
+            self.config
+        ]))
+    }
+}
+
+/// A custom storage volume (instance volumes are derived from the instances).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Volume {
+    #[serde(default = "default_pool")]
+    pub(crate) pool: String,
+    #[serde(default = "default_project")]
+    pub(crate) project: String,
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) description: String,
+    #[serde(default)]
+    pub(crate) config: StringMap,
+    #[serde(default = "super::clock::now")]
+    pub(crate) created_at: String,
+}
+
+/// A storage volume as listed: custom volumes, instance volumes and their snapshots.
+#[derive(Debug, Clone)]
+pub(crate) struct VolumeView {
+    pub(crate) project: String,
+    pub(crate) kind: String,
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) config: StringMap,
+    pub(crate) used_by: Vec<String>,
+    pub(crate) created_at: String,
+}
+
+impl VolumeView {
+    pub(crate) fn url(&self, pool: &str) -> String {
+        let path = match self.name.split_once('/') {
+            Some((parent, snap)) => {
+                format!(
+                    "/1.0/storage-pools/{pool}/volumes/{}/{parent}/snapshots/{snap}",
+                    self.kind
+                )
+            }
+            None => format!(
+                "/1.0/storage-pools/{pool}/volumes/{}/{}",
+                self.kind, self.name
+            ),
+        };
+        url(&path, &self.project)
+    }
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "config": self.config, "description": self.description, "name": self.name,
+            "type": self.kind, "used_by": self.used_by, "location": "none",
+            "content_type": "filesystem", "project": self.project, "created_at": self.created_at,
+        })
+    }
+    pub(crate) fn etag(&self) -> String {
+        etag::hash(&json!([self.name, self.kind, self.config]))
+    }
+}
+
+impl State {
+    /// Every volume of a pool in a project: instance volumes (and snapshots), then custom ones.
+    pub(crate) fn volumes(&self, pool: &str, project: &str) -> Vec<VolumeView> {
+        let mut out = Vec::new();
+        for instance in self.instances.iter().filter(|i| i.project == project) {
+            if instance.pool(self).as_deref() != Some(pool) {
+                continue;
+            }
+            out.push(VolumeView {
+                project: project.into(),
+                kind: instance.kind.clone(),
+                name: instance.name.clone(),
+                description: String::new(),
+                config: StringMap::new(),
+                used_by: vec![url(&format!("/1.0/instances/{}", instance.name), project)],
+                created_at: instance.created_at.clone(),
+            });
+            for snapshot in &instance.snapshots {
+                out.push(VolumeView {
+                    project: project.into(),
+                    kind: instance.kind.clone(),
+                    name: format!("{}/{}", instance.name, snapshot.name),
+                    description: String::new(),
+                    config: StringMap::new(),
+                    used_by: vec![],
+                    created_at: snapshot.created_at.clone(),
+                });
+            }
+        }
+        out.extend(
+            self.storage_volumes
+                .iter()
+                .filter(|v| v.pool == pool && v.project == project)
+                .map(|v| VolumeView {
+                    project: v.project.clone(),
+                    kind: "custom".into(),
+                    name: v.name.clone(),
+                    description: v.description.clone(),
+                    config: v.config.clone(),
+                    used_by: vec![],
+                    created_at: v.created_at.clone(),
+                }),
+        );
+        out
+    }
+}
+
+fn default_project() -> String {
+    "default".into()
+}
+fn default_pool() -> String {
+    "default".into()
+}
+fn dir_driver() -> String {
+    "dir".into()
+}
