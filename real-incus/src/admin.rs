@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 
 use crate::endpoint::{Endpoint, TlsIdentity};
@@ -453,9 +453,16 @@ fn client_config(identity: &TlsIdentity) -> Result<Arc<rustls::ClientConfig>, Ad
         .map_err(AdminError::Tls)
 }
 
+/// Everything but the unreserved characters of RFC 3986 is encoded.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// Percent-encodes one path segment or query value.
 pub(crate) fn enc(value: &str) -> String {
-    utf8_percent_encode(value, NON_ALPHANUMERIC).to_string()
+    utf8_percent_encode(value, UNRESERVED).to_string()
 }
 
 /// The last path segment of each URL in a list (`/1.0/instances/c1?project=p` gives `c1`).

@@ -16,25 +16,36 @@ const FAKE_POOL: &str = "default";
 const FAKE_ALIAS: &str = "busybox";
 
 /// A fresh in-process fake Incus with the core bound to it, in the fake's default project.
-///
-/// Placeholder until `fake_incus::FakeIncus` is merged into this branch: starting fails with a
-/// clear message, which the differential report shows.
 pub(crate) struct Fake {
     pub(crate) ops: CoreOperations,
     pub(crate) sandbox: Sandbox,
+    _fake: fake_incus::FakeIncus,
 }
 
 impl Fake {
     /// Starts a fake with its default state.
-    pub(crate) async fn start(_cli: &Cli) -> Result<Fake, String> {
-        let _ = (
-            FAKE_PROJECT,
-            FAKE_POOL,
-            FAKE_ALIAS,
-            Admin::new,
-            Endpoint::Unix,
-        );
-        Err("the fake Incus is not merged into this build yet".into())
+    pub(crate) async fn start(cli: &Cli) -> Result<Fake, String> {
+        let fake = fake_incus::FakeIncus::builder()
+            .start()
+            .await
+            .map_err(|e| format!("starting the fake Incus: {e}"))?;
+        let endpoint = Endpoint::Unix(fake.unix_socket().to_owned());
+        let admin = Admin::new(endpoint.clone()).map_err(|e| e.to_string())?;
+        let fingerprint = admin
+            .alias_target(FAKE_PROJECT, FAKE_ALIAS)
+            .await
+            .map_err(|e| format!("the fake's default image alias {FAKE_ALIAS:?}: {e}"))?;
+        Ok(Fake {
+            ops: CoreOperations::new(&endpoint, FAKE_PROJECT, cli)?,
+            sandbox: Sandbox {
+                project: FAKE_PROJECT.to_owned(),
+                pool: FAKE_POOL.to_owned(),
+                alias: FAKE_ALIAS.to_owned(),
+                fingerprint,
+                remote: None,
+            },
+            _fake: fake,
+        })
     }
 }
 
