@@ -514,7 +514,7 @@ async fn exec(rec: &mut Recorder<'_>, sb: &Sandbox) {
             field_is(v, "/status", &json!("output_limited"))?;
             field_is(v, "/stdout/captured_bytes", &json!(65536))?;
             let seen = v["stdout"]["bytes"].as_u64().ok_or("no stdout.bytes")?;
-            if seen >= 512 * 1024 && seen < 2_000_000 {
+            if (512 * 1024..2_000_000).contains(&seen) {
                 Ok(())
             } else {
                 Err(format!(
