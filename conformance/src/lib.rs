@@ -1,5 +1,9 @@
 //! Conformance harness for the Incus operations.
 
+mod reference_host;
+
+pub use reference_host::ReferenceHost;
+
 mod clauses;
 mod runner;
 mod scenario;

@@ -20,14 +20,23 @@
 
 // One module per concern; add new ones to this list.
 mod catalogue;
+mod client;
 mod error;
 mod evidence;
+mod host;
 mod profile;
+mod run;
 
 pub use catalogue::{
     all, describe, fetch, unavailable, Bounds, Confirmation, Descriptor, Scope, Unavailable,
     UnavailableReason,
 };
+pub use client::{
+    Client, ClientError, Connection, ConnectionBuilder, ConnectionError, Endpoint,
+    DEFAULT_MAX_STREAM_BYTES, DEFAULT_STREAM_TIMEOUT, DEFAULT_TIMEOUT,
+};
 pub use error::ErrorKind;
 pub use evidence::MissingRequirement;
+pub use host::{Binding, BindingContext, DynHost, Host, HostError, ImageRemote, RestrictedItem};
 pub use profile::{tama_document, tama_document_all};
+pub use run::{run, RunOptions, DEFAULT_CALLBACK_TIMEOUT};

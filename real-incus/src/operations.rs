@@ -13,7 +13,6 @@ pub(crate) type RunFuture<'a> = Pin<Box<dyn Future<Output = Value> + Send + 'a>>
 
 /// `max_stream_bytes` of the second connection: the exec stream total is half of it, 512 KiB, so
 /// that the stream bound is reached in a second rather than after 64 MiB.
-#[allow(dead_code)] // read by the core binding (core_ops.rs) once the core is merged
 pub(crate) const SMALL_MAX_STREAM_BYTES: u64 = 1024 * 1024;
 
 /// One catalogue entry as the acceptance run sees it.

@@ -4,6 +4,7 @@
 //! `run(...) -> ExitCode`, add a variant to [`Command`] and a match arm in [`main`].
 //! Exit codes: 0 success, 1 the job ran and failed, 2 usage errors.
 
+mod call;
 mod catalogue;
 mod run;
 mod tama;
@@ -42,7 +43,9 @@ enum Command {
     /// Run every suite against the core with an embedded fake Incus (the default): libtest's
     /// flags, plus --junit FILE and --expected-failures FILE.
     Run(run::Args),
-    // `call` is added here by its owner.
+    /// Run one operation through the reference host bound to a connection; print the result.
+    /// Exit 0 for a success object, 1 for an error result, 2 for a usage error.
+    Call(call::Args),
 }
 
 /// Parses `args` (program name first) and runs the chosen subcommand.
@@ -63,6 +66,7 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Some(Command::Catalogue(args)) => catalogue::run(args),
         Some(Command::Tama { command }) => tama::run(command),
         Some(Command::Run(args)) => run::run(args),
+        Some(Command::Call(args)) => call::run_call(args),
         None => run::run(run::Args::default()),
     }
 }
