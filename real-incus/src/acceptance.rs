@@ -106,7 +106,7 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
             .await
             .map_err(|e| format!("setup: {e}"))?;
         eprintln!("setup done: image {}", sandbox.fingerprint);
-        let checks = plan::run_plan(&ops, &sandbox).await;
+        let checks = plan::run_plan(&ops, &sandbox, "").await;
         let mut divergences = Vec::new();
         let mut errors = Vec::new();
         if cli.compare_fake {

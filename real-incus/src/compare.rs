@@ -53,11 +53,12 @@ impl Fake {
 pub(crate) async fn against_fake(cli: &Cli, real: &[Check]) -> Result<Vec<ScenarioRow>, String> {
     eprintln!("differential: the acceptance plan on an in-process fake Incus");
     let fake = Fake::start(cli).await?;
-    let on_fake = plan::run_plan(&fake.ops, &fake.sandbox).await;
+    let on_fake = plan::run_plan(&fake.ops, &fake.sandbox, "fake: ").await;
     Ok(divergences(real, &on_fake))
 }
 
-/// Pairs checks by operation, name and occurrence, and lists those whose results differ in shape.
+/// Pairs checks by operation, name and occurrence, and lists those whose results differ in shape,
+/// and those that pass on the real daemon but not on the fake (same expectations, different values).
 pub(crate) fn divergences(real: &[Check], fake: &[Check]) -> Vec<ScenarioRow> {
     let mut fake_by_key: HashMap<(String, String, usize), &Check> = HashMap::new();
     for (key, check) in keyed(fake) {
@@ -75,7 +76,13 @@ pub(crate) fn divergences(real: &[Check], fake: &[Check]) -> Vec<ScenarioRow> {
         if fake_check.outcome == Outcome::Skipped {
             continue;
         }
-        let differences = shape_differences(&real_check.output, &fake_check.output);
+        let mut differences = shape_differences(&real_check.output, &fake_check.output);
+        if real_check.outcome == Outcome::Passed && fake_check.outcome == Outcome::Failed {
+            differences.push(format!(
+                "passes on the real daemon, fails on the fake: {}",
+                fake_check.problem.as_deref().unwrap_or("failed")
+            ));
+        }
         if !differences.is_empty() {
             rows.push(ScenarioRow {
                 name,

@@ -18,17 +18,24 @@ pub(crate) struct CoreOperations {
 
 impl CoreOperations {
     /// Builds the connections from the command line; nothing is contacted yet.
-    pub(crate) fn new(endpoint: &Endpoint, project: &str, cli: &Cli) -> Result<CoreOperations, String> {
+    pub(crate) fn new(
+        endpoint: &Endpoint,
+        project: &str,
+        cli: &Cli,
+    ) -> Result<CoreOperations, String> {
         let host = |max_stream_bytes: Option<u64>| -> Result<ReferenceHost, String> {
-            let mut builder =
-                Connection::builder(core_endpoint(endpoint)).timeout(Duration::from_secs(cli.timeout));
+            let mut builder = Connection::builder(core_endpoint(endpoint))
+                .timeout(Duration::from_secs(cli.timeout));
             if let Some(bytes) = max_stream_bytes {
                 builder = builder.max_stream_bytes(bytes);
             }
             let connection = builder.build().map_err(|e| e.to_string())?;
             let mut host = ReferenceHost::new(connection).default_project(project);
             if let Some((name, url)) = &cli.image_remote {
-                host = host.image_remote(name, ImageRemote::new(url.clone(), cli.remote_protocol.clone()));
+                host = host.image_remote(
+                    name,
+                    ImageRemote::new(url.clone(), cli.remote_protocol.clone()),
+                );
             }
             Ok(host)
         };
@@ -51,9 +58,16 @@ fn core_endpoint(endpoint: &Endpoint) -> CoreEndpoint {
     }
 }
 
-fn run_with<'a>(host: &'a ReferenceHost, name: &'a str, input: Value, scopes: &'a [&'a str]) -> RunFuture<'a> {
+fn run_with<'a>(
+    host: &'a ReferenceHost,
+    name: &'a str,
+    input: Value,
+    scopes: &'a [&'a str],
+) -> RunFuture<'a> {
     let scopes: Vec<Scope> = scopes.iter().filter_map(|s| Scope::parse(s)).collect();
-    Box::pin(async move { incus_operations::run(name, input, RunOptions::new(host, &(), scopes)).await })
+    Box::pin(
+        async move { incus_operations::run(name, input, RunOptions::new(host, &(), scopes)).await },
+    )
 }
 
 impl Operations for CoreOperations {
@@ -80,7 +94,12 @@ impl Operations for CoreOperations {
         run_with(&self.standard, name, input, scopes)
     }
 
-    fn run_small_streams<'a>(&'a self, name: &'a str, input: Value, scopes: &'a [&'a str]) -> RunFuture<'a> {
+    fn run_small_streams<'a>(
+        &'a self,
+        name: &'a str,
+        input: Value,
+        scopes: &'a [&'a str],
+    ) -> RunFuture<'a> {
         run_with(&self.small_streams, name, input, scopes)
     }
 }

@@ -27,8 +27,13 @@ const MISSING_FP: &str = "000000000000000000000000000000000000000000000000000000
 
 /// Runs the whole plan. Checks that depend on an earlier step that failed still run: they then fail
 /// or are skipped with a reason, so that the report shows the whole picture.
-pub(crate) async fn run_plan(ops: &dyn Operations, sandbox: &Sandbox) -> Vec<crate::report::Check> {
-    let mut rec = Recorder::new(ops);
+/// `prefix` marks the progress lines (empty for the real daemon).
+pub(crate) async fn run_plan(
+    ops: &dyn Operations,
+    sandbox: &Sandbox,
+    prefix: &'static str,
+) -> Vec<crate::report::Check> {
+    let mut rec = Recorder::new(ops, prefix);
     let sb = sandbox;
     core_checks(&mut rec).await;
     inventory(&mut rec, sb).await;
@@ -512,15 +517,21 @@ async fn exec(rec: &mut Recorder<'_>, sb: &Sandbox) {
         run(json!({"command": ["sh", "-c", "yes | head -c 2000000; sleep 30"]})),
         Expect::ok(|v| {
             field_is(v, "/status", &json!("output_limited"))?;
+            field_is(v, "/exit_code", &json!(137))?;
             field_is(v, "/stdout/captured_bytes", &json!(65536))?;
             let seen = v["stdout"]["bytes"].as_u64().ok_or("no stdout.bytes")?;
-            if (512 * 1024..2_000_000).contains(&seen) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "stdout.bytes {seen}: expected the 512 KiB stream total to stop it"
-                ))
+            let ms = v["duration_ms"].as_u64().ok_or("no duration_ms")?;
+            if seen <= 512 * 1024 {
+                return Err(format!(
+                    "stdout.bytes {seen} is within the 512 KiB stream total"
+                ));
             }
+            if ms >= 20_000 {
+                return Err(format!(
+                    "duration_ms {ms}: the command was not stopped at the stream total"
+                ));
+            }
+            Ok(())
         }),
     )
     .await;
@@ -573,12 +584,12 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
                     crate::operations::ALL_SCOPES,
                 )
                 .await;
-            found = running_exec(&listed);
+            found = running_exec(&listed).map(|id| (id, listed));
             if found.is_none() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
-        let id = found?;
+        let (id, listed) = found?;
         let get = ops
             .run(
                 "incus_operation_get",
@@ -600,7 +611,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
                 crate::operations::ALL_SCOPES,
             )
             .await;
-        Some((id, get, wait, cancel))
+        Some((id, listed, get, wait, cancel))
     };
     let (slow_output, probed) = tokio::join!(slow, probe);
     let millis = started.elapsed().as_millis();
@@ -613,15 +624,19 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
         Expect::ok(|v| field_is(v, "/exit_code", &json!(0))),
     );
     match probed {
-        Some((id, get, wait, cancel)) => {
+        Some((id, listed, get, wait, cancel)) => {
             let want = json!(id);
             rec.record_external(
                 "incus_operation_list",
                 "success: lists the running exec operation",
                 with_project(sb, json!({})),
-                json!({"note": "found while the command ran", "operation_id": id}),
+                listed,
                 0,
-                Expect::ok(|_| Ok(())),
+                Expect::ok(|v| {
+                    running_exec(v)
+                        .map(|_| ())
+                        .ok_or_else(|| "no running exec operation".into())
+                }),
             );
             rec.record_external(
                 "incus_operation_get",

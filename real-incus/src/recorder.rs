@@ -103,11 +103,13 @@ pub(crate) fn items_contain(output: &Value, key: &str, value: &str) -> Result<()
 pub(crate) struct Recorder<'a> {
     ops: &'a dyn Operations,
     schemas: HashMap<String, Value>,
+    /// Shown before each progress line (e.g. `fake: ` in the differential run).
+    prefix: &'static str,
     pub(crate) checks: Vec<Check>,
 }
 
 impl<'a> Recorder<'a> {
-    pub(crate) fn new(ops: &'a dyn Operations) -> Recorder<'a> {
+    pub(crate) fn new(ops: &'a dyn Operations, prefix: &'static str) -> Recorder<'a> {
         let schemas = ops
             .catalogue()
             .into_iter()
@@ -116,6 +118,7 @@ impl<'a> Recorder<'a> {
         Recorder {
             ops,
             schemas,
+            prefix,
             checks: Vec::new(),
         }
     }
@@ -209,7 +212,7 @@ impl<'a> Recorder<'a> {
 
     /// Records a check that could not run.
     pub(crate) fn skip(&mut self, operation: &str, name: &str, reason: &str) {
-        eprintln!("  skip  {operation}: {name} ({reason})");
+        eprintln!("  skip  {}{operation}: {name} ({reason})", self.prefix);
         self.checks.push(Check {
             operation: operation.to_owned(),
             name: name.to_owned(),
@@ -265,7 +268,10 @@ impl<'a> Recorder<'a> {
         } else {
             "FAIL"
         };
-        eprintln!("  {mark}  {operation}: {name} ({duration_ms} ms)");
+        eprintln!(
+            "  {mark}  {}{operation}: {name} ({duration_ms} ms)",
+            self.prefix
+        );
         if let Some(problem) = &problem {
             eprintln!("        {problem}");
         }

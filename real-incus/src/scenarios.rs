@@ -137,6 +137,14 @@ pub(crate) async fn run(
         let result = ops.run(&step.operation, input.clone(), &scopes).await;
         steps.push((label.clone(), result.clone()));
         let expect = step.expect.clone().unwrap_or_default();
+        let expect = Expect {
+            equals: expect
+                .equals
+                .iter()
+                .map(|(pointer, value)| (pointer.clone(), substitute(value, &saved)))
+                .collect(),
+            ..expect
+        };
         let mut problems = mismatches(&expect, &result, schemas.get(&step.operation));
         for (name, pointer) in &step.save {
             match result.pointer(pointer) {
