@@ -15,6 +15,7 @@ use crate::endpoint::Endpoint;
 use crate::operations::Operations;
 use crate::plan;
 use crate::portable;
+use crate::recorder::CheckSink;
 use crate::report::{Report, ServerInfo};
 use crate::sandbox::{self, ImageSource};
 
@@ -97,6 +98,7 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         Ok(ops) => ops.catalogue(),
         Err(_) => Vec::new(),
     };
+    let sink: CheckSink = CheckSink::default();
     let work = async {
         let ops = ops.map_err(|e| format!("binding the operation core: {e}"))?;
         let remote = cli.image_remote.as_ref().zip(cli.remote_alias.as_ref());
@@ -106,7 +108,7 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
             .await
             .map_err(|e| format!("setup: {e}"))?;
         eprintln!("setup done: image {}", sandbox.fingerprint);
-        let checks = plan::run_plan(&ops, &sandbox, "").await;
+        let checks = plan::run_plan(&ops, &sandbox, "", Some(sink.clone())).await;
         let mut divergences = Vec::new();
         let mut errors = Vec::new();
         if cli.compare_fake {
@@ -138,6 +140,7 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         _ = tokio::signal::ctrl_c() => {
             eprintln!("interrupted: cleaning up before exit");
             report.interrupted = true;
+            report.checks = std::mem::take(&mut *sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         }
     }
     eprintln!("cleanup: removing project {project} and all it holds");

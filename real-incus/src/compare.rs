@@ -53,7 +53,7 @@ impl Fake {
 pub(crate) async fn against_fake(cli: &Cli, real: &[Check]) -> Result<Vec<ScenarioRow>, String> {
     eprintln!("differential: the acceptance plan on an in-process fake Incus");
     let fake = Fake::start(cli).await?;
-    let on_fake = plan::run_plan(&fake.ops, &fake.sandbox, "fake: ").await;
+    let on_fake = plan::run_plan(&fake.ops, &fake.sandbox, "fake: ", None).await;
     Ok(divergences(real, &on_fake))
 }
 

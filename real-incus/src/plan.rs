@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::operations::Operations;
-use crate::recorder::{field_is, items_contain, Expect, Recorder};
+use crate::recorder::{field_is, items_contain, CheckSink, Expect, Recorder};
 
 /// The isolated world the plan runs in.
 #[derive(Debug, Clone)]
@@ -32,8 +32,9 @@ pub(crate) async fn run_plan(
     ops: &dyn Operations,
     sandbox: &Sandbox,
     prefix: &'static str,
+    sink: Option<CheckSink>,
 ) -> Vec<crate::report::Check> {
-    let mut rec = Recorder::new(ops, prefix);
+    let mut rec = Recorder::new(ops, prefix, sink);
     let sb = sandbox;
     core_checks(&mut rec).await;
     inventory(&mut rec, sb).await;

@@ -1,6 +1,7 @@
 //! Runs one check: calls the operation, validates the result against the operation's output schema,
 //! compares it with what is expected, records it and prints a progress line.
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -99,17 +100,25 @@ pub(crate) fn items_contain(output: &Value, key: &str, value: &str) -> Result<()
     }
 }
 
+/// A copy of every check as it is recorded, so that an interrupted run still reports them.
+pub(crate) type CheckSink = Arc<Mutex<Vec<Check>>>;
+
 /// Calls operations and keeps what happened.
 pub(crate) struct Recorder<'a> {
     ops: &'a dyn Operations,
     schemas: HashMap<String, Value>,
     /// Shown before each progress line (e.g. `fake: ` in the differential run).
     prefix: &'static str,
+    sink: Option<CheckSink>,
     pub(crate) checks: Vec<Check>,
 }
 
 impl<'a> Recorder<'a> {
-    pub(crate) fn new(ops: &'a dyn Operations, prefix: &'static str) -> Recorder<'a> {
+    pub(crate) fn new(
+        ops: &'a dyn Operations,
+        prefix: &'static str,
+        sink: Option<CheckSink>,
+    ) -> Recorder<'a> {
         let schemas = ops
             .catalogue()
             .into_iter()
@@ -119,6 +128,7 @@ impl<'a> Recorder<'a> {
             ops,
             schemas,
             prefix,
+            sink,
             checks: Vec::new(),
         }
     }
@@ -213,7 +223,7 @@ impl<'a> Recorder<'a> {
     /// Records a check that could not run.
     pub(crate) fn skip(&mut self, operation: &str, name: &str, reason: &str) {
         eprintln!("  skip  {}{operation}: {name} ({reason})", self.prefix);
-        self.checks.push(Check {
+        self.push(Check {
             operation: operation.to_owned(),
             name: name.to_owned(),
             outcome: Outcome::Skipped,
@@ -222,6 +232,15 @@ impl<'a> Recorder<'a> {
             output: Value::Null,
             problem: Some(reason.to_owned()),
         });
+    }
+
+    fn push(&mut self, check: Check) {
+        if let Some(sink) = &self.sink {
+            sink.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(check.clone());
+        }
+        self.checks.push(check);
     }
 
     fn validate(&self, operation: &str, output: &Value) -> Result<(), String> {
@@ -275,7 +294,7 @@ impl<'a> Recorder<'a> {
         if let Some(problem) = &problem {
             eprintln!("        {problem}");
         }
-        self.checks.push(Check {
+        self.push(Check {
             operation: operation.to_owned(),
             name: name.to_owned(),
             outcome,
