@@ -16,6 +16,7 @@ use base64::Engine as _;
 use futures_util::{SinkExt, StreamExt};
 use http::Method;
 use serde_json::{json, Map, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{oneshot, Notify};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -383,7 +384,7 @@ impl Session<'_> {
     }
 
     /// Waits for the operation to be final until `until`; returns the final object.
-    async fn observe_exit(&mut self, until: Instant) -> Option<Value> {
+    async fn observe_exit(&self, until: Instant) -> Option<Value> {
         let client = self.client;
         let cap = effective_wait(u64::MAX, client.connection.timeout());
         while Instant::now() < until {
@@ -468,7 +469,10 @@ async fn read_output(
 }
 
 /// Sends stdin and then EOF (an empty text frame), then keeps answering pings.
-async fn feed_stdin(mut socket: Socket, stdin: Vec<u8>) {
+async fn feed_stdin<S>(mut socket: WebSocketStream<S>, stdin: Vec<u8>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     if !stdin.is_empty() && socket.send(Message::binary(stdin)).await.is_err() {
         return;
     }
@@ -480,7 +484,10 @@ async fn feed_stdin(mut socket: Socket, stdin: Vec<u8>) {
 
 /// Holds the control channel open (closing it would kill the command) and sends `SIGKILL`
 /// once when asked.
-async fn hold_control(mut socket: Socket, kill: oneshot::Receiver<()>) {
+async fn hold_control<S>(mut socket: WebSocketStream<S>, kill: oneshot::Receiver<()>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut kill = Some(kill);
     loop {
         tokio::select! {
@@ -502,6 +509,47 @@ async fn hold_control(mut socket: Socket, kill: oneshot::Receiver<()>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A websocket pair in memory: (client side, server side).
+    async fn socket_pair() -> (
+        WebSocketStream<tokio::io::DuplexStream>,
+        WebSocketStream<tokio::io::DuplexStream>,
+    ) {
+        let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+        let server = tokio_tungstenite::accept_async(server_io);
+        let client = tokio_tungstenite::client_async("ws://unix.socket/ws", client_io);
+        let (server, client) = tokio::join!(server, client);
+        (client.unwrap().0, server.unwrap())
+    }
+
+    #[tokio::test]
+    async fn stdin_is_sent_as_binary_then_an_empty_text_frame() {
+        let (client, mut server) = socket_pair().await;
+        let feeder = tokio::spawn(feed_stdin(client, b"hello\n".to_vec()));
+        let first = server.next().await.unwrap().unwrap();
+        assert_eq!(first, Message::binary(b"hello\n".to_vec()));
+        let eof = server.next().await.unwrap().unwrap();
+        assert_eq!(eof, Message::text(""));
+        drop(server);
+        feeder.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn sigkill_is_sent_once_over_the_control_channel() {
+        let (client, mut server) = socket_pair().await;
+        let (kill_tx, kill_rx) = oneshot::channel();
+        let control = tokio::spawn(hold_control(client, kill_rx));
+        kill_tx.send(()).unwrap();
+        let message = server.next().await.unwrap().unwrap();
+        let sent: Value = serde_json::from_str(message.to_text().unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({"command": "signal", "args": null, "signal": 9})
+        );
+        // Nothing else follows: the next thing the server sees is the client going away.
+        control.abort();
+        assert!(!matches!(server.next().await, Some(Ok(Message::Text(_)))));
+    }
 
     #[test]
     fn capture_keeps_the_first_64_kib_and_counts_the_rest() {

@@ -34,13 +34,16 @@ mod storage;
 mod tls;
 mod transport;
 
+#[cfg(test)]
+mod tests;
+
 pub use connection::{
     Connection, ConnectionBuilder, ConnectionError, Endpoint, DEFAULT_MAX_STREAM_BYTES,
     DEFAULT_STREAM_TIMEOUT, DEFAULT_TIMEOUT,
 };
 pub use error::ClientError;
 #[allow(unused_imports)]
-pub(crate) use exec::{ExecOutcome, ExecRequest, ExecStatus, StreamCapture};
+pub(crate) use exec::{ExecOutcome, ExecRequest, ExecStatus, StreamCapture, CAPTURE_BYTES};
 #[allow(unused_imports)]
 pub(crate) use operations::WaitOutcome;
 #[allow(unused_imports)]
@@ -107,7 +110,7 @@ pub(crate) fn exec_stream_total(max_stream_bytes: u64) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+mod bound_tests {
     use super::*;
 
     #[test]
