@@ -42,6 +42,22 @@ fn seed(case: &Case) -> Value {
     json!({"instances": instances})
 }
 
+/// Seeds of the extreme cases, for the test that the fake accepts them.
+#[cfg(test)]
+pub(crate) fn setups() -> Vec<FakeSetup> {
+    [(0, 0), (520, 9_000), (1, OUTPUT_BOUND + 1)]
+        .into_iter()
+        .map(|(count, size)| FakeSetup {
+            seed: Some(seed(&Case {
+                count,
+                size,
+                limit: None,
+            })),
+            faults: vec![],
+        })
+        .collect()
+}
+
 /// The list property and the single-item bound.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let trial = "inspection::truncation::lists_of_any_length_and_item_size".to_owned();

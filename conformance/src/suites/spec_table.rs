@@ -219,7 +219,8 @@ fn minimal_input(name: &str) -> Value {
         "incus_operation_cancel" | "incus_operation_get" | "incus_operation_wait" => {
             json!({"operation_id": OPERATION_ID})
         }
-        "incus_profile_get" | "incus_project_get" | "incus_storage_pool_get" => {
+        "incus_storage_pool_get" => json!({"pool": "default"}),
+        "incus_profile_get" | "incus_project_get" => {
             json!({"name": "default"})
         }
         "incus_storage_volume_get" => json!({"pool": "default", "type": "custom", "name": "vol"}),
