@@ -8,6 +8,7 @@
 
 pub(crate) mod baseline;
 pub(crate) mod check;
+pub(crate) mod clause_report;
 pub(crate) mod json;
 pub(crate) mod junit;
 pub(crate) mod progress;
@@ -159,11 +160,13 @@ fn run_checks(
     let elapsed = started.elapsed();
 
     let records = recorder.records();
-    let summary = summarize(&records, &conclusion, unknown, elapsed);
+    let mut summary = summarize(&records, &conclusion, unknown, elapsed);
+    summary.clauses = clause_report::tally(&records);
     if let Some(events) = recorder.events() {
         events.suite_finished(&summary);
     } else {
         print_baseline_report(&summary, args.expected_failures.is_some());
+        print!("{}", clause_report::render(&summary.clauses));
     }
     if let Some(path) = &args.junit {
         if let Err(e) = junit::write(path, &records, elapsed) {
@@ -256,6 +259,7 @@ fn summarize(
         filtered_out: conclusion.num_filtered_out,
         unknown_baseline_entries,
         duration_ms: json::millis(elapsed),
+        clauses: Default::default(),
     }
 }
 

@@ -108,6 +108,11 @@ fn json_events_describe_each_test_and_the_summary() {
     assert_eq!(summary["result"], "failed");
     assert_eq!(summary["passed"], 2);
     assert_eq!(summary["failed"], 1);
+    assert_eq!(
+        summary["clauses"]["confirmation::inferred_consent"]["failed"],
+        1
+    );
+    assert_eq!(summary["clauses"]["scopes::per_operation"]["run"], 1);
 }
 
 #[test]
