@@ -59,6 +59,8 @@ impl Target for ScriptedTarget {
             self.journal.lock().unwrap().push(Request {
                 method: "GET".into(),
                 path: "/1.0".into(),
+                body: String::new(),
+                if_match: None,
             });
         }
         Box::pin(async move { result })
