@@ -77,6 +77,25 @@ impl From<Verdict> for ExitCode {
     }
 }
 
+/// Panics whose message contains this marker are part of a check (a host callback scripted to
+/// panic); the runner does not print them.
+pub(crate) const EXPECTED_PANIC: &str = "(a panic scripted by the conformance run)";
+
+/// Installs, once, a panic hook that keeps quiet about [`EXPECTED_PANIC`]s and passes every
+/// other panic to the previous hook.
+fn quiet_expected_panics() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = panic_message(info.payload());
+            if !message.contains(EXPECTED_PANIC) {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// Runs `checks` as configured by `args` and returns the process exit code.
 pub(crate) fn execute(args: &RunArgs, checks: Vec<Check>) -> ExitCode {
     execute_to(args, checks, EventSink::stdout).into()
@@ -88,6 +107,7 @@ pub(crate) fn execute_to(
     checks: Vec<Check>,
     events: impl FnOnce() -> EventSink,
 ) -> Verdict {
+    quiet_expected_panics();
     match prepare(args, &checks) {
         Ok(baseline) => run_checks(args, checks, baseline, events),
         Err(message) => {

@@ -239,3 +239,15 @@ fn list_runs_nothing() {
     );
     assert!(!*ran.lock().unwrap());
 }
+
+#[test]
+fn scripted_panics_fail_like_any_panic_but_quietly() {
+    let checks = vec![Check::new(
+        "binding::callback_failure_denies::quiet",
+        || panic!("callback {EXPECTED_PANIC}"),
+    )];
+    let (verdict, events) = run_json(&[], checks);
+    assert_eq!(verdict, Verdict::Failed);
+    let event = finished(&events, "binding::callback_failure_denies::quiet");
+    assert!(event["message"].as_str().unwrap().contains(EXPECTED_PANIC));
+}

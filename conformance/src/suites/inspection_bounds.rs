@@ -147,14 +147,9 @@ fn with_single_item(factory: &Arc<dyn TargetFactory>) -> Check {
         session
             .call("incus_instance_get", &read, json!({"name": name(0)}))
             .error_is("output_limit")?;
-        // In a list, the same item is dropped from the end like any other.
-        let listed = session.call("incus_instance_list", &read, json!({}));
-        let want = json!({"items": [], "count": 1, "truncated": true});
-        for key in ["items", "count", "truncated"] {
-            if listed.result.get(key) != Some(&want[key]) {
-                return Err(listed.failure(&format!("expected {key} {}", want[key])));
-            }
-        }
-        listed.schema_valid()
+        // A list whose first item alone is over the bound cannot drop its way under it.
+        session
+            .call("incus_instance_list", &read, json!({}))
+            .error_is("output_limit")
     })
 }
