@@ -31,6 +31,8 @@ use self::record::{Outcome, Record, Recorder, STALE_MESSAGE};
 
 /// Exit code of a run that could not start (bad flags, unreadable baseline, broken registry).
 const EXIT_USAGE: u8 = 2;
+/// Default trial threads per CPU.
+const THREADS_PER_CPU: usize = 4;
 /// Exit code of a run with failures (libtest's own).
 const EXIT_FAILED: u8 = 101;
 
@@ -41,6 +43,8 @@ const EXIT_FAILED: u8 = 101;
 /// - `--junit FILE`: also write a JUnit XML report;
 /// - `--expected-failures FILE`: a baseline of tests known to fail (text, one name per line, or
 ///   a JSON list); the run fails on a failure that is not listed and on a listed test that passes.
+///
+/// Without `--test-threads`, trials run on four threads per CPU (they mostly wait on their fake).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RunArgs {
     /// Also write a JUnit XML report to FILE.
@@ -206,8 +210,15 @@ fn run_checks(
 
 /// libtest-mimic's arguments; in JSON mode its own output goes to `log` so that only our
 /// events reach standard output.
+///
+/// Without `--test-threads`, trials run on four threads per CPU: most of a trial's time is
+/// spent waiting on its fake Incus (timers, sockets), not computing.
 fn libtest_arguments(args: &Arguments, log: Option<PathBuf>) -> Arguments {
     let mut libtest = args.clone();
+    if libtest.test_threads.is_none() {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        libtest.test_threads = Some(cpus * THREADS_PER_CPU);
+    }
     if let Some(log) = log {
         libtest.format = Some(FormatSetting::Terse);
         libtest.quiet = false;
