@@ -62,6 +62,10 @@ pub(crate) fn checks() -> Vec<Check> {
             move || describe_matches(op),
         ));
         checks.push(Check::new(
+            format!("evidence::named_requirements::{short}_requires_the_spec_evidence"),
+            move || requirements(op),
+        ));
+        checks.push(Check::new(
             format!("input::no_endpoint_names::{short}_input_schema_is_closed"),
             move || input_closed(op),
         ));
@@ -194,6 +198,18 @@ fn scope_and_confirmation(op: &SpecOperation) -> Result<(), String> {
         ));
     }
     verdict(problems)
+}
+
+fn requirements(op: &SpecOperation) -> Result<(), String> {
+    let requires = descriptor(op.name)?.requires();
+    if requires == op.evidence {
+        Ok(())
+    } else {
+        Err(format!(
+            "requires {requires:?}, the spec's table says {:?}",
+            op.evidence
+        ))
+    }
 }
 
 fn describe_matches(op: &SpecOperation) -> Result<(), String> {
