@@ -20,6 +20,7 @@
 
 // One module per concern; add new ones to this list.
 mod catalogue;
+mod client;
 mod error;
 mod evidence;
 mod profile;
@@ -27,6 +28,10 @@ mod profile;
 pub use catalogue::{
     all, describe, fetch, unavailable, Bounds, Confirmation, Descriptor, Scope, Unavailable,
     UnavailableReason,
+};
+pub use client::{
+    Client, ClientError, Connection, ConnectionBuilder, ConnectionError, Endpoint,
+    DEFAULT_MAX_STREAM_BYTES, DEFAULT_STREAM_TIMEOUT, DEFAULT_TIMEOUT,
 };
 pub use error::ErrorKind;
 pub use evidence::MissingRequirement;

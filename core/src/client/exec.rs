@@ -1,0 +1,605 @@
+//! Bounded, non-interactive exec over the operation's websockets (Go: `ExecInstance`,
+//! contract `stream:S01`).
+//!
+//! `POST /1.0/instances/{name}/exec` with `wait-for-websocket: true`, then one websocket per
+//! fd (`control` first, then `0`, `1`, `2`, as the official client does). Stdin is sent as
+//! binary frames followed by an empty text frame (EOF). Stdout and stderr are read as binary
+//! frames until their empty text frame; the first 64 KiB of each is kept and the rest only
+//! counted, so memory follows the bound, not the data. At the duration bound, or once the
+//! stream total is passed, `SIGKILL` is sent once over the control channel and collection has
+//! 5 s to observe the exit, whose code is the final operation's `metadata.return`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use base64::Engine as _;
+use futures_util::{SinkExt, StreamExt};
+use http::Method;
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{oneshot, Notify};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+use super::connection::Target;
+use super::error::ClientError;
+use super::operations::{is_final, WaitOutcome};
+use super::query::target;
+use super::transport::{self, AbortOnDrop, Stream};
+use super::{effective_wait, exec_duration_cap, exec_stream_total, Client, KILL_GRACE};
+
+/// Bytes kept per output stream; the rest is counted.
+pub(crate) const CAPTURE_BYTES: usize = 64 * 1024;
+/// Largest websocket frame or message accepted (Incus sends at most 32 KiB).
+const MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+/// The control message that sends `SIGKILL`, encoded as the Go client encodes it.
+const SIGKILL_MESSAGE: &str = r#"{"command":"signal","args":null,"signal":9}"#;
+/// Shortest pause between two operation polls when the server-side wait cannot be used.
+const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+type Socket = WebSocketStream<Stream>;
+
+/// One command to run, already validated by the caller.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ExecRequest {
+    pub(crate) command: Vec<String>,
+    pub(crate) environment: Map<String, Value>,
+    pub(crate) cwd: Option<String>,
+    pub(crate) user: Option<u32>,
+    pub(crate) group: Option<u32>,
+    pub(crate) stdin: Vec<u8>,
+    /// The requested duration bound; capped at `stream_timeout - 5 s`.
+    pub(crate) timeout_seconds: u64,
+}
+
+/// How an exec ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExecStatus {
+    /// The command exited on its own and the exit was observed.
+    Completed,
+    /// The duration bound passed; `SIGKILL` was sent and the exit observed.
+    TimedOut,
+    /// The stream total was passed; `SIGKILL` was sent and the exit observed.
+    OutputLimited,
+    /// The exit was not observed in time; the operation identity is reported.
+    Running,
+    /// Incus accepted the exec but its streams could not be attached, so whether the
+    /// command runs is unknown.
+    Uncertain,
+}
+
+impl ExecStatus {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::TimedOut => "timed_out",
+            Self::OutputLimited => "output_limited",
+            Self::Running => "running",
+            Self::Uncertain => "uncertain",
+        }
+    }
+}
+
+/// The first [`CAPTURE_BYTES`] of one output stream and the count of all its bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct StreamCapture {
+    captured: Vec<u8>,
+    total: u64,
+}
+
+impl StreamCapture {
+    fn push(&mut self, data: &[u8]) {
+        let room = CAPTURE_BYTES.saturating_sub(self.captured.len());
+        self.captured
+            .extend_from_slice(&data[..data.len().min(room)]);
+        self.total += data.len() as u64;
+    }
+
+    /// Every byte seen on the stream.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.total
+    }
+
+    /// `(data, encoding, captured_bytes)`: UTF-8 text when the captured bytes are UTF-8
+    /// (a character cut by the capture bound is dropped), base64 otherwise.
+    pub(crate) fn encode(&self) -> (String, &'static str, usize) {
+        match std::str::from_utf8(&self.captured) {
+            Ok(text) => (text.to_owned(), "utf-8", self.captured.len()),
+            Err(e) if self.is_cut() && e.error_len().is_none() => {
+                let valid = &self.captured[..e.valid_up_to()];
+                let text = String::from_utf8_lossy(valid).into_owned();
+                (text, "utf-8", valid.len())
+            }
+            Err(_) => (
+                base64::engine::general_purpose::STANDARD.encode(&self.captured),
+                "base64",
+                self.captured.len(),
+            ),
+        }
+    }
+
+    /// The result shape: `{"data", "encoding", "bytes", "captured_bytes", "truncated"}`.
+    pub(crate) fn to_json(&self) -> Value {
+        let (data, encoding, captured_bytes) = self.encode();
+        json!({
+            "data": data,
+            "encoding": encoding,
+            "bytes": self.total,
+            "captured_bytes": captured_bytes,
+            "truncated": self.total > captured_bytes as u64,
+        })
+    }
+
+    fn is_cut(&self) -> bool {
+        self.total > self.captured.len() as u64
+    }
+}
+
+/// Everything observed about one exec.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ExecOutcome {
+    pub(crate) status: ExecStatus,
+    pub(crate) exit_code: Option<i64>,
+    pub(crate) stdout: StreamCapture,
+    pub(crate) stderr: StreamCapture,
+    pub(crate) duration: Duration,
+    /// The effective duration bound in seconds.
+    pub(crate) timeout_seconds: u64,
+    pub(crate) operation_id: Option<String>,
+    /// The last native operation object seen (the final one when the exit was observed).
+    pub(crate) operation: Option<Value>,
+    /// Whether `SIGKILL` was sent.
+    pub(crate) killed: bool,
+}
+
+impl ExecOutcome {
+    /// The `incus_instance_exec` success shape of the result contract.
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "status": self.status.as_str(),
+            "exit_code": self.exit_code,
+            "stdout": self.stdout.to_json(),
+            "stderr": self.stderr.to_json(),
+            "duration_ms": u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
+            "timeout_seconds": self.timeout_seconds,
+            "operation_id": self.operation_id,
+            "operation": self.operation,
+        })
+    }
+}
+
+/// Why `SIGKILL` was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KillCause {
+    Duration,
+    StreamTotal,
+}
+
+/// How one output stream ended.
+enum StreamEnd {
+    /// The empty text frame, a close frame or the end of the connection.
+    Eof,
+    /// A read error; treated as the end of the stream.
+    Broken,
+}
+
+impl Client {
+    /// Runs one non-interactive command in `name` within the connection's exec bounds.
+    ///
+    /// A failure before Incus accepted the exec is an error (a native rejection, or a
+    /// transport failure whose [`ClientError::may_have_been_sent`] tells whether the command
+    /// may have started). Once accepted, the result is always an [`ExecOutcome`].
+    pub(crate) async fn exec_instance(
+        &self,
+        project: &str,
+        name: &str,
+        request: &ExecRequest,
+    ) -> Result<ExecOutcome, ClientError> {
+        let started = Instant::now();
+        let timeout_seconds =
+            exec_duration_cap(request.timeout_seconds, self.connection.stream_timeout());
+        let deadline = started + Duration::from_secs(timeout_seconds);
+        let target = target(&["1.0", "instances", name, "exec"], &[("project", project)]);
+        let accepted = self
+            .query_operation(Method::POST, target, Some(&exec_body(request)), None)
+            .await?;
+        let session = Session {
+            client: self,
+            project,
+            started,
+            deadline,
+            timeout_seconds,
+            operation_id: accepted.id.clone(),
+            operation: accepted.operation,
+        };
+        let sockets = match session.attach().await {
+            Ok(sockets) => sockets,
+            Err(error) => {
+                tracing::warn!(%error, operation = %session.operation_id, "exec streams could not be attached");
+                return Ok(session.outcome(
+                    ExecStatus::Uncertain,
+                    StreamCapture::default(),
+                    StreamCapture::default(),
+                    false,
+                ));
+            }
+        };
+        Ok(session.run(sockets, request.stdin.clone()).await)
+    }
+}
+
+/// The native exec body, with every key the official client sends.
+fn exec_body(request: &ExecRequest) -> Value {
+    json!({
+        "command": request.command,
+        "environment": request.environment,
+        "wait-for-websocket": true,
+        "interactive": false,
+        "record-output": false,
+        "width": 0,
+        "height": 0,
+        "user": request.user.unwrap_or(0),
+        "group": request.group.unwrap_or(0),
+        "cwd": request.cwd.clone().unwrap_or_default(),
+    })
+}
+
+/// The four websockets of a non-interactive exec.
+struct Sockets {
+    control: Socket,
+    stdin: Socket,
+    stdout: Socket,
+    stderr: Socket,
+}
+
+/// One accepted exec being collected.
+struct Session<'a> {
+    client: &'a Client,
+    project: &'a str,
+    started: Instant,
+    deadline: Instant,
+    timeout_seconds: u64,
+    operation_id: String,
+    operation: Value,
+}
+
+impl Session<'_> {
+    /// Connects `control`, `0`, `1` and `2` with the secrets of the operation's metadata.
+    async fn attach(&self) -> Result<Sockets, ClientError> {
+        let fds = &self.operation["metadata"]["fds"];
+        let secret = |fd: &str| {
+            fds.get(fd).and_then(Value::as_str).ok_or_else(|| {
+                ClientError::invalid_response(format!(
+                    "the exec operation has no secret for fd {fd}"
+                ))
+            })
+        };
+        let control = self.connect(secret("control")?).await?;
+        let stdin = self.connect(secret("0")?).await?;
+        let stdout = self.connect(secret("1")?).await?;
+        let stderr = self.connect(secret("2")?).await?;
+        Ok(Sockets {
+            control,
+            stdin,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// Opens one operation websocket on a fresh connection, bounded by the timeout.
+    async fn connect(&self, secret: &str) -> Result<Socket, ClientError> {
+        let connection = &self.client.connection;
+        let scheme = match connection.target() {
+            Target::Unix(_) => "ws",
+            Target::Https(_) => "wss",
+        };
+        let path = target(
+            &["1.0", "operations", &self.operation_id, "websocket"],
+            &[("secret", secret)],
+        );
+        let url = format!("{scheme}://{}{path}", connection.authority());
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(MAX_FRAME_BYTES))
+            .max_frame_size(Some(MAX_FRAME_BYTES));
+        let deadline = Instant::now() + connection.timeout();
+        let timeout = |may_have_been_sent| ClientError::Timeout {
+            timeout: connection.timeout(),
+            may_have_been_sent,
+        };
+        let stream = tokio::time::timeout_at(deadline, transport::open(connection))
+            .await
+            .map_err(|_| timeout(false))??;
+        let handshake = tokio_tungstenite::client_async_with_config(url, stream, Some(config));
+        let (socket, _) = tokio::time::timeout_at(deadline, handshake)
+            .await
+            .map_err(|_| timeout(true))?
+            .map_err(ClientError::transport_after_send)?;
+        Ok(socket)
+    }
+
+    /// Feeds stdin, collects the output, enforces the bounds and observes the exit.
+    async fn run(mut self, sockets: Sockets, stdin: Vec<u8>) -> ExecOutcome {
+        let Sockets {
+            control,
+            stdin: stdin_socket,
+            mut stdout,
+            mut stderr,
+        } = sockets;
+        let _stdin_task = AbortOnDrop(tokio::spawn(feed_stdin(stdin_socket, stdin)));
+        let (kill_tx, kill_rx) = oneshot::channel();
+        let _control_task = AbortOnDrop(tokio::spawn(hold_control(control, kill_rx)));
+        let mut kill_tx = Some(kill_tx);
+
+        let limit = exec_stream_total(self.client.connection.max_stream_bytes());
+        let total = AtomicU64::new(0);
+        let limit_hit = Notify::new();
+        let mut out = StreamCapture::default();
+        let mut err = StreamCapture::default();
+        let mut cause = None;
+        let mut final_operation = None;
+        {
+            let readers = async {
+                tokio::join!(
+                    read_output(&mut stdout, &mut out, &total, limit, &limit_hit),
+                    read_output(&mut stderr, &mut err, &total, limit, &limit_hit),
+                )
+            };
+            tokio::pin!(readers);
+            let mut readers_done = false;
+            tokio::select! {
+                _ = &mut readers => readers_done = true,
+                () = tokio::time::sleep_until(self.deadline) => cause = Some(KillCause::Duration),
+                () = limit_hit.notified() => cause = Some(KillCause::StreamTotal),
+            }
+            if cause.is_none() {
+                final_operation = self.observe_exit(self.deadline).await;
+                if final_operation.is_none() {
+                    cause = Some(KillCause::Duration);
+                }
+            }
+            if let Some(cause) = cause {
+                tracing::info!(?cause, operation = %self.operation_id, "sending SIGKILL to the exec");
+                if let Some(kill) = kill_tx.take() {
+                    let _ = kill.send(());
+                }
+                let grace = Instant::now() + KILL_GRACE;
+                if !readers_done {
+                    let _ = tokio::time::timeout_at(grace, &mut readers).await;
+                }
+                final_operation = self.observe_exit(grace).await;
+            }
+        }
+        let status = match (final_operation.is_some(), cause) {
+            (false, _) => ExecStatus::Running,
+            (true, None) => ExecStatus::Completed,
+            (true, Some(KillCause::Duration)) => ExecStatus::TimedOut,
+            (true, Some(KillCause::StreamTotal)) => ExecStatus::OutputLimited,
+        };
+        if let Some(operation) = final_operation {
+            self.operation = operation;
+        }
+        self.outcome(status, out, err, cause.is_some())
+    }
+
+    /// Waits for the operation to be final until `until`; returns the final object.
+    async fn observe_exit(&self, until: Instant) -> Option<Value> {
+        let client = self.client;
+        let cap = effective_wait(u64::MAX, client.connection.timeout());
+        while Instant::now() < until {
+            let asked = Instant::now();
+            let remaining = until.saturating_duration_since(asked);
+            let seconds = remaining.as_secs().max(1).min(cap);
+            let waited = client
+                .get_operation_wait_until(self.project, &self.operation_id, seconds, until)
+                .await;
+            match waited {
+                Ok(WaitOutcome::Final(operation)) => return Some(operation),
+                Ok(WaitOutcome::Failed { .. }) => return self.read_failed_operation(until).await,
+                Ok(WaitOutcome::NotFinished) | Err(ClientError::Timeout { .. }) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "could not observe the exec's exit");
+                    return None;
+                }
+            }
+            let next = (asked + MIN_POLL_INTERVAL).min(until);
+            tokio::time::sleep_until(next).await;
+        }
+        None
+    }
+
+    /// A failed exec operation (for example `Command not found`) still carries `return`.
+    async fn read_failed_operation(&self, until: Instant) -> Option<Value> {
+        let read = self.client.get_operation(self.project, &self.operation_id);
+        match tokio::time::timeout_at(until, read).await {
+            Ok(Ok(single)) if is_final(&single.value) => Some(single.value),
+            _ => None,
+        }
+    }
+
+    fn outcome(
+        &self,
+        status: ExecStatus,
+        stdout: StreamCapture,
+        stderr: StreamCapture,
+        killed: bool,
+    ) -> ExecOutcome {
+        let exit_code = match status {
+            ExecStatus::Running | ExecStatus::Uncertain => None,
+            _ => self.operation["metadata"]["return"].as_i64(),
+        };
+        ExecOutcome {
+            status,
+            exit_code,
+            stdout,
+            stderr,
+            duration: self.started.elapsed(),
+            timeout_seconds: self.timeout_seconds,
+            operation_id: Some(self.operation_id.clone()),
+            operation: Some(self.operation.clone()),
+            killed,
+        }
+    }
+}
+
+/// Reads one output stream to its end, keeping the first bytes and counting the rest.
+async fn read_output(
+    socket: &mut Socket,
+    capture: &mut StreamCapture,
+    total: &AtomicU64,
+    limit: u64,
+    limit_hit: &Notify,
+) -> StreamEnd {
+    loop {
+        match socket.next().await {
+            Some(Ok(Message::Binary(data))) => {
+                capture.push(&data);
+                let seen =
+                    total.fetch_add(data.len() as u64, Ordering::Relaxed) + data.len() as u64;
+                if seen > limit {
+                    limit_hit.notify_one();
+                }
+            }
+            Some(Ok(Message::Text(_) | Message::Close(_))) | None => return StreamEnd::Eof,
+            Some(Ok(_)) => {}
+            Some(Err(_)) => return StreamEnd::Broken,
+        }
+    }
+}
+
+/// Sends stdin and then EOF (an empty text frame), then keeps answering pings.
+async fn feed_stdin<S>(mut socket: WebSocketStream<S>, stdin: Vec<u8>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    if !stdin.is_empty() && socket.send(Message::binary(stdin)).await.is_err() {
+        return;
+    }
+    if socket.send(Message::text("")).await.is_err() {
+        return;
+    }
+    while let Some(Ok(_)) = socket.next().await {}
+}
+
+/// Holds the control channel open (closing it would kill the command) and sends `SIGKILL`
+/// once when asked.
+async fn hold_control<S>(mut socket: WebSocketStream<S>, kill: oneshot::Receiver<()>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut kill = Some(kill);
+    loop {
+        tokio::select! {
+            asked = async { kill.as_mut().expect("guarded by the branch condition").await }, if kill.is_some() => {
+                kill = None;
+                if asked.is_ok() && socket.send(Message::text(SIGKILL_MESSAGE)).await.is_err() {
+                    return;
+                }
+            }
+            message = socket.next() => {
+                if !matches!(message, Some(Ok(_))) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A websocket pair in memory: (client side, server side).
+    async fn socket_pair() -> (
+        WebSocketStream<tokio::io::DuplexStream>,
+        WebSocketStream<tokio::io::DuplexStream>,
+    ) {
+        let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+        let server = tokio_tungstenite::accept_async(server_io);
+        let client = tokio_tungstenite::client_async("ws://unix.socket/ws", client_io);
+        let (server, client) = tokio::join!(server, client);
+        (client.unwrap().0, server.unwrap())
+    }
+
+    #[tokio::test]
+    async fn stdin_is_sent_as_binary_then_an_empty_text_frame() {
+        let (client, mut server) = socket_pair().await;
+        let feeder = tokio::spawn(feed_stdin(client, b"hello\n".to_vec()));
+        let first = server.next().await.unwrap().unwrap();
+        assert_eq!(first, Message::binary(b"hello\n".to_vec()));
+        let eof = server.next().await.unwrap().unwrap();
+        assert_eq!(eof, Message::text(""));
+        drop(server);
+        feeder.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn sigkill_is_sent_once_over_the_control_channel() {
+        let (client, mut server) = socket_pair().await;
+        let (kill_tx, kill_rx) = oneshot::channel();
+        let control = tokio::spawn(hold_control(client, kill_rx));
+        kill_tx.send(()).unwrap();
+        let message = server.next().await.unwrap().unwrap();
+        let sent: Value = serde_json::from_str(message.to_text().unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({"command": "signal", "args": null, "signal": 9})
+        );
+        // Nothing else follows: the next thing the server sees is the client going away.
+        control.abort();
+        assert!(!matches!(server.next().await, Some(Ok(Message::Text(_)))));
+    }
+
+    #[test]
+    fn capture_keeps_the_first_64_kib_and_counts_the_rest() {
+        let mut capture = StreamCapture::default();
+        capture.push(&vec![b'a'; 40_000]);
+        capture.push(&vec![b'b'; 40_000]);
+        assert_eq!(capture.bytes(), 80_000);
+        let stream = capture.to_json();
+        assert_eq!(stream["captured_bytes"], 65_536);
+        assert_eq!(stream["bytes"], 80_000);
+        assert_eq!(stream["truncated"], true);
+        assert_eq!(stream["encoding"], "utf-8");
+    }
+
+    #[test]
+    fn non_utf8_output_is_base64() {
+        let mut capture = StreamCapture::default();
+        capture.push(&[0xff, 0xfe, b'a']);
+        let (data, encoding, captured) = capture.encode();
+        assert_eq!((data.as_str(), encoding, captured), ("//5h", "base64", 3));
+    }
+
+    #[test]
+    fn a_character_cut_by_the_capture_bound_is_dropped() {
+        let mut capture = StreamCapture::default();
+        capture.push(&vec![b'a'; CAPTURE_BYTES - 1]);
+        capture.push("é".as_bytes());
+        let stream = capture.to_json();
+        assert_eq!(stream["encoding"], "utf-8");
+        assert_eq!(stream["captured_bytes"], CAPTURE_BYTES - 1);
+        assert_eq!(stream["bytes"], CAPTURE_BYTES + 1);
+        assert_eq!(stream["truncated"], true);
+    }
+
+    #[test]
+    fn an_incomplete_character_at_the_true_end_is_base64() {
+        let mut capture = StreamCapture::default();
+        capture.push(&"é".as_bytes()[..1]);
+        assert_eq!(capture.encode().1, "base64");
+    }
+
+    #[test]
+    fn exec_body_is_non_interactive_without_recording() {
+        let body = exec_body(&ExecRequest {
+            command: vec!["echo".into(), "hi".into()],
+            ..ExecRequest::default()
+        });
+        assert_eq!(body["wait-for-websocket"], true);
+        assert_eq!(body["interactive"], false);
+        assert_eq!(body["record-output"], false);
+        assert_eq!(body["command"], json!(["echo", "hi"]));
+    }
+}

@@ -1,0 +1,184 @@
+//! Operations (Go: `GetOperations`, `GetOperation`, `GetOperationWait`, `DeleteOperation`).
+//!
+//! The wait endpoint answers HTTP 200 even when the wait times out or the operation failed,
+//! with an error envelope (reference §6.7); [`WaitOutcome`] tells the three cases apart.
+
+use http::Method;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::error::ClientError;
+use super::query::{target, Envelope, ListItem, Single};
+use super::Client;
+
+/// The error text of a wait that ended before the operation did.
+const WAIT_DEADLINE_EXCEEDED: &str = "context deadline exceeded";
+
+/// What a server-side wait observed.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum WaitOutcome {
+    /// The operation is final (`Success`, `Cancelled`, ...): the native operation object.
+    Final(Value),
+    /// The operation failed; Incus returns only its error, not the object.
+    Failed { error_code: i64, message: String },
+    /// The wait ended first; the operation is still running.
+    NotFinished,
+}
+
+impl Client {
+    /// `GET /1.0/operations?recursion=1`: the status-keyed groups flattened into one list,
+    /// groups and items in native order.
+    pub(crate) async fn get_operations(&self, project: &str) -> Result<Vec<ListItem>, ClientError> {
+        let groups = self
+            .query_value(target(
+                &["1.0", "operations"],
+                &[("recursion", "1"), ("project", project)],
+            ))
+            .await?
+            .value;
+        flatten_groups(groups)
+    }
+
+    /// `GET /1.0/operations/{id}`.
+    pub(crate) async fn get_operation(
+        &self,
+        project: &str,
+        id: &str,
+    ) -> Result<Single, ClientError> {
+        self.query_value(operation_target(project, id, &[])).await
+    }
+
+    /// `GET /1.0/operations/{id}/wait?timeout=N`, bounded by the connection's timeout.
+    /// Pass a `timeout_seconds` from [`super::effective_wait`] so the wait ends first.
+    pub(crate) async fn get_operation_wait(
+        &self,
+        project: &str,
+        id: &str,
+        timeout_seconds: u64,
+    ) -> Result<WaitOutcome, ClientError> {
+        let deadline = Instant::now() + self.connection.timeout();
+        self.get_operation_wait_until(project, id, timeout_seconds, deadline)
+            .await
+    }
+
+    /// As [`Client::get_operation_wait`], with an earlier local deadline allowed.
+    pub(crate) async fn get_operation_wait_until(
+        &self,
+        project: &str,
+        id: &str,
+        timeout_seconds: u64,
+        deadline: Instant,
+    ) -> Result<WaitOutcome, ClientError> {
+        let deadline = deadline.min(Instant::now() + self.connection.timeout());
+        let seconds = timeout_seconds.to_string();
+        let target = target(
+            &["1.0", "operations", id, "wait"],
+            &[("timeout", &seconds), ("project", project)],
+        );
+        let reply = self
+            .exchange_envelope(Method::GET, target, None, None, deadline)
+            .await?;
+        match reply.envelope {
+            Envelope::Sync(operation) if is_final(&operation) => Ok(WaitOutcome::Final(operation)),
+            Envelope::Sync(operation) if operation.is_object() => Ok(WaitOutcome::NotFinished),
+            Envelope::Error { message, .. }
+                if reply.http_status == 200 && message == WAIT_DEADLINE_EXCEEDED =>
+            {
+                Ok(WaitOutcome::NotFinished)
+            }
+            Envelope::Error {
+                error_code,
+                message,
+            } if reply.http_status == 200 => Ok(WaitOutcome::Failed {
+                error_code,
+                message,
+            }),
+            Envelope::Error {
+                error_code,
+                message,
+            } => Err(ClientError::Native {
+                http_status: reply.http_status,
+                error_code,
+                message,
+            }),
+            _ => Err(ClientError::invalid_response(
+                "the operation wait answered neither an operation nor an error",
+            )),
+        }
+    }
+
+    /// `DELETE /1.0/operations/{id}`: asks Incus to cancel the operation (200 `{}` when
+    /// accepted; 400 when it cannot be cancelled or is already final).
+    pub(crate) async fn delete_operation(
+        &self,
+        project: &str,
+        id: &str,
+    ) -> Result<(), ClientError> {
+        self.query_empty(
+            Method::DELETE,
+            operation_target(project, id, &[]),
+            None,
+            None,
+        )
+        .await
+    }
+}
+
+/// Whether a native operation object is in a final state (`status_code >= 200`).
+pub(crate) fn is_final(operation: &Value) -> bool {
+    operation
+        .get("status_code")
+        .and_then(Value::as_i64)
+        .is_some_and(|code| code >= 200)
+}
+
+fn operation_target(project: &str, id: &str, tail: &[&str]) -> String {
+    let mut segments = vec!["1.0", "operations", id];
+    segments.extend_from_slice(tail);
+    target(&segments, &[("project", project)])
+}
+
+fn flatten_groups(groups: Value) -> Result<Vec<ListItem>, ClientError> {
+    let Value::Object(groups) = groups else {
+        return Err(ClientError::invalid_response(
+            "the operation list is not an object keyed by status",
+        ));
+    };
+    let mut items = Vec::new();
+    for (_status, group) in groups {
+        let Value::Array(group) = group else {
+            return Err(ClientError::invalid_response(
+                "an operation group is not a list",
+            ));
+        };
+        items.extend(group.into_iter().map(ListItem::new));
+    }
+    Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn groups_flatten_in_native_order() {
+        let groups = json!({"running": [{"id": "b"}, {"id": "a"}], "success": [{"id": "c"}]});
+        let ids: Vec<_> = flatten_groups(groups)
+            .unwrap()
+            .into_iter()
+            .map(|item| item.value["id"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(ids, ["b", "a", "c"]);
+        assert!(flatten_groups(json!([])).is_err());
+        assert!(flatten_groups(json!({"running": {}})).is_err());
+    }
+
+    #[test]
+    fn final_means_status_code_200_or_more() {
+        assert!(is_final(&json!({"status_code": 200})));
+        assert!(is_final(&json!({"status_code": 401})));
+        assert!(!is_final(&json!({"status_code": 103})));
+        assert!(!is_final(&json!({})));
+    }
+}

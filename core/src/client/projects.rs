@@ -1,0 +1,26 @@
+//! Projects (Go: `GetProjects`, `GetProject`).
+
+use super::error::ClientError;
+use super::query::{target, ListItem, Single};
+use super::Client;
+
+impl Client {
+    /// `GET /1.0/projects?recursion=1`.
+    pub(crate) async fn get_projects(&self, project: &str) -> Result<Vec<ListItem>, ClientError> {
+        self.query_list(target(
+            &["1.0", "projects"],
+            &[("recursion", "1"), ("project", project)],
+        ))
+        .await
+    }
+
+    /// `GET /1.0/projects/{name}`, with its ETag.
+    pub(crate) async fn get_project(
+        &self,
+        project: &str,
+        name: &str,
+    ) -> Result<Single, ClientError> {
+        self.query_value(target(&["1.0", "projects", name], &[("project", project)]))
+            .await
+    }
+}

@@ -1,0 +1,197 @@
+//! ExecInstance (contract stream:S01): websockets, stdin EOF, capture bounds, SIGKILL at the
+//! bounds, and `running` when the exit is never observed.
+
+use fake_incus::{Fault, Rule};
+
+use super::*;
+use crate::client::{ClientError, ExecRequest, ExecStatus, CAPTURE_BYTES};
+
+fn shell(line: &str, timeout_seconds: u64) -> ExecRequest {
+    ExecRequest {
+        command: vec!["sh".into(), "-c".into(), line.into()],
+        timeout_seconds,
+        ..ExecRequest::default()
+    }
+}
+
+/// A client whose exec runs at most one second (stream_timeout 6 s minus the 5 s grace).
+async fn short_exec_client(fake: &FakeIncus, max_stream_bytes: u64) -> Client {
+    let connection = Connection::builder(Endpoint::unix(fake.unix_socket()))
+        .stream_timeout(Duration::from_secs(6))
+        .max_stream_bytes(max_stream_bytes)
+        .build()
+        .unwrap();
+    Client::connect(connection).await.unwrap()
+}
+
+/// ExecInstance sends stdin then EOF and returns both streams and the exit code of the
+/// operation. (The short sleep before exiting keeps clear of a fake-incus race that can drop
+/// the last frames queued when a command exits at once.)
+#[tokio::test]
+async fn exec_instance_feeds_stdin_and_reports_output_and_exit_code() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let mut request = shell("cat; echo err >&2; sleep 0.2; exit 3", 10);
+    request.stdin = b"hello\n".to_vec();
+    let outcome = client.exec_instance(PROJECT, "c1", &request).await.unwrap();
+    assert_eq!(outcome.status, ExecStatus::Completed);
+    assert_eq!(outcome.exit_code, Some(3));
+    let result = outcome.to_json();
+    assert_eq!(result["stdout"]["data"], "hello\n");
+    assert_eq!(result["stderr"]["data"], "err\n");
+    assert_eq!(result["stdout"]["encoding"], "utf-8");
+    assert_eq!(result["timeout_seconds"], 10);
+    assert_eq!(result["operation"]["status"], "Success");
+    assert!(!outcome.killed);
+
+    let journal = fake.journal();
+    let post = journal
+        .iter()
+        .find(|e| e.method == "POST" && e.path == "/1.0/instances/c1/exec")
+        .expect("the exec request");
+    let body: serde_json::Value = serde_json::from_str(&post.body).unwrap();
+    assert_eq!(body["wait-for-websocket"], true);
+    assert_eq!(body["interactive"], false);
+    assert_eq!(body["record-output"], false);
+    let sockets = journal.iter().filter(|e| e.websocket).count();
+    assert_eq!(sockets, 4, "control, 0, 1 and 2");
+}
+
+/// The first 64 KiB of each stream is kept; every byte is counted.
+#[tokio::test]
+async fn exec_capture_keeps_64_kib_per_stream_and_counts_the_rest() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let request = shell(
+        "fake-flood stdout 100000; fake-flood stderr 70000 y; sleep 0.2",
+        10,
+    );
+    let outcome = client.exec_instance(PROJECT, "c1", &request).await.unwrap();
+    assert_eq!(outcome.status, ExecStatus::Completed);
+    let result = outcome.to_json();
+    assert_eq!(result["stdout"]["bytes"], 100_000);
+    assert_eq!(result["stdout"]["captured_bytes"], CAPTURE_BYTES);
+    assert_eq!(result["stdout"]["truncated"], true);
+    assert_eq!(result["stderr"]["bytes"], 70_000);
+    assert_eq!(result["stderr"]["captured_bytes"], CAPTURE_BYTES);
+    assert_eq!(
+        result["stderr"]["data"].as_str().unwrap(),
+        "y".repeat(CAPTURE_BYTES)
+    );
+}
+
+/// Output that is not UTF-8 is returned as base64.
+#[tokio::test]
+async fn exec_output_that_is_not_utf8_is_base64() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let request = shell("fake-bytes stdout ff fe 0a; sleep 0.2", 10);
+    let outcome = client.exec_instance(PROJECT, "c1", &request).await.unwrap();
+    let result = outcome.to_json();
+    assert_eq!(result["stdout"]["encoding"], "base64");
+    assert_eq!(result["stdout"]["data"], "//4K");
+    assert_eq!(result["stdout"]["bytes"], 3);
+}
+
+/// At the duration bound SIGKILL is sent and the exit (137) observed: `timed_out`.
+#[tokio::test]
+async fn exec_at_the_duration_sends_sigkill_and_times_out() {
+    let fake = fake().await;
+    let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
+    running_instance(&client, "c1").await;
+    let request = ExecRequest {
+        command: vec!["fake-hang".into()],
+        timeout_seconds: 30,
+        ..ExecRequest::default()
+    };
+    let outcome = client.exec_instance(PROJECT, "c1", &request).await.unwrap();
+    assert_eq!(outcome.status, ExecStatus::TimedOut);
+    assert_eq!(outcome.timeout_seconds, 1, "capped at stream_timeout - 5 s");
+    assert_eq!(outcome.exit_code, Some(137));
+    assert!(outcome.killed);
+    assert!(outcome.duration >= Duration::from_secs(1));
+    assert!(outcome.duration < Duration::from_secs(6));
+}
+
+/// Past the stream total (here half of max_stream_bytes = 32 KiB) SIGKILL is sent:
+/// `output_limited`.
+#[tokio::test]
+async fn exec_past_the_stream_total_is_output_limited() {
+    let fake = fake().await;
+    let client = short_exec_client(&fake, 64 * 1024).await;
+    running_instance(&client, "c1").await;
+    let request = shell("fake-flood stdout forever", 1);
+    let outcome = client.exec_instance(PROJECT, "c1", &request).await.unwrap();
+    assert_eq!(outcome.status, ExecStatus::OutputLimited);
+    assert_eq!(outcome.exit_code, Some(137));
+    assert!(outcome.stdout.bytes() > 32 * 1024);
+}
+
+/// When the exit is never observed (the command ignores SIGKILL) the result is `running`
+/// with the operation identity.
+#[tokio::test]
+async fn exec_whose_exit_is_never_observed_is_running() {
+    let fake = fake().await;
+    let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
+    running_instance(&client, "c1").await;
+    let _rule =
+        fake.add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::ExecIgnoreSigkill));
+    let request = ExecRequest {
+        command: vec!["fake-hang".into()],
+        timeout_seconds: 1,
+        ..ExecRequest::default()
+    };
+    let outcome = client.exec_instance(PROJECT, "c1", &request).await.unwrap();
+    assert_eq!(outcome.status, ExecStatus::Running);
+    assert_eq!(outcome.exit_code, None);
+    assert!(outcome.killed);
+    let id = outcome
+        .operation_id
+        .clone()
+        .expect("the operation identity");
+    assert_eq!(outcome.to_json()["operation_id"], id.as_str());
+    assert!(outcome.duration < Duration::from_secs(8), "1 s + 5 s grace");
+}
+
+/// Exec on a stopped instance is a native rejection before any operation.
+#[tokio::test]
+async fn exec_on_a_stopped_instance_is_a_native_error() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    let body = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}});
+    let accepted = client.create_instance(PROJECT, &body).await.unwrap();
+    finish(&client, &accepted.id).await;
+    let result = client.exec_instance(PROJECT, "c1", &shell("true", 5)).await;
+    assert!(
+        matches!(
+            result,
+            Err(ClientError::Native {
+                http_status: 400,
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+}
+
+/// Exec works the same over mutual HTTPS (websockets over TLS with the pinned certificate).
+#[tokio::test]
+async fn exec_over_https_uses_the_pinned_tls_websockets() {
+    let fake = fake().await;
+    let client = Client::connect(https_connection(&fake)).await.unwrap();
+    running_instance(&client, "c1").await;
+    let outcome = client
+        .exec_instance(PROJECT, "c1", &shell("echo over-tls; sleep 0.2", 5))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, ExecStatus::Completed);
+    assert_eq!(outcome.to_json()["stdout"]["data"], "over-tls\n");
+    assert!(fake
+        .journal()
+        .iter()
+        .filter(|e| e.websocket)
+        .all(|e| e.listener == fake_incus::Listener::Https));
+}
