@@ -15,6 +15,7 @@ mod arbitrary_input;
 mod byte_bounds;
 mod catalogue;
 mod confirmation;
+mod evidence;
 mod exec_output;
 mod fake;
 pub(crate) mod inspection_bounds;
@@ -31,6 +32,7 @@ use session::Session;
 pub(crate) fn registry(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks = scenario::checks(&scenario::default_dir(), factory);
     checks.extend(catalogue::checks());
+    checks.extend(evidence::checks(factory));
     checks.extend(scopes::checks(factory));
     checks.extend(confirmation::checks(factory));
     checks.extend(byte_bounds::checks(factory));
