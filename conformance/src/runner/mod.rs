@@ -45,6 +45,32 @@ const EXIT_FAILED: u8 = 101;
 ///   a JSON list); the run fails on a failure that is not listed and on a listed test that passes.
 ///
 /// Without `--test-threads`, trials run on four threads per CPU (they mostly wait on their fake).
+///
+/// Tests are named `area::clause::case` after the spec clause they check (`CLAUSES.md` lists
+/// them per clause), or `scenario::<file>` for scenario files. After the closing
+/// `test result:` line, a `clauses:` line counts the clauses checked and lists failing ones.
+///
+/// # JSON events (`--format json`)
+///
+/// One JSON object per line, schema `incus-conformance-events/1`; fields are only ever added:
+///
+/// ```text
+/// {"type":"suite","event":"started","schema":"incus-conformance-events/1","test_count":N}
+/// {"type":"test","event":"started","name":NAME}
+/// {"type":"test","event":OUTCOME,"name":NAME,"clauses":[ID...],"duration_ms":N,"message":TEXT|null}
+/// {"type":"suite","event":"finished","result":"ok"|"failed","passed":N,"failed":N,
+///  "expected_failures":N,"stale_expected_failures":N,"ignored":N,"filtered_out":N,
+///  "unknown_baseline_entries":[NAME...],"duration_ms":N,"clauses":{ID:{"run":N,"failed":N}}}
+/// ```
+///
+/// `OUTCOME` is `passed`, `failed`, `expected_failure` (failed and listed in the baseline) or
+/// `stale_expected_failure` (listed but passed: fails the run).
+///
+/// # JUnit (`--junit FILE`)
+///
+/// One `testsuite` named `incus-conformance`; one `testcase` per test with the clause id as
+/// `classname`; failures (and stale baseline entries) as `failure`, expected failures as
+/// `skipped` with their message.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RunArgs {
     /// Also write a JUnit XML report to FILE.
