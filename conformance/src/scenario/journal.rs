@@ -34,7 +34,10 @@ fn describe(requests: &[Request]) -> String {
     }
     requests
         .iter()
-        .map(|r| format!("{} {}", r.method, r.path))
+        .map(|r| match &r.query {
+            Some(query) => format!("{} {}?{query}", r.method, r.path),
+            None => format!("{} {}", r.method, r.path),
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -73,6 +76,7 @@ mod tests {
         Request {
             method: method.into(),
             path: path.into(),
+            query: None,
             body: String::new(),
             if_match: None,
         }
