@@ -9,7 +9,8 @@
 //!  "duration_ms":<int>,"message":<string|null>}
 //! {"type":"suite","event":"finished","result":"ok"|"failed","passed":<int>,"failed":<int>,
 //!  "expected_failures":<int>,"stale_expected_failures":<int>,"ignored":<int>,
-//!  "filtered_out":<int>,"unknown_baseline_entries":[<string>...],"duration_ms":<int>}
+//!  "filtered_out":<int>,"unknown_baseline_entries":[<string>...],"duration_ms":<int>,
+//!  "clauses":{<clause id>:{"run":<int>,"failed":<int>}...}}
 //! ```
 //!
 //! `<outcome>` is one of `passed`, `failed`, `expected_failure` (failed, and listed in the
@@ -37,6 +38,7 @@ pub(crate) struct Summary {
     pub(crate) filtered_out: u64,
     pub(crate) unknown_baseline_entries: Vec<String>,
     pub(crate) duration_ms: u64,
+    pub(crate) clauses: std::collections::BTreeMap<String, super::clause_report::ClauseTally>,
 }
 
 impl Summary {
@@ -99,6 +101,7 @@ impl EventSink {
             "filtered_out": summary.filtered_out,
             "unknown_baseline_entries": summary.unknown_baseline_entries,
             "duration_ms": summary.duration_ms,
+            "clauses": summary.clauses,
         }));
     }
 

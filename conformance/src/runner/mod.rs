@@ -8,6 +8,7 @@
 
 pub(crate) mod baseline;
 pub(crate) mod check;
+pub(crate) mod clause_report;
 pub(crate) mod json;
 pub(crate) mod junit;
 pub(crate) mod progress;
@@ -30,6 +31,8 @@ use self::record::{Outcome, Record, Recorder, STALE_MESSAGE};
 
 /// Exit code of a run that could not start (bad flags, unreadable baseline, broken registry).
 const EXIT_USAGE: u8 = 2;
+/// Default trial threads per CPU.
+const THREADS_PER_CPU: usize = 4;
 /// Exit code of a run with failures (libtest's own).
 const EXIT_FAILED: u8 = 101;
 
@@ -40,6 +43,34 @@ const EXIT_FAILED: u8 = 101;
 /// - `--junit FILE`: also write a JUnit XML report;
 /// - `--expected-failures FILE`: a baseline of tests known to fail (text, one name per line, or
 ///   a JSON list); the run fails on a failure that is not listed and on a listed test that passes.
+///
+/// Without `--test-threads`, trials run on four threads per CPU (they mostly wait on their fake).
+///
+/// Tests are named `area::clause::case` after the spec clause they check (`CLAUSES.md` lists
+/// them per clause), or `scenario::<file>` for scenario files. After the closing
+/// `test result:` line, a `clauses:` line counts the clauses checked and lists failing ones.
+///
+/// # JSON events (`--format json`)
+///
+/// One JSON object per line, schema `incus-conformance-events/1`; fields are only ever added:
+///
+/// ```text
+/// {"type":"suite","event":"started","schema":"incus-conformance-events/1","test_count":N}
+/// {"type":"test","event":"started","name":NAME}
+/// {"type":"test","event":OUTCOME,"name":NAME,"clauses":[ID...],"duration_ms":N,"message":TEXT|null}
+/// {"type":"suite","event":"finished","result":"ok"|"failed","passed":N,"failed":N,
+///  "expected_failures":N,"stale_expected_failures":N,"ignored":N,"filtered_out":N,
+///  "unknown_baseline_entries":[NAME...],"duration_ms":N,"clauses":{ID:{"run":N,"failed":N}}}
+/// ```
+///
+/// `OUTCOME` is `passed`, `failed`, `expected_failure` (failed and listed in the baseline) or
+/// `stale_expected_failure` (listed but passed: fails the run).
+///
+/// # JUnit (`--junit FILE`)
+///
+/// One `testsuite` named `incus-conformance`; one `testcase` per test with the clause id as
+/// `classname`; failures (and stale baseline entries) as `failure`, expected failures as
+/// `skipped` with their message.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RunArgs {
     /// Also write a JUnit XML report to FILE.
@@ -76,6 +107,25 @@ impl From<Verdict> for ExitCode {
     }
 }
 
+/// Panics whose message contains this marker are part of a check (a host callback scripted to
+/// panic); the runner does not print them.
+pub(crate) const EXPECTED_PANIC: &str = "(a panic scripted by the conformance run)";
+
+/// Installs, once, a panic hook that keeps quiet about [`EXPECTED_PANIC`]s and passes every
+/// other panic to the previous hook.
+fn quiet_expected_panics() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = panic_message(info.payload());
+            if !message.contains(EXPECTED_PANIC) {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// Runs `checks` as configured by `args` and returns the process exit code.
 pub(crate) fn execute(args: &RunArgs, checks: Vec<Check>) -> ExitCode {
     execute_to(args, checks, EventSink::stdout).into()
@@ -87,6 +137,7 @@ pub(crate) fn execute_to(
     checks: Vec<Check>,
     events: impl FnOnce() -> EventSink,
 ) -> Verdict {
+    quiet_expected_panics();
     match prepare(args, &checks) {
         Ok(baseline) => run_checks(args, checks, baseline, events),
         Err(message) => {
@@ -159,11 +210,13 @@ fn run_checks(
     let elapsed = started.elapsed();
 
     let records = recorder.records();
-    let summary = summarize(&records, &conclusion, unknown, elapsed);
+    let mut summary = summarize(&records, &conclusion, unknown, elapsed);
+    summary.clauses = clause_report::tally(&records);
     if let Some(events) = recorder.events() {
         events.suite_finished(&summary);
     } else {
         print_baseline_report(&summary, args.expected_failures.is_some());
+        print!("{}", clause_report::render(&summary.clauses));
     }
     if let Some(path) = &args.junit {
         if let Err(e) = junit::write(path, &records, elapsed) {
@@ -183,8 +236,15 @@ fn run_checks(
 
 /// libtest-mimic's arguments; in JSON mode its own output goes to `log` so that only our
 /// events reach standard output.
+///
+/// Without `--test-threads`, trials run on four threads per CPU: most of a trial's time is
+/// spent waiting on its fake Incus (timers, sockets), not computing.
 fn libtest_arguments(args: &Arguments, log: Option<PathBuf>) -> Arguments {
     let mut libtest = args.clone();
+    if libtest.test_threads.is_none() {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        libtest.test_threads = Some(cpus * THREADS_PER_CPU);
+    }
     if let Some(log) = log {
         libtest.format = Some(FormatSetting::Terse);
         libtest.quiet = false;
@@ -256,6 +316,7 @@ fn summarize(
         filtered_out: conclusion.num_filtered_out,
         unknown_baseline_entries,
         duration_ms: json::millis(elapsed),
+        clauses: Default::default(),
     }
 }
 

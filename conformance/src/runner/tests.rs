@@ -108,6 +108,11 @@ fn json_events_describe_each_test_and_the_summary() {
     assert_eq!(summary["result"], "failed");
     assert_eq!(summary["passed"], 2);
     assert_eq!(summary["failed"], 1);
+    assert_eq!(
+        summary["clauses"]["confirmation::inferred_consent"]["failed"],
+        1
+    );
+    assert_eq!(summary["clauses"]["scopes::per_operation"]["run"], 1);
 }
 
 #[test]
@@ -233,4 +238,16 @@ fn list_runs_nothing() {
         Verdict::Passed
     );
     assert!(!*ran.lock().unwrap());
+}
+
+#[test]
+fn scripted_panics_fail_like_any_panic_but_quietly() {
+    let checks = vec![Check::new(
+        "binding::callback_failure_denies::quiet",
+        || panic!("callback {EXPECTED_PANIC}"),
+    )];
+    let (verdict, events) = run_json(&[], checks);
+    assert_eq!(verdict, Verdict::Failed);
+    let event = finished(&events, "binding::callback_failure_denies::quiet");
+    assert!(event["message"].as_str().unwrap().contains(EXPECTED_PANIC));
 }

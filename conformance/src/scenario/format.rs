@@ -116,7 +116,8 @@ pub(crate) struct JournalExpect {
     pub(crate) requests: Vec<RequestCount>,
 }
 
-/// "exactly `count` requests with this method whose path matches `path`".
+/// "exactly `count` requests with this method whose path matches `path`" (and, when given,
+/// whose JSON body equals `body` and whose `If-Match` presence is `conditional`).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RequestCount {
@@ -126,6 +127,12 @@ pub(crate) struct RequestCount {
     pub(crate) path: String,
     /// Exact count expected.
     pub(crate) count: usize,
+    /// Only requests whose body parses as JSON equal to this value.
+    #[serde(default)]
+    pub(crate) body: Option<Value>,
+    /// Only requests that carry (`true`) or lack (`false`) an `If-Match` header.
+    #[serde(default)]
+    pub(crate) conditional: Option<bool>,
 }
 
 fn yes() -> bool {

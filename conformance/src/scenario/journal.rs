@@ -34,7 +34,10 @@ fn describe(requests: &[Request]) -> String {
     }
     requests
         .iter()
-        .map(|r| format!("{} {}", r.method, r.path))
+        .map(|r| match &r.query {
+            Some(query) => format!("{} {}?{query}", r.method, r.path),
+            None => format!("{} {}", r.method, r.path),
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -42,6 +45,12 @@ fn describe(requests: &[Request]) -> String {
 fn matches(rule: &RequestCount, request: &Request) -> bool {
     (rule.method == "*" || rule.method.eq_ignore_ascii_case(&request.method))
         && path_matches(&rule.path, &request.path)
+        && rule.body.as_ref().is_none_or(|body| {
+            serde_json::from_str::<serde_json::Value>(&request.body).is_ok_and(|b| b == *body)
+        })
+        && rule
+            .conditional
+            .is_none_or(|conditional| conditional == request.if_match.is_some())
 }
 
 /// `*` matches one segment, a final `**` matches any rest (including nothing).
@@ -67,7 +76,42 @@ mod tests {
         Request {
             method: method.into(),
             path: path.into(),
+            query: None,
+            body: String::new(),
+            if_match: None,
         }
+    }
+
+    fn rule(method: &str, path: &str, count: usize) -> RequestCount {
+        RequestCount {
+            method: method.into(),
+            path: path.into(),
+            count,
+            body: None,
+            conditional: None,
+        }
+    }
+
+    #[test]
+    fn body_and_if_match_narrow_the_count() {
+        let mut patch = request("PATCH", "/1.0/instances/web");
+        patch.body = r#"{"description": "x"}"#.into();
+        patch.if_match = Some("\"abc\"".into());
+        let mut only_body = rule("PATCH", "/1.0/instances/web", 1);
+        only_body.body = Some(serde_json::json!({"description": "x"}));
+        only_body.conditional = Some(true);
+        let expect = JournalExpect {
+            no_backend_request: false,
+            requests: vec![only_body.clone()],
+        };
+        assert!(mismatches(&expect, std::slice::from_ref(&patch)).is_empty());
+        let mut wider = only_body;
+        wider.body = Some(serde_json::json!({"description": "x", "config": {}}));
+        let expect = JournalExpect {
+            no_backend_request: false,
+            requests: vec![wider],
+        };
+        assert_eq!(mismatches(&expect, &[patch]).len(), 1);
     }
 
     #[test]
@@ -96,11 +140,7 @@ mod tests {
         ];
         let expect = JournalExpect {
             no_backend_request: false,
-            requests: vec![RequestCount {
-                method: "DELETE".into(),
-                path: "/1.0/instances/*".into(),
-                count: 1,
-            }],
+            requests: vec![rule("DELETE", "/1.0/instances/*", 1)],
         };
         assert!(mismatches(&expect, &requests).is_empty());
         let none = JournalExpect {

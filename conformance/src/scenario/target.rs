@@ -19,6 +19,12 @@ pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub(crate) struct Request {
     pub(crate) method: String,
     pub(crate) path: String,
+    /// The query string, if any (without `?`).
+    pub(crate) query: Option<String>,
+    /// The body as received (empty when none).
+    pub(crate) body: String,
+    /// The `If-Match` header, if any.
+    pub(crate) if_match: Option<String>,
 }
 
 /// One system under test, set up for one trial.

@@ -13,10 +13,13 @@ use crate::scenario::target::TargetFactory;
 
 mod arbitrary_input;
 mod byte_bounds;
+mod catalogue;
 mod confirmation;
+mod evidence;
 mod exec_output;
-mod inspection_bounds;
-mod mutation_faults;
+mod fake;
+pub(crate) mod inspection_bounds;
+pub(crate) mod mutation_faults;
 mod property;
 mod scopes;
 mod session;
@@ -28,6 +31,8 @@ use session::Session;
 /// Every check of the conformance run against targets built by `factory`.
 pub(crate) fn registry(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks = scenario::checks(&scenario::default_dir(), factory);
+    checks.extend(catalogue::checks());
+    checks.extend(evidence::checks(factory));
     checks.extend(scopes::checks(factory));
     checks.extend(confirmation::checks(factory));
     checks.extend(byte_bounds::checks(factory));

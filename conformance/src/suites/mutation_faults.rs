@@ -163,17 +163,35 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
         .collect()
 }
 
+/// Every setup this suite uses, for the test that the fake accepts them.
+#[cfg(test)]
+pub(crate) fn setups() -> Vec<FakeSetup> {
+    MUTATIONS
+        .iter()
+        .flat_map(|mutation| {
+            faults(*mutation)
+                .into_iter()
+                .map(|(fault, _)| setup(*mutation, fault))
+        })
+        .collect()
+}
+
+fn setup(mutation: Mutation, fault: Value) -> FakeSetup {
+    let rule = json!({"method": mutation.method, "path": mutation.path, "which": {"nth": 1}, "fault": fault});
+    FakeSetup {
+        seed: None,
+        faults: vec![rule],
+    }
+}
+
 fn fault_case(
     factory: &Arc<dyn TargetFactory>,
     mutation: Mutation,
     fault: Value,
     expected: Expected,
 ) -> Result<(), String> {
-    let rule = json!({"method": mutation.method, "path": mutation.path, "which": {"nth": 1}, "fault": fault});
-    let setup = FakeSetup {
-        seed: None,
-        faults: vec![rule.clone()],
-    };
+    let setup = setup(mutation, fault);
+    let rule = setup.faults[0].clone();
     let session = Session::start(factory, &setup)?;
     let mut input = prepare(&session, mutation)?;
     if expected == Expected::Running {

@@ -112,24 +112,23 @@ impl Called {
     /// A failure message that ends with this call as a scenario file, ready to replay.
     pub(crate) fn failure(&self, problem: &str) -> String {
         format!(
-            "{problem}\n  result: {}\n  reproducer (scenario file):\n{}",
+            "{problem}\n  result: {}\n  reproducer (scenario file; add the expectation that failed):\n{}",
             matcher::short(&self.result),
-            self.reproducer()
+            self.reproducer(problem)
         )
     }
 
-    /// This call as a scenario (see `scenarios/README.md`) whose expectation is the result.
-    pub(crate) fn reproducer(&self) -> String {
+    /// This call as a scenario (see `scenarios/README.md`), described by the problem.
+    pub(crate) fn reproducer(&self, problem: &str) -> String {
         let scenario = json!({
             "name": "reproducer",
-            "description": "Minimal failing case found by the conformance run.",
+            "description": format!("Failing case found by the conformance run: {problem}"),
             "clauses": [],
             "steps": [{
                 "operation": self.operation,
                 "scopes": self.scopes,
                 "input": self.input,
-                "expect": {"schema_valid": true},
-                "journal": {"no_backend_request": true}
+                "expect": {"schema_valid": true}
             }]
         });
         serde_json::to_string_pretty(&scenario).unwrap_or_default()

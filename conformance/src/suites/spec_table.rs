@@ -45,6 +45,8 @@ pub(crate) struct SpecOperation {
     pub(crate) scope: &'static str,
     pub(crate) confirm: Confirm,
     pub(crate) class: InputClass,
+    /// The table's client evidence column: native methods, `helper:...`, `stream:...`.
+    pub(crate) evidence: &'static [&'static str],
 }
 
 impl SpecOperation {
@@ -92,12 +94,14 @@ const fn op(
     scope: &'static str,
     confirm: Confirm,
     class: InputClass,
+    evidence: &'static [&'static str],
 ) -> SpecOperation {
     SpecOperation {
         name,
         scope,
         confirm,
         class,
+        evidence,
     }
 }
 
@@ -106,83 +110,230 @@ use InputClass as I;
 
 /// The 32 exported operations, in the spec's order.
 pub(crate) const OPERATIONS: &[SpecOperation] = &[
-    op("incus_image_alias_list", "incus.read", C::None, I::Read),
+    op(
+        "incus_image_alias_list",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetImageAliases"],
+    ),
     op(
         "incus_image_delete",
         "incus.delete",
         C::Fingerprint,
         I::Mutation,
+        &["DeleteImage", "GetOperationWait"],
     ),
-    op("incus_image_get", "incus.read", C::None, I::Read),
-    op("incus_image_list", "incus.read", C::None, I::Read),
-    op("incus_instance_create", "incus.write", C::None, I::Mutation),
+    op(
+        "incus_image_get",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetImage"],
+    ),
+    op(
+        "incus_image_list",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetImages"],
+    ),
+    op(
+        "incus_instance_create",
+        "incus.write",
+        C::None,
+        I::Mutation,
+        &["CreateInstance", "GetOperationWait"],
+    ),
     op(
         "incus_instance_delete",
         "incus.delete",
         C::Name,
         I::Mutation,
+        &["DeleteInstance", "GetOperationWait"],
     ),
-    op("incus_instance_exec", "incus.exec", C::None, I::Exec),
-    op("incus_instance_get", "incus.read", C::None, I::Read),
-    op("incus_instance_list", "incus.read", C::None, I::Read),
+    op(
+        "incus_instance_exec",
+        "incus.exec",
+        C::None,
+        I::Exec,
+        &["ExecInstance", "stream:S01"],
+    ),
+    op(
+        "incus_instance_get",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetInstance"],
+    ),
+    op(
+        "incus_instance_list",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetInstances"],
+    ),
     op(
         "incus_instance_snapshot_create",
         "incus.write",
         C::None,
         I::Mutation,
+        &["CreateInstanceSnapshot", "GetOperationWait"],
     ),
     op(
         "incus_instance_snapshot_delete",
         "incus.delete",
         C::InstanceSnapshot,
         I::Mutation,
+        &["DeleteInstanceSnapshot", "GetOperationWait"],
     ),
     op(
         "incus_instance_snapshot_get",
         "incus.read",
         C::None,
         I::Read,
+        &["GetInstanceSnapshot"],
     ),
     op(
         "incus_instance_snapshot_list",
         "incus.read",
         C::None,
         I::Read,
+        &["GetInstanceSnapshots"],
     ),
     op(
         "incus_instance_snapshot_restore",
         "incus.delete",
         C::InstanceSnapshot,
         I::Mutation,
+        &["UpdateInstance", "GetOperationWait"],
     ),
-    op("incus_instance_state_get", "incus.read", C::None, I::Read),
+    op(
+        "incus_instance_state_get",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetInstanceState"],
+    ),
     op(
         "incus_instance_state_update",
         "incus.write",
         C::None,
         I::Mutation,
+        &["UpdateInstanceState", "GetOperationWait"],
     ),
-    op("incus_instance_update", "incus.write", C::None, I::Mutation),
-    op("incus_network_get", "incus.read", C::None, I::Read),
-    op("incus_network_list", "incus.read", C::None, I::Read),
+    op(
+        "incus_instance_update",
+        "incus.write",
+        C::None,
+        I::Mutation,
+        &["PatchInstance", "GetInstance"],
+    ),
+    op(
+        "incus_network_get",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetNetwork"],
+    ),
+    op(
+        "incus_network_list",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetNetworks"],
+    ),
     op(
         "incus_operation_cancel",
         "incus.write",
         C::None,
         I::Mutation,
+        &["GetOperation", "DeleteOperation"],
     ),
-    op("incus_operation_get", "incus.read", C::None, I::Read),
-    op("incus_operation_list", "incus.read", C::None, I::Read),
-    op("incus_operation_wait", "incus.read", C::None, I::Read),
-    op("incus_profile_get", "incus.read", C::None, I::Read),
-    op("incus_profile_list", "incus.read", C::None, I::Read),
-    op("incus_project_get", "incus.read", C::None, I::Read),
-    op("incus_project_list", "incus.read", C::None, I::Read),
-    op("incus_server_get", "incus.read", C::None, I::Read),
-    op("incus_storage_pool_get", "incus.read", C::None, I::Read),
-    op("incus_storage_pool_list", "incus.read", C::None, I::Read),
-    op("incus_storage_volume_get", "incus.read", C::None, I::Read),
-    op("incus_storage_volume_list", "incus.read", C::None, I::Read),
+    op(
+        "incus_operation_get",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetOperation"],
+    ),
+    op(
+        "incus_operation_list",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetOperations"],
+    ),
+    op(
+        "incus_operation_wait",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetOperationWait"],
+    ),
+    op(
+        "incus_profile_get",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetProfile"],
+    ),
+    op(
+        "incus_profile_list",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetProfiles"],
+    ),
+    op(
+        "incus_project_get",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetProject"],
+    ),
+    op(
+        "incus_project_list",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetProjects"],
+    ),
+    op(
+        "incus_server_get",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["helper:connect"],
+    ),
+    op(
+        "incus_storage_pool_get",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetStoragePool"],
+    ),
+    op(
+        "incus_storage_pool_list",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetStoragePools"],
+    ),
+    op(
+        "incus_storage_volume_get",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetStoragePoolVolume"],
+    ),
+    op(
+        "incus_storage_volume_list",
+        "incus.read",
+        C::None,
+        I::Read,
+        &["GetStoragePoolVolumes"],
+    ),
 ];
 
 /// The four scopes.
@@ -219,7 +370,8 @@ fn minimal_input(name: &str) -> Value {
         "incus_operation_cancel" | "incus_operation_get" | "incus_operation_wait" => {
             json!({"operation_id": OPERATION_ID})
         }
-        "incus_profile_get" | "incus_project_get" | "incus_storage_pool_get" => {
+        "incus_storage_pool_get" => json!({"pool": "default"}),
+        "incus_profile_get" | "incus_project_get" => {
             json!({"name": "default"})
         }
         "incus_storage_volume_get" => json!({"pool": "default", "type": "custom", "name": "vol"}),

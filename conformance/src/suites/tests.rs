@@ -59,6 +59,9 @@ impl Target for ScriptedTarget {
             self.journal.lock().unwrap().push(Request {
                 method: "GET".into(),
                 path: "/1.0".into(),
+                query: None,
+                body: String::new(),
+                if_match: None,
             });
         }
         Box::pin(async move { result })
