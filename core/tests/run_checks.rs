@@ -1,5 +1,7 @@
 //! The checks `run` performs before any native call, in the spec's order; every refusal is
 //! proven to have made no backend request.
+//!
+//! Client evidence exercised through `run`: none: every refusal here is proven to make no backend request.
 mod run_support;
 
 use incus_operations::Scope;

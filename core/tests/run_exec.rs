@@ -1,4 +1,6 @@
 //! `incus_instance_exec`: the client's bounded exec, mapped to the exec result.
+//!
+//! Client evidence exercised through `run`: ExecInstance, stream:S01.
 mod run_support;
 
 use fake_incus::{Fault, Rule};

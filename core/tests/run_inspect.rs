@@ -1,5 +1,10 @@
 //! Inspection results: native data unchanged, native order, native total, `limit`, truncation,
 //! the 256 KiB output bound, and read failures.
+//!
+//! Client evidence exercised through `run`: GetInstances, GetInstanceSnapshots, GetImages, GetImageAliases, GetNetworks, GetProfiles,
+//! GetProjects, GetStoragePools, GetStoragePoolVolumes, GetOperations, GetInstance, GetInstanceState,
+//! GetInstanceSnapshot, GetImage, GetNetwork, GetProfile, GetProject, GetStoragePool,
+//! GetStoragePoolVolume, GetOperation, helper:connect.
 mod run_support;
 
 use std::time::Duration;

@@ -1,5 +1,8 @@
 //! Mutations and `incus_operation_wait`: completed, failed, running and uncertain exactly as the
 //! spec defines them; one native request, never resent; the effective wait.
+//!
+//! Client evidence exercised through `run`: CreateInstance, UpdateInstanceState, CreateInstanceSnapshot, UpdateInstance (restore),
+//! DeleteInstanceSnapshot, DeleteInstance, DeleteImage, GetOperationWait.
 mod run_support;
 
 use std::time::Duration;
@@ -115,8 +118,8 @@ async fn waited_seconds_is_the_effective_wait() {
             .fake
             .journal()
             .into_iter()
-            .filter(|entry| entry.path.ends_with("/wait"))
-            .last()
+            .rev()
+            .find(|entry| entry.path.ends_with("/wait"))
             .and_then(|entry| entry.query)
             .unwrap_or_default();
         assert!(query.contains(&format!("timeout={expected}")), "{query}");
@@ -351,4 +354,101 @@ async fn operation_wait_reports_the_observed_outcome() {
         .await;
     assert_eq!(kind(&unknown), "native", "{unknown}");
     assert_eq!(unknown["error"]["http_status"], 404);
+}
+
+/// Every mutation, with the request it sends.
+fn mutations(fingerprint: &str) -> Vec<(&'static str, Value, &'static str, String)> {
+    vec![
+        (
+            "incus_instance_create",
+            create("web2"),
+            "POST",
+            "/1.0/instances".into(),
+        ),
+        (
+            "incus_instance_delete",
+            json!({"name": "web", "confirm": "web"}),
+            "DELETE",
+            "/1.0/instances/web".into(),
+        ),
+        (
+            "incus_instance_state_update",
+            json!({"name": "web", "action": "start"}),
+            "PUT",
+            "/1.0/instances/web/state".into(),
+        ),
+        (
+            "incus_instance_snapshot_create",
+            json!({"instance": "web", "snapshot": "s1"}),
+            "POST",
+            "/1.0/instances/web/snapshots".into(),
+        ),
+        (
+            "incus_instance_snapshot_delete",
+            json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0"}),
+            "DELETE",
+            "/1.0/instances/web/snapshots/snap0".into(),
+        ),
+        (
+            "incus_instance_snapshot_restore",
+            json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0"}),
+            "PUT",
+            "/1.0/instances/web".into(),
+        ),
+        (
+            "incus_image_delete",
+            json!({"fingerprint": fingerprint, "confirm": fingerprint}),
+            "DELETE",
+            format!("/1.0/images/{fingerprint}"),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn every_mutation_reports_uncertain_running_and_failed_and_is_sent_once() {
+    let faults = [
+        (Fault::CloseAfterApply, "uncertain"),
+        (Fault::OperationNeverFinish, "running"),
+        (
+            Fault::OperationFail {
+                message: "scripted failure".into(),
+            },
+            "failed",
+        ),
+    ];
+    for (fault, status) in faults {
+        let probe = Bench::start().await;
+        let images = probe.call("incus_image_list", json!({})).await;
+        let fingerprint = images["items"][0]["fingerprint"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        drop(probe);
+        for (name, mut input, method, path) in mutations(&fingerprint) {
+            let bench = Bench::start().await;
+            bench.instance("web").await;
+            let snapshot = bench
+                .call(
+                    "incus_instance_snapshot_create",
+                    json!({"instance": "web", "snapshot": "snap0"}),
+                )
+                .await;
+            assert_eq!(snapshot["status"], "completed", "{snapshot}");
+            let before = bench.count(method, &path);
+            let _rule = bench
+                .fake
+                .add_rule(Rule::new(method, &path).fault(fault.clone()));
+            input["wait_seconds"] = json!(1);
+            let result = bench.call(name, input).await;
+            assert_eq!(result["status"], status, "{name} with {fault:?}: {result}");
+            assert_eq!(
+                bench.count(method, &path),
+                before + 1,
+                "{name} with {fault:?}: sent once"
+            );
+            if status != "uncertain" {
+                assert!(result["operation_id"].is_string(), "{result}");
+            }
+        }
+    }
 }

@@ -1,5 +1,7 @@
 //! `incus_instance_update`: a conditional PATCH of only the given fields, with the ETag from the
 //! input or read first.
+//!
+//! Client evidence exercised through `run`: PatchInstance, GetInstance.
 mod run_support;
 
 use fake_incus::{Fault, Rule};

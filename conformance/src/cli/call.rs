@@ -137,3 +137,62 @@ fn read(path: Option<&PathBuf>) -> Result<String, UsageError> {
         error,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use fake_incus::FakeIncus;
+
+    fn call(args: &[&str]) -> std::process::ExitCode {
+        let argv = ["incus-conformance", "call"].iter().chain(args.iter());
+        super::super::main(argv.map(OsString::from))
+    }
+
+    #[test]
+    fn call_exits_0_for_success_1_for_an_error_result_2_for_usage() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let fake = runtime.block_on(FakeIncus::builder().start()).unwrap();
+        let socket = fake.unix_socket().to_str().unwrap().to_owned();
+        let exported = incus_operations::fetch("incus_instance_list").is_some();
+        let listed = call(&[
+            "incus_instance_list",
+            "--scopes",
+            "incus.read",
+            "--unix",
+            &socket,
+        ]);
+        let expected = if exported { 0 } else { 1 };
+        assert_eq!(listed, std::process::ExitCode::from(expected));
+        let refused = call(&[
+            "incus_instance_list",
+            "--scopes",
+            "incus.write",
+            "--unix",
+            &socket,
+        ]);
+        assert_eq!(refused, std::process::ExitCode::FAILURE);
+        for usage in [
+            &["incus_instance_list", "--input", "{", "--unix", &socket][..],
+            &[
+                "incus_instance_list",
+                "--scopes",
+                "incus.root",
+                "--unix",
+                &socket,
+            ],
+            &["incus_instance_list", "--scopes", "incus.read"],
+            &["incus_instance_list", "--url", "https://127.0.0.1:1"],
+        ] {
+            assert_eq!(call(usage), std::process::ExitCode::from(2), "{usage:?}");
+        }
+        // Refusals made no backend request; the listing made discovery and one list.
+        let journal = fake.journal();
+        let lists = journal
+            .iter()
+            .filter(|e| e.path == "/1.0/instances")
+            .count();
+        assert_eq!(lists, usize::from(exported));
+        drop(fake);
+    }
+}

@@ -45,7 +45,7 @@ enum Command {
     Run(run::Args),
     /// Run one operation through the reference host bound to a connection; print the result.
     /// Exit 0 for a success object, 1 for an error result, 2 for a usage error.
-    Call(call::Args),
+    Call(Box<call::Args>),
 }
 
 /// Parses `args` (program name first) and runs the chosen subcommand.
@@ -66,7 +66,7 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Some(Command::Catalogue(args)) => catalogue::run(args),
         Some(Command::Tama { command }) => tama::run(command),
         Some(Command::Run(args)) => run::run(args),
-        Some(Command::Call(args)) => call::run_call(args),
+        Some(Command::Call(args)) => call::run_call(*args),
         None => run::run(run::Args::default()),
     }
 }
