@@ -107,3 +107,51 @@ fn keyed(checks: &[Check]) -> Vec<((String, String, usize), &Check)> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn check(name: &str, outcome: Outcome, output: Value) -> Check {
+        Check {
+            operation: "incus_instance_get".into(),
+            name: name.into(),
+            outcome,
+            duration_ms: 1,
+            input: json!({}),
+            output,
+            problem: (outcome == Outcome::Failed).then(|| "wrong".to_owned()),
+        }
+    }
+
+    #[test]
+    fn divergences_pair_repeated_checks_by_occurrence() {
+        let ok = json!({"item": {"name": "c1"}, "etag": "x"});
+        let missing = json!({"error": {"kind": "native", "message": "m", "http_status": 404}});
+        let real = vec![
+            check("get", Outcome::Passed, ok.clone()),
+            check("get", Outcome::Passed, missing.clone()),
+        ];
+        let fake = vec![
+            check("get", Outcome::Passed, ok.clone()),
+            check("get", Outcome::Failed, ok),
+        ];
+        let rows = divergences(&real, &fake);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let problem = rows[0].problem.as_deref().unwrap_or_default();
+        assert!(problem.contains("real gave error"), "{problem}");
+        assert!(
+            problem.contains("passes on the real daemon, fails on the fake"),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn skipped_checks_are_not_compared() {
+        let real = vec![check("get", Outcome::Skipped, Value::Null)];
+        let fake = vec![check("get", Outcome::Passed, json!({"item": {}}))];
+        assert!(divergences(&real, &fake).is_empty());
+    }
+}

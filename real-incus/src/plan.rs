@@ -578,6 +578,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
         let mut found = None;
         let deadline = Instant::now() + Duration::from_secs(5);
         while found.is_none() && Instant::now() < deadline {
+            let asked = Instant::now();
             let listed = ops
                 .run(
                     "incus_operation_list",
@@ -585,12 +586,13 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
                     crate::operations::ALL_SCOPES,
                 )
                 .await;
-            found = running_exec(&listed).map(|id| (id, listed));
+            let millis = asked.elapsed().as_millis();
+            found = running_exec(&listed).map(|id| (id, listed, millis));
             if found.is_none() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
-        let (id, listed) = found?;
+        let (id, listed, list_ms) = found?;
         let get = ops
             .run(
                 "incus_operation_get",
@@ -612,7 +614,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
                 crate::operations::ALL_SCOPES,
             )
             .await;
-        Some((id, listed, get, wait, cancel))
+        Some((id, (listed, list_ms), get, wait, cancel))
     };
     let (slow_output, probed) = tokio::join!(slow, probe);
     let millis = started.elapsed().as_millis();
@@ -625,14 +627,14 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
         Expect::ok(|v| field_is(v, "/exit_code", &json!(0))),
     );
     match probed {
-        Some((id, listed, get, wait, cancel)) => {
+        Some((id, (listed, list_ms), get, wait, cancel)) => {
             let want = json!(id);
             rec.record_external(
                 "incus_operation_list",
                 "success: lists the running exec operation",
                 with_project(sb, json!({})),
                 listed,
-                0,
+                list_ms,
                 Expect::ok(|v| {
                     running_exec(v)
                         .map(|_| ())

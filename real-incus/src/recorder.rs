@@ -76,6 +76,33 @@ impl Expect {
     }
 }
 
+/// The error shape every result may take (contract A), for operations without an output schema.
+fn error_shape(output: &Value) -> Result<(), String> {
+    const KEYS: &[&str] = &[
+        "kind",
+        "message",
+        "http_status",
+        "error_code",
+        "pointer",
+        "limit",
+        "operation_id",
+    ];
+    let error = output
+        .get("error")
+        .and_then(Value::as_object)
+        .filter(|_| output.as_object().is_some_and(|o| o.len() == 1))
+        .ok_or("expected an error object as the only key")?;
+    if !error.get("kind").is_some_and(Value::is_string)
+        || !error.get("message").is_some_and(Value::is_string)
+    {
+        return Err("the error lacks a string kind or message".into());
+    }
+    match error.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        Some(extra) => Err(format!("the error has an unexpected key {extra:?}")),
+        None => Ok(()),
+    }
+}
+
 /// `output[pointer] == wanted`, or a message saying what was there.
 pub(crate) fn field_is(output: &Value, pointer: &str, wanted: &Value) -> Result<(), String> {
     match output.pointer(pointer) {
@@ -249,7 +276,7 @@ impl<'a> Recorder<'a> {
         }
         let Some(schema) = self.schemas.get(operation) else {
             // Not a catalogue operation (e.g. the unknown-operation check): only the error shape applies.
-            return Ok(());
+            return error_shape(output);
         };
         let validator = jsonschema::validator_for(schema)
             .map_err(|e| format!("the output schema does not compile: {e}"))?;
