@@ -9,13 +9,15 @@
 #   - makes sure a storage pool "default" (dir) and a root disk in profile "default" exist.
 # When a daemon is already running it starts and stops nothing.
 #
-# Environment: INCUS_SOCKET (default /var/lib/incus/unix.socket), REAL_INCUS_REPORT_DIR (default
+# Environment: INCUS_DIR (default /var/lib/incus; the daemon started here uses it), INCUS_SOCKET
+# (default $INCUS_DIR/unix.socket; a daemon is started only for that default), REAL_INCUS_REPORT_DIR (default
 # target/real-incus), REAL_INCUS_SKIP_COMPARE=1 to leave out the differential run,
 # REAL_INCUS_CARGO_PROFILE (default release; dev for a quick local check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SOCKET=${INCUS_SOCKET:-/var/lib/incus/unix.socket}
+DAEMON_DIR=${INCUS_DIR:-/var/lib/incus}
+SOCKET=${INCUS_SOCKET:-$DAEMON_DIR/unix.socket}
 REPORT_DIR=${REAL_INCUS_REPORT_DIR:-target/real-incus}
 PROFILE=${REAL_INCUS_CARGO_PROFILE:-release}
 STATE=$(mktemp -d)
@@ -61,9 +63,13 @@ start_daemon_if_needed() {
   fi
   [ -x /usr/libexec/incus/incusd ] || { log "no daemon answers and incusd is not installed"; exit 1; }
   [ "$(id -u)" = 0 ] || { log "no daemon answers and starting incusd needs root"; exit 1; }
+  if [ "$SOCKET" != "$DAEMON_DIR/unix.socket" ]; then
+    log "no daemon answers on $SOCKET, and a daemon started here would listen on $DAEMON_DIR/unix.socket"
+    exit 1
+  fi
   log "starting incusd (log in $STATE/incusd.log)"
   HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 \
-    http_proxy=http://127.0.0.1:9 NO_PROXY= no_proxy= \
+    http_proxy=http://127.0.0.1:9 NO_PROXY= no_proxy= INCUS_DIR="$DAEMON_DIR" \
     setsid /usr/libexec/incus/incusd --group root --logfile "$STATE/incusd.log" >"$STATE/incusd.out" 2>&1 &
   STARTED_PID=$!
   for _ in $(seq 1 120); do answers && break; kill -0 "$STARTED_PID" 2>/dev/null || break; sleep 0.5; done
