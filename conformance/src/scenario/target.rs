@@ -42,6 +42,10 @@ pub(crate) trait Target: Send + Sync {
 
     /// The operation's output schema, if the operation is exported.
     fn output_schema(&self, operation: &str) -> Option<Value>;
+
+    /// Installs a fault rule (the fake's rule format) from now on; an error when the backend
+    /// takes no rules.
+    fn add_fault(&self, rule: &Value) -> Result<(), String>;
 }
 
 /// Builds one target per trial.

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::with_session;
 use crate::runner::Check;
@@ -25,10 +25,14 @@ fn read_all(paths: &[PathBuf]) -> Result<Vec<Vec<u8>>, String> {
         .collect()
 }
 
-/// One check: a run of successful operations leaves the ledgers byte for byte unchanged.
+/// The ledger checks, and one run of operations that must leave the ledgers unchanged.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let name = "evidence::tools_not_coverage::operations_leave_the_ledgers_unchanged".to_owned();
-    vec![with_session(name, factory, |session| {
+    let gate = Check::new(
+        "evidence::requirement_evidence::exported_operations_have_complete_evidence",
+        exported_have_evidence,
+    );
+    let unchanged = with_session(name, factory, |session| {
         let paths = ledgers();
         let before = read_all(&paths)?;
         let write = ["incus.write".to_owned()];
@@ -45,5 +49,56 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
         } else {
             Err("running operations changed the coverage ledgers".into())
         }
-    })]
+    });
+    vec![gate, unchanged]
+}
+
+/// Recomputes the evidence rule from the ledgers: every requirement of an exported operation
+/// has behavior-complete rows (`certified` for a stream contract) under a completion record,
+/// and its Go coverage entry, where one exists, names an implementation and evidence files.
+fn exported_have_evidence() -> Result<(), String> {
+    let paths = ledgers();
+    let read = |path: &PathBuf| -> Result<Value, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
+    };
+    let coverage = read(&paths[0])?;
+    let inventory = read(&paths[1])?;
+    let rows = inventory["rows"].as_array().cloned().unwrap_or_default();
+    let mut problems = Vec::new();
+    for descriptor in incus_operations::all() {
+        for requirement in descriptor.requires() {
+            let complete = if requirement.starts_with("stream:") {
+                "certified"
+            } else {
+                "behavior-complete"
+            };
+            for row in rows.iter().filter(|r| r["requirement"] == *requirement) {
+                if row["status"] != complete || row["completion_record"].is_null() {
+                    problems.push(format!(
+                        "{} is exported but {requirement} has the row {row}",
+                        descriptor.name()
+                    ));
+                }
+            }
+            if let Some(entry) = coverage["methods"].get(*requirement) {
+                let named = entry["implementation"].is_string()
+                    && entry["evidence"]
+                        .as_array()
+                        .is_some_and(|files| !files.is_empty());
+                if !named {
+                    problems.push(format!(
+                        "{} is exported but the coverage of {requirement} is {entry}",
+                        descriptor.name()
+                    ));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
 }

@@ -115,28 +115,38 @@ enum Expected {
     Running,
 }
 
+/// Every fault rule for `mutation` and what it must produce: faults on the mutating request,
+/// on the operation it creates, and on the wait that follows its acceptance.
 fn faults(mutation: Mutation) -> Vec<(Value, Expected)> {
-    let mut faults = vec![
-        (json!({"kind": "close_before_apply"}), Expected::Uncertain),
-        (json!({"kind": "close_after_apply"}), Expected::Uncertain),
-        (json!({"kind": "reset"}), Expected::Uncertain),
-        (json!({"kind": "garbage_body"}), Expected::Uncertain),
-        (json!({"kind": "truncated_body"}), Expected::Uncertain),
-        (
-            json!({"kind": "error", "status": 500, "message": "injected"}),
-            Expected::Native(500),
-        ),
-        (
-            json!({"kind": "error", "status": 409, "message": "injected"}),
-            Expected::Native(409),
-        ),
+    let on_request = |fault: Value| json!({"method": mutation.method, "path": mutation.path, "which": {"nth": 1}, "fault": fault});
+    let on_wait = |fault: Value| json!({"method": "GET", "path": "/1.0/operations/*/wait", "which": {"nth": 1}, "fault": fault});
+    let transport = [
+        json!({"kind": "close_before_apply"}),
+        json!({"kind": "close_after_apply"}),
+        json!({"kind": "reset"}),
+        json!({"kind": "garbage_body"}),
+        json!({"kind": "truncated_body"}),
     ];
+    let mut faults: Vec<(Value, Expected)> = transport
+        .iter()
+        .map(|fault| (on_request(fault.clone()), Expected::Uncertain))
+        .collect();
+    for status in [500, 409] {
+        let fault = json!({"kind": "error", "status": status, "message": "injected"});
+        faults.push((on_request(fault), Expected::Native(status)));
+    }
     if mutation.async_operation {
-        faults.push((
-            json!({"kind": "operation_fail", "message": "injected"}),
-            Expected::Failed,
-        ));
-        faults.push((json!({"kind": "operation_never_finish"}), Expected::Running));
+        let fail = json!({"kind": "operation_fail", "message": "injected"});
+        faults.push((on_request(fail), Expected::Failed));
+        let never = json!({"kind": "operation_never_finish"});
+        faults.push((on_request(never), Expected::Running));
+        // Accepted, then the wait breaks: the outcome was not observed.
+        for fault in transport
+            .iter()
+            .chain([&json!({"kind": "error", "status": 500, "message": "injected"})])
+        {
+            faults.push((on_wait(fault.clone()), Expected::Running));
+        }
     }
     faults
 }
@@ -155,46 +165,38 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
             let factory = Arc::clone(factory);
             Check::new(trial, move || {
                 let cases = prop::sample::select(faults(*mutation));
-                property::check(&name, cases, |(fault, expected)| {
-                    fault_case(&factory, *mutation, fault, expected)
+                property::check(&name, cases, |(rule, expected)| {
+                    fault_case(&factory, *mutation, &rule, expected)
                 })
             })
         })
         .collect()
 }
 
-/// Every setup this suite uses, for the test that the fake accepts them.
+/// Every rule this suite installs, for the test that the fake accepts them.
 #[cfg(test)]
 pub(crate) fn setups() -> Vec<FakeSetup> {
     MUTATIONS
         .iter()
-        .flat_map(|mutation| {
-            faults(*mutation)
-                .into_iter()
-                .map(|(fault, _)| setup(*mutation, fault))
+        .flat_map(|mutation| faults(*mutation))
+        .map(|(rule, _)| FakeSetup {
+            seed: None,
+            faults: vec![rule],
         })
         .collect()
 }
 
-fn setup(mutation: Mutation, fault: Value) -> FakeSetup {
-    let rule = json!({"method": mutation.method, "path": mutation.path, "which": {"nth": 1}, "fault": fault});
-    FakeSetup {
-        seed: None,
-        faults: vec![rule],
-    }
-}
-
+/// Prepares the resource, installs `rule`, makes the call and checks the status.
 fn fault_case(
     factory: &Arc<dyn TargetFactory>,
     mutation: Mutation,
-    fault: Value,
+    rule: &Value,
     expected: Expected,
 ) -> Result<(), String> {
-    let setup = setup(mutation, fault);
-    let rule = setup.faults[0].clone();
-    let session = Session::start(factory, &setup)?;
+    let session = Session::start(factory, &FakeSetup::default())?;
     let mut input = prepare(&session, mutation)?;
-    if expected == Expected::Running {
+    session.add_fault(rule)?;
+    if rule.pointer("/fault/kind") == Some(&json!("operation_never_finish")) {
         // The outcome can never be observed: do not spend the default wait on it.
         input["wait_seconds"] = json!(0);
     }

@@ -39,6 +39,11 @@ impl Session {
         Ok(Self { runtime, target })
     }
 
+    /// Installs a fault rule on the target from now on.
+    pub(crate) fn add_fault(&self, rule: &Value) -> Result<(), String> {
+        self.target.add_fault(rule)
+    }
+
     /// Calls `operation` and collects what happened.
     pub(crate) fn call(&self, operation: &str, scopes: &[String], input: Value) -> Called {
         let before = self.target.journal().map(|j| j.len());

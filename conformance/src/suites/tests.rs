@@ -74,6 +74,10 @@ impl Target for ScriptedTarget {
     fn output_schema(&self, _operation: &str) -> Option<Value> {
         None
     }
+
+    fn add_fault(&self, _rule: &Value) -> Result<(), String> {
+        Err("scripted targets take no fault rules".into())
+    }
 }
 
 fn error(kind: &str) -> Value {
