@@ -1,45 +1,4 @@
-//! The host binding: how a host tells [`run`](crate::run) which Incus to use for a caller and
-//! whether the caller may run an operation.
-//!
-//! A host implements [`Host`] with plain `async fn`s. [`run`](crate::run) takes the host as a
-//! `&dyn` [`DynHost`], which every [`Host`] is through a blanket implementation, so hosts can also
-//! be stored as trait objects.
-//!
-//! Every callback is bounded: a callback that returns an error, panics, does not finish within
-//! [`RunOptions::callback_timeout`](crate::RunOptions) (5 s by default) or returns something
-//! malformed denies the call before any backend request is made.
-//!
-//! ```
-//! use incus_operations::{Binding, BindingContext, Connection, Host, HostError, ImageRemote};
-//! use serde_json::Value;
-//!
-//! struct MyHost {
-//!     connection: Connection,
-//! }
-//!
-//! impl Host for MyHost {
-//!     type Caller = String;
-//!
-//!     async fn binding(&self, caller: &String, _operation: &str) -> Result<Binding, HostError> {
-//!         let context = BindingContext::default().default_project(format!("team-{caller}"));
-//!         Ok(Binding::connection(self.connection.clone(), context))
-//!     }
-//!
-//!     async fn authorize(&self, _caller: &String, operation: &str, _input: &Value) -> Result<(), HostError> {
-//!         if operation == "incus_image_delete" {
-//!             return Err(HostError::Denied("images are managed centrally".into()));
-//!         }
-//!         Ok(())
-//!     }
-//!
-//!     async fn image_remote(&self, _caller: &String, name: &str) -> Result<ImageRemote, HostError> {
-//!         match name {
-//!             "images" => Ok(ImageRemote::new("https://images.linuxcontainers.org", "simplestreams")),
-//!             _ => Err(HostError::UnknownRemote(name.to_owned())),
-//!         }
-//!     }
-//! }
-//! ```
+//! The host binding: the trait a host implements and what its callbacks return.
 use std::future::Future;
 
 use futures_util::future::BoxFuture;
@@ -145,7 +104,48 @@ pub enum RestrictedItem {
     },
 }
 
-/// A host binding. Implement it with plain `async fn`s; see the [module documentation](self).
+/// The host binding: how a host tells [`run`](crate::run) which Incus to use for a caller and
+/// whether the caller may run an operation.
+///
+/// A host implements [`Host`] with plain `async fn`s. [`run`](crate::run) takes the host as a
+/// `&dyn` [`DynHost`], which every [`Host`] is through a blanket implementation, so hosts can also
+/// be stored as trait objects.
+///
+/// Every callback is bounded: a callback that returns an error, panics, does not finish within
+/// [`RunOptions::callback_timeout`](crate::RunOptions) (5 s by default) or returns something
+/// malformed denies the call before any backend request is made.
+///
+/// ```
+/// use incus_operations::{Binding, BindingContext, Connection, Host, HostError, ImageRemote};
+/// use serde_json::Value;
+///
+/// struct MyHost {
+///     connection: Connection,
+/// }
+///
+/// impl Host for MyHost {
+///     type Caller = String;
+///
+///     async fn binding(&self, caller: &String, _operation: &str) -> Result<Binding, HostError> {
+///         let context = BindingContext::default().default_project(format!("team-{caller}"));
+///         Ok(Binding::connection(self.connection.clone(), context))
+///     }
+///
+///     async fn authorize(&self, _caller: &String, operation: &str, _input: &Value) -> Result<(), HostError> {
+///         if operation == "incus_image_delete" {
+///             return Err(HostError::Denied("images are managed centrally".into()));
+///         }
+///         Ok(())
+///     }
+///
+///     async fn image_remote(&self, _caller: &String, name: &str) -> Result<ImageRemote, HostError> {
+///         match name {
+///             "images" => Ok(ImageRemote::new("https://images.linuxcontainers.org", "simplestreams")),
+///             _ => Err(HostError::UnknownRemote(name.to_owned())),
+///         }
+///     }
+/// }
+/// ```
 pub trait Host: Send + Sync {
     /// The host's own verified caller identity.
     type Caller: Send + Sync;

@@ -1,7 +1,8 @@
 //! The checks `run` performs before any native call, in the spec's order; every refusal is
 //! proven to have made no backend request.
 //!
-//! Client evidence exercised through `run`: none: every refusal here is proven to make no backend request.
+//! Client evidence exercised through `run`: none: every refusal here is proven to make no backend
+//! request. (Exec's own bounds are tested below the evidence gate, in `core/src/run/tests.rs`.)
 mod run_support;
 
 use incus_operations::Scope;
@@ -58,9 +59,9 @@ async fn scopes_are_the_host_verified_grants_never_input() {
             &[Scope::Read, Scope::Write],
         ),
         (
-            "incus_instance_exec",
-            json!({"name": "web", "command": ["true"]}),
-            &[Scope::Read, Scope::Write, Scope::Delete],
+            "incus_image_delete",
+            json!({"fingerprint": "a".repeat(64), "confirm": "a".repeat(64)}),
+            &[Scope::Read, Scope::Write, Scope::Exec],
         ),
     ];
     for (name, input, scopes) in cases {
@@ -100,9 +101,9 @@ async fn input_schema_failures_are_invalid_input_with_a_pointer() {
             "/wait_seconds",
         ),
         (
-            "incus_instance_exec",
-            json!({"name": "web", "command": []}),
-            "/command",
+            "incus_instance_state_update",
+            json!({"name": "web", "action": "explode"}),
+            "/action",
         ),
     ];
     for (name, input, pointer) in cases {
@@ -115,26 +116,6 @@ async fn input_schema_failures_are_invalid_input_with_a_pointer() {
         assert_eq!(kind(&result), "invalid_input", "{result}");
     }
     assert!(host.callbacks().is_empty());
-    assert!(bench.fake.journal().is_empty());
-}
-
-#[tokio::test]
-async fn exec_stdin_is_bounded_in_utf8_bytes() {
-    let bench = Bench::start().await;
-    let host = bench.host();
-    // 32768 two-byte characters: within 64 Ki characters, but 64 KiB + 0 bytes is allowed and
-    // one more character is over.
-    let at = "é".repeat(32 * 1024);
-    let over = format!("{at}x");
-    let result = call_with(
-        &host,
-        "incus_instance_exec",
-        json!({"name": "web", "command": ["cat"], "stdin": over}),
-        &ALL,
-    )
-    .await;
-    assert_eq!(kind(&result), "invalid_input", "{result}");
-    assert_eq!(result["error"]["pointer"], "/stdin");
     assert!(bench.fake.journal().is_empty());
 }
 
@@ -160,24 +141,6 @@ async fn input_bounds_hold_at_the_limit_and_refuse_one_byte_past_it() {
     .await;
     assert_eq!(kind(&past), "input_too_large", "{past}");
     assert_eq!(past["error"]["limit"], 16 * 1024);
-    // Exec: 1 MiB.
-    let at = call_with(
-        &host,
-        "incus_instance_exec",
-        padded("web", "pad", 1024 * 1024),
-        &ALL,
-    )
-    .await;
-    assert_eq!(kind(&at), "invalid_input", "{at}");
-    let past = call_with(
-        &host,
-        "incus_instance_exec",
-        padded("web", "pad", 1024 * 1024 + 1),
-        &ALL,
-    )
-    .await;
-    assert_eq!(kind(&past), "input_too_large", "{past}");
-    assert_eq!(past["error"]["limit"], 1024 * 1024);
     assert!(bench.fake.journal().is_empty());
     // Mutations: 64 KiB. At the bound a valid update reaches Incus (no such instance).
     let past = call_with(
@@ -424,8 +387,8 @@ async fn authorize_sees_validated_normalized_input_with_the_native_project() {
     .await;
     call_with(
         &host,
-        "incus_instance_exec",
-        json!({"name": "web", "command": ["true"]}),
+        "incus_instance_state_update",
+        json!({"name": "web", "action": "start"}),
         &ALL,
     )
     .await;
@@ -433,7 +396,7 @@ async fn authorize_sees_validated_normalized_input_with_the_native_project() {
     assert_eq!(seen[0], json!({"limit": 100, "project": "default"}));
     assert_eq!(seen[1], json!({"limit": 5, "project": "team"}));
     assert_eq!(seen[2], json!({"limit": 100, "project": "other"}));
-    assert_eq!(seen[3]["timeout_seconds"], 30);
+    assert_eq!(seen[3]["wait_seconds"], 10);
     assert_eq!(seen[3]["project"], "team");
     // The native project is the one authorized.
     let lists: Vec<Option<String>> = bench

@@ -287,11 +287,26 @@ impl Host for ClientHost {
 }
 
 #[tokio::test]
-async fn a_mutation_surely_not_sent_is_a_transport_error() {
+async fn a_client_binding_is_used_as_discovered_and_a_mutation_surely_not_sent_is_transport() {
     let bench = Bench::start().await;
     let client = Client::connect(bench.connection.clone())
         .await
         .expect("discovered");
+    // A discovered client binding is used as it is: no second discovery.
+    let bound = ClientHost(client.clone());
+    let listed = incus_operations::run(
+        "incus_instance_list",
+        json!({}),
+        RunOptions::new(&bound, &(), ALL),
+    )
+    .await;
+    assert_valid("incus_instance_list", &listed);
+    assert_eq!(listed["count"], 0, "{listed}");
+    assert_eq!(
+        bench.count("GET", "/1.0"),
+        1,
+        "only the host's own discovery"
+    );
     drop(bench);
     let host = ClientHost(client);
     let result = incus_operations::run(

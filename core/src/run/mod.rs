@@ -1,21 +1,4 @@
 //! `run(name, input, options)`: one operation, through the ordered checks, to its native calls.
-//!
-//! The checks run in this order, and the first that fails decides the result:
-//! 1. the operation is known and exported (`unknown_operation`);
-//! 2. the operation's scope is among the caller's verified scopes (`scope_missing`);
-//! 3. the serialized input is within its byte bound (`input_too_large`), measured before schema
-//!    validation so that an oversized input never reaches the validator; then the input schema,
-//!    compiled once per operation (`invalid_input`);
-//! 4. a destructive operation's `confirm` repeats the exact resource (`confirmation_required`,
-//!    `confirmation_mismatch`);
-//! 5. restricted config keys and devices, unless the host allows them (`restricted_input`);
-//! 6. the host's `binding` (`binding_denied`);
-//! 7. the host's `authorize`, with validated, normalized input (`unauthorized`);
-//! 8. the image remote named by `source.remote`, through the host (`unknown_remote`);
-//! 9. discovery, when the binding is a connection (`discovery_failed`).
-//!
-//! Nothing before the native calls makes a backend request, and the native project is selected
-//! only after authorization.
 use std::time::Duration;
 
 use serde_json::Value;
@@ -32,6 +15,8 @@ mod output;
 mod pipeline;
 mod restricted;
 mod results;
+#[cfg(test)]
+mod tests;
 mod update;
 
 /// How long a host callback may take before it counts as a denial, unless configured.
@@ -74,6 +59,23 @@ impl<'a, C> RunOptions<'a, C> {
 
 /// Runs one operation and returns its result: a success object, or `{"error": {"kind",
 /// "message", ...}}`. Either way the result validates against the operation's output schema.
+///
+/// The checks run in this order, and the first that fails decides the result:
+/// 1. the operation is known and exported (`unknown_operation`);
+/// 2. the operation's scope is among the caller's verified scopes (`scope_missing`);
+/// 3. the serialized input is within its byte bound (`input_too_large`), measured before schema
+///    validation so that an oversized input never reaches the validator; then the input schema,
+///    compiled once per operation (`invalid_input`);
+/// 4. a destructive operation's `confirm` repeats the exact resource (`confirmation_required`,
+///    `confirmation_mismatch`);
+/// 5. restricted config keys and devices, unless the host allows them (`restricted_input`);
+/// 6. the host's `binding` (`binding_denied`);
+/// 7. the host's `authorize`, with validated, normalized input (`unauthorized`);
+/// 8. the image remote named by `source.remote`, through the host (`unknown_remote`);
+/// 9. discovery, when the binding is a connection (`discovery_failed`).
+///
+/// Nothing before the native calls makes a backend request, and the native project is selected
+/// only after authorization.
 ///
 /// ```no_run
 /// # async fn example(host: &impl incus_operations::Host<Caller = String>) {

@@ -61,8 +61,24 @@ pub(crate) async fn run<C: Send + Sync>(
     input: Value,
     options: &RunOptions<'_, C>,
 ) -> Result<Value, RunError> {
-    let descriptor =
-        catalogue::fetch(name).ok_or_else(|| RunError::UnknownOperation(name.to_owned()))?;
+    let Some(descriptor) = catalogue::fetch(name) else {
+        let reason = if catalogue::lookup(name).is_some() {
+            format!("{name} is not exported: its client evidence is incomplete (see unavailable())")
+        } else {
+            format!("{name:?} is not an operation")
+        };
+        return Err(RunError::UnknownOperation(reason));
+    };
+    run_operation(descriptor, input, options).await
+}
+
+/// Runs every check after the export gate, then the operation (tests use it directly for
+/// operations the gate does not export yet).
+pub(crate) async fn run_operation<C: Send + Sync>(
+    descriptor: &'static Descriptor,
+    input: Value,
+    options: &RunOptions<'_, C>,
+) -> Result<Value, RunError> {
     checks::scope(descriptor, &options.scopes)?;
     checks::input_bytes(descriptor, &input)?;
     validate_input(descriptor, &input)?;

@@ -8,7 +8,7 @@ use crate::error::ErrorKind;
 /// Why a call did not produce a success result. Each variant is one `error.kind`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum RunError {
-    #[error("unknown operation {0:?}")]
+    #[error("unknown operation: {0}")]
     UnknownOperation(String),
     #[error("the caller's verified scopes lack {0}")]
     ScopeMissing(String),

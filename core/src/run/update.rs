@@ -3,6 +3,9 @@
 //! Without `etag` in the input, the current ETag is read first (`etag_source: "read"`); a stale
 //! ETag is the native 412 error. PATCH is synchronous in Incus, so the result is `completed`, or
 //! `uncertain` when the PATCH may have been applied but no answer was decoded.
+//!
+//! Only the given fields are sent. Incus's PATCH merges `config` and `devices` and keeps omitted
+//! `profiles` and `ephemeral`, but resets an omitted `description` to "" (native behaviour).
 use serde_json::{json, Value};
 
 use super::mutate::pick;
