@@ -1,4 +1,5 @@
 //! Conformance harness for the Incus operations.
+pub mod tama;
 
 mod reference_host;
 

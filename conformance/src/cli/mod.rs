@@ -8,6 +8,7 @@ mod call;
 mod catalogue;
 mod run;
 mod tama;
+mod tama_validate;
 
 use std::ffi::OsString;
 use std::io::Write;
