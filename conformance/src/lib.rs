@@ -4,6 +4,7 @@ mod clauses;
 mod runner;
 mod scenario;
 mod suites;
+pub mod tama;
 
 pub use runner::RunArgs;
 

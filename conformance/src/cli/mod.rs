@@ -7,6 +7,7 @@
 mod catalogue;
 mod run;
 mod tama;
+mod tama_validate;
 
 use std::ffi::OsString;
 use std::io::Write;

@@ -1,6 +1,9 @@
 //! `incus-conformance tama ...`: the tama-operations/1 profile document.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use super::tama_validate::{self, Format};
 
 /// Subcommands of `tama`.
 #[derive(Debug, clap::Subcommand)]
@@ -11,7 +14,16 @@ pub(super) enum Command {
         #[arg(long)]
         all: bool,
     },
-    // `validate` is added here by the profile validator's owner.
+    /// Validate tama-operations/1 documents: exit 0 when all are valid, 1 when any is not, 2 on
+    /// a usage error or an unreadable or non-JSON file.
+    Validate {
+        /// Output format: `text` (one line per violation, then a summary) or `json` (one array).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// The documents to validate.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 pub(super) fn run(command: Command) -> ExitCode {
@@ -24,5 +36,6 @@ pub(super) fn run(command: Command) -> ExitCode {
             };
             super::print_json(&document)
         }
+        Command::Validate { format, files } => tama_validate::run(format, &files),
     }
 }
