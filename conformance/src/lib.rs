@@ -1,5 +1,4 @@
 //! Conformance harness for the Incus operations.
-pub mod tama;
 
 mod reference_host;
 
@@ -9,6 +8,7 @@ mod clauses;
 mod runner;
 mod scenario;
 mod suites;
+pub mod tama;
 
 pub use runner::RunArgs;
 
