@@ -14,6 +14,7 @@ use crate::scenario::target::TargetFactory;
 mod arbitrary_input;
 mod byte_bounds;
 mod catalogue;
+mod client_binding;
 mod confirmation;
 mod evidence;
 mod exec_output;
@@ -45,6 +46,7 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
     let mut checks = scenario::checks(&scenario::default_dir(), factory);
     if subject == Subject::Core {
         checks.extend(host_callbacks::checks());
+        checks.extend(client_binding::checks());
         checks.extend(timeouts::checks());
     }
     checks.extend(catalogue::checks());
