@@ -1,33 +1,4 @@
-//! Host certification: a host crate runs the conformance suites through its own [`Host`].
-//!
-//! Each trial starts an embedded fake Incus and asks the host factory for a host bound to it
-//! (and a caller the host fully authorizes); every operation of the suites then goes through
-//! `run()` with that host. The run reports per test and per clause, like the main job.
-//!
-//! In the host crate, a test target without the libtest harness:
-//!
-//! ```toml
-//! [dev-dependencies]
-//! incus-conformance = "0.1"
-//!
-//! [[test]]
-//! name = "incus_conformance"
-//! harness = false
-//! ```
-//!
-//! and `tests/incus_conformance.rs`:
-//!
-//! ```no_run
-//! use incus_conformance::ReferenceHost;
-//!
-//! fn main() -> std::process::ExitCode {
-//!     // Replace ReferenceHost with the host under certification.
-//!     incus_conformance::certify(|connection| (ReferenceHost::new(connection), ()))
-//! }
-//! ```
-//!
-//! `cargo test --test incus_conformance` then runs every check; libtest's flags work as usual
-//! (`-- --list`, `-- scopes::`, `-- --format json`, `-- --junit report.xml`).
+//! Host certification: a host crate runs the conformance suites through its own `Host`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -41,6 +12,35 @@ use crate::suites::{self, host_target::HostTargets};
 
 /// Runs every suite through the host that `host_factory` builds for each trial's fake Incus,
 /// with the command line of the test binary; returns the exit code for `main`.
+///
+/// Each trial starts an embedded fake Incus and asks the host factory for a host bound to it
+/// (and a caller the host fully authorizes); every operation of the suites then goes through
+/// `run()` with that host. The run reports per test and per clause, like the main job.
+///
+/// In the host crate, a test target without the libtest harness:
+///
+/// ```toml
+/// [dev-dependencies]
+/// incus-conformance = "0.1"
+///
+/// [[test]]
+/// name = "incus_conformance"
+/// harness = false
+/// ```
+///
+/// and `tests/incus_conformance.rs`:
+///
+/// ```no_run
+/// use incus_conformance::ReferenceHost;
+///
+/// fn main() -> std::process::ExitCode {
+///     // Replace ReferenceHost with the host under certification.
+///     incus_conformance::certify(|connection| (ReferenceHost::new(connection), ()))
+/// }
+/// ```
+///
+/// `cargo test --test incus_conformance` then runs every check; libtest's flags work as usual
+/// (`-- --list`, `-- scopes::`, `-- --format json`, `-- --junit report.xml`).
 ///
 /// `host_factory` gets the connection to the trial's fake Incus (a Unix socket) and returns the
 /// host bound to it and a caller that the host authorizes for every operation.
