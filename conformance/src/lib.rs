@@ -1,15 +1,15 @@
 //! Conformance harness for the Incus operations.
 
-mod reference_host;
-
-pub use reference_host::ReferenceHost;
-
+mod certify;
 mod clauses;
+mod reference_host;
 mod runner;
 mod scenario;
 mod suites;
 pub mod tama;
 
+pub use certify::{certify, certify_with};
+pub use reference_host::ReferenceHost;
 pub use runner::RunArgs;
 
 use std::process::ExitCode;
@@ -32,9 +32,11 @@ use std::sync::Arc;
 /// }
 /// ```
 pub fn run_conformance(args: &RunArgs) -> ExitCode {
+    let hosts: suites::host_target::HostFactory<ReferenceHost> =
+        Arc::new(|connection| (ReferenceHost::new(connection), ()));
     let factory: Arc<dyn scenario::target::TargetFactory> =
-        Arc::new(suites::unavailable::Unavailable);
-    runner::execute(args, suites::registry(&factory))
+        Arc::new(suites::host_target::HostTargets::new(hosts));
+    runner::execute(args, suites::registry(&factory, suites::Subject::Core))
 }
 
 /// `CLAUSES.md`: every clause of the specification with its sentence and the tests that check it,
@@ -42,7 +44,7 @@ pub fn run_conformance(args: &RunArgs) -> ExitCode {
 pub fn clauses_markdown() -> String {
     let factory: Arc<dyn scenario::target::TargetFactory> =
         Arc::new(suites::unavailable::Unavailable);
-    let checks = suites::registry(&factory);
+    let checks = suites::registry(&factory, suites::Subject::Core);
     clauses::render_markdown(
         checks
             .iter()

@@ -17,6 +17,10 @@ use crate::scenario::target::TargetFactory;
 /// The capture bound per stream.
 const CAPTURE: usize = 64 * 1024;
 
+/// `fake-bytes` takes one argument per byte; with the command and the stream name that keeps
+/// argv within its 64 arguments (and 15 characters are at most 60 bytes).
+const MAX_BYTES_ARGS: usize = 62;
+
 /// What one command writes to one stream.
 #[derive(Debug, Clone)]
 enum Output {
@@ -62,8 +66,8 @@ fn output() -> impl Strategy<Value = Output> {
         1 << 20,
     ]);
     prop_oneof![
-        2 => vec(any::<u8>(), 0..64).prop_map(Output::Bytes),
-        1 => "\\PC{0,40}".prop_map(|s| Output::Bytes(s.into_bytes())),
+        2 => vec(any::<u8>(), 0..=MAX_BYTES_ARGS).prop_map(Output::Bytes),
+        1 => "\\PC{0,15}".prop_map(|s| Output::Bytes(s.into_bytes())),
         2 => (sizes, prop::sample::select(vec![b'x', 0xff, b'\n'])).prop_map(|(count, byte)| Output::Flood { count, byte }),
     ]
 }

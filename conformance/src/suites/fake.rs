@@ -5,8 +5,6 @@ use fake_incus::{FakeIncus, Rule};
 use crate::scenario::format::FakeSetup;
 
 /// Starts a fake Incus with the seed state and fault rules of `setup`.
-// Only the tests use it until the core's run() is wired in as the main job's target.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) async fn start(setup: &FakeSetup) -> Result<FakeIncus, String> {
     let mut builder = FakeIncus::builder();
     if let Some(seed) = &setup.seed {

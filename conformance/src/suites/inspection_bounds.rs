@@ -69,7 +69,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
         })
     });
     let single = with_single_item(factory);
-    vec![list, single]
+    vec![list, single, output_bound(factory)]
 }
 
 fn list_case(factory: &Arc<dyn TargetFactory>, case: &Case) -> Result<(), String> {
@@ -152,4 +152,34 @@ fn with_single_item(factory: &Arc<dyn TargetFactory>) -> Check {
             .call("incus_instance_list", &read, json!({}))
             .error_is("output_limit")
     })
+}
+
+/// The largest list the bounds allow (500 items of about 9 KiB) stays within 256 KiB of JSON.
+fn output_bound(factory: &Arc<dyn TargetFactory>) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(
+        "inspection::output_bound::the_largest_list_stays_within_256_kib",
+        move || {
+            let case = Case {
+                count: 520,
+                size: 9_000,
+                limit: Some(500),
+            };
+            let setup = FakeSetup {
+                seed: Some(seed(&case)),
+                faults: vec![],
+            };
+            let session = Session::start(&factory, &setup)?;
+            let input = json!({"limit": 500});
+            let called = session.call("incus_instance_list", &["incus.read".to_owned()], input);
+            let size = serde_json::to_vec(&called.result).map_or(usize::MAX, |v| v.len());
+            if size > OUTPUT_BOUND {
+                return Err(called.failure(&format!("the result is {size} bytes")));
+            }
+            if called.result.get("truncated") != Some(&json!(true)) {
+                return Err(called.failure("items were dropped but truncated is not true"));
+            }
+            called.schema_valid()
+        },
+    )
 }

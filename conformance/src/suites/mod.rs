@@ -14,23 +14,41 @@ use crate::scenario::target::TargetFactory;
 mod arbitrary_input;
 mod byte_bounds;
 mod catalogue;
+mod client_binding;
 mod confirmation;
 mod evidence;
 mod exec_output;
 mod fake;
+mod host_callbacks;
+pub(crate) mod host_target;
 pub(crate) mod inspection_bounds;
 pub(crate) mod mutation_faults;
 mod property;
 mod scopes;
 mod session;
 mod spec_table;
+mod timeouts;
 pub(crate) mod unavailable;
 
 use session::Session;
 
+/// What the run checks: the core with the harness's own hosts, or a host under certification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subject {
+    /// The main job: also the suites that need a scripted host or their own connection.
+    Core,
+    /// A host's certification: only the suites that run through the host under test.
+    HostUnderCertification,
+}
+
 /// Every check of the conformance run against targets built by `factory`.
-pub(crate) fn registry(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
+pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Vec<Check> {
     let mut checks = scenario::checks(&scenario::default_dir(), factory);
+    if subject == Subject::Core {
+        checks.extend(host_callbacks::checks());
+        checks.extend(client_binding::checks());
+        checks.extend(timeouts::checks());
+    }
     checks.extend(catalogue::checks());
     checks.extend(evidence::checks(factory));
     checks.extend(scopes::checks(factory));
@@ -77,7 +95,7 @@ mod registry_tests {
 
     fn listing() -> Vec<Check> {
         let factory: Arc<dyn TargetFactory> = Arc::new(unavailable::Unavailable);
-        registry(&factory)
+        registry(&factory, Subject::Core)
     }
 
     #[test]
@@ -111,6 +129,18 @@ mod registry_tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn certification_leaves_out_the_checks_of_the_harness_own_hosts() {
+        let factory: Arc<dyn TargetFactory> = Arc::new(unavailable::Unavailable);
+        let certified = registry(&factory, Subject::HostUnderCertification);
+        let core = registry(&factory, Subject::Core);
+        assert!(certified.len() < core.len());
+        assert!(certified
+            .iter()
+            .all(|c| !c.name.starts_with("binding::callback_failure_denies")));
+        assert!(certified.iter().any(|c| c.name.starts_with("scenario::")));
     }
 
     #[test]

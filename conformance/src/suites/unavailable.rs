@@ -1,5 +1,5 @@
-//! The target factory used while the core's `run()` is not part of the build: every trial
-//! that needs a target fails with this explanation, and listing still works.
+//! A target factory that starts nothing: it lets the registry be built to list the checks
+//! (`CLAUSES.md`, the registry tests) without any fake Incus.
 
 use crate::scenario::format::FakeSetup;
 use crate::scenario::target::{BoxFuture, Target, TargetFactory};
@@ -13,10 +13,7 @@ impl TargetFactory for Unavailable {
         _setup: &'a FakeSetup,
     ) -> BoxFuture<'a, Result<Box<dyn Target>, String>> {
         Box::pin(async {
-            Err(
-                "no target: the core's run() and the fake Incus are not wired into this build yet"
-                    .into(),
-            )
+            Err("this registry was built for listing only; it starts no target".into())
         })
     }
 
