@@ -4,5 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+echo "== cargo clippy --workspace --all-targets"
+cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test --workspace"
 cargo test --workspace

@@ -1,2 +1,53 @@
 //! Conformance harness for the Incus operations.
+
+mod certify;
+mod clauses;
+mod reference_host;
+mod runner;
+mod scenario;
+mod suites;
 pub mod tama;
+
+pub use certify::{certify, certify_with};
+pub use reference_host::ReferenceHost;
+pub use runner::RunArgs;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The project's main job: runs every suite against the core through the reference host, one
+/// embedded fake Incus per trial, and returns the exit code (0 when every test passed).
+///
+/// ```no_run
+/// use clap::Parser;
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     run: incus_conformance::RunArgs,
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     incus_conformance::run_conformance(&Cli::parse().run)
+/// }
+/// ```
+pub fn run_conformance(args: &RunArgs) -> ExitCode {
+    let hosts: suites::host_target::HostFactory<ReferenceHost> =
+        Arc::new(|connection| (ReferenceHost::new(connection), ()));
+    let factory: Arc<dyn scenario::target::TargetFactory> =
+        Arc::new(suites::host_target::HostTargets::new(hosts));
+    runner::execute(args, suites::registry(&factory, suites::Subject::Core))
+}
+
+/// `CLAUSES.md`: every clause of the specification with its sentence and the tests that check it,
+/// generated from the registered tests.
+pub fn clauses_markdown() -> String {
+    let factory: Arc<dyn scenario::target::TargetFactory> =
+        Arc::new(suites::unavailable::Unavailable);
+    let checks = suites::registry(&factory, suites::Subject::Core);
+    clauses::render_markdown(
+        checks
+            .iter()
+            .map(|c| (c.name.as_str(), c.clauses.as_slice())),
+    )
+}

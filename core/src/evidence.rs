@@ -8,6 +8,7 @@
 //! `behavior-complete` (`certified` for a `stream:` contract) under a completion record, and its
 //! Go coverage entry, where one exists, names an implementation and evidence files.
 
+#[cfg(test)]
 use std::path::Path;
 
 use serde::Serialize;

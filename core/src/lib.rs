@@ -12,18 +12,25 @@
 //!     let described = incus_operations::describe(descriptor.name()).expect("exported");
 //!     assert_eq!(described["name"], descriptor.name());
 //! }
-//! // Nothing is exported until the client evidence is complete; the reasons are listed.
+//! // Operations whose client evidence is incomplete are listed with what they lack.
 //! for entry in incus_operations::unavailable() {
 //!     println!("{}: {}", entry.name(), entry.reason());
 //! }
 //! ```
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
 
 // One module per concern; add new ones to this list.
 mod catalogue;
 mod client;
 mod error;
 mod evidence;
+mod host;
 mod profile;
+mod run;
 
 pub use catalogue::{
     all, describe, fetch, unavailable, Bounds, Confirmation, Descriptor, Scope, Unavailable,
@@ -35,4 +42,6 @@ pub use client::{
 };
 pub use error::ErrorKind;
 pub use evidence::MissingRequirement;
+pub use host::{Binding, BindingContext, DynHost, Host, HostError, ImageRemote, RestrictedItem};
 pub use profile::{tama_document, tama_document_all};
+pub use run::{run, RunOptions, DEFAULT_CALLBACK_TIMEOUT};

@@ -766,3 +766,41 @@ fn all_is_sorted_by_name() {
     sorted.sort_unstable();
     assert_eq!(names, sorted);
 }
+
+#[test]
+fn readme_documents_every_error_kind() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for kind in ErrorKind::ALL {
+        assert!(
+            readme.contains(&format!("| `{kind}` |")),
+            "{kind} is not in the README table"
+        );
+    }
+}
+
+#[test]
+fn instance_create_names_its_image_by_alias_or_fingerprint() {
+    let create = compile(descriptor("incus_instance_create").input_schema());
+    let with = |source: Value| json!({"name": "web", "source": source});
+    assert!(create.is_valid(&with(
+        json!({"type": "image", "alias": "debian/12", "remote": "images"})
+    )));
+    assert!(create.is_valid(&with(
+        json!({"type": "image", "fingerprint": "2f3b1d6e8a7c"})
+    )));
+    assert!(create.is_valid(&with(json!({"type": "none"}))));
+    assert!(
+        !create.is_valid(&with(json!({"type": "image"}))),
+        "image without alias or fingerprint"
+    );
+    assert!(!create.is_valid(&with(json!({"type": "migration"}))));
+    assert!(
+        !create.is_valid(&json!({"name": "web"})),
+        "source is required"
+    );
+    assert!(!create.is_valid(&with(
+        json!({"type": "image", "alias": "a", "remote": "https://x"})
+    )));
+    assert!(!create.is_valid(&json!({"name": "1web", "source": {"type": "none"}})));
+}

@@ -186,7 +186,7 @@ fn check_document(document: &Value) -> Vec<String> {
             &item["post"],
         );
         check.expect(
-            ids.insert(item["post"]["operationId"].clone()),
+            ids.insert(item["post"]["operationId"].to_string()),
             &pointer,
             "duplicate ID",
         );

@@ -16,6 +16,10 @@ use tokio_util::sync::CancellationToken;
 /// It returns the operation's final metadata (or keeps it when `None`).
 pub(crate) type Work = Box<dyn FnOnce(&mut State) -> Result<Option<Value>, ApiError> + Send>;
 
+/// Recorded exec output files per instance.
+pub(crate) type ExecLogs =
+    std::collections::BTreeMap<(String, String), std::collections::BTreeMap<String, bytes::Bytes>>;
+
 /// Tunables fixed at start.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
@@ -60,6 +64,8 @@ pub(crate) struct App {
     initial: State,
     ops: Mutex<Operations>,
     pub(crate) exec: Mutex<HashMap<String, Arc<crate::exec::Session>>>,
+    /// Recorded exec output: (project, instance) -> file name -> bytes.
+    exec_logs: Mutex<ExecLogs>,
     pub(crate) journal: Journal,
     pub(crate) faults: Faults,
     pub(crate) identity: Identity,
@@ -76,6 +82,7 @@ impl App {
             state: Mutex::new(state),
             ops: Mutex::new(Operations::default()),
             exec: Mutex::new(HashMap::new()),
+            exec_logs: Mutex::new(ExecLogs::new()),
             journal: Journal::default(),
             faults: Faults::default(),
             identity,
@@ -95,6 +102,13 @@ impl App {
     /// The operations, locked. Never hold it across an `.await`.
     pub(crate) fn ops(&self) -> MutexGuard<'_, Operations> {
         self.ops
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The recorded exec output, locked. Never hold it across an `.await`.
+    pub(crate) fn exec_logs(&self) -> MutexGuard<'_, ExecLogs> {
+        self.exec_logs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }

@@ -128,3 +128,17 @@ pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
         .map_err(|never| match never {})
         .boxed_unsync()
 }
+
+/// 101 Switching Protocols for a websocket upgrade with this `Sec-WebSocket-Key`.
+pub(crate) fn switching_protocols(key: &HeaderValue) -> Response<Body> {
+    let mut resp = Response::new(full(Bytes::new()));
+    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = resp.headers_mut();
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    if let Ok(accept) = HeaderValue::from_str(&accept) {
+        headers.insert("sec-websocket-accept", accept);
+    }
+    resp
+}

@@ -11,7 +11,7 @@ pub enum Listener {
     Unix,
     /// The HTTPS listener.
     Https,
-    /// A direct call of the app, without a socket.
+    /// A direct call of the app, without a socket (unit tests of the fake itself).
     Direct,
 }
 

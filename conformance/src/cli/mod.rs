@@ -4,7 +4,9 @@
 //! `run(...) -> ExitCode`, add a variant to [`Command`] and a match arm in [`main`].
 //! Exit codes: 0 success, 1 the job ran and failed, 2 usage errors.
 
+mod call;
 mod catalogue;
+mod run;
 mod tama;
 mod tama_validate;
 
@@ -12,7 +14,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 /// Exit code for usage errors.
 const USAGE: u8 = 2;
@@ -22,7 +24,7 @@ const USAGE: u8 = 2;
     name = "incus-conformance",
     version,
     about = "Conformance harness for the Incus operations",
-    long_about = "Conformance harness for the Incus operations: the catalogue, the tama-operations/1 profile, and (soon) the suites run against a fake Incus."
+    long_about = "Conformance harness for the Incus operations: the catalogue, the tama-operations/1 profile, and the suites run against the core over an embedded fake Incus (the default)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -39,7 +41,12 @@ enum Command {
         #[command(subcommand)]
         command: tama::Command,
     },
-    // `call` and `run` (the default) are added here by their owners.
+    /// Run every suite against the core with an embedded fake Incus (the default): libtest's
+    /// flags, plus --junit FILE and --expected-failures FILE.
+    Run(run::Args),
+    /// Run one operation through the reference host bound to a connection; print the result.
+    /// Exit 0 for a success object, 1 for an error result, 2 for a usage error.
+    Call(Box<call::Args>),
 }
 
 /// Parses `args` (program name first) and runs the chosen subcommand.
@@ -59,17 +66,10 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     match cli.command {
         Some(Command::Catalogue(args)) => catalogue::run(args),
         Some(Command::Tama { command }) => tama::run(command),
-        None => default_run(),
+        Some(Command::Run(args)) => run::run(args),
+        Some(Command::Call(args)) => call::run_call(*args),
+        None => run::run(run::Args::default()),
     }
-}
-
-/// What runs with no arguments. The full conformance run (embedded fake Incus, every suite) takes
-/// this place once it exists; until then the help is printed and the call is a usage error.
-fn default_run() -> ExitCode {
-    let mut help = Cli::command();
-    let _ = help.print_help();
-    eprintln!("\nincus-conformance: the default conformance run is not available yet; choose a subcommand");
-    ExitCode::from(USAGE)
 }
 
 /// Writes a JSON value to stdout, pretty-printed; a closed stdout is a failure, not a panic.
@@ -94,6 +94,7 @@ fn print_json(value: &serde_json::Value) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("incus-conformance").chain(args.iter().copied()))

@@ -70,7 +70,13 @@ fn create() -> Spec {
         )
         .optional(
             "alias",
-            schema::object_name("Image alias, on the local server or on source.remote."),
+            json!({
+                "type": "string",
+                "description": "Image alias on the local server or on source.remote (for example busybox or debian/12).",
+                "minLength": 1,
+                "maxLength": 255,
+                "pattern": "^[^\\s]+$",
+            }),
         )
         .optional("fingerprint", schema::fingerprint_prefix())
         .optional(

@@ -194,8 +194,7 @@ pub struct Bounds {
 }
 
 /// How the run pipeline executes an operation (crate-internal).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum OperationKind {
     /// A native collection: `{"items", "count", "truncated"}`.
     List,
@@ -582,6 +581,58 @@ impl fmt::Display for UnavailableReason {
                 let names: Vec<&str> = missing.iter().map(|m| m.requirement()).collect();
                 write!(f, "missing evidence for {}", names.join(", "))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_finds_every_descriptor_exported_or_not() {
+        assert_eq!(catalogue().len(), 32);
+        for descriptor in catalogue() {
+            let found = lookup(descriptor.name()).expect("catalogued");
+            assert!(std::ptr::eq(found, descriptor));
+            // The compiled validator agrees with the documented example.
+            let (_, example) = descriptor
+                .description()
+                .rsplit_once("Example input: ")
+                .unwrap();
+            let example: Value = serde_json::from_str(example).unwrap();
+            assert!(
+                descriptor.input_validator().is_valid(&example),
+                "{}",
+                descriptor.name()
+            );
+        }
+        assert!(lookup("incus_instance_copy").is_none());
+        assert!(lookup("").is_none());
+    }
+
+    #[test]
+    fn operation_kinds_follow_the_result_shapes() {
+        for descriptor in catalogue() {
+            let name = descriptor.name();
+            let expected = match name {
+                "incus_instance_update" => OperationKind::Update,
+                "incus_operation_cancel" => OperationKind::Cancel,
+                "incus_instance_exec" => OperationKind::Exec,
+                "incus_operation_wait" => OperationKind::Wait,
+                _ if name.ends_with("_list") => OperationKind::List,
+                _ if name.ends_with("_get") => OperationKind::Item,
+                _ => OperationKind::Mutation,
+            };
+            assert_eq!(descriptor.kind(), expected, "{name}");
+            let has_wait = descriptor.input_schema()["properties"]
+                .get("wait_seconds")
+                .is_some();
+            assert_eq!(
+                has_wait,
+                matches!(expected, OperationKind::Mutation | OperationKind::Wait),
+                "{name}"
+            );
         }
     }
 }

@@ -5,7 +5,7 @@ use incus_operations::Descriptor;
 use serde_json::Value;
 
 /// Every catalogued descriptor, exported or not, sorted by name.
-pub fn every_descriptor() -> Vec<&'static Descriptor> {
+pub(crate) fn every_descriptor() -> Vec<&'static Descriptor> {
     let mut every: Vec<&'static Descriptor> = incus_operations::all();
     every.extend(
         incus_operations::unavailable()
@@ -16,8 +16,9 @@ pub fn every_descriptor() -> Vec<&'static Descriptor> {
     every
 }
 
-/// Visits every schema object inside `schema` (itself included) with its JSON pointer.
-pub fn walk_schemas<'a>(
+/// Visits every schema object inside `schema` (itself included) with its JSON pointer. Conditions
+/// (`if`, `not`) only test a value and declare no shape, so they are not visited.
+pub(crate) fn walk_schemas<'a>(
     schema: &'a Value,
     pointer: String,
     visit: &mut dyn FnMut(&str, &'a Value),
@@ -41,8 +42,6 @@ pub fn walk_schemas<'a>(
             }
             "items"
             | "additionalProperties"
-            | "not"
-            | "if"
             | "then"
             | "else"
             | "contains"
@@ -57,7 +56,7 @@ pub fn walk_schemas<'a>(
 }
 
 /// The example input documented at the end of a description (`Example input: {...}`).
-pub fn documented_example(description: &str) -> Value {
+pub(crate) fn documented_example(description: &str) -> Value {
     let (_, example) = description
         .rsplit_once("Example input: ")
         .expect("every description documents an example input");

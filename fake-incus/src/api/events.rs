@@ -6,9 +6,8 @@ use super::{is_upgrade, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http::{Method, Request};
 use hyper_util::rt::TokioIo;
-use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
@@ -55,13 +54,5 @@ pub(super) fn route(ctx: &Ctx, mut req: Request<Bytes>) -> ApiResult {
             }
         }
     });
-    let mut resp = Response::new(envelope::full(Bytes::new()));
-    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let headers = resp.headers_mut();
-    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
-        headers.insert("sec-websocket-accept", accept);
-    }
-    Ok(resp)
+    Ok(envelope::switching_protocols(&key))
 }

@@ -103,7 +103,11 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
         spec.resources
             .insert("containers".into(), vec![instance_url]);
         let (id, _) = ctx.app.create_operation(spec, None);
-        exec::start_task_session(&ctx.app, &id, command, ctx.fault.clone());
+        let record = req.record_output.then(|| exec::Recording {
+            project: project.clone(),
+            instance: name.to_string(),
+        });
+        exec::start_task_session(&ctx.app, &id, command, ctx.fault.clone(), record);
         operation_json(ctx, &id)
     };
     ctx.applied();

@@ -10,6 +10,11 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
+    if !matches!(rest, [fp] if *fp != "aliases") {
+        ctx.require_project(|_| {
+            "Check if project has images: fetch project: Project not found".into()
+        })?;
+    }
     match (rest, method.as_str()) {
         ([], "GET") => list(ctx),
         (["aliases"], "GET") => list_aliases(ctx),

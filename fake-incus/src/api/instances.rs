@@ -2,6 +2,9 @@
 //! patch and delete.
 
 use super::filter::Filter;
+use super::validation::{
+    check_name, config_problem, devices_problem, validate_config, validate_devices,
+};
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
@@ -25,6 +28,7 @@ pub(super) fn route(
         ([name], "PUT") => put(ctx, name, headers, body),
         ([name], "PATCH") => patch(ctx, name, headers, body),
         ([name], "DELETE") => delete(ctx, name),
+        ([name], "POST") => rename(ctx, name, body),
         ([_], _) => Err(ApiError::not_implemented()),
         _ => Err(ApiError::not_found()),
     }
@@ -148,8 +152,15 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             source.kind
         )));
     }
-    if let Some(config) = &req.config {
-        validate_config(config).map_err(ApiError::bad_request)?;
+    if let Some(missing) = req
+        .profiles
+        .iter()
+        .flatten()
+        .find(|p| ctx.app.state().profile(&project, p).is_none())
+    {
+        return Err(ApiError::internal(format!(
+            "Requested profile \"{missing}\" doesn't exist"
+        )));
     }
     let instance_url = crate::state::url(&format!("/1.0/instances/{name}"), &project);
     let spec = OpSpec::task(&project, "Creating instance", instance_url);
@@ -168,12 +179,17 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             } else {
                 None
             };
+            let config = req.config.unwrap_or_default();
+            let devices = req.devices.unwrap_or_default();
+            if let Some(why) = config_problem(&config).or_else(|| devices_problem(&devices)) {
+                return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
+            }
             let mut instance = Instance::from_image(&name, &project, image.as_ref());
             if !req.kind.is_empty() {
                 instance.kind = req.kind;
             }
-            instance.config.extend(req.config.unwrap_or_default());
-            instance.devices = req.devices.unwrap_or_default();
+            instance.config.extend(config);
+            instance.devices = devices;
             if let Some(profiles) = req.profiles {
                 instance.profiles = profiles;
             }
@@ -213,55 +229,6 @@ fn find_image(
 
 fn generated_name() -> String {
     format!("fake-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
-}
-
-/// The daemon's instance name rules.
-pub(super) fn check_name(name: &str) -> Result<(), ApiError> {
-    let invalid = |why: &str| ApiError::bad_request(format!("Invalid instance name: {why}"));
-    if name.len() > 63 {
-        return Err(invalid("Name must be 1-63 characters long"));
-    }
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-        return Err(invalid(
-            "Name can only contain alphanumeric and hyphen characters",
-        ));
-    }
-    if name.starts_with('-') || name.ends_with('-') {
-        return Err(invalid("Name must not start or end with a hyphen"));
-    }
-    if name.chars().next().is_some_and(|c| c.is_ascii_digit()) {
-        return Err(invalid("Name must not start with a digit"));
-    }
-    Ok(())
-}
-
-/// Accepts the key namespaces a container understands; anything else is unknown.
-pub(super) fn validate_config(config: &StringMap) -> Result<(), String> {
-    const PREFIXES: &[&str] = &[
-        "user.",
-        "environment.",
-        "image.",
-        "volatile.",
-        "limits.",
-        "security.",
-        "boot.",
-        "raw.",
-        "linux.",
-        "snapshots.",
-        "cloud-init.",
-        "migration.",
-        "nvidia.",
-        "cluster.",
-        "agent.",
-    ];
-    const KEYS: &[&str] = &["cloud-init", "user-data", "vendor-data", "network-config"];
-    match config
-        .keys()
-        .find(|k| !PREFIXES.iter().any(|p| k.starts_with(p)) && !KEYS.contains(&k.as_str()))
-    {
-        Some(key) => Err(format!("Invalid config: Unknown configuration key: {key}")),
-        None => Ok(()),
-    }
 }
 
 /// If-Match: quotes stripped, compared literally with the current ETag.
@@ -351,6 +318,7 @@ fn update(
         ));
     }
     validate_config(&req.config).map_err(ApiError::internal)?;
+    validate_devices(&req.devices).map_err(ApiError::internal)?;
     let instance = state
         .instance_mut(project, name)
         .ok_or_else(|| instance_not_found(name, project))?;
@@ -416,13 +384,14 @@ fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
         }
     }
     validate_config(&config).map_err(ApiError::internal)?;
+    let mut devices = current.devices.clone();
+    devices.extend(req.devices.unwrap_or_default());
+    validate_devices(&devices).map_err(ApiError::internal)?;
     let instance = state
         .instance_mut(&project, name)
         .ok_or_else(|| instance_not_found(name, &project))?;
     instance.config = config;
-    for (device, settings) in req.devices.unwrap_or_default() {
-        instance.devices.insert(device, settings);
-    }
+    instance.devices = devices;
     if let Some(profiles) = req.profiles {
         instance.profiles = profiles;
     }
@@ -455,6 +424,55 @@ fn delete(ctx: &Ctx, name: &str) -> ApiResult {
             state
                 .instances
                 .retain(|i| !(i.project == project && i.name == name));
+            Ok(None)
+        }),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RenameBody {
+    #[serde(deserialize_with = "super::null_default")]
+    name: String,
+    #[serde(deserialize_with = "super::null_default")]
+    migration: bool,
+}
+
+/// `POST /1.0/instances/{name}` with a new name (renames only; migration is out of scope).
+fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+    let project = ctx.project();
+    let instance_url = {
+        let state = ctx.app.state();
+        let instance = state
+            .instance(&project, name)
+            .ok_or_else(|| instance_not_found(name, &project))?;
+        instance.url()
+    };
+    let req: RenameBody = parse_body(body)?;
+    if req.migration {
+        return Err(ApiError::not_implemented());
+    }
+    check_name(&req.name)?;
+    let (old, new) = (name.to_string(), req.name);
+    let spec = OpSpec::task(&project, "Renaming instance", instance_url);
+    let op = ctx.app.start_task(
+        spec,
+        ctx.fault.clone(),
+        Box::new(move |state: &mut State| {
+            if state.instance(&project, &new).is_some() {
+                return Err(ApiError::internal(format!("Name \"{new}\" already in use")));
+            }
+            let instance = state
+                .instance_mut(&project, &old)
+                .ok_or_else(|| instance_not_found(&old, &project))?;
+            if instance.status != crate::state::PowerState::Stopped {
+                return Err(ApiError::bad_request(
+                    "Renaming of running instance not allowed",
+                ));
+            }
+            instance.name = new;
             Ok(None)
         }),
     );

@@ -8,6 +8,7 @@ mod exec;
 mod filter;
 mod images;
 mod instances;
+mod logs;
 mod networks;
 mod operations;
 mod profiles;
@@ -16,6 +17,7 @@ mod server;
 mod snapshots;
 mod state;
 mod storage;
+mod validation;
 
 use crate::app::App;
 use crate::envelope::{self, ApiError, ApiResult, Body};
@@ -86,6 +88,20 @@ impl Ctx {
     pub(crate) fn all_projects(&self) -> bool {
         self.param("all-projects") == Some("true")
     }
+    /// 404 with the endpoint's own message when `project` names no project (unless
+    /// `all-projects=true`).
+    pub(crate) fn require_project(
+        &self,
+        message: impl FnOnce(&str) -> String,
+    ) -> Result<(), ApiError> {
+        let project = self.project();
+        if self.all_projects() || self.app.state().project(&project).is_some() {
+            Ok(())
+        } else {
+            Err(ApiError::new(404, message(&project)))
+        }
+    }
+
     /// The projects a collection request covers.
     pub(crate) fn projects(&self) -> Vec<String> {
         if self.all_projects() {
@@ -333,12 +349,20 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
     if !ctx.trusted {
         return Err(ApiError::forbidden());
     }
+    let per_instance = segs[1] == "instances" && segs.len() >= 3;
+    if per_instance {
+        ctx.require_project(|_| "Project not found".into())?;
+        if segs[2].contains('/') {
+            return Err(ApiError::bad_request("Invalid instance name"));
+        }
+    }
     match segs[1] {
         "instances" => match segs.get(3) {
             None => instances::route(ctx, &method, &segs[2..], req.headers(), req.body()),
             Some(&"state") => state::route(ctx, &method, &segs[2..], req.body()),
             Some(&"snapshots") => snapshots::route(ctx, &method, &segs[2..], req.body()),
             Some(&"exec") if segs.len() == 4 => exec::route(ctx, &method, segs[2], req.body()),
+            Some(&"logs") => logs::route(ctx, &method, &segs[2..]),
             _ => Err(ApiError::not_found()),
         },
         "images" => images::route(ctx, &method, &segs[2..]),
@@ -361,9 +385,47 @@ pub(crate) fn only(method: &Method, allowed: Method) -> Result<(), ApiError> {
     }
 }
 
-/// Parses a JSON body the way the daemon does (Go decoder errors are 400).
+/// Parses a JSON body the way the daemon does: errors are 400, syntax errors worded like Go's
+/// decoder.
 pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(go_decode_error(body, &e)))
+}
+
+/// Go's `encoding/json` wording for syntax errors; other errors keep serde's text.
+fn go_decode_error(body: &[u8], err: &serde_json::Error) -> String {
+    if err.is_eof() {
+        return "unexpected end of JSON input".into();
+    }
+    if !err.is_syntax() {
+        return err.to_string();
+    }
+    let line_start: usize = body
+        .split(|&b| b == b'\n')
+        .take(err.line().saturating_sub(1))
+        .map(|l| l.len() + 1)
+        .sum();
+    let offset = line_start + err.column().saturating_sub(1);
+    let Some(&found) = body.get(offset) else {
+        return "unexpected end of JSON input".into();
+    };
+    let before = body[..offset]
+        .iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace());
+    let expecting = match before {
+        Some(b'{') | Some(b',') => "looking for beginning of object key string",
+        Some(b'"') | Some(b'}') | Some(b']') => "after object key:value pair",
+        _ => "looking for beginning of value",
+    };
+    format!("invalid character {} {expecting}", go_quote(found))
+}
+
+fn go_quote(byte: u8) -> String {
+    match byte {
+        b'\'' => "'\\''".into(),
+        b if b.is_ascii_graphic() || b == b' ' => format!("'{}'", b as char),
+        b => format!("'\\x{b:02x}'"),
+    }
 }
 
 /// Deserializes `null` as the default value, as Go's decoder does for maps, slices and strings.
@@ -382,4 +444,98 @@ pub(crate) fn instance_not_found(name: &str, project: &str) -> ApiError {
         404,
         format!("Failed to fetch instance \"{name}\" in project \"{project}\": Instance not found"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{Identity, Settings};
+    use crate::state::State;
+
+    fn app() -> Arc<App> {
+        App::new(
+            State::default_state(),
+            Identity::default(),
+            Settings::default(),
+        )
+    }
+
+    async fn call(
+        app: &Arc<App>,
+        method: &str,
+        path: &str,
+        body: &str,
+    ) -> (u16, serde_json::Value) {
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Bytes::from(body.to_string()))
+            .unwrap();
+        let peer = Peer {
+            listener: Listener::Direct,
+            fingerprint: None,
+        };
+        let Outcome::Respond(resp) = serve(app, req, peer).await else {
+            panic!("no response")
+        };
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn app_answers_without_a_socket() {
+        let app = app();
+        let (status, body) = call(&app, "GET", "/1.0/profiles/default", "").await;
+        assert_eq!(
+            (status, body["metadata"]["name"].as_str()),
+            (200, Some("default"))
+        );
+        let (status, body) = call(
+            &app,
+            "POST",
+            "/1.0/instances",
+            r#"{"name":"c1","source":{"type":"none"}}"#,
+        )
+        .await;
+        assert_eq!((status, body["type"].as_str()), (202, Some("async")));
+        let entries = app.journal.entries();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[1].listener, Listener::Direct);
+        assert!(entries[1].applied);
+    }
+
+    #[test]
+    fn json_errors_are_worded_like_go() {
+        let err = |text: &str| {
+            parse_body::<serde_json::Value>(text.as_bytes())
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            err("{bad"),
+            "invalid character 'b' looking for beginning of object key string"
+        );
+        assert_eq!(
+            err("{\"a\": }"),
+            "invalid character '}' looking for beginning of value"
+        );
+        assert_eq!(err(""), "unexpected end of JSON input");
+        assert_eq!(err("{\"a\": 1"), "unexpected end of JSON input");
+    }
+
+    #[tokio::test]
+    async fn every_error_path_uses_the_one_envelope_conversion() {
+        let app = app();
+        for (method, path) in [
+            ("GET", "/nope"),
+            ("PUT", "/1.0/profiles"),
+            ("GET", "/1.0/instances/x"),
+        ] {
+            let (status, body) = call(&app, method, path, "").await;
+            assert_eq!(body["error_code"].as_u64(), Some(u64::from(status)));
+            assert_eq!(body["type"], "error");
+            assert_eq!(body["metadata"], serde_json::Value::Null);
+        }
+    }
 }

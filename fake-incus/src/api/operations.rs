@@ -9,7 +9,8 @@ use futures_util::FutureExt;
 use http::{header, HeaderValue, Request, Response};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use serde_json::{Map, Value};
+use serde_json::Value;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub(super) async fn route(ctx: &Ctx, req: Request<Bytes>, rest: &[String]) -> ApiResult {
@@ -33,7 +34,8 @@ fn list(ctx: &Ctx) -> ApiResult {
     }
     let projects = ctx.projects();
     let ops = ctx.app.ops();
-    let mut groups: Map<String, Value> = Map::new();
+    // Go encodes the map with sorted keys: failure, running, success...
+    let mut groups: BTreeMap<String, Value> = BTreeMap::new();
     for op in ops
         .list
         .iter()
@@ -51,7 +53,9 @@ fn list(ctx: &Ctx) -> ApiResult {
             items.push(item);
         }
     }
-    Ok(envelope::sync(Value::Object(groups)))
+    Ok(envelope::sync(
+        serde_json::to_value(groups).unwrap_or_default(),
+    ))
 }
 
 fn get(ctx: &Ctx, id: &str) -> ApiResult {

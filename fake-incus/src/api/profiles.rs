@@ -7,6 +7,7 @@ use http::Method;
 use serde_json::{json, Value};
 
 pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
+    ctx.require_project(|p| format!("Failed loading project \"{p}\": Project not found"))?;
     match (rest, method.as_str()) {
         ([], "GET") => list(ctx),
         ([name], "GET") => get(ctx, name),

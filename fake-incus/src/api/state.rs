@@ -110,7 +110,7 @@ fn apply(state: &mut State, project: &str, name: &str, action: Action) -> Result
         }
         (Action::Stop, _) => instance.power_off(),
         (Action::Restart, PowerState::Stopped) => {
-            return Err(ApiError::bad_request("The instance isn't running"))
+            return Err(ApiError::bad_request("The instance is already stopped"))
         }
         (Action::Restart, _) => {
             instance.power_off();
@@ -118,13 +118,24 @@ fn apply(state: &mut State, project: &str, name: &str, action: Action) -> Result
         }
         (Action::Freeze, PowerState::Running) => instance.status = PowerState::Frozen,
         (Action::Freeze, PowerState::Frozen) => {
-            return Err(ApiError::bad_request("The instance is already frozen"))
+            return Err(ApiError::internal("The container is already frozen"))
         }
         (Action::Freeze, PowerState::Stopped) => {
-            return Err(ApiError::bad_request("The instance isn't running"))
+            return Err(ApiError::internal("The instance isn't running"))
         }
         (Action::Unfreeze, PowerState::Frozen) => instance.status = PowerState::Running,
-        (Action::Unfreeze, _) => return Err(ApiError::bad_request("The instance is not frozen")),
+        (Action::Unfreeze, PowerState::Stopped) => {
+            return Err(ApiError::internal("The container isn't running"))
+        }
+        (Action::Unfreeze, PowerState::Running) => {
+            return Err(ApiError::internal("The container is already running"))
+        }
+    }
+    if matches!(action, Action::Stop) && instance.ephemeral {
+        // Ephemeral instances are deleted when they stop.
+        state
+            .instances
+            .retain(|i| !(i.project == project && i.name == name));
     }
     Ok(())
 }

@@ -15,9 +15,21 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
         };
     }
     match rest {
+        [_, "volumes"] | [_, "volumes", _] => {
+            ctx.require_project(|_| "Project not found".into())?
+        }
+        [_, "volumes", ..] => {
+            ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?
+        }
+        _ => {}
+    }
+    match rest {
         [] => list_pools(ctx),
         [pool] => get_pool(ctx, pool),
         [pool, "volumes"] => list_volumes(ctx, pool, None),
+        [_, "volumes", kind, ..] if !VOLUME_TYPES.contains(kind) => {
+            Err(ApiError::bad_request("Invalid storage volume type name"))
+        }
         [pool, "volumes", kind] if VOLUME_TYPES.contains(kind) => {
             list_volumes(ctx, pool, Some(kind))
         }

@@ -231,11 +231,11 @@ impl Instance {
         let running = self.status != PowerState::Stopped;
         let network = if running {
             json!({"lo": {
-                "addresses": [{"family": "inet", "address": "127.0.0.1", "netmask": "8", "scope": "local"}],
+                "addresses": [],
                 "counters": {"bytes_received": 0, "bytes_sent": 0, "packets_received": 0,
                     "packets_sent": 0, "errors_received": 0, "errors_sent": 0,
                     "packets_dropped_outbound": 0, "packets_dropped_inbound": 0},
-                "hwaddr": "", "host_name": "", "mtu": 65536, "state": "up", "type": "loopback"}})
+                "hwaddr": "", "host_name": "", "mtu": 65536, "state": "down", "type": "loopback"}})
         } else {
             Value::Null
         };

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Real-Incus acceptance for CI: runs real-incus-acceptance (every operation against a real daemon, in a
+# throw-away project) and its differential mode (portable scenarios on the real daemon and on the fake).
+#
+# Works from a clean clone, as root, on Debian 12:
+#   - installs incus-base/incus-client (ci/install-incus.sh) and busybox-static when missing;
+#   - starts incusd only when no daemon answers on the socket (its downloads go to a closed loopback
+#     proxy, so nothing leaves the machine), and stops exactly that process (by PID) on exit;
+#   - makes sure a storage pool "default" (dir) and a root disk in profile "default" exist.
+# When a daemon is already running it starts and stops nothing.
+#
+# Environment: INCUS_DIR (default /var/lib/incus; the daemon started here uses it), INCUS_SOCKET
+# (default $INCUS_DIR/unix.socket; a daemon is started only for that default), REAL_INCUS_REPORT_DIR (default
+# target/real-incus), REAL_INCUS_SKIP_COMPARE=1 to leave out the differential run,
+# REAL_INCUS_CARGO_PROFILE (default release; dev for a quick local check).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DAEMON_DIR=${INCUS_DIR:-/var/lib/incus}
+SOCKET=${INCUS_SOCKET:-$DAEMON_DIR/unix.socket}
+REPORT_DIR=${REAL_INCUS_REPORT_DIR:-target/real-incus}
+PROFILE=${REAL_INCUS_CARGO_PROFILE:-release}
+STATE=$(mktemp -d)
+STARTED_PID=""
+
+log() { echo "== real-incus: $*" >&2; }
+
+stop_started_daemon() {
+  if [ -n "$STARTED_PID" ] && kill -0 "$STARTED_PID" 2>/dev/null; then
+    log "stopping the incusd this script started (pid $STARTED_PID)"
+    kill -TERM "$STARTED_PID" 2>/dev/null || true
+    for _ in $(seq 1 120); do kill -0 "$STARTED_PID" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$STARTED_PID" 2>/dev/null; then
+      log "incusd did not stop within 60 s; killing pid $STARTED_PID"
+      kill -KILL "$STARTED_PID" 2>/dev/null || true
+    fi
+  fi
+  rm -rf "$STATE"
+}
+trap stop_started_daemon EXIT
+
+answers() {
+  if command -v curl >/dev/null; then
+    curl -sf --max-time 2 --unix-socket "$SOCKET" http://incus/1.0 >/dev/null 2>&1
+  else
+    INCUS_SOCKET="$SOCKET" timeout 5 incus query /1.0 >/dev/null 2>&1
+  fi
+}
+
+install_missing() {
+  ci/install-incus.sh
+  if ! command -v busybox >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null
+  fi
+  command -v incus >/dev/null || { log "the incus client is not installed (not root?)"; exit 1; }
+  command -v busybox >/dev/null || { log "no busybox on PATH for the test image"; exit 1; }
+}
+
+start_daemon_if_needed() {
+  if answers; then
+    log "a daemon already answers on $SOCKET: starting nothing"
+    return
+  fi
+  [ -x /usr/libexec/incus/incusd ] || { log "no daemon answers and incusd is not installed"; exit 1; }
+  [ "$(id -u)" = 0 ] || { log "no daemon answers and starting incusd needs root"; exit 1; }
+  if [ "$SOCKET" != "$DAEMON_DIR/unix.socket" ]; then
+    log "no daemon answers on $SOCKET, and a daemon started here would listen on $DAEMON_DIR/unix.socket"
+    exit 1
+  fi
+  log "starting incusd (log in $STATE/incusd.log)"
+  HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 \
+    http_proxy=http://127.0.0.1:9 NO_PROXY= no_proxy= INCUS_DIR="$DAEMON_DIR" \
+    setsid /usr/libexec/incus/incusd --group root --logfile "$STATE/incusd.log" >"$STATE/incusd.out" 2>&1 &
+  STARTED_PID=$!
+  for _ in $(seq 1 120); do answers && break; kill -0 "$STARTED_PID" 2>/dev/null || break; sleep 0.5; done
+  if ! answers; then
+    log "incusd did not answer within 60 s"
+    cat "$STATE/incusd.out" "$STATE/incusd.log" >&2 2>/dev/null || true
+    exit 1
+  fi
+}
+
+prepare_pool_and_profile() {
+  export INCUS_SOCKET="$SOCKET"
+  incus storage show default >/dev/null 2>&1 || incus storage create default dir >/dev/null
+  incus profile device show default 2>/dev/null | grep -q '^root:' ||
+    incus profile device add default root disk path=/ pool=default >/dev/null
+}
+
+install_missing
+start_daemon_if_needed
+prepare_pool_and_profile
+
+mkdir -p "$REPORT_DIR"
+status=0
+log "building the runner"
+cargo build --profile "$PROFILE" -p real-incus
+log "removing leftovers of earlier runs"
+cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" --cleanup-only || status=1
+log "acceptance run (report in $REPORT_DIR)"
+cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" \
+  --report-dir "$REPORT_DIR" || status=1
+if [ "${REAL_INCUS_SKIP_COMPARE:-0}" != 1 ]; then
+  log "differential run against the fake (report in $REPORT_DIR/compare-fake)"
+  cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" --compare-fake \
+    --report-dir "$REPORT_DIR/compare-fake" || status=1
+fi
+if [ -f "$REPORT_DIR/real-incus-acceptance.md" ]; then
+  grep -E '^(# |- Server|\| `incus_)' "$REPORT_DIR/real-incus-acceptance.md" >&2 || true
+fi
+log "done (status $status)"
+exit "$status"

@@ -1,0 +1,82 @@
+//! Host certification: a host crate runs the conformance suites through its own `Host`.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use incus_operations::{Connection, Host};
+
+use crate::runner::{self, RunArgs};
+use crate::scenario::target::TargetFactory;
+use crate::suites::{self, host_target::HostTargets};
+
+/// Runs every suite through the host that `host_factory` builds for each trial's fake Incus,
+/// with the command line of the test binary; returns the exit code for `main`.
+///
+/// Each trial starts an embedded fake Incus and asks the host factory for a host bound to it
+/// (and a caller the host fully authorizes); every operation of the suites then goes through
+/// `run()` with that host. The run reports per test and per clause, like the main job.
+///
+/// In the host crate, a test target without the libtest harness:
+///
+/// ```toml
+/// [dev-dependencies]
+/// incus-conformance = "0.1"
+///
+/// [[test]]
+/// name = "incus_conformance"
+/// harness = false
+/// ```
+///
+/// and `tests/incus_conformance.rs`:
+///
+/// ```no_run
+/// use incus_conformance::ReferenceHost;
+///
+/// fn main() -> std::process::ExitCode {
+///     // Replace ReferenceHost with the host under certification.
+///     incus_conformance::certify(|connection| (ReferenceHost::new(connection), ()))
+/// }
+/// ```
+///
+/// `cargo test --test incus_conformance` then runs every check; libtest's flags work as usual
+/// (`-- --list`, `-- scopes::`, `-- --format json`, `-- --junit report.xml`).
+///
+/// `host_factory` gets the connection to the trial's fake Incus (a Unix socket) and returns the
+/// host bound to it and a caller that the host authorizes for every operation.
+pub fn certify<H, F>(host_factory: F) -> ExitCode
+where
+    H: Host + 'static,
+    F: Fn(Connection) -> (H, H::Caller) + Send + Sync + 'static,
+{
+    #[derive(Parser)]
+    #[command(name = "incus-conformance-certify")]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    match Cli::try_parse() {
+        Ok(cli) => certify_with(&cli.run, host_factory),
+        Err(error) => {
+            let _ = error.print();
+            if error.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+    }
+}
+
+/// Like [`certify`], with explicit run arguments instead of the process's command line.
+pub fn certify_with<H, F>(args: &RunArgs, host_factory: F) -> ExitCode
+where
+    H: Host + 'static,
+    F: Fn(Connection) -> (H, H::Caller) + Send + Sync + 'static,
+{
+    let factory: Arc<dyn TargetFactory> = Arc::new(HostTargets::new(Arc::new(host_factory)));
+    runner::execute(
+        args,
+        suites::registry(&factory, suites::Subject::HostUnderCertification),
+    )
+}

@@ -1,0 +1,199 @@
+//! The clause registry: every rule of the specification that a test checks, with the exact
+//! spec sentence it comes from, and the generator of `CLAUSES.md`.
+//!
+//! A clause id is `area::clause`; tests are named `area::clause::case`, and scenario files list
+//! the clause ids they check. Several clauses may quote the same sentence when it holds several
+//! rules. Sentences are quoted verbatim (table rows as written, whitespace that the spec's
+//! inline code swallowed restored); they use the spec's Elixir vocabulary: `run/3` is
+//! `run(name, input, options)`, a behaviour is the `Host` trait, a raising or exiting callback is
+//! one that panics or errors.
+
+use std::collections::BTreeMap;
+
+/// One rule of the specification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Clause {
+    /// `area::clause`.
+    pub(crate) id: &'static str,
+    /// The spec sentence (or table row) the rule comes from.
+    pub(crate) sentence: &'static str,
+}
+
+impl Clause {
+    /// The area: the part of the id before `::`.
+    pub(crate) fn area(&self) -> &'static str {
+        self.id.split("::").next().unwrap_or(self.id)
+    }
+}
+
+const fn clause(id: &'static str, sentence: &'static str) -> Clause {
+    Clause { id, sentence }
+}
+
+const CALLBACK_FAILURE: &str = "A missing, raising, exiting or malformed callback denies the call \
+before any backend request; tool input cannot name a socket, URL, credential, owner or host path.";
+
+const CHECK_ORDER: &str = "run/3 checks, in order: scope, input schema and byte bounds, \
+confirmation, restricted input, binding/2, authorize/3, image remote resolution and then discovery \
+(when the binding returned a connection and context).";
+
+/// Every registered clause, grouped by area in spec order.
+pub(crate) const CLAUSES: &[Clause] = &[
+    // Catalogue
+    clause("catalogue::canonical_names", "Opsmaru.Incus.Operations defines each agent-facing Incus operation once: a canonical incus_<resource>_<verb> name, input/output JSON schemas, a required scope, a destructive-confirmation rule and bounds."),
+    clause("catalogue::public_contract", "Macus and central Opsmaru expose the same descriptors, so names and schemas are public contract from the first consumer pin."),
+    clause("catalogue::no_side_effects", "Nothing here starts a process, endpoint, task store or connection."),
+    clause("catalogue::synchronous", "Every operation runs synchronously through the public Opsmaru.Incus client."),
+    clause("catalogue::table", "| Operation | Scope | Confirmation (confirm must repeat) | Client evidence |"),
+    clause("catalogue::pinned_fixture", "The full schemas, titles, descriptions and bounds are pinned in test/fixtures/incus/operations-catalogue.json; Operations.describe/1 returns the same data at runtime."),
+    clause("catalogue::deferred_operations", "Not exported (Operations.unavailable/0): incus_instance_copy, incus_instance_rename and incus_instance_move, deferred by scope (user decision 2026-11-04), not for missing evidence."),
+    clause("catalogue::streaming_excluded", "Events, console attachment and file or image binary transfer are excluded because they need streaming beyond a bounded result."),
+    // Evidence gate
+    clause("evidence::tools_not_coverage", "Tool success is not client coverage: priv/incus/coverage.json and the endpoint ledgers are unchanged by tools."),
+    clause("evidence::named_requirements", "Each descriptor names the client requirements it uses: a native method, a helper (helper:connect) or a streaming contract (stream:S01)."),
+    clause("evidence::compile_time", "Opsmaru.Incus.Operations.Evidence reads endpoint-inventory.json and coverage.json at compile time."),
+    clause("evidence::requirement_evidence", "A requirement has evidence only when every endpoint row mapping it is behavior-complete under a completion record (a stream contract must be certified) and its Go coverage entry, where one exists, names an implementation and evidence files."),
+    clause("evidence::gate", "all/0 exports only descriptors whose requirements all have evidence; any other descriptor is listed by unavailable/0 with its missing requirements."),
+    clause("evidence::fixtures", "| Fixtures | test/operations_*_test.exs over fake Unix and mutual HTTPS Incus | run by mise run check |"),
+    // Scopes
+    clause("scopes::read", "incus.read | server, instance, snapshot, image, project, profile, network, storage and operation inspection; operation get/wait |"),
+    clause("scopes::write", "incus.write | instance create/update/state, snapshot create, operation cancel |"),
+    clause("scopes::exec", "incus.exec | bounded guest exec |"),
+    clause("scopes::delete", "incus.delete | instance, snapshot and image deletion; snapshot restore |"),
+    clause("scopes::host_verified", "Scopes are the host-verified grants; they never come from tool input."),
+    clause("scopes::per_operation", "If one tool fronts many operations, pass the caller's verified scopes to run/3: it enforces each operation's own scope, so access to the fronting tool does not grant every operation."),
+    // Confirmation
+    clause("confirmation::exact_resource", "A destructive operation also requires confirm to repeat the affected resource exactly (web, web/snap0 or the full 64-character image fingerprint)."),
+    clause("confirmation::inferred_consent", "Inferred consent such as \"yes\" is refused."),
+    // Bounds
+    clause("byte_bounds::input", "| Input | 16 KiB for reads, 64 KiB for mutations, 1 MiB for exec |"),
+    clause("inspection::output_bound", "| Tool output | 256 KiB of JSON |"),
+    clause("inspection::list_limit", "| List items | 100 by default, at most 500 (limit) |"),
+    clause("timeouts::wait_bounds", "| Mutation and operation wait | 10 s by default, at most 60 s (wait_seconds) |"),
+    clause("exec::duration_bounds", "| Exec duration | 30 s by default, at most 300 s (timeout_seconds) |"),
+    clause("exec::argv_environment", "| Exec argv / environment | 64 arguments of at most 4096 characters; 64 variables |"),
+    clause("exec::stdin_bound", "| Exec stdin | 64 KiB UTF-8 |"),
+    clause("exec::capture", "| Exec capture | first 64 KiB per stream, the rest counted |"),
+    clause("exec::stream_total", "| Exec stream total | 64 MiB, or half the connection's max_stream_bytes |"),
+    clause("inspection::native_order", "Lists keep native order and report the native total (count) and truncated."),
+    clause("inspection::truncation", "A list that exceeds the output bound drops items from the end; a single item that alone exceeds it fails with output_limit."),
+    clause("timeouts::request_bound", "Every native request is bounded by the host connection's timeout."),
+    clause("timeouts::effective_wait", "The effective server-side wait is min(wait_seconds, floor(timeout / 1000) - 1), reported as waited_seconds; configure at least 61 s to allow the full 60 s wait."),
+    clause("timeouts::exec_duration_cap", "The exec duration is likewise capped at stream_timeout minus the 5 s kill grace and reported as timeout_seconds."),
+    // Host binding and check order
+    clause("binding::trusted_backend", "The trusted backend for this caller: a discovered client, or a connection and context that the operation discovers after authorization."),
+    clause("authorization::validated_input", "Validated, normalized input, including any native \"project\"."),
+    clause("image_remote::host_approved", "Optional: host-approved image servers, named in input only by remote name."),
+    clause("restricted_input::allow_callback", "Optional: allow restricted config keys or devices."),
+    clause("check_order::sequence", CHECK_ORDER),
+    clause("discovery::after_authorization", CHECK_ORDER),
+    clause("authorization::project_after_authorization", "The native project is selected only after authorization."),
+    clause("binding::callback_failure_denies", CALLBACK_FAILURE),
+    clause("authorization::callback_failure_denies", CALLBACK_FAILURE),
+    clause("input::no_endpoint_names", CALLBACK_FAILURE),
+    clause("restricted_input::denied_by_default", "Restricted create/update input, denied unless allow_restricted?/3 returns true: config keys raw.*, volatile.*, security.privileged, security.idmap.*, security.syscalls.* and linux.kernel_modules; any device except a disk with a pool and no host-path source, or a nic with a network and no nictype or parent."),
+    // Results
+    clause("results::match_output_schema", "Success results are JSON objects; failures are {\"error\": {\"kind\", \"message\", ...}} and match each tool's output schema."),
+    clause("inspection::shapes", "Inspection: {\"items\", \"count\", \"truncated\"} or {\"item\"}; incus_instance_get adds the native etag."),
+    clause("inspection::passthrough", "Native data, including VM-shaped instances and unknown fields, passes through unchanged."),
+    clause("mutation::shape", "Mutations: {\"status\", \"operation_id\", \"operation\", \"waited_seconds\", \"wait_error\"}."),
+    clause("mutation::statuses", "completed and failed mean the native outcome was observed; running means it was not observed within the wait (including a local wait deadline, which never cancels anything); uncertain means the request may have been accepted but no response was decoded."),
+    clause("mutation::never_resent", "Nothing is resent automatically."),
+    clause("mutation::native_rejection", "A native rejection before acceptance is an error with http_status, error_code and the native message."),
+    clause("update::conditional_patch", "incus_instance_update sends a conditional PATCH of only the given fields."),
+    clause("update::etag_source", "Without etag it reads the current ETag first; etag_source says which."),
+    clause("cancel::statuses", "incus_operation_cancel reads the operation first and reports already_final, unsupported (may_cancel is false), requested (one native DELETE was accepted) or uncertain."),
+    clause("cancel::completion_authoritative", "Completion stays authoritative."),
+    clause("exec::noninteractive", "incus_instance_exec runs one noninteractive command (no PTY, no recorded output)."),
+    clause("exec::encoding", "Output is returned as UTF-8, or base64 when it is not UTF-8, with byte counts and a truncated flag per stream."),
+    clause("exec::kill", "At the duration, or past the stream total, a short-lived process linked to the call sends SIGKILL once over the control channel and collection has 5 s to observe the exit (timed_out or output_limited)."),
+    clause("exec::unobserved_exit", "An exit not observed is running with the operation identity."),
+    // Exposing operations
+    clause("exposure::no_protocol_binding", "The library ships no protocol binding."),
+    clause("exposure::host_builds_tools", "A host builds its own over all/0, fetch/1, describe/1 and run/3, for example one tool per operation, or a search tool over describe/1 plus an execute tool that calls run/3."),
+];
+
+/// The clause with this id.
+pub(crate) fn find(id: &str) -> Option<&'static Clause> {
+    CLAUSES.iter().find(|c| c.id == id)
+}
+
+/// Renders `CLAUSES.md` from the registry and the registered tests, given as
+/// (test name, clause ids) pairs.
+pub(crate) fn render_markdown<'a>(
+    tests: impl IntoIterator<Item = (&'a str, &'a [String])>,
+) -> String {
+    let mut by_clause: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (name, clauses) in tests {
+        for id in clauses {
+            by_clause.entry(id.as_str()).or_default().push(name);
+        }
+    }
+    let checked = CLAUSES
+        .iter()
+        .filter(|c| by_clause.contains_key(c.id))
+        .count();
+    let mut out = String::from(HEADER);
+    out.push_str(&format!(
+        "{checked} of {} clauses are checked by at least one test.\n",
+        CLAUSES.len()
+    ));
+    let mut area = "";
+    for clause in CLAUSES {
+        if clause.area() != area {
+            area = clause.area();
+            out.push_str(&format!("\n## {area}\n"));
+        }
+        out.push_str(&format!(
+            "\n### `{}`\n\n> {}\n\n",
+            clause.id, clause.sentence
+        ));
+        match by_clause.get_mut(clause.id) {
+            Some(names) => {
+                names.sort_unstable();
+                for name in names.iter() {
+                    out.push_str(&format!("- `{name}`\n"));
+                }
+            }
+            None => out.push_str("- not checked yet\n"),
+        }
+    }
+    out
+}
+
+const HEADER: &str = "# Conformance clauses\n\n\
+Generated from the registered tests of `incus-conformance` (`conformance/src/clauses.rs` and the \
+suites); do not edit by hand. Regenerate with `BLESS=1 cargo test -p incus-conformance --lib clauses`.\n\n\
+Each clause quotes the sentence of the specification it comes from and lists the tests that \
+check it. Tests are named `area::clause::case`; scenario files (`scenario::<file>`) list their \
+clauses. The spec's Elixir vocabulary maps to Rust: `run/3` is `run(name, input, options)`, a \
+behaviour is the `Host` trait, a raising or exiting callback is one that panics or errors.\n\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::check::is_snake_segment;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn clause_ids_are_unique_and_snake_case() {
+        let mut seen = BTreeSet::new();
+        for clause in CLAUSES {
+            assert!(seen.insert(clause.id), "duplicate clause {}", clause.id);
+            let parts: Vec<&str> = clause.id.split("::").collect();
+            assert_eq!(parts.len(), 2, "{} is not area::clause", clause.id);
+            assert!(parts.iter().all(|p| is_snake_segment(p)), "{}", clause.id);
+            assert!(!clause.sentence.trim().is_empty(), "{}", clause.id);
+        }
+    }
+
+    #[test]
+    fn markdown_lists_tests_under_their_clause_and_marks_unchecked_ones() {
+        let clauses = vec!["scopes::per_operation".to_owned()];
+        let text = render_markdown([("scopes::per_operation::case", clauses.as_slice())]);
+        assert!(text.contains("### `scopes::per_operation`\n\n> If one tool fronts"));
+        assert!(text.contains("- `scopes::per_operation::case`"));
+        assert!(text.contains("### `scopes::read`"));
+        assert!(text.contains("- not checked yet"));
+    }
+}

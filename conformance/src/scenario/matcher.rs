@@ -1,0 +1,223 @@
+//! Matching a result against a step's expectations; every mismatch is reported, not only the first.
+
+use serde_json::Value;
+
+use super::format::Expect;
+
+/// The error shape every result may take (contract A); used when an operation has no output
+/// schema (an unknown operation name).
+fn error_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "required": ["error"],
+        "additionalProperties": false,
+        "properties": {"error": {
+            "type": "object",
+            "required": ["kind", "message"],
+            "additionalProperties": false,
+            "properties": {
+                "kind": {"type": "string"},
+                "message": {"type": "string"},
+                "http_status": {"type": "integer"},
+                "error_code": {"type": "integer"},
+                "pointer": {"type": "string"},
+                "limit": {"type": "integer"},
+                "operation_id": {"type": "string"}
+            }
+        }}
+    })
+}
+
+/// Checks `result` against `expect`; `schema` is the operation's output schema, if known.
+/// Returns one line per mismatch.
+pub(crate) fn mismatches(expect: &Expect, result: &Value, schema: Option<&Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    if !result.is_object() {
+        out.push(format!("the result is not a JSON object: {result}"));
+    }
+    if let Some(status) = &expect.status {
+        equal(&mut out, result, "/status", &Value::String(status.clone()));
+    }
+    match &expect.error_kind {
+        Some(Some(kind)) => equal(
+            &mut out,
+            result,
+            "/error/kind",
+            &Value::String(kind.clone()),
+        ),
+        Some(None) if result.pointer("/error").is_some() => {
+            out.push(format!("expected no error, got {}", result["error"]));
+        }
+        _ => {}
+    }
+    for (pointer, expected) in &expect.equals {
+        equal(&mut out, result, pointer, expected);
+    }
+    for pointer in &expect.present {
+        if result.pointer(pointer).is_none() {
+            out.push(format!("{pointer} is absent"));
+        }
+    }
+    for pointer in &expect.absent {
+        if let Some(found) = result.pointer(pointer) {
+            out.push(format!(
+                "{pointer} should be absent, found {}",
+                short(found)
+            ));
+        }
+    }
+    for (pointer, expected) in &expect.lengths {
+        length(&mut out, result, pointer, *expected);
+    }
+    for (pointer, bound) in &expect.at_most {
+        match result.pointer(pointer).and_then(Value::as_f64) {
+            Some(found) if found <= *bound => {}
+            Some(found) => out.push(format!("{pointer} is {found}, more than {bound}")),
+            None => out.push(format!("{pointer} is not a number")),
+        }
+    }
+    if expect.schema_valid {
+        out.extend(schema_errors(result, schema));
+    }
+    out
+}
+
+fn equal(out: &mut Vec<String>, result: &Value, pointer: &str, expected: &Value) {
+    match result.pointer(pointer) {
+        Some(found) if found == expected => {}
+        Some(found) => out.push(format!(
+            "{pointer} is {}, expected {expected}",
+            short(found)
+        )),
+        None => out.push(format!("{pointer} is absent, expected {expected}")),
+    }
+}
+
+fn length(out: &mut Vec<String>, result: &Value, pointer: &str, expected: usize) {
+    let found = match result.pointer(pointer) {
+        Some(Value::Array(items)) => items.len(),
+        Some(Value::Object(map)) => map.len(),
+        Some(Value::String(text)) => text.len(),
+        Some(other) => {
+            out.push(format!("{pointer} has no length: {}", short(other)));
+            return;
+        }
+        None => {
+            out.push(format!("{pointer} is absent, expected length {expected}"));
+            return;
+        }
+    };
+    if found != expected {
+        out.push(format!("{pointer} has length {found}, expected {expected}"));
+    }
+}
+
+/// Output-schema violations of `result` (the generic error shape when `schema` is `None`).
+pub(crate) fn schema_errors(result: &Value, schema: Option<&Value>) -> Vec<String> {
+    let fallback;
+    let schema = match schema {
+        Some(schema) => schema,
+        None => {
+            fallback = error_schema();
+            &fallback
+        }
+    };
+    match jsonschema::validator_for(schema) {
+        Ok(validator) => validator
+            .iter_errors(result)
+            .map(|e| format!("output schema: {} at {}", e, e.instance_path()))
+            .collect(),
+        Err(e) => vec![format!("the output schema does not compile: {e}")],
+    }
+}
+
+/// A value cut to a readable length for messages.
+pub(crate) fn short(value: &Value) -> String {
+    let text = value.to_string();
+    if text.len() <= 200 {
+        return text;
+    }
+    let cut = (0..=200)
+        .rev()
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0);
+    format!("{}... ({} bytes)", &text[..cut], text.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn expect(value: Value) -> Expect {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn matching_result_has_no_mismatch() {
+        let e = expect(json!({
+            "status": "completed",
+            "equals": {"/operation/status": "Success"},
+            "present": ["/operation_id"],
+            "absent": ["/error"],
+            "lengths": {"/operation/resources": 1},
+            "at_most": {"/waited_seconds": 10},
+            "error_kind": null,
+            "schema_valid": false
+        }));
+        let result = json!({"status": "completed", "operation_id": "x", "waited_seconds": 3,
+            "operation": {"status": "Success", "resources": {"instances": []}}});
+        assert_eq!(mismatches(&e, &result, None), Vec::<String>::new());
+    }
+
+    #[test]
+    fn every_mismatch_is_reported() {
+        let e = expect(json!({
+            "status": "completed",
+            "equals": {"/count": 2},
+            "present": ["/items"],
+            "lengths": {"/items": 1},
+            "schema_valid": false
+        }));
+        let found = mismatches(&e, &json!({"status": "running", "count": 3}), None);
+        assert_eq!(found.len(), 4, "{found:?}");
+        assert!(found[0].contains("/status is \"running\""), "{found:?}");
+    }
+
+    #[test]
+    fn error_kind_null_means_no_error() {
+        let e = expect(json!({"error_kind": null, "schema_valid": false}));
+        let found = mismatches(
+            &e,
+            &json!({"error": {"kind": "native", "message": "m"}}),
+            None,
+        );
+        assert_eq!(found.len(), 1);
+    }
+
+    #[test]
+    fn results_are_checked_against_the_output_schema() {
+        let schema = json!({"type": "object", "required": ["item"]});
+        let e = Expect::default();
+        assert!(mismatches(&e, &json!({"item": {}}), Some(&schema)).is_empty());
+        assert_eq!(
+            mismatches(&e, &json!({"items": []}), Some(&schema)).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn without_a_schema_only_the_error_shape_is_valid() {
+        let e = Expect::default();
+        let error = json!({"error": {"kind": "unknown_operation", "message": "no such operation"}});
+        assert!(mismatches(&e, &error, None).is_empty());
+        let extra = json!({"error": {"kind": "x", "message": "m", "secret": 1}});
+        assert!(!mismatches(&e, &extra, None).is_empty());
+    }
+
+    #[test]
+    fn long_values_are_shortened_in_messages() {
+        let long = Value::String("é".repeat(500));
+        assert!(short(&long).ends_with("bytes)"));
+    }
+}

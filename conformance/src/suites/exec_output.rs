@@ -1,0 +1,158 @@
+//! Exec output of any size and any bytes: UTF-8 or base64, the first 64 KiB captured per
+//! stream, the rest counted, and a truncated flag.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use proptest::collection::vec;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use super::property;
+use super::session::{Called, Session};
+use crate::runner::Check;
+use crate::scenario::format::FakeSetup;
+use crate::scenario::target::TargetFactory;
+
+/// The capture bound per stream.
+const CAPTURE: usize = 64 * 1024;
+
+/// `fake-bytes` takes one argument per byte; with the command and the stream name that keeps
+/// argv within its 64 arguments (and 15 characters are at most 60 bytes).
+const MAX_BYTES_ARGS: usize = 62;
+
+/// What one command writes to one stream.
+#[derive(Debug, Clone)]
+enum Output {
+    /// Exactly these bytes (`fake-bytes`).
+    Bytes(Vec<u8>),
+    /// `count` copies of `byte` (`fake-flood`).
+    Flood { count: usize, byte: u8 },
+}
+
+impl Output {
+    fn expected(&self) -> Vec<u8> {
+        match self {
+            Output::Bytes(bytes) => bytes.clone(),
+            Output::Flood { count, byte } => vec![*byte; *count],
+        }
+    }
+
+    fn command(&self, stream: &str) -> Vec<String> {
+        match self {
+            Output::Bytes(bytes) if bytes.is_empty() => vec!["true".into()],
+            Output::Bytes(bytes) => ["fake-bytes".to_owned(), stream.to_owned()]
+                .into_iter()
+                .chain(bytes.iter().map(|b| format!("{b:02x}")))
+                .collect(),
+            Output::Flood { count, byte } => vec![
+                "fake-flood".into(),
+                stream.into(),
+                count.to_string(),
+                format!("0x{byte:02x}"),
+            ],
+        }
+    }
+}
+
+fn output() -> impl Strategy<Value = Output> {
+    let sizes = prop::sample::select(vec![
+        0,
+        1,
+        CAPTURE - 1,
+        CAPTURE,
+        CAPTURE + 1,
+        3 * CAPTURE + 7,
+        1 << 20,
+    ]);
+    prop_oneof![
+        2 => vec(any::<u8>(), 0..=MAX_BYTES_ARGS).prop_map(Output::Bytes),
+        1 => "\\PC{0,15}".prop_map(|s| Output::Bytes(s.into_bytes())),
+        2 => (sizes, prop::sample::select(vec![b'x', 0xff, b'\n'])).prop_map(|(count, byte)| Output::Flood { count, byte }),
+    ]
+}
+
+/// One property trial per stream.
+pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
+    ["stdout", "stderr"]
+        .into_iter()
+        .map(|stream| {
+            let trial = format!("exec::capture::{stream}_of_any_size_and_bytes");
+            let name = trial.clone();
+            let factory = Arc::clone(factory);
+            Check::new(trial, move || {
+                let session = Session::start(&factory, &FakeSetup::default())?;
+                start_instance(&session)?;
+                property::check(&name, output(), |out| {
+                    let input = json!({"name": "web", "command": out.command(stream)});
+                    let called =
+                        session.call("incus_instance_exec", &["incus.exec".to_owned()], input);
+                    check_stream(&called, stream, &out.expected())?;
+                    called.schema_valid()
+                })
+            })
+        })
+        .collect()
+}
+
+/// Creates and starts instance `web`.
+pub(crate) fn start_instance(session: &Session) -> Result<(), String> {
+    let write = ["incus.write".to_owned()];
+    for (operation, input) in [
+        (
+            "incus_instance_create",
+            json!({"name": "web", "source": {"type": "image", "alias": "busybox"}}),
+        ),
+        (
+            "incus_instance_state_update",
+            json!({"name": "web", "action": "start"}),
+        ),
+    ] {
+        let called = session.call(operation, &write, input);
+        if called.result.get("status") != Some(&json!("completed")) {
+            return Err(called.failure("preparing a running instance failed"));
+        }
+    }
+    Ok(())
+}
+
+fn check_stream(called: &Called, stream: &str, expected: &[u8]) -> Result<(), String> {
+    let result = &called.result;
+    let fail = |problem: String| Err(called.failure(&problem));
+    if result.get("status") != Some(&json!("completed"))
+        || result.get("exit_code") != Some(&json!(0))
+    {
+        return fail("expected status completed with exit code 0".into());
+    }
+    let s = &result[stream];
+    let captured = &expected[..expected.len().min(CAPTURE)];
+    let (encoding, data) = match std::str::from_utf8(captured) {
+        Ok(text) => ("utf-8", text.to_owned()),
+        Err(_) => (
+            "base64",
+            base64::engine::general_purpose::STANDARD.encode(captured),
+        ),
+    };
+    let want = json!({
+        "encoding": encoding,
+        "bytes": expected.len(),
+        "captured_bytes": captured.len(),
+        "truncated": expected.len() > CAPTURE,
+    });
+    for key in ["encoding", "bytes", "captured_bytes", "truncated"] {
+        if s.get(key) != Some(&want[key]) {
+            return fail(format!(
+                "{stream}.{key} is {}, expected {}",
+                s.get(key).unwrap_or(&Value::Null),
+                want[key]
+            ));
+        }
+    }
+    if s.get("data").and_then(Value::as_str) != Some(data.as_str()) {
+        return fail(format!(
+            "{stream}.data is not the first {} bytes written",
+            captured.len()
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! Inspection bounds: lists of any length and item size keep native order, report the native
+//! total and truncation, respect `limit` (100 by default, at most 500) and the 256 KiB output
+//! bound by dropping items from the end; a single item alone over the bound is output_limit.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use super::property;
+use super::session::Session;
+use crate::runner::Check;
+use crate::scenario::format::FakeSetup;
+use crate::scenario::target::TargetFactory;
+
+/// The output bound in bytes of JSON.
+const OUTPUT_BOUND: usize = 256 * 1024;
+
+/// A seeded list: `count` instances with descriptions of `size` bytes, listed with `limit`.
+#[derive(Debug, Clone)]
+struct Case {
+    count: usize,
+    size: usize,
+    limit: Option<usize>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let count = prop_oneof![0..5usize, Just(99), Just(100), Just(101), 400..=520usize];
+    let size = prop_oneof![0..64usize, Just(2_000), 3_000..=9_000usize];
+    let limit = prop::option::of(prop_oneof![1..=3usize, Just(100), Just(499), Just(500)]);
+    (count, size, limit).prop_map(|(count, size, limit)| Case { count, size, limit })
+}
+
+fn name(index: usize) -> String {
+    format!("i{index:04}")
+}
+
+fn seed(case: &Case) -> Value {
+    let instances: Vec<Value> = (0..case.count)
+        .map(|i| json!({"name": name(i), "description": "d".repeat(case.size)}))
+        .collect();
+    json!({"instances": instances})
+}
+
+/// Seeds of the extreme cases, for the test that the fake accepts them.
+#[cfg(test)]
+pub(crate) fn setups() -> Vec<FakeSetup> {
+    [(0, 0), (520, 9_000), (1, OUTPUT_BOUND + 1)]
+        .into_iter()
+        .map(|(count, size)| FakeSetup {
+            seed: Some(seed(&Case {
+                count,
+                size,
+                limit: None,
+            })),
+            faults: vec![],
+        })
+        .collect()
+}
+
+/// The list property and the single-item bound.
+pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
+    let trial = "inspection::truncation::lists_of_any_length_and_item_size".to_owned();
+    let name_for_seed = trial.clone();
+    let list_factory = Arc::clone(factory);
+    let list = Check::new(trial, move || {
+        property::check(&name_for_seed, case(), |case| {
+            list_case(&list_factory, &case)
+        })
+    });
+    let single = with_single_item(factory);
+    vec![list, single, output_bound(factory)]
+}
+
+fn list_case(factory: &Arc<dyn TargetFactory>, case: &Case) -> Result<(), String> {
+    let setup = FakeSetup {
+        seed: Some(seed(case)),
+        faults: vec![],
+    };
+    let session = Session::start(factory, &setup)?;
+    let mut input = json!({});
+    if let Some(limit) = case.limit {
+        input["limit"] = json!(limit);
+    }
+    let called = session.call("incus_instance_list", &["incus.read".to_owned()], input);
+    let fail = |problem: String| Err(called.failure(&format!("{case:?}: {problem}")));
+    let result = &called.result;
+    let Some(items) = result.get("items").and_then(Value::as_array) else {
+        return fail("no items".into());
+    };
+    let size = serde_json::to_vec(result)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
+    if size > OUTPUT_BOUND {
+        return fail(format!("the result is {size} bytes, over {OUTPUT_BOUND}"));
+    }
+    let limit = case.limit.unwrap_or(100);
+    if items.len() > limit.min(case.count) {
+        return fail(format!(
+            "{} items, more than min(limit, count)",
+            items.len()
+        ));
+    }
+    if items.len() < limit.min(case.count) && size + item_room(case) <= OUTPUT_BOUND {
+        return fail(format!(
+            "{} items although one more would have fit",
+            items.len()
+        ));
+    }
+    for (index, item) in items.iter().enumerate() {
+        if item.get("name") != Some(&json!(name(index))) {
+            return fail(format!(
+                "item {index} is not {} (native order, dropped from the end)",
+                name(index)
+            ));
+        }
+    }
+    if result.get("count") != Some(&json!(case.count)) {
+        return fail("count is not the native total".into());
+    }
+    if result.get("truncated") != Some(&json!(items.len() < case.count)) {
+        return fail("truncated does not say whether items were left out".into());
+    }
+    called.schema_valid()
+}
+
+/// An upper bound on the serialized size of one more item of this case.
+fn item_room(case: &Case) -> usize {
+    case.size + 4096
+}
+
+fn with_single_item(factory: &Arc<dyn TargetFactory>) -> Check {
+    let trial = "inspection::truncation::single_item_over_the_bound_is_output_limit";
+    let factory = Arc::clone(factory);
+    Check::new(trial, move || {
+        let case = Case {
+            count: 1,
+            size: OUTPUT_BOUND + 1,
+            limit: None,
+        };
+        let setup = FakeSetup {
+            seed: Some(seed(&case)),
+            faults: vec![],
+        };
+        let session = Session::start(&factory, &setup)?;
+        let read = ["incus.read".to_owned()];
+        session
+            .call("incus_instance_get", &read, json!({"name": name(0)}))
+            .error_is("output_limit")?;
+        // A list whose first item alone is over the bound cannot drop its way under it.
+        session
+            .call("incus_instance_list", &read, json!({}))
+            .error_is("output_limit")
+    })
+}
+
+/// The largest list the bounds allow (500 items of about 9 KiB) stays within 256 KiB of JSON.
+fn output_bound(factory: &Arc<dyn TargetFactory>) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(
+        "inspection::output_bound::the_largest_list_stays_within_256_kib",
+        move || {
+            let case = Case {
+                count: 520,
+                size: 9_000,
+                limit: Some(500),
+            };
+            let setup = FakeSetup {
+                seed: Some(seed(&case)),
+                faults: vec![],
+            };
+            let session = Session::start(&factory, &setup)?;
+            let input = json!({"limit": 500});
+            let called = session.call("incus_instance_list", &["incus.read".to_owned()], input);
+            let size = serde_json::to_vec(&called.result).map_or(usize::MAX, |v| v.len());
+            if size > OUTPUT_BOUND {
+                return Err(called.failure(&format!("the result is {size} bytes")));
+            }
+            if called.result.get("truncated") != Some(&json!(true)) {
+                return Err(called.failure("items were dropped but truncated is not true"));
+            }
+            called.schema_valid()
+        },
+    )
+}

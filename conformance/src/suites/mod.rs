@@ -1,0 +1,163 @@
+//! The suites: every check of the conformance run, registered as data.
+//!
+//! A suite is a function that returns checks; [`registry`] gathers them all. Checks that call
+//! operations get their target from the factory, one target (and so one fake Incus) per trial.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::runner::Check;
+use crate::scenario;
+use crate::scenario::format::FakeSetup;
+use crate::scenario::target::TargetFactory;
+
+mod arbitrary_input;
+mod byte_bounds;
+mod catalogue;
+mod client_binding;
+mod confirmation;
+mod evidence;
+mod exec_output;
+mod fake;
+mod host_callbacks;
+pub(crate) mod host_target;
+pub(crate) mod inspection_bounds;
+pub(crate) mod mutation_faults;
+mod property;
+mod scopes;
+mod session;
+mod spec_table;
+mod timeouts;
+pub(crate) mod unavailable;
+
+use session::Session;
+
+/// What the run checks: the core with the harness's own hosts, or a host under certification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subject {
+    /// The main job: also the suites that need a scripted host or their own connection.
+    Core,
+    /// A host's certification: only the suites that run through the host under test.
+    HostUnderCertification,
+}
+
+/// Every check of the conformance run against targets built by `factory`.
+pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Vec<Check> {
+    let mut checks = scenario::checks(&scenario::default_dir(), factory);
+    if subject == Subject::Core {
+        checks.extend(host_callbacks::checks());
+        checks.extend(client_binding::checks());
+        checks.extend(timeouts::checks());
+    }
+    checks.extend(catalogue::checks());
+    checks.extend(evidence::checks(factory));
+    checks.extend(scopes::checks(factory));
+    checks.extend(confirmation::checks(factory));
+    checks.extend(byte_bounds::checks(factory));
+    checks.extend(arbitrary_input::checks(factory));
+    checks.extend(mutation_faults::checks(factory));
+    checks.extend(inspection_bounds::checks(factory));
+    checks.extend(exec_output::checks(factory));
+    checks.sort_by(|a, b| a.name.cmp(&b.name));
+    checks
+}
+
+/// A check whose body runs against one target started with the default state.
+pub(crate) fn with_session(
+    name: String,
+    factory: &Arc<dyn TargetFactory>,
+    body: impl FnOnce(&Session) -> Result<(), String> + Send + 'static,
+) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(name, move || {
+        let session = Session::start(&factory, &FakeSetup::default())?;
+        body(&session)
+    })
+}
+
+/// Runs a trial's async body on a runtime of its own (trials run on libtest-mimic's threads).
+pub(crate) fn block_on<F>(body: F) -> Result<(), String>
+where
+    F: Future<Output = Result<(), String>>,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime for the trial: {e}"))?;
+    runtime.block_on(body)
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+    use crate::runner::check::{clause_of, is_snake_segment};
+    use std::collections::BTreeSet;
+
+    fn listing() -> Vec<Check> {
+        let factory: Arc<dyn TargetFactory> = Arc::new(unavailable::Unavailable);
+        registry(&factory, Subject::Core)
+    }
+
+    #[test]
+    fn test_names_follow_area_clause_case_and_name_registered_clauses() {
+        let mut seen = BTreeSet::new();
+        for check in listing() {
+            assert!(seen.insert(check.name.clone()), "duplicate {}", check.name);
+            let segments: Vec<&str> = check.name.split("::").collect();
+            assert!(
+                segments.iter().all(|s| is_snake_segment(s)),
+                "{}",
+                check.name
+            );
+            if segments[0] == "scenario" {
+                assert_eq!(segments.len(), 2, "{}", check.name);
+            } else {
+                assert_eq!(
+                    segments.len(),
+                    3,
+                    "{} is not area::clause::case",
+                    check.name
+                );
+                assert_eq!(check.clauses, vec![clause_of(&check.name).unwrap()]);
+            }
+            assert!(!check.clauses.is_empty(), "{} checks no clause", check.name);
+            for clause in &check.clauses {
+                assert!(
+                    crate::clauses::find(clause).is_some(),
+                    "{}: {clause}",
+                    check.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn certification_leaves_out_the_checks_of_the_harness_own_hosts() {
+        let factory: Arc<dyn TargetFactory> = Arc::new(unavailable::Unavailable);
+        let certified = registry(&factory, Subject::HostUnderCertification);
+        let core = registry(&factory, Subject::Core);
+        assert!(certified.len() < core.len());
+        assert!(certified
+            .iter()
+            .all(|c| !c.name.starts_with("binding::callback_failure_denies")));
+        assert!(certified.iter().any(|c| c.name.starts_with("scenario::")));
+    }
+
+    #[test]
+    fn clauses_md_is_up_to_date() {
+        let text = crate::clauses_markdown();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("CLAUSES.md");
+        if std::env::var_os("BLESS").is_some() {
+            std::fs::write(&path, &text).unwrap();
+            return;
+        }
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            current == text,
+            "CLAUSES.md is out of date: run `BLESS=1 cargo test -p incus-conformance --lib clauses_md`"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

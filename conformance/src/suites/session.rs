@@ -1,0 +1,141 @@
+//! One target for one trial, with a runtime to drive it from synchronous code (property tests).
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::scenario::format::FakeSetup;
+use crate::scenario::matcher;
+use crate::scenario::target::{Request, Target, TargetFactory};
+
+/// A started target and the runtime it lives on.
+pub(crate) struct Session {
+    runtime: tokio::runtime::Runtime,
+    target: Box<dyn Target>,
+}
+
+/// One call: the result and the requests the backend received during it (if it records them).
+#[derive(Debug, Clone)]
+pub(crate) struct Called {
+    pub(crate) operation: String,
+    pub(crate) scopes: Vec<String>,
+    pub(crate) input: Value,
+    pub(crate) result: Value,
+    pub(crate) requests: Option<Vec<Request>>,
+    pub(crate) output_schema: Option<Value>,
+}
+
+impl Session {
+    /// Starts a target with `setup` on a runtime of its own.
+    pub(crate) fn start(
+        factory: &Arc<dyn TargetFactory>,
+        setup: &FakeSetup,
+    ) -> Result<Self, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a runtime for the trial: {e}"))?;
+        let target = runtime.block_on(factory.start(setup))?;
+        Ok(Self { runtime, target })
+    }
+
+    /// Installs a fault rule on the target from now on.
+    pub(crate) fn add_fault(&self, rule: &Value) -> Result<(), String> {
+        self.target.add_fault(rule)
+    }
+
+    /// Calls `operation` and collects what happened.
+    pub(crate) fn call(&self, operation: &str, scopes: &[String], input: Value) -> Called {
+        let before = self.target.journal().map(|j| j.len());
+        let result = self
+            .runtime
+            .block_on(self.target.call(operation, scopes, input.clone()));
+        let requests = self
+            .target
+            .journal()
+            .zip(before)
+            .map(|(all, before)| all.get(before..).unwrap_or_default().to_vec());
+        Called {
+            operation: operation.to_owned(),
+            scopes: scopes.to_vec(),
+            input,
+            result,
+            requests,
+            output_schema: self.target.output_schema(operation),
+        }
+    }
+}
+
+impl Called {
+    /// `/error/kind`, if the result is an error.
+    pub(crate) fn error_kind(&self) -> Option<&str> {
+        self.result.pointer("/error/kind").and_then(Value::as_str)
+    }
+
+    /// The result validates against the operation's output schema.
+    pub(crate) fn schema_valid(&self) -> Result<(), String> {
+        let errors = matcher::schema_errors(&self.result, self.output_schema.as_ref());
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(self.failure(&errors.join("; ")))
+        }
+    }
+
+    /// The call was refused with `kind`, schema-valid, before any backend request.
+    pub(crate) fn refused_before_backend(&self, kind: &str) -> Result<(), String> {
+        if self.error_kind() != Some(kind) {
+            return Err(self.failure(&format!("expected error kind {kind}")));
+        }
+        self.no_backend_request()?;
+        self.schema_valid()
+    }
+
+    /// The call failed with `kind`, in a schema-valid result.
+    pub(crate) fn error_is(&self, kind: &str) -> Result<(), String> {
+        if self.error_kind() != Some(kind) {
+            return Err(self.failure(&format!("expected error kind {kind}")));
+        }
+        self.schema_valid()
+    }
+
+    /// The call sent no request to the backend (when the backend records requests).
+    pub(crate) fn no_backend_request(&self) -> Result<(), String> {
+        match &self.requests {
+            Some(requests) if !requests.is_empty() => Err(self.failure(&format!(
+                "expected no backend request, got {}",
+                requests
+                    .iter()
+                    .map(|r| format!("{} {}", r.method, r.path))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// A failure message that ends with this call as a scenario file, ready to replay.
+    pub(crate) fn failure(&self, problem: &str) -> String {
+        format!(
+            "{problem}\n  result: {}\n  reproducer (scenario file; add the expectation that failed):\n{}",
+            matcher::short(&self.result),
+            self.reproducer(problem)
+        )
+    }
+
+    /// This call as a scenario (see `scenarios/README.md`), described by the problem.
+    pub(crate) fn reproducer(&self, problem: &str) -> String {
+        let scenario = json!({
+            "name": "reproducer",
+            "description": format!("Failing case found by the conformance run: {problem}"),
+            "clauses": [],
+            "steps": [{
+                "operation": self.operation,
+                "scopes": self.scopes,
+                "input": self.input,
+                "expect": {"schema_valid": true}
+            }]
+        });
+        serde_json::to_string_pretty(&scenario).unwrap_or_default()
+    }
+}

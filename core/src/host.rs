@@ -1,0 +1,263 @@
+//! The host binding: the trait a host implements and what its callbacks return.
+use std::future::Future;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use crate::client::{Client, Connection};
+
+/// The trusted backend a host returns for a caller.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Binding {
+    /// A client that has already discovered its server (`GET /1.0` answered `auth: "trusted"`).
+    /// Operations run in the input's `project`, or in project `default`.
+    Client(Client),
+    /// A connection that the operation discovers after authorization, and the context it runs in.
+    Connection {
+        /// Where and how to reach Incus.
+        connection: Connection,
+        /// Defaults for this caller, such as the project.
+        context: BindingContext,
+    },
+}
+
+impl Binding {
+    /// A binding to an already discovered client.
+    pub fn client(client: Client) -> Self {
+        Binding::Client(client)
+    }
+
+    /// A binding to a connection, discovered after authorization, with its context.
+    pub fn connection(connection: Connection, context: BindingContext) -> Self {
+        Binding::Connection {
+            connection,
+            context,
+        }
+    }
+}
+
+/// Defaults that apply to a caller's operations on a [`Binding::Connection`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BindingContext {
+    /// The native project used when the input names none (`default` when unset).
+    pub default_project: Option<String>,
+}
+
+impl BindingContext {
+    /// Sets the native project used when the input names none.
+    pub fn default_project(mut self, project: impl Into<String>) -> Self {
+        self.default_project = Some(project.into());
+        self
+    }
+}
+
+/// A host-approved image server, named in input only by its remote name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRemote {
+    /// The server URL, for example `https://images.linuxcontainers.org`.
+    pub server: String,
+    /// The protocol: `simplestreams` or `incus`.
+    pub protocol: String,
+}
+
+impl ImageRemote {
+    /// An image server and its protocol.
+    pub fn new(server: impl Into<String>, protocol: impl Into<String>) -> Self {
+        ImageRemote {
+            server: server.into(),
+            protocol: protocol.into(),
+        }
+    }
+}
+
+/// What a host callback returns when it does not allow something.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The host refuses; the text says why (it is shown to the caller).
+    #[error("denied: {0}")]
+    Denied(String),
+    /// The host does not approve this image remote.
+    #[error("unknown image remote {0:?}")]
+    UnknownRemote(String),
+    /// The host could not decide (for example its policy store failed).
+    #[error("host failure: {0}")]
+    Failed(String),
+}
+
+/// A restricted item found in create or update input, passed to [`Host::allow_restricted`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RestrictedItem {
+    /// A restricted config key (`raw.*`, `volatile.*`, `security.privileged`, `security.idmap.*`,
+    /// `security.syscalls.*`, `linux.kernel_modules`).
+    ConfigKey(String),
+    /// A device other than a disk on a pool without a host-path source, or a nic on a network
+    /// without `nictype` or `parent`.
+    Device {
+        /// The device name.
+        name: String,
+        /// The device's `type` (empty when missing).
+        device_type: String,
+    },
+}
+
+/// The host binding: how a host tells [`run`](crate::run) which Incus to use for a caller and
+/// whether the caller may run an operation.
+///
+/// A host implements [`Host`] with plain `async fn`s. [`run`](crate::run) takes the host as a
+/// `&dyn` [`DynHost`], which every [`Host`] is through a blanket implementation, so hosts can also
+/// be stored as trait objects.
+///
+/// Every callback is bounded: a callback that returns an error, panics, does not finish within
+/// [`RunOptions::callback_timeout`](crate::RunOptions) (5 s by default) or returns something
+/// malformed denies the call before any backend request is made.
+///
+/// ```
+/// use incus_operations::{Binding, BindingContext, Connection, Host, HostError, ImageRemote};
+/// use serde_json::Value;
+///
+/// struct MyHost {
+///     connection: Connection,
+/// }
+///
+/// impl Host for MyHost {
+///     type Caller = String;
+///
+///     async fn binding(&self, caller: &String, _operation: &str) -> Result<Binding, HostError> {
+///         let context = BindingContext::default().default_project(format!("team-{caller}"));
+///         Ok(Binding::connection(self.connection.clone(), context))
+///     }
+///
+///     async fn authorize(&self, _caller: &String, operation: &str, _input: &Value) -> Result<(), HostError> {
+///         if operation == "incus_image_delete" {
+///             return Err(HostError::Denied("images are managed centrally".into()));
+///         }
+///         Ok(())
+///     }
+///
+///     async fn image_remote(&self, _caller: &String, name: &str) -> Result<ImageRemote, HostError> {
+///         match name {
+///             "images" => Ok(ImageRemote::new("https://images.linuxcontainers.org", "simplestreams")),
+///             _ => Err(HostError::UnknownRemote(name.to_owned())),
+///         }
+///     }
+/// }
+/// ```
+pub trait Host: Send + Sync {
+    /// The host's own verified caller identity.
+    type Caller: Send + Sync;
+
+    /// The trusted backend for this caller and operation.
+    fn binding(
+        &self,
+        caller: &Self::Caller,
+        operation: &str,
+    ) -> impl Future<Output = Result<Binding, HostError>> + Send;
+
+    /// Whether the caller may run the operation with this input. The input is validated and
+    /// normalized: defaults are filled in and `project` is the native project it will run in.
+    fn authorize(
+        &self,
+        caller: &Self::Caller,
+        operation: &str,
+        input: &Value,
+    ) -> impl Future<Output = Result<(), HostError>> + Send;
+
+    /// The image server for a remote name. By default no remote is known.
+    fn image_remote(
+        &self,
+        _caller: &Self::Caller,
+        name: &str,
+    ) -> impl Future<Output = Result<ImageRemote, HostError>> + Send {
+        let name = name.to_owned();
+        async move { Err(HostError::UnknownRemote(name)) }
+    }
+
+    /// Whether restricted config keys or devices are allowed. By default they are not.
+    fn allow_restricted(
+        &self,
+        _caller: &Self::Caller,
+        _operation: &str,
+        _items: &[RestrictedItem],
+    ) -> impl Future<Output = bool> + Send {
+        async { false }
+    }
+}
+
+/// The dyn-compatible form of [`Host`] that [`run`](crate::run) takes. Every [`Host`] is a
+/// `DynHost`; implement [`Host`] rather than this trait.
+pub trait DynHost: Send + Sync {
+    /// The host's own verified caller identity.
+    type Caller: Send + Sync;
+
+    /// See [`Host::binding`].
+    fn binding<'a>(
+        &'a self,
+        caller: &'a Self::Caller,
+        operation: &'a str,
+    ) -> BoxFuture<'a, Result<Binding, HostError>>;
+
+    /// See [`Host::authorize`].
+    fn authorize<'a>(
+        &'a self,
+        caller: &'a Self::Caller,
+        operation: &'a str,
+        input: &'a Value,
+    ) -> BoxFuture<'a, Result<(), HostError>>;
+
+    /// See [`Host::image_remote`].
+    fn image_remote<'a>(
+        &'a self,
+        caller: &'a Self::Caller,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<ImageRemote, HostError>>;
+
+    /// See [`Host::allow_restricted`].
+    fn allow_restricted<'a>(
+        &'a self,
+        caller: &'a Self::Caller,
+        operation: &'a str,
+        items: &'a [RestrictedItem],
+    ) -> BoxFuture<'a, bool>;
+}
+
+impl<H: Host> DynHost for H {
+    type Caller = H::Caller;
+
+    fn binding<'a>(
+        &'a self,
+        caller: &'a Self::Caller,
+        operation: &'a str,
+    ) -> BoxFuture<'a, Result<Binding, HostError>> {
+        Box::pin(Host::binding(self, caller, operation))
+    }
+
+    fn authorize<'a>(
+        &'a self,
+        caller: &'a Self::Caller,
+        operation: &'a str,
+        input: &'a Value,
+    ) -> BoxFuture<'a, Result<(), HostError>> {
+        Box::pin(Host::authorize(self, caller, operation, input))
+    }
+
+    fn image_remote<'a>(
+        &'a self,
+        caller: &'a Self::Caller,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<ImageRemote, HostError>> {
+        Box::pin(Host::image_remote(self, caller, name))
+    }
+
+    fn allow_restricted<'a>(
+        &'a self,
+        caller: &'a Self::Caller,
+        operation: &'a str,
+        items: &'a [RestrictedItem],
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(Host::allow_restricted(self, caller, operation, items))
+    }
+}

@@ -1,0 +1,103 @@
+//! `run(name, input, options)`: one operation, through the ordered checks, to its native calls.
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::catalogue::Scope;
+use crate::host::DynHost;
+
+mod cancel;
+mod checks;
+mod exec;
+mod inspect;
+mod mutate;
+mod output;
+mod pipeline;
+mod restricted;
+mod results;
+#[cfg(test)]
+mod tests;
+mod update;
+
+/// How long a host callback may take before it counts as a denial, unless configured.
+pub const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Who runs an operation, through which host, with which verified scopes.
+#[non_exhaustive]
+pub struct RunOptions<'a, C> {
+    /// The host binding.
+    pub host: &'a dyn DynHost<Caller = C>,
+    /// The host's verified caller.
+    pub caller: &'a C,
+    /// The caller's verified scopes (never taken from input).
+    pub scopes: Vec<Scope>,
+    /// The bound on each host callback ([`DEFAULT_CALLBACK_TIMEOUT`] by default).
+    pub callback_timeout: Duration,
+}
+
+impl<'a, C> RunOptions<'a, C> {
+    /// Options for a caller of a host with its verified scopes.
+    pub fn new(
+        host: &'a dyn DynHost<Caller = C>,
+        caller: &'a C,
+        scopes: impl IntoIterator<Item = Scope>,
+    ) -> Self {
+        RunOptions {
+            host,
+            caller,
+            scopes: scopes.into_iter().collect(),
+            callback_timeout: DEFAULT_CALLBACK_TIMEOUT,
+        }
+    }
+
+    /// Sets the bound on each host callback.
+    pub fn callback_timeout(mut self, bound: Duration) -> Self {
+        self.callback_timeout = bound;
+        self
+    }
+}
+
+/// Runs one operation and returns its result: a success object, or `{"error": {"kind",
+/// "message", ...}}`. Either way the result validates against the operation's output schema.
+///
+/// The checks run in this order, and the first that fails decides the result:
+/// 1. the operation is known and exported (`unknown_operation`);
+/// 2. the operation's scope is among the caller's verified scopes (`scope_missing`);
+/// 3. the serialized input is within its byte bound (`input_too_large`), measured before schema
+///    validation so that an oversized input never reaches the validator; then the input schema,
+///    compiled once per operation (`invalid_input`);
+/// 4. a destructive operation's `confirm` repeats the exact resource (`confirmation_required`,
+///    `confirmation_mismatch`);
+/// 5. restricted config keys and devices, unless the host allows them (`restricted_input`);
+/// 6. the host's `binding` (`binding_denied`);
+/// 7. the host's `authorize`, with validated, normalized input (`unauthorized`);
+/// 8. the image remote named by `source.remote`, through the host (`unknown_remote`);
+/// 9. discovery, when the binding is a connection (`discovery_failed`).
+///
+/// Nothing before the native calls makes a backend request, and the native project is selected
+/// only after authorization.
+///
+/// ```no_run
+/// # async fn example(host: &impl incus_operations::Host<Caller = String>) {
+/// use incus_operations::{run, RunOptions, Scope};
+/// use serde_json::json;
+///
+/// let caller = String::from("agent-7");
+/// let result = run(
+///     "incus_instance_list",
+///     json!({"project": "default"}),
+///     RunOptions::new(host, &caller, [Scope::Read]),
+/// )
+/// .await;
+/// assert!(result.get("items").is_some() || result.get("error").is_some());
+/// # }
+/// ```
+pub async fn run<C: Send + Sync>(name: &str, input: Value, options: RunOptions<'_, C>) -> Value {
+    match pipeline::run(name, input, &options).await {
+        Ok(result) => result,
+        Err(error) => {
+            tracing::debug!(operation = name, kind = error.kind().as_str(), %error, "operation refused or failed");
+            error.to_result()
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The 256 KiB bound on a result's JSON, applied in one linear pass.
+//!
+//! A list result keeps the longest prefix of its items that fits: each item's serialized size is
+//! measured once, the envelope once, and items are dropped from the end. A list whose first item
+//! alone does not fit, and any other result over the bound, fails with `output_limit`.
+use serde_json::{json, Value};
+
+use super::results::RunError;
+
+/// The bound on a result's compact JSON, in bytes.
+pub(crate) const OUTPUT_BYTES: usize = 256 * 1024;
+
+/// What an executor produced, before the output bound.
+#[derive(Debug)]
+pub(crate) enum Success {
+    /// A list result, cut to the bound by dropping items from the end.
+    List(Listing),
+    /// Any other result, kept whole or refused.
+    Object(Value),
+}
+
+/// The result within the 256 KiB bound.
+pub(crate) fn finish(success: Success) -> Result<Value, RunError> {
+    match success {
+        Success::List(listing) => listing.into_result(OUTPUT_BYTES),
+        Success::Object(result) => bounded(result, OUTPUT_BYTES),
+    }
+}
+
+/// A list read from Incus, already cut to the caller's `limit`.
+#[derive(Debug)]
+pub(crate) struct Listing {
+    /// Items in native order.
+    items: Vec<Value>,
+    /// Each item's compact JSON length, measured once when it was read.
+    sizes: Vec<usize>,
+    /// The native total.
+    count: usize,
+    /// Whether items were left out already (by `limit`).
+    truncated: bool,
+}
+
+impl Listing {
+    /// The first `limit` of the native items (each with its measured size), with the native
+    /// total.
+    pub(crate) fn first(items: Vec<(Value, usize)>, limit: usize) -> Listing {
+        let count = items.len();
+        let (items, sizes): (Vec<Value>, Vec<usize>) = items.into_iter().take(limit).unzip();
+        Listing {
+            truncated: items.len() < count,
+            items,
+            sizes,
+            count,
+        }
+    }
+
+    /// The `{"items", "count", "truncated"}` result, within `bound` bytes.
+    pub(crate) fn into_result(self, bound: usize) -> Result<Value, RunError> {
+        let Listing {
+            mut items,
+            sizes,
+            count,
+            truncated,
+        } = self;
+        let total: usize = sizes.iter().sum::<usize>() + sizes.len().saturating_sub(1);
+        if envelope_len(count, truncated) + total <= bound {
+            return Ok(envelope(items, count, truncated));
+        }
+        let room = bound.saturating_sub(envelope_len(count, true));
+        // At least one item goes: the whole list did not fit as it was.
+        let kept = fitting_prefix(&sizes, room).min(sizes.len().saturating_sub(1));
+        if kept == 0 {
+            return Err(RunError::OutputLimit { limit: bound });
+        }
+        items.truncate(kept);
+        Ok(envelope(items, count, true))
+    }
+}
+
+/// How many leading items fit in `room` bytes, with the commas between them.
+fn fitting_prefix(sizes: &[usize], room: usize) -> usize {
+    let mut used = 0;
+    for (kept, size) in sizes.iter().enumerate() {
+        let needed = used + size + usize::from(kept > 0);
+        if needed > room {
+            return kept;
+        }
+        used = needed;
+    }
+    sizes.len()
+}
+
+fn envelope(items: Vec<Value>, count: usize, truncated: bool) -> Value {
+    json!({"items": items, "count": count, "truncated": truncated})
+}
+
+fn envelope_len(count: usize, truncated: bool) -> usize {
+    json_len(&envelope(Vec::new(), count, truncated))
+}
+
+/// Any other result must fit the bound as a whole.
+pub(crate) fn bounded(result: Value, bound: usize) -> Result<Value, RunError> {
+    if json_len(&result) > bound {
+        return Err(RunError::OutputLimit { limit: bound });
+    }
+    Ok(result)
+}
+
+/// The length of a value's compact JSON, without building the text.
+pub(crate) fn json_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Serializing a `Value` into a writer that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(len: usize) -> Value {
+        // `"xxx"` is len + 2 bytes.
+        json!("x".repeat(len - 2))
+    }
+
+    fn measured(items: Vec<Value>) -> Vec<(Value, usize)> {
+        items
+            .into_iter()
+            .map(|item| {
+                let size = json_len(&item);
+                (item, size)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_list_within_the_bound_is_unchanged() {
+        let listing = Listing::first(measured(vec![item(10), item(10)]), 100);
+        let result = listing.into_result(1000).unwrap();
+        assert_eq!(result["count"], 2);
+        assert_eq!(result["truncated"], false);
+        assert_eq!(result["items"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_list_at_exactly_the_bound_is_kept_whole() {
+        let items = vec![item(100), item(100), item(100)];
+        let whole = json_len(&envelope(items.clone(), 3, false));
+        let result = Listing::first(measured(items), 100)
+            .into_result(whole)
+            .unwrap();
+        assert_eq!(result["items"].as_array().unwrap().len(), 3);
+        assert_eq!(json_len(&result), whole);
+    }
+
+    #[test]
+    fn a_list_over_the_bound_drops_items_from_the_end() {
+        let items: Vec<Value> = (0..10)
+            .map(|i| json!({"n": i, "pad": "y".repeat(50)}))
+            .collect();
+        let whole = json_len(&envelope(items.clone(), 10, false));
+        let result = Listing::first(measured(items), 100)
+            .into_result(whole - 1)
+            .unwrap();
+        let kept = result["items"].as_array().unwrap();
+        assert_eq!(kept.len(), 9);
+        assert_eq!(kept[8]["n"], 8);
+        assert_eq!(result["count"], 10);
+        assert_eq!(result["truncated"], true);
+        assert!(json_len(&result) < whole);
+    }
+
+    #[test]
+    fn a_single_item_alone_over_the_bound_is_output_limit() {
+        let result = Listing::first(measured(vec![item(500), item(10)]), 100).into_result(400);
+        assert_eq!(result, Err(RunError::OutputLimit { limit: 400 }));
+    }
+
+    #[test]
+    fn limit_keeps_the_native_total() {
+        let listing = Listing::first(measured((0..7).map(|i| json!(i)).collect()), 5);
+        assert_eq!(
+            (listing.items.len(), listing.count, listing.truncated),
+            (5, 7, true)
+        );
+    }
+}

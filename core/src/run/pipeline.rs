@@ -1,0 +1,352 @@
+//! The ordered checks of `run`, the bounded host callbacks, and dispatch to the executors.
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use serde_json::{Map, Value};
+
+use super::output::{self, Success};
+use super::results::RunError;
+use super::{cancel, checks, exec, inspect, mutate, restricted, update, RunOptions};
+use crate::catalogue::{self, Confirmation, Descriptor, OperationKind};
+use crate::client::Client;
+use crate::host::{Binding, ImageRemote};
+
+/// The project used when neither the input nor the binding names one.
+const DEFAULT_PROJECT: &str = "default";
+
+/// The exec stdin bound in bytes of UTF-8 (the schema bounds characters).
+const EXEC_STDIN_BYTES: usize = 64 * 1024;
+
+/// Image server protocols a host may name for a remote.
+const IMAGE_PROTOCOLS: [&str; 2] = ["simplestreams", "incus"];
+
+/// One authorized call, ready for its native requests.
+pub(crate) struct Call<'a> {
+    /// The operation.
+    pub(crate) descriptor: &'static Descriptor,
+    /// The discovered client.
+    pub(crate) client: &'a Client,
+    /// The native project, selected after authorization.
+    pub(crate) project: String,
+    /// Validated, normalized input (defaults filled in, `project` set).
+    pub(crate) input: Value,
+    /// The image server that `source.remote` resolved to.
+    pub(crate) remote: Option<ImageRemote>,
+}
+
+impl Call<'_> {
+    /// A string field of the input (validated by the schema).
+    pub(crate) fn text(&self, key: &str) -> &str {
+        self.input
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// An integer field of the input (validated by the schema, defaults filled in).
+    pub(crate) fn integer(&self, key: &str) -> u64 {
+        self.input
+            .get(key)
+            .and_then(Value::as_u64)
+            .unwrap_or_default()
+    }
+}
+
+/// Runs the checks in the spec's order, then the operation.
+pub(crate) async fn run<C: Send + Sync>(
+    name: &str,
+    input: Value,
+    options: &RunOptions<'_, C>,
+) -> Result<Value, RunError> {
+    let Some(descriptor) = catalogue::fetch(name) else {
+        let reason = if catalogue::lookup(name).is_some() {
+            format!("{name} is not exported: its client evidence is incomplete (see unavailable())")
+        } else {
+            format!("{name:?} is not an operation")
+        };
+        return Err(RunError::UnknownOperation(reason));
+    };
+    run_operation(descriptor, input, options).await
+}
+
+/// Runs every check after the export gate, then the operation (tests use it directly for
+/// operations the gate does not export yet).
+pub(crate) async fn run_operation<C: Send + Sync>(
+    descriptor: &'static Descriptor,
+    input: Value,
+    options: &RunOptions<'_, C>,
+) -> Result<Value, RunError> {
+    checks::scope(descriptor, &options.scopes)?;
+    checks::input_bytes(descriptor, &input)?;
+    validate_input(descriptor, &input)?;
+    checks::confirmation(descriptor, &input)?;
+    check_restricted(descriptor, &input, options).await?;
+    let binding = bind(descriptor, options).await?;
+    let input = normalize(descriptor, input, &binding)?;
+    authorize(descriptor, &input, options).await?;
+    let remote = resolve_remote(&input, options).await?;
+    let client = discover(binding).await?;
+    let project = input
+        .get("project")
+        .and_then(Value::as_str)
+        .unwrap_or(DEFAULT_PROJECT)
+        .to_owned();
+    let call = Call {
+        descriptor,
+        client: &client,
+        project,
+        input,
+        remote,
+    };
+    let success = dispatch(&call).await?;
+    output::finish(success)
+}
+
+/// The input schema (compiled once per descriptor by the catalogue), plus semantic rules.
+///
+/// A missing `confirm` is left to the confirmation check, so that it is reported as
+/// `confirmation_required` rather than as a schema failure.
+fn validate_input(descriptor: &Descriptor, input: &Value) -> Result<(), RunError> {
+    let first = descriptor
+        .input_validator()
+        .iter_errors(input)
+        .find(|error| !is_missing_confirm(error));
+    if let Some(error) = first {
+        return Err(RunError::InvalidInput {
+            message: error.to_string(),
+            pointer: error.instance_path().as_str().to_owned(),
+        });
+    }
+    let stdin = input
+        .get("stdin")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if stdin.len() > EXEC_STDIN_BYTES {
+        return Err(RunError::InvalidInput {
+            message: format!(
+                "stdin is {} bytes of UTF-8, over {EXEC_STDIN_BYTES}",
+                stdin.len()
+            ),
+            pointer: "/stdin".into(),
+        });
+    }
+    if descriptor.confirmation() == Some(Confirmation::Fingerprint) {
+        let fingerprint = input
+            .get("fingerprint")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !is_full_fingerprint(fingerprint) {
+            return Err(RunError::InvalidInput {
+                message: "fingerprint must be the full 64-character lowercase hex fingerprint"
+                    .into(),
+                pointer: "/fingerprint".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn is_missing_confirm(error: &jsonschema::ValidationError<'_>) -> bool {
+    matches!(error.kind(), jsonschema::error::ValidationErrorKind::Required { property }
+        if property == Confirmation::FIELD)
+        && error.instance_path().as_str().is_empty()
+}
+
+fn is_full_fingerprint(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Restricted config keys and devices need the host's explicit yes.
+async fn check_restricted<C: Send + Sync>(
+    descriptor: &Descriptor,
+    input: &Value,
+    options: &RunOptions<'_, C>,
+) -> Result<(), RunError> {
+    if !matches!(
+        descriptor.name(),
+        "incus_instance_create" | "incus_instance_update"
+    ) {
+        return Ok(());
+    }
+    let items = restricted::restricted_items(input);
+    if items.is_empty() {
+        return Ok(());
+    }
+    let allowed = options
+        .host
+        .allow_restricted(options.caller, descriptor.name(), &items);
+    match bounded(options.callback_timeout, allowed).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(RunError::RestrictedInput(restricted::describe(&items))),
+        Err(failure) => Err(RunError::RestrictedInput(format!(
+            "{} (allow_restricted {failure})",
+            restricted::describe(&items)
+        ))),
+    }
+}
+
+/// The host's binding for this caller.
+async fn bind<C: Send + Sync>(
+    descriptor: &Descriptor,
+    options: &RunOptions<'_, C>,
+) -> Result<Binding, RunError> {
+    let binding = options.host.binding(options.caller, descriptor.name());
+    match bounded(options.callback_timeout, binding).await {
+        Ok(Ok(binding)) => Ok(binding),
+        Ok(Err(error)) => Err(RunError::BindingDenied(error.to_string())),
+        Err(failure) => Err(RunError::BindingDenied(format!(
+            "the binding callback {failure}"
+        ))),
+    }
+}
+
+/// Fills in schema defaults and the native project (the input's, else the binding's default,
+/// else `default`). A malformed default project from the binding denies the call.
+fn normalize(
+    descriptor: &Descriptor,
+    mut input: Value,
+    binding: &Binding,
+) -> Result<Value, RunError> {
+    let Some(fields) = input.as_object_mut() else {
+        return Err(RunError::InvalidInput {
+            message: "input must be an object".into(),
+            pointer: String::new(),
+        });
+    };
+    fill_defaults(descriptor.input_schema(), fields);
+    if !fields.contains_key("project") {
+        let project = match binding {
+            Binding::Connection { context, .. } => context.default_project.clone(),
+            Binding::Client(_) => None,
+        };
+        let project = project.unwrap_or_else(|| DEFAULT_PROJECT.to_owned());
+        fields.insert("project".into(), Value::String(project));
+        if let Some(error) = descriptor.input_validator().iter_errors(&input).next() {
+            return Err(RunError::BindingDenied(format!(
+                "the binding's default project is malformed: {error}"
+            )));
+        }
+    }
+    Ok(input)
+}
+
+fn fill_defaults(schema: &Value, fields: &mut Map<String, Value>) {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (key, property) in properties {
+        if let Some(default) = property.get("default") {
+            fields.entry(key.clone()).or_insert_with(|| default.clone());
+        }
+    }
+}
+
+/// The host's decision on this caller, operation and normalized input.
+async fn authorize<C: Send + Sync>(
+    descriptor: &Descriptor,
+    input: &Value,
+    options: &RunOptions<'_, C>,
+) -> Result<(), RunError> {
+    let decision = options
+        .host
+        .authorize(options.caller, descriptor.name(), input);
+    match bounded(options.callback_timeout, decision).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(RunError::Unauthorized(error.to_string())),
+        Err(failure) => Err(RunError::Unauthorized(format!(
+            "the authorize callback {failure}"
+        ))),
+    }
+}
+
+/// The image server named by `source.remote`, approved by the host.
+async fn resolve_remote<C: Send + Sync>(
+    input: &Value,
+    options: &RunOptions<'_, C>,
+) -> Result<Option<ImageRemote>, RunError> {
+    let Some(name) = input.pointer("/source/remote").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    let remote = options.host.image_remote(options.caller, name);
+    let remote = match bounded(options.callback_timeout, remote).await {
+        Ok(Ok(remote)) => remote,
+        Ok(Err(error)) => return Err(RunError::UnknownRemote(format!("{name}: {error}"))),
+        Err(failure) => {
+            return Err(RunError::UnknownRemote(format!(
+                "{name}: the image_remote callback {failure}"
+            )))
+        }
+    };
+    if !is_https_server(&remote.server) || !IMAGE_PROTOCOLS.contains(&remote.protocol.as_str()) {
+        return Err(RunError::UnknownRemote(format!(
+            "{name}: the host returned a malformed image server"
+        )));
+    }
+    Ok(Some(remote))
+}
+
+fn is_https_server(server: &str) -> bool {
+    server.strip_prefix("https://").is_some_and(|rest| {
+        !rest.is_empty() && !rest.starts_with('/') && !rest.chars().any(char::is_whitespace)
+    })
+}
+
+/// The binding's client; a connection is discovered now, after authorization.
+async fn discover(binding: Binding) -> Result<Client, RunError> {
+    match binding {
+        Binding::Client(client) => Ok(client),
+        Binding::Connection { connection, .. } => Client::connect(connection)
+            .await
+            .map_err(|error| RunError::DiscoveryFailed(error.to_string())),
+    }
+}
+
+/// Why a bounded host callback produced no answer.
+#[derive(Debug)]
+struct CallbackFailure(String);
+
+impl std::fmt::Display for CallbackFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Runs a host callback with a time bound, turning a panic or a hang into a failure.
+async fn bounded<T>(
+    bound: Duration,
+    callback: impl Future<Output = T>,
+) -> Result<T, CallbackFailure> {
+    let guarded = AssertUnwindSafe(callback).catch_unwind();
+    match tokio::time::timeout(bound, guarded).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(panic)) => Err(CallbackFailure(format!("panicked: {}", panic_text(&panic)))),
+        Err(_) => Err(CallbackFailure(format!(
+            "did not answer within {} ms",
+            bound.as_millis()
+        ))),
+    }
+}
+
+fn panic_text(panic: &Box<dyn Any + Send>) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// The executor for the operation's kind.
+async fn dispatch(call: &Call<'_>) -> Result<Success, RunError> {
+    match call.descriptor.kind() {
+        OperationKind::List => inspect::list(call).await,
+        OperationKind::Item => inspect::item(call).await,
+        OperationKind::Mutation => mutate::mutation(call).await,
+        OperationKind::Wait => mutate::wait(call).await,
+        OperationKind::Update => update::update(call).await,
+        OperationKind::Cancel => cancel::cancel(call).await,
+        OperationKind::Exec => exec::exec(call).await,
+    }
+}

@@ -1,0 +1,55 @@
+//! `incus_instance_update`: a conditional PATCH of only the given writable fields.
+//!
+//! Without `etag` in the input, the current ETag is read first (`etag_source: "read"`); a stale
+//! ETag is the native 412 error. PATCH is synchronous in Incus, so the result is `completed`, or
+//! `uncertain` when the PATCH may have been applied but no answer was decoded.
+//!
+//! Only the given fields are sent. Incus's PATCH merges `config` and `devices` and keeps omitted
+//! `profiles` and `ephemeral`, but resets an omitted `description` to "" (native behaviour).
+use serde_json::{json, Value};
+
+use super::mutate::pick;
+use super::output::Success;
+use super::pipeline::Call;
+use super::results::{read_error, RunError};
+use crate::client::ClientError;
+
+/// The native writable fields the update may carry.
+const WRITABLE: [&str; 5] = ["config", "devices", "profiles", "description", "ephemeral"];
+
+/// Reads the ETag when needed, then sends one conditional PATCH.
+pub(crate) async fn update(call: &Call<'_>) -> Result<Success, RunError> {
+    let name = call.text("name");
+    let (etag, source) = match call.input.get("etag").and_then(Value::as_str) {
+        Some(etag) => (etag.to_owned(), "input"),
+        None => (read_etag(call, name).await?, "read"),
+    };
+    let body = pick(&call.input, &WRITABLE);
+    let status = match call
+        .client
+        .patch_instance(&call.project, name, &body, &etag)
+        .await
+    {
+        Ok(()) => "completed",
+        Err(error)
+            if error.may_have_been_sent() && !matches!(error, ClientError::Native { .. }) =>
+        {
+            "uncertain"
+        }
+        Err(error) => return Err(read_error(error)),
+    };
+    Ok(Success::Object(
+        json!({"status": status, "etag_source": source, "etag": etag}),
+    ))
+}
+
+async fn read_etag(call: &Call<'_>, name: &str) -> Result<String, RunError> {
+    let single = call
+        .client
+        .get_instance(&call.project, name)
+        .await
+        .map_err(read_error)?;
+    single.etag.ok_or_else(|| {
+        RunError::InvalidResponse("the instance was returned without an ETag".into())
+    })
+}

@@ -1,0 +1,469 @@
+//! Mutations and `incus_operation_wait`: completed, failed, running and uncertain exactly as the
+//! spec defines them; one native request, never resent; the effective wait.
+//!
+//! Client evidence exercised through `run`: CreateInstance, UpdateInstanceState, CreateInstanceSnapshot, UpdateInstance (restore),
+//! DeleteInstanceSnapshot, DeleteInstance, DeleteImage, GetOperationWait.
+mod run_support;
+
+use std::time::Duration;
+
+use fake_incus::{FakeIncus, Fault, Rule};
+use incus_operations::{Binding, Client, Host, HostError, RunOptions};
+use run_support::{assert_valid, kind, Bench, ALL};
+use serde_json::{json, Value};
+
+fn create(name: &str) -> Value {
+    json!({"name": name, "source": {"type": "image", "alias": "busybox"}})
+}
+
+fn assert_completed(result: &Value) {
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["operation"]["status"], "Success", "{result}");
+    assert!(result["operation_id"].is_string(), "{result}");
+    assert_eq!(
+        result["operation"]["id"], result["operation_id"],
+        "{result}"
+    );
+    assert_eq!(result["wait_error"], Value::Null, "{result}");
+}
+
+#[tokio::test]
+async fn every_mutation_completes_and_is_sent_once() {
+    let bench = Bench::start().await;
+    let images = bench.call("incus_image_list", json!({})).await;
+    let fingerprint = images["items"][0]["fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let steps: [(&str, Value, &str, &str); 8] = [
+        (
+            "incus_instance_create",
+            create("web"),
+            "POST",
+            "/1.0/instances",
+        ),
+        (
+            "incus_instance_state_update",
+            json!({"name": "web", "action": "start"}),
+            "PUT",
+            "/1.0/instances/web/state",
+        ),
+        (
+            "incus_instance_snapshot_create",
+            json!({"instance": "web", "snapshot": "snap0"}),
+            "POST",
+            "/1.0/instances/web/snapshots",
+        ),
+        (
+            "incus_instance_snapshot_restore",
+            json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0"}),
+            "PUT",
+            "/1.0/instances/web",
+        ),
+        (
+            "incus_instance_snapshot_delete",
+            json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0"}),
+            "DELETE",
+            "/1.0/instances/web/snapshots/snap0",
+        ),
+        (
+            "incus_instance_state_update",
+            json!({"name": "web", "action": "stop", "force": true}),
+            "PUT",
+            "/1.0/instances/web/state",
+        ),
+        (
+            "incus_instance_delete",
+            json!({"name": "web", "confirm": "web"}),
+            "DELETE",
+            "/1.0/instances/web",
+        ),
+        (
+            "incus_image_delete",
+            json!({"fingerprint": fingerprint, "confirm": fingerprint}),
+            "DELETE",
+            &format!("/1.0/images/{fingerprint}"),
+        ),
+    ];
+    let mut sent = std::collections::HashMap::new();
+    for (name, input, method, path) in steps {
+        let result = bench.call(name, input).await;
+        assert_completed(&result);
+        assert_eq!(
+            result["waited_seconds"], 4,
+            "min(10, floor(5000/1000) - 1): {result}"
+        );
+        *sent.entry((method, path.to_owned())).or_insert(0) += 1;
+        assert_eq!(
+            bench.count(method, path),
+            sent[&(method, path.to_owned())],
+            "{name} sent once"
+        );
+    }
+    let gone = bench
+        .call("incus_instance_get", json!({"name": "web"}))
+        .await;
+    assert_eq!(gone["error"]["http_status"], 404, "{gone}");
+}
+
+#[tokio::test]
+async fn waited_seconds_is_the_effective_wait() {
+    let bench = Bench::start().await;
+    for (wait, expected) in [(0, 0), (2, 2), (4, 4), (60, 4)] {
+        let result = bench
+            .call("incus_instance_create", json!({"name": format!("w{wait}"), "source": {"type": "image", "alias": "busybox"}, "wait_seconds": wait}))
+            .await;
+        assert_eq!(result["waited_seconds"], expected, "{result}");
+        let query = bench
+            .fake
+            .journal()
+            .into_iter()
+            .rev()
+            .find(|entry| entry.path.ends_with("/wait"))
+            .and_then(|entry| entry.query)
+            .unwrap_or_default();
+        assert!(query.contains(&format!("timeout={expected}")), "{query}");
+    }
+    let long = Bench::with_timeout(FakeIncus::builder(), Duration::from_millis(61_000)).await;
+    let result = long
+        .call("incus_instance_create", json!({"name": "w", "source": {"type": "image", "alias": "busybox"}, "wait_seconds": 60}))
+        .await;
+    assert_eq!(result["waited_seconds"], 60, "{result}");
+}
+
+#[tokio::test]
+async fn a_failing_operation_is_failed_with_the_native_error() {
+    let bench = Bench::start().await;
+    let _rule =
+        bench.fake.add_rule(
+            Rule::new("POST", "/1.0/instances").fault(Fault::OperationFail {
+                message: "disk full".into(),
+            }),
+        );
+    let result = bench.call("incus_instance_create", create("web")).await;
+    assert_eq!(result["status"], "failed", "{result}");
+    assert_eq!(result["wait_error"], "disk full", "{result}");
+    assert_eq!(result["operation"]["status"], "Failure", "{result}");
+    assert_eq!(bench.count("POST", "/1.0/instances"), 1);
+    // A duplicate name fails inside the operation, as on a real Incus.
+    drop(_rule);
+    bench.instance("dup").await;
+    let duplicate = bench.call("incus_instance_create", create("dup")).await;
+    assert_eq!(duplicate["status"], "failed", "{duplicate}");
+    assert!(duplicate["wait_error"]
+        .as_str()
+        .is_some_and(|e| !e.is_empty()));
+}
+
+#[tokio::test]
+async fn an_operation_not_finished_within_the_wait_is_running() {
+    let bench = Bench::start().await;
+    let _rule = bench.fake.add_rule(
+        Rule::new("POST", "/1.0/instances/*/snapshots").fault(Fault::OperationNeverFinish),
+    );
+    bench.instance("web").await;
+    for wait in [0, 1] {
+        let result = bench
+            .call(
+                "incus_instance_snapshot_create",
+                json!({"instance": "web", "snapshot": format!("s{wait}"), "wait_seconds": wait}),
+            )
+            .await;
+        assert_eq!(result["status"], "running", "{result}");
+        assert_eq!(result["waited_seconds"], wait, "{result}");
+        let id = result["operation_id"].as_str().unwrap().to_owned();
+        assert_eq!(result["operation"]["id"], id.as_str());
+        // Nothing is cancelled and nothing is resent.
+        let waited = bench
+            .call(
+                "incus_operation_wait",
+                json!({"operation_id": id, "wait_seconds": 0}),
+            )
+            .await;
+        assert_eq!(waited["status"], "running", "{waited}");
+    }
+    assert_eq!(bench.count("POST", "/1.0/instances/web/snapshots"), 2);
+    assert!(bench
+        .fake
+        .journal()
+        .iter()
+        .all(|entry| entry.method != "DELETE"));
+}
+
+#[tokio::test]
+async fn a_local_wait_deadline_reports_running_and_cancels_nothing() {
+    let bench = Bench::with_timeout(FakeIncus::builder(), Duration::from_millis(2500)).await;
+    let _never = bench
+        .fake
+        .add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationNeverFinish));
+    let _slow_wait = bench
+        .fake
+        .add_rule(Rule::new("GET", "/1.0/operations/*/wait").fault(Fault::Stall));
+    let result = bench.call("incus_instance_create", create("web")).await;
+    assert_eq!(result["status"], "running", "{result}");
+    assert_eq!(result["waited_seconds"], 1);
+    assert!(result["wait_error"].is_string(), "{result}");
+    assert_eq!(bench.count("POST", "/1.0/instances"), 1);
+    assert!(bench
+        .fake
+        .journal()
+        .iter()
+        .all(|entry| entry.method != "DELETE"));
+}
+
+#[tokio::test]
+async fn a_request_that_may_have_been_applied_without_an_answer_is_uncertain() {
+    for fault in [
+        Fault::CloseAfterApply,
+        Fault::GarbageBody,
+        Fault::TruncatedBody,
+    ] {
+        let bench = Bench::start().await;
+        let label = format!("{fault:?}");
+        let _rule = bench
+            .fake
+            .add_rule(Rule::new("POST", "/1.0/instances").fault(fault));
+        let result = bench.call("incus_instance_create", create("web")).await;
+        assert_eq!(result["status"], "uncertain", "{label}: {result}");
+        assert_eq!(result["operation_id"], Value::Null);
+        assert_eq!(result["operation"], Value::Null);
+        assert_eq!(result["waited_seconds"], 0);
+        let posts: Vec<_> = bench
+            .fake
+            .journal()
+            .into_iter()
+            .filter(|entry| entry.method == "POST" && entry.path == "/1.0/instances")
+            .collect();
+        assert_eq!(posts.len(), 1, "{label}: never resent");
+        assert!(posts[0].applied, "{label}");
+    }
+}
+
+#[tokio::test]
+async fn a_native_rejection_before_acceptance_is_a_native_error() {
+    let bench = Bench::start().await;
+    let _rule = bench
+        .fake
+        .add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::Error {
+            status: 403,
+            message: "not authorized".into(),
+        }));
+    let result = bench.call("incus_instance_create", create("web")).await;
+    assert_eq!(kind(&result), "native", "{result}");
+    assert_eq!(result["error"]["http_status"], 403);
+    assert_eq!(result["error"]["error_code"], 403);
+    assert_eq!(result["error"]["message"], "not authorized");
+    drop(_rule);
+    bench.running_instance("up").await;
+    let running = bench
+        .call(
+            "incus_instance_delete",
+            json!({"name": "up", "confirm": "up"}),
+        )
+        .await;
+    assert_eq!(kind(&running), "native", "{running}");
+    assert_eq!(running["error"]["http_status"], 400);
+    assert_eq!(bench.count("DELETE", "/1.0/instances/up"), 1);
+}
+
+/// A host bound to an already discovered client.
+struct ClientHost(Client);
+
+impl Host for ClientHost {
+    type Caller = ();
+
+    async fn binding(&self, _caller: &(), _operation: &str) -> Result<Binding, HostError> {
+        Ok(Binding::client(self.0.clone()))
+    }
+
+    async fn authorize(
+        &self,
+        _caller: &(),
+        _operation: &str,
+        _input: &Value,
+    ) -> Result<(), HostError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_client_binding_is_used_as_discovered_and_a_mutation_surely_not_sent_is_transport() {
+    let bench = Bench::start().await;
+    let client = Client::connect(bench.connection.clone())
+        .await
+        .expect("discovered");
+    // A discovered client binding is used as it is: no second discovery.
+    let bound = ClientHost(client.clone());
+    let listed = incus_operations::run(
+        "incus_instance_list",
+        json!({}),
+        RunOptions::new(&bound, &(), ALL),
+    )
+    .await;
+    assert_valid("incus_instance_list", &listed);
+    assert_eq!(listed["count"], 0, "{listed}");
+    assert_eq!(
+        bench.count("GET", "/1.0"),
+        1,
+        "only the host's own discovery"
+    );
+    drop(bench);
+    let host = ClientHost(client);
+    let result = incus_operations::run(
+        "incus_instance_create",
+        create("web"),
+        RunOptions::new(&host, &(), ALL),
+    )
+    .await;
+    assert_valid("incus_instance_create", &result);
+    assert_eq!(kind(&result), "transport", "{result}");
+}
+
+#[tokio::test]
+async fn operation_wait_reports_the_observed_outcome() {
+    let bench = Bench::start().await;
+    let never = bench.fake.add_rule(
+        Rule::new("POST", "/1.0/instances")
+            .nth(1)
+            .fault(Fault::OperationNeverFinish),
+    );
+    let running = bench.call("incus_instance_create", json!({"name": "a", "source": {"type": "image", "alias": "busybox"}, "wait_seconds": 0})).await;
+    drop(never);
+    let id = running["operation_id"].as_str().unwrap().to_owned();
+    let waited = bench
+        .call(
+            "incus_operation_wait",
+            json!({"operation_id": id, "wait_seconds": 1}),
+        )
+        .await;
+    assert_eq!(waited["status"], "running", "{waited}");
+    assert_eq!(waited["waited_seconds"], 1);
+    assert_eq!(waited["wait_error"], "context deadline exceeded");
+
+    let done = bench.call("incus_instance_create", create("b")).await;
+    let id = done["operation_id"].as_str().unwrap().to_owned();
+    let waited = bench
+        .call("incus_operation_wait", json!({"operation_id": id}))
+        .await;
+    assert_completed(&waited);
+
+    let _fail =
+        bench.fake.add_rule(
+            Rule::new("POST", "/1.0/instances").fault(Fault::OperationFail {
+                message: "no space".into(),
+            }),
+        );
+    let failed = bench.call("incus_instance_create", json!({"name": "c", "source": {"type": "image", "alias": "busybox"}, "wait_seconds": 0})).await;
+    let id = failed["operation_id"].as_str().unwrap().to_owned();
+    let waited = bench
+        .call("incus_operation_wait", json!({"operation_id": id}))
+        .await;
+    assert_eq!(waited["status"], "failed", "{waited}");
+    assert_eq!(waited["wait_error"], "no space");
+
+    let unknown = bench
+        .call(
+            "incus_operation_wait",
+            json!({"operation_id": "00000000-0000-4000-8000-000000000000"}),
+        )
+        .await;
+    assert_eq!(kind(&unknown), "native", "{unknown}");
+    assert_eq!(unknown["error"]["http_status"], 404);
+}
+
+/// Every mutation, with the request it sends.
+fn mutations(fingerprint: &str) -> Vec<(&'static str, Value, &'static str, String)> {
+    vec![
+        (
+            "incus_instance_create",
+            create("web2"),
+            "POST",
+            "/1.0/instances".into(),
+        ),
+        (
+            "incus_instance_delete",
+            json!({"name": "web", "confirm": "web"}),
+            "DELETE",
+            "/1.0/instances/web".into(),
+        ),
+        (
+            "incus_instance_state_update",
+            json!({"name": "web", "action": "start"}),
+            "PUT",
+            "/1.0/instances/web/state".into(),
+        ),
+        (
+            "incus_instance_snapshot_create",
+            json!({"instance": "web", "snapshot": "s1"}),
+            "POST",
+            "/1.0/instances/web/snapshots".into(),
+        ),
+        (
+            "incus_instance_snapshot_delete",
+            json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0"}),
+            "DELETE",
+            "/1.0/instances/web/snapshots/snap0".into(),
+        ),
+        (
+            "incus_instance_snapshot_restore",
+            json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0"}),
+            "PUT",
+            "/1.0/instances/web".into(),
+        ),
+        (
+            "incus_image_delete",
+            json!({"fingerprint": fingerprint, "confirm": fingerprint}),
+            "DELETE",
+            format!("/1.0/images/{fingerprint}"),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn every_mutation_reports_uncertain_running_and_failed_and_is_sent_once() {
+    let faults = [
+        (Fault::CloseAfterApply, "uncertain"),
+        (Fault::OperationNeverFinish, "running"),
+        (
+            Fault::OperationFail {
+                message: "scripted failure".into(),
+            },
+            "failed",
+        ),
+    ];
+    for (fault, status) in faults {
+        let probe = Bench::start().await;
+        let images = probe.call("incus_image_list", json!({})).await;
+        let fingerprint = images["items"][0]["fingerprint"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        drop(probe);
+        for (name, mut input, method, path) in mutations(&fingerprint) {
+            let bench = Bench::start().await;
+            bench.instance("web").await;
+            let snapshot = bench
+                .call(
+                    "incus_instance_snapshot_create",
+                    json!({"instance": "web", "snapshot": "snap0"}),
+                )
+                .await;
+            assert_eq!(snapshot["status"], "completed", "{snapshot}");
+            let before = bench.count(method, &path);
+            let _rule = bench
+                .fake
+                .add_rule(Rule::new(method, &path).fault(fault.clone()));
+            input["wait_seconds"] = json!(1);
+            let result = bench.call(name, input).await;
+            assert_eq!(result["status"], status, "{name} with {fault:?}: {result}");
+            assert_eq!(
+                bench.count(method, &path),
+                before + 1,
+                "{name} with {fault:?}: sent once"
+            );
+            if status != "uncertain" {
+                assert!(result["operation_id"].is_string(), "{result}");
+            }
+        }
+    }
+}

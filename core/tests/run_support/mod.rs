@@ -1,0 +1,253 @@
+//! Shared by the `run_*` tests: a fake Incus, a scriptable host, and a `call` that checks every
+//! result against the operation's output schema.
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use fake_incus::{FakeIncus, JournalEntry};
+use incus_operations::{
+    run, Binding, BindingContext, Connection, Endpoint, Host, HostError, ImageRemote,
+    RestrictedItem, RunOptions, Scope,
+};
+use serde_json::{json, Value};
+
+/// Every scope.
+pub const ALL: [Scope; 4] = [Scope::Read, Scope::Write, Scope::Exec, Scope::Delete];
+
+/// The per-request timeout the tests' connections use (so the effective wait is at most 4 s).
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How a scripted callback behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    Allow,
+    Deny,
+    Panic,
+    Hang,
+    /// binding: a malformed default project; image_remote: a URL that is not https.
+    Malformed,
+}
+
+/// A host whose callbacks do what the test says, and that records what `authorize` saw.
+pub struct TestHost {
+    pub connection: Connection,
+    pub binding: Act,
+    pub authorize: Act,
+    pub image_remote: Act,
+    pub restricted: Act,
+    pub default_project: Option<String>,
+    pub authorized: Mutex<Vec<Value>>,
+    pub calls: Mutex<Vec<&'static str>>,
+}
+
+impl TestHost {
+    pub fn new(connection: Connection) -> Self {
+        TestHost {
+            connection,
+            binding: Act::Allow,
+            authorize: Act::Allow,
+            image_remote: Act::Deny,
+            restricted: Act::Deny,
+            default_project: None,
+            authorized: Mutex::new(Vec::new()),
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn record(&self, callback: &'static str) {
+        self.calls.lock().unwrap().push(callback);
+    }
+
+    pub fn callbacks(&self) -> Vec<&'static str> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+async fn act(act: Act) {
+    match act {
+        Act::Panic => panic!("scripted host panic"),
+        Act::Hang => std::future::pending::<()>().await,
+        _ => {}
+    }
+}
+
+impl Host for TestHost {
+    type Caller = String;
+
+    async fn binding(&self, _caller: &String, _operation: &str) -> Result<Binding, HostError> {
+        self.record("binding");
+        act(self.binding).await;
+        let context = match (self.binding, &self.default_project) {
+            (Act::Malformed, _) => BindingContext::default().default_project("no/slashes allowed"),
+            (_, Some(project)) => BindingContext::default().default_project(project.clone()),
+            _ => BindingContext::default(),
+        };
+        match self.binding {
+            Act::Deny => Err(HostError::Denied("no backend for this caller".into())),
+            _ => Ok(Binding::connection(self.connection.clone(), context)),
+        }
+    }
+
+    async fn authorize(
+        &self,
+        _caller: &String,
+        _operation: &str,
+        input: &Value,
+    ) -> Result<(), HostError> {
+        self.record("authorize");
+        self.authorized.lock().unwrap().push(input.clone());
+        act(self.authorize).await;
+        match self.authorize {
+            Act::Deny | Act::Malformed => Err(HostError::Denied("policy says no".into())),
+            _ => Ok(()),
+        }
+    }
+
+    async fn image_remote(&self, _caller: &String, name: &str) -> Result<ImageRemote, HostError> {
+        self.record("image_remote");
+        act(self.image_remote).await;
+        match self.image_remote {
+            Act::Allow => Ok(ImageRemote::new(
+                "https://images.example.org",
+                "simplestreams",
+            )),
+            Act::Malformed => Ok(ImageRemote::new("file:///etc/passwd", "simplestreams")),
+            _ => Err(HostError::UnknownRemote(name.to_owned())),
+        }
+    }
+
+    async fn allow_restricted(
+        &self,
+        _caller: &String,
+        _operation: &str,
+        _items: &[RestrictedItem],
+    ) -> bool {
+        self.record("allow_restricted");
+        act(self.restricted).await;
+        self.restricted == Act::Allow
+    }
+}
+
+/// A fake Incus and a connection to its Unix socket.
+pub struct Bench {
+    pub fake: FakeIncus,
+    pub connection: Connection,
+}
+
+impl Bench {
+    pub async fn start() -> Bench {
+        Bench::with(FakeIncus::builder()).await
+    }
+
+    pub async fn with(builder: fake_incus::FakeIncusBuilder) -> Bench {
+        Bench::with_timeout(builder, TIMEOUT).await
+    }
+
+    pub async fn with_timeout(builder: fake_incus::FakeIncusBuilder, timeout: Duration) -> Bench {
+        let fake = builder.start().await.expect("fake starts");
+        let connection = Connection::builder(Endpoint::unix(fake.unix_socket()))
+            .timeout(timeout)
+            .build()
+            .expect("connection");
+        Bench { fake, connection }
+    }
+
+    pub fn host(&self) -> TestHost {
+        TestHost::new(self.connection.clone())
+    }
+
+    /// Runs an operation with every scope through a host that allows everything.
+    pub async fn call(&self, name: &str, input: Value) -> Value {
+        let host = self.host();
+        call_with(&host, name, input, &ALL).await
+    }
+
+    /// The journal without the discovery requests (`GET /1.0`).
+    pub fn requests(&self) -> Vec<JournalEntry> {
+        self.fake
+            .journal()
+            .into_iter()
+            .filter(|entry| !(entry.method == "GET" && entry.path == "/1.0"))
+            .collect()
+    }
+
+    /// How many journal entries match a method and path.
+    pub fn count(&self, method: &str, path: &str) -> usize {
+        self.fake
+            .journal()
+            .iter()
+            .filter(|entry| entry.method == method && entry.path == path)
+            .count()
+    }
+
+    /// Creates a stopped busybox instance through `run`.
+    pub async fn instance(&self, name: &str) {
+        let result = self
+            .call(
+                "incus_instance_create",
+                json!({"name": name, "source": {"type": "image", "alias": "busybox"}}),
+            )
+            .await;
+        assert_eq!(result["status"], "completed", "{result}");
+    }
+
+    /// Creates and starts a busybox instance through `run`.
+    pub async fn running_instance(&self, name: &str) {
+        let result = self
+            .call(
+                "incus_instance_create",
+                json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": true}),
+            )
+            .await;
+        assert_eq!(result["status"], "completed", "{result}");
+    }
+}
+
+/// Runs an operation through `host` with `scopes`, asserting the result matches the output
+/// schema (or, for an unknown name, the error shape).
+pub async fn call_with(host: &TestHost, name: &str, input: Value, scopes: &[Scope]) -> Value {
+    let caller = String::from("agent");
+    let options = RunOptions::new(host, &caller, scopes.iter().copied())
+        .callback_timeout(Duration::from_millis(300));
+    let result = run(name, input, options).await;
+    assert_valid(name, &result);
+    result
+}
+
+/// Asserts that `result` validates against the output schema of `name`.
+pub fn assert_valid(name: &str, result: &Value) {
+    static VALIDATORS: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> =
+        OnceLock::new();
+    let Some(described) = incus_operations::describe(name) else {
+        assert_eq!(result["error"]["kind"], "unknown_operation", "{result}");
+        assert!(result["error"]["message"].is_string(), "{result}");
+        return;
+    };
+    let validator = VALIDATORS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(name.to_owned())
+        .or_insert_with(|| {
+            Arc::new(
+                jsonschema::validator_for(&described["output_schema"])
+                    .expect("output schema compiles"),
+            )
+        })
+        .clone();
+    let errors: Vec<String> = validator
+        .iter_errors(result)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{name} result does not match its output schema: {errors:?}\n{result}"
+    );
+}
+
+/// The error kind of a result, or "" for a success.
+pub fn kind(result: &Value) -> &str {
+    result["error"]["kind"].as_str().unwrap_or_default()
+}

@@ -1,0 +1,283 @@
+//! The runner of a websocket exec session: waits for the required sockets, runs the command,
+//! pumps its output, settles the operation and closes the sockets.
+
+use super::sockets::{pump, writer, Out, Reader};
+use super::{interpreter, start_failure_error, ExecRequest, Ws, SIGKILL};
+use crate::app::App;
+use crate::envelope::ApiError;
+use crate::faults::Fault;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, Notify};
+use tokio_util::sync::CancellationToken;
+
+/// How long sockets stay open after the operation ended, unless the client closes them first.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// Drives one exec session from connection to the operation's end.
+pub(super) struct Runner {
+    app: Arc<App>,
+    op_id: String,
+    interactive: bool,
+    fault: Option<Fault>,
+    /// Closes every socket of the session.
+    done: CancellationToken,
+    /// Per-fd close, child tokens of `done`.
+    closers: HashMap<String, CancellationToken>,
+    writers: HashMap<String, mpsc::Sender<Out>>,
+    stdin_tx: Option<mpsc::Sender<Bytes>>,
+    signals: Signals,
+    control_connected: Arc<AtomicBool>,
+    exited: Arc<AtomicBool>,
+    client_eof: Arc<Notify>,
+    attached: BTreeSet<String>,
+}
+
+/// The signal path to the command, honouring the "ignore SIGKILL" fault.
+#[derive(Clone)]
+pub(super) struct Signals {
+    tx: mpsc::UnboundedSender<i32>,
+    ignore_kill: bool,
+}
+
+impl Signals {
+    pub(super) fn send(&self, signal: i32) {
+        if signal == SIGKILL && self.ignore_kill {
+            tracing::debug!("exec: SIGKILL ignored by fault");
+            return;
+        }
+        let _ = self.tx.send(signal);
+    }
+}
+
+/// The command's ends of the stdin and signal channels.
+pub(super) struct CommandEnds {
+    stdin: mpsc::Receiver<Bytes>,
+    signals: mpsc::UnboundedReceiver<i32>,
+}
+
+impl Runner {
+    pub(super) fn new(
+        app: Arc<App>,
+        op_id: String,
+        interactive: bool,
+        fault: Option<Fault>,
+    ) -> (Self, CommandEnds) {
+        let (stdin_tx, stdin) = mpsc::channel(16);
+        let (sig_tx, signals) = mpsc::unbounded_channel();
+        let done = app.shutdown.child_token();
+        let ignore_kill = matches!(fault, Some(Fault::ExecIgnoreSigkill));
+        let runner = Self {
+            app,
+            op_id,
+            interactive,
+            fault,
+            done,
+            closers: HashMap::new(),
+            writers: HashMap::new(),
+            stdin_tx: Some(stdin_tx),
+            signals: Signals {
+                tx: sig_tx,
+                ignore_kill,
+            },
+            control_connected: Arc::new(AtomicBool::new(false)),
+            exited: Arc::new(AtomicBool::new(false)),
+            client_eof: Arc::new(Notify::new()),
+            attached: BTreeSet::new(),
+        };
+        (runner, CommandEnds { stdin, signals })
+    }
+
+    fn required(&self) -> &'static [&'static str] {
+        if self.interactive {
+            &["0", "control"]
+        } else {
+            &["0", "1", "2"]
+        }
+    }
+
+    pub(super) async fn run(
+        mut self,
+        mut sockets: mpsc::UnboundedReceiver<(String, Ws)>,
+        ends: CommandEnds,
+        req: ExecRequest,
+    ) {
+        let deadline = tokio::time::sleep(self.app.settings.exec_connect_timeout);
+        tokio::pin!(deadline);
+        while !self.required().iter().all(|fd| self.attached.contains(*fd)) {
+            tokio::select! {
+                Some((fd, ws)) = sockets.recv() => self.attach(fd, ws),
+                () = &mut deadline => {
+                    self.app.finish_operation(&self.op_id, Err(ApiError::internal("Timed out waiting for websockets to connect")));
+                    self.done.cancel();
+                    return;
+                }
+                () = self.done.cancelled() => return,
+            }
+        }
+        if let Some(failure) = interpreter::start_failure(&req.command) {
+            self.finish(failure.exit_status(), Some(start_failure_error(failure)));
+            return;
+        }
+        let command = run_command(self.plan(), ends, req);
+        tokio::pin!(command);
+        let code = loop {
+            tokio::select! {
+                code = &mut command => break code,
+                Some((fd, ws)) = sockets.recv() => self.attach(fd, ws),
+                () = self.done.cancelled() => return,
+            }
+        };
+        self.exited.store(true, Ordering::SeqCst);
+        if self.interactive {
+            let client_eof = self.client_eof.clone();
+            tokio::select! {
+                () = client_eof.notified() => {}
+                () = self.done.cancelled() => return,
+            }
+        }
+        self.finish(code, None);
+    }
+
+    /// What the command needs from the session, taken when it starts.
+    fn plan(&self) -> CommandPlan {
+        let (out_fd, err_fd) = if self.interactive {
+            ("0", "0")
+        } else {
+            ("1", "2")
+        };
+        let eof_fds: &[&str] = if self.interactive {
+            &["0"]
+        } else {
+            &["1", "2"]
+        };
+        CommandPlan {
+            out: self.writers.get(out_fd).cloned(),
+            err: self.writers.get(err_fd).cloned(),
+            eof: eof_fds
+                .iter()
+                .filter_map(|fd| self.writers.get(*fd).cloned())
+                .collect(),
+            close_control: self
+                .interactive
+                .then(|| self.closers.get("control").cloned())
+                .flatten(),
+            pty: self.interactive,
+            exit_after: match &self.fault {
+                Some(Fault::ExecExitAfter { ms }) => Some(Duration::from_millis(*ms)),
+                _ => None,
+            },
+        }
+    }
+
+    /// Puts `return` in the metadata, settles the operation and closes every socket.
+    fn finish(&self, code: i32, error: Option<ApiError>) {
+        let mut metadata = self.app.operation_metadata(&self.op_id);
+        if let Some(object) = metadata.as_object_mut() {
+            object.insert("return".into(), code.into());
+        }
+        match error {
+            Some(err) => {
+                self.app.set_operation_metadata(&self.op_id, metadata);
+                self.app.finish_operation(&self.op_id, Err(err));
+            }
+            None => self.app.finish_operation(&self.op_id, Ok(Some(metadata))),
+        }
+        // Give clients a moment to read the last frames and close their side, so that the
+        // close is a clean FIN rather than a reset; then close what is left.
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(CLOSE_GRACE).await;
+            done.cancel();
+        });
+    }
+
+    /// Starts the reader and writer of a newly connected socket.
+    fn attach(&mut self, fd: String, ws: Ws) {
+        self.attached.insert(fd.clone());
+        if let Some(Fault::ExecDropWebsocket { fd: dropped }) = &self.fault {
+            if *dropped == fd {
+                tracing::debug!(%fd, "exec: websocket dropped by fault");
+                drop(ws);
+                self.on_gone(&fd);
+                return;
+            }
+        }
+        let closer = self.done.child_token();
+        let (sink, stream) = ws.split();
+        let (out_tx, out_rx) = mpsc::channel(16);
+        tokio::spawn(writer(sink, out_rx, closer.clone()));
+        self.writers.insert(fd.clone(), out_tx);
+        let reader = Reader {
+            fd: fd.clone(),
+            closer: closer.clone(),
+            stdin: if fd == "0" {
+                self.stdin_tx.take()
+            } else {
+                None
+            },
+            signals: self.signals.clone(),
+            control_connected: self.control_connected.clone(),
+            exited: self.exited.clone(),
+            client_eof: self.client_eof.clone(),
+        };
+        if fd == "control" {
+            self.control_connected.store(true, Ordering::SeqCst);
+        }
+        tokio::spawn(reader.run(stream));
+        self.closers.insert(fd, closer);
+    }
+
+    /// A socket that is gone at once counts like a client disconnect.
+    fn on_gone(&mut self, fd: &str) {
+        match fd {
+            "0" => {
+                self.stdin_tx = None;
+                self.client_eof.notify_one();
+            }
+            "control" => self.signals.send(SIGKILL),
+            _ => {}
+        }
+    }
+}
+
+/// The sockets a running command writes to.
+struct CommandPlan {
+    out: Option<mpsc::Sender<Out>>,
+    err: Option<mpsc::Sender<Out>>,
+    eof: Vec<mpsc::Sender<Out>>,
+    close_control: Option<CancellationToken>,
+    pty: bool,
+    exit_after: Option<Duration>,
+}
+
+/// Runs the interpreter with output pumped to the sockets; sends the EOF frames after it.
+async fn run_command(plan: CommandPlan, ends: CommandEnds, req: ExecRequest) -> i32 {
+    let (stdout, out_rx) = mpsc::channel(16);
+    let (stderr, err_rx) = mpsc::channel(16);
+    let pumps = futures_util::future::join(
+        pump(out_rx, plan.out, plan.pty),
+        pump(err_rx, plan.err, plan.pty),
+    );
+    let io = interpreter::ExecIo {
+        stdin: ends.stdin,
+        stdout,
+        stderr,
+        signals: ends.signals,
+    };
+    let (code, _) = futures_util::future::join(interpreter::run(req, io), pumps).await;
+    if let Some(delay) = plan.exit_after {
+        tokio::time::sleep(delay).await;
+    }
+    for writer in &plan.eof {
+        let _ = writer.send(Out::Eof).await;
+    }
+    if let Some(closer) = plan.close_control {
+        closer.cancel();
+    }
+    code
+}

@@ -1,0 +1,179 @@
+//! One exec websocket: a writer (keepalive pings, data, EOF) and a reader (stdin, control
+//! messages, disconnects), both ended by the session's close token.
+
+use super::runner::Signals;
+use super::{Ws, SIGKILL};
+use bytes::Bytes;
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, Notify};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_util::sync::CancellationToken;
+
+const KEEPALIVE: Duration = Duration::from_secs(10);
+
+/// What a socket writer sends.
+pub(super) enum Out {
+    Data(Bytes),
+    Eof,
+}
+
+/// Forwards command output to a socket writer (or discards it when there is none).
+pub(super) async fn pump(
+    mut rx: mpsc::Receiver<Bytes>,
+    writer: Option<mpsc::Sender<Out>>,
+    pty: bool,
+) {
+    while let Some(chunk) = rx.recv().await {
+        let Some(writer) = &writer else { continue };
+        let chunk = if pty { to_crlf(&chunk) } else { chunk };
+        let _ = writer.send(Out::Data(chunk)).await;
+    }
+}
+
+fn to_crlf(chunk: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(chunk.len() + 8);
+    for (i, &b) in chunk.iter().enumerate() {
+        if b == b'\n' && (i == 0 || chunk[i - 1] != b'\r') {
+            out.push(b'\r');
+        }
+        out.push(b);
+    }
+    Bytes::from(out)
+}
+
+/// Sends pings and queued frames until the session closes this socket; then drops it without a
+/// close frame (bare TCP close, as the daemon does).
+pub(super) async fn writer(
+    mut sink: SplitSink<Ws, Message>,
+    mut out: mpsc::Receiver<Out>,
+    closer: CancellationToken,
+) {
+    if sink
+        .send(Message::Ping(Bytes::from_static(b"keepalive")))
+        .await
+        .is_err()
+    {
+        drop(out);
+        closer.cancelled().await;
+        return;
+    }
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+    let mut open = true;
+    loop {
+        tokio::select! {
+            biased;
+            msg = out.recv(), if open => {
+                let frame = match msg {
+                    Some(Out::Data(bytes)) => Message::Binary(bytes),
+                    Some(Out::Eof) => Message::Text(String::new().into()),
+                    None => { open = false; continue; }
+                };
+                if sink.send(frame).await.is_err() {
+                    break;
+                }
+            }
+            () = closer.cancelled() => break,
+            _ = ticker.tick() => {
+                if sink.send(Message::Ping(Bytes::from_static(b"keepalive"))).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    drop(out);
+    closer.cancelled().await;
+}
+
+/// Reads what the client sends on one socket.
+pub(super) struct Reader {
+    pub(super) fd: String,
+    pub(super) closer: CancellationToken,
+    pub(super) stdin: Option<mpsc::Sender<Bytes>>,
+    pub(super) signals: Signals,
+    pub(super) control_connected: Arc<AtomicBool>,
+    pub(super) exited: Arc<AtomicBool>,
+    pub(super) client_eof: Arc<Notify>,
+}
+
+impl Reader {
+    pub(super) async fn run(mut self, mut stream: SplitStream<Ws>) {
+        loop {
+            let msg = tokio::select! {
+                msg = stream.next() => msg,
+                () = self.closer.cancelled() => break,
+            };
+            let ended = !matches!(msg, Some(Ok(_)));
+            match msg {
+                Some(Ok(Message::Binary(data))) => self.on_data(data).await,
+                Some(Ok(Message::Text(text))) => self.on_text(text.as_str()),
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => self.on_end(),
+                Some(Ok(_)) => {}
+            }
+            if ended {
+                self.closer.cancel();
+                break;
+            }
+        }
+    }
+
+    async fn on_data(&mut self, data: Bytes) {
+        match self.fd.as_str() {
+            "0" => {
+                if let Some(stdin) = &self.stdin {
+                    let _ = stdin.send(data).await;
+                }
+            }
+            "1" | "2" => self.kill_if_uncontrolled(),
+            _ => {}
+        }
+    }
+
+    fn on_text(&mut self, text: &str) {
+        match self.fd.as_str() {
+            "0" => self.eof(),
+            "1" | "2" => self.kill_if_uncontrolled(),
+            _ => self.on_control(text),
+        }
+    }
+
+    fn on_end(&mut self) {
+        match self.fd.as_str() {
+            "0" => self.eof(),
+            "1" | "2" => self.kill_if_uncontrolled(),
+            _ => {
+                if !self.exited.load(Ordering::SeqCst) {
+                    self.signals.send(SIGKILL);
+                }
+            }
+        }
+    }
+
+    fn eof(&mut self) {
+        self.stdin = None;
+        self.client_eof.notify_one();
+    }
+
+    /// Anything the client sends on stdout/stderr while control is absent kills the command.
+    fn kill_if_uncontrolled(&self) {
+        if !self.control_connected.load(Ordering::SeqCst) && !self.exited.load(Ordering::SeqCst) {
+            self.signals.send(SIGKILL);
+        }
+    }
+
+    /// `{"command": "signal", "signal": N}`; `window-resize` is accepted; the rest is ignored.
+    fn on_control(&self, text: &str) {
+        let Ok(msg) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        if msg.get("command").and_then(Value::as_str) == Some("signal") {
+            if let Some(signal) = msg.get("signal").and_then(Value::as_i64) {
+                self.signals.send(signal as i32);
+            }
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! Test helpers: plain HTTP clients for the fake over the Unix socket (hyperlocal) and over
+//! HTTPS (rustls with a pinned server certificate and an optional client certificate), and
+//! websocket connections for exec.
+#![allow(dead_code, unreachable_pub)]
+
+use bytes::Bytes;
+use fake_incus::FakeIncus;
+use http::{HeaderMap, Method, Request};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyperlocal::UnixClientExt;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpStream, UnixStream};
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+/// One answer.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub raw: Bytes,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn metadata(&self) -> &Value {
+        &self.body["metadata"]
+    }
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap_or_default().to_string())
+    }
+}
+
+fn build(
+    method: &str,
+    uri: http::Uri,
+    body: Option<&Value>,
+    headers: &[(&str, &str)],
+) -> Request<Full<Bytes>> {
+    let mut builder = Request::builder()
+        .method(Method::from_bytes(method.as_bytes()).unwrap())
+        .uri(uri);
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    let bytes = body
+        .map(|b| Bytes::from(serde_json::to_vec(b).unwrap()))
+        .unwrap_or_default();
+    if body.is_some() {
+        builder = builder.header("content-type", "application/json");
+    }
+    builder.body(Full::new(bytes)).unwrap()
+}
+
+async fn read(resp: http::Response<hyper::body::Incoming>) -> Reply {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let raw = resp.into_body().collect().await.expect("body").to_bytes();
+    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    Reply {
+        status,
+        headers,
+        raw,
+        body,
+    }
+}
+
+/// A request over the Unix socket.
+pub async fn unix(fake: &FakeIncus, method: &str, path: &str, body: Option<Value>) -> Reply {
+    unix_with(fake, method, path, body, &[]).await
+}
+
+/// A request over the Unix socket with extra headers.
+pub async fn unix_with(
+    fake: &FakeIncus,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> Reply {
+    unix_at(fake.unix_socket(), method, path, body, headers).await
+}
+
+/// A request over any Unix socket (the fake's or its control socket).
+pub async fn unix_at(
+    socket: &std::path::Path,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> Reply {
+    let client = Client::unix();
+    let uri: http::Uri = hyperlocal::Uri::new(socket, path).into();
+    let resp = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.request(build(method, uri, body.as_ref(), headers)),
+    )
+    .await
+    .expect("answer within 20 s")
+    .expect("request");
+    read(resp).await
+}
+
+/// A raw HTTP/1.1 request over a fresh Unix connection; `Err` when the connection fails.
+pub async fn unix_raw(
+    fake: &FakeIncus,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Reply, String> {
+    let stream = UnixStream::connect(fake.unix_socket())
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let uri: http::Uri = format!("http://unix.socket{path}").parse().unwrap();
+    let resp = sender
+        .send_request(build(method, uri, body.as_ref(), &[]))
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let raw = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    Ok(Reply {
+        status,
+        headers,
+        raw,
+        body,
+    })
+}
+
+/// Waits for an operation (from a 202) and returns the wait answer.
+pub async fn wait(fake: &FakeIncus, accepted: &Reply) -> Reply {
+    assert_eq!(
+        accepted.status, 202,
+        "expected an operation: {}",
+        accepted.body
+    );
+    let op = accepted.body["operation"].as_str().expect("operation url");
+    unix(fake, "GET", &format!("{op}/wait?timeout=10"), None).await
+}
+
+/// Creates (and optionally starts) an instance from the busybox alias.
+pub async fn launch(fake: &FakeIncus, name: &str, start: bool) {
+    let body = serde_json::json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": start});
+    let reply = unix(fake, "POST", "/1.0/instances", Some(body)).await;
+    let done = wait(fake, &reply).await;
+    assert_eq!(done.body["type"], "sync", "launch failed: {}", done.body);
+}
+
+/// The seven envelope keys with their types.
+pub fn assert_envelope(body: &Value) {
+    let object = body.as_object().expect("envelope object");
+    let keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "type",
+            "status",
+            "status_code",
+            "operation",
+            "error_code",
+            "error",
+            "metadata"
+        ],
+        "{body}"
+    );
+    assert!(
+        body["type"].is_string() && body["status"].is_string() && body["operation"].is_string()
+    );
+    assert!(
+        body["status_code"].is_u64() && body["error_code"].is_u64() && body["error"].is_string()
+    );
+}
+
+/// Which client certificate an HTTPS client presents.
+pub enum ClientCert {
+    /// The fake's trusted client certificate.
+    Trusted,
+    /// A certificate the fake does not know.
+    Unknown,
+    /// No certificate.
+    None,
+}
+
+/// An HTTPS client for the fake.
+#[derive(Clone)]
+pub struct Https {
+    connector: TlsConnector,
+    addr: std::net::SocketAddr,
+}
+
+fn pem_certs(pem: &str) -> Vec<CertificateDer<'static>> {
+    rustls_pemfile::certs(&mut pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn pem_key(pem: &str) -> PrivateKeyDer<'static> {
+    rustls_pemfile::private_key(&mut pem.as_bytes())
+        .unwrap()
+        .unwrap()
+}
+
+impl Https {
+    pub fn new(fake: &FakeIncus, cert: ClientCert, alpn_h2: bool) -> Self {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in pem_certs(&fake.server_cert_pem()) {
+            roots.add(cert).unwrap();
+        }
+        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+        let mut config = match cert {
+            ClientCert::Trusted => builder
+                .with_client_auth_cert(
+                    pem_certs(&fake.client_cert_pem()),
+                    pem_key(&fake.client_key_pem()),
+                )
+                .unwrap(),
+            ClientCert::Unknown => {
+                let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+                let cert = rcgen::CertificateParams::new(Vec::<String>::new())
+                    .unwrap()
+                    .self_signed(&key)
+                    .unwrap();
+                builder
+                    .with_client_auth_cert(pem_certs(&cert.pem()), pem_key(&key.serialize_pem()))
+                    .unwrap()
+            }
+            ClientCert::None => builder.with_no_client_auth(),
+        };
+        config.alpn_protocols = if alpn_h2 {
+            vec![b"h2".to_vec()]
+        } else {
+            vec![b"http/1.1".to_vec()]
+        };
+        Self {
+            connector: TlsConnector::from(Arc::new(config)),
+            addr: fake.https_address().expect("https on"),
+        }
+    }
+
+    pub async fn connect(&self) -> TlsStream<TcpStream> {
+        let tcp = TcpStream::connect(self.addr).await.unwrap();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        self.connector
+            .connect(name, tcp)
+            .await
+            .expect("TLS handshake")
+    }
+
+    /// One request on a fresh connection (HTTP/1.1 or h2 per the ALPN offered).
+    pub async fn request(&self, method: &str, path: &str, body: Option<Value>) -> Reply {
+        let tls = self.connect().await;
+        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+        let uri: http::Uri = format!("https://127.0.0.1{path}").parse().unwrap();
+        let req = build(method, uri, body.as_ref(), &[]);
+        let resp = if h2 {
+            let (mut sender, conn) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                    .await
+                    .unwrap();
+            tokio::spawn(conn);
+            sender.send_request(req).await.unwrap()
+        } else {
+            let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            sender.send_request(req).await.unwrap()
+        };
+        let version = resp.version();
+        let mut reply = read(resp).await;
+        reply
+            .headers
+            .insert("x-test-version", format!("{version:?}").parse().unwrap());
+        reply
+    }
+}
+
+/// An exec websocket over the Unix socket.
+pub type UnixWs = tokio_tungstenite::WebSocketStream<UnixStream>;
+
+/// Connects one exec fd's websocket over the Unix socket.
+pub async fn ws_unix(fake: &FakeIncus, op_id: &str, secret: &str) -> UnixWs {
+    let stream = UnixStream::connect(fake.unix_socket()).await.unwrap();
+    let url = format!("ws://unix.socket/1.0/operations/{op_id}/websocket?secret={secret}");
+    let (ws, resp) = tokio_tungstenite::client_async(url, stream)
+        .await
+        .expect("websocket upgrade");
+    assert_eq!(resp.status(), 101);
+    ws
+}
+
+/// Everything a socket receives until the server ends it: (data bytes, text frames, pings).
+pub async fn drain<S>(
+    ws: &mut tokio_tungstenite::WebSocketStream<S>,
+) -> (Vec<u8>, Vec<String>, usize)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let (mut data, mut texts, mut pings) = (Vec::new(), Vec::new(), 0);
+    while let Ok(Some(msg)) = tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+        match msg {
+            Ok(Message::Binary(b)) => data.extend_from_slice(&b),
+            Ok(Message::Text(t)) => texts.push(t.to_string()),
+            Ok(Message::Ping(_)) => pings += 1,
+            Ok(other) => eprintln!("drain: other frame {other:?}"),
+            Err(e) => {
+                eprintln!("drain: error {e}");
+                break;
+            }
+        }
+    }
+    (data, texts, pings)
+}

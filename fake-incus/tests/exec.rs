@@ -1,0 +1,540 @@
+//! Exec over the websockets, as the real protocol (reference §11): fds and secrets, keepalive
+//! pings, binary data, empty text frames as EOF, control messages, exit codes and the connect
+//! deadline.
+
+mod common;
+
+use common::{drain, launch, unix, wait, ws_unix};
+use fake_incus::{FakeIncus, Fault, Rule};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+async fn running() -> FakeIncus {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    launch(&fake, "c1", true).await;
+    fake
+}
+
+struct Exec {
+    id: String,
+    fds: Value,
+    reply: common::Reply,
+}
+
+async fn exec(fake: &FakeIncus, command: &[&str], interactive: bool) -> Exec {
+    let body = json!({"command": command, "wait-for-websocket": true, "interactive": interactive,
+        "environment": {"TERM": "xterm"}, "width": 0, "height": 0, "record-output": false,
+        "user": 0, "group": 0, "cwd": ""});
+    let reply = unix(fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    assert_eq!(reply.status, 202, "{}", reply.body);
+    Exec {
+        id: reply.metadata()["id"].as_str().unwrap().into(),
+        fds: reply.metadata()["metadata"]["fds"].clone(),
+        reply,
+    }
+}
+
+impl Exec {
+    fn secret(&self, fd: &str) -> String {
+        self.fds[fd].as_str().unwrap().to_string()
+    }
+}
+
+async fn final_op(fake: &FakeIncus, exec: &Exec) -> common::Reply {
+    wait(fake, &exec.reply).await
+}
+
+#[tokio::test]
+async fn exec_operation_lists_fds_with_64_hex_secrets() {
+    let fake = running().await;
+    let e = exec(&fake, &["echo", "hi"], false).await;
+    let op = e.reply.metadata();
+    assert_eq!(op["class"], "websocket");
+    assert_eq!(op["description"], "Executing command");
+    assert_eq!(op["resources"], json!({"instances": ["/1.0/instances/c1"]}));
+    assert_eq!(op["may_cancel"], false);
+    let meta = &op["metadata"];
+    let keys: Vec<&String> = meta.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["command", "environment", "fds", "interactive"]);
+    assert_eq!(meta["environment"]["HOME"], "/root");
+    assert_eq!(meta["environment"]["LANG"], "C.UTF-8");
+    assert_eq!(meta["environment"]["TERM"], "xterm");
+    let fds: Vec<&String> = meta["fds"].as_object().unwrap().keys().collect();
+    assert_eq!(fds, ["0", "1", "2", "control"]);
+    for secret in meta["fds"].as_object().unwrap().values() {
+        let s = secret.as_str().unwrap();
+        assert!(
+            s.len() == 64
+                && s.chars()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+    }
+    assert_eq!(op["created_at"], op["updated_at"]);
+}
+
+#[tokio::test]
+async fn exec_streams_stdout_then_empty_text_eof_and_reports_return() {
+    let fake = running().await;
+    let e = exec(&fake, &["echo", "hello"], false).await;
+    let mut control = ws_unix(&fake, &e.id, &e.secret("control")).await;
+    let mut stdin = ws_unix(&fake, &e.id, &e.secret("0")).await;
+    let mut stdout = ws_unix(&fake, &e.id, &e.secret("1")).await;
+    let mut stderr = ws_unix(&fake, &e.id, &e.secret("2")).await;
+    let first = stdout.next().await.unwrap().unwrap();
+    assert_eq!(
+        first,
+        Message::Ping(bytes::Bytes::from_static(b"keepalive")),
+        "a keepalive ping comes first"
+    );
+    let ((out, texts, _), (err, err_texts, pings)) =
+        tokio::join!(drain(&mut stdout), drain(&mut stderr));
+    assert_eq!(out, b"hello\n");
+    assert_eq!(texts, [""], "end of stream is one empty text frame");
+    assert!(err.is_empty());
+    assert_eq!((err_texts.len(), pings), (1, 1));
+    let done = final_op(&fake, &e).await;
+    assert_eq!(done.metadata()["status"], "Success");
+    assert_eq!(done.metadata()["metadata"]["return"], 0);
+    assert_eq!(
+        done.metadata()["metadata"]["fds"],
+        e.fds,
+        "the other keys stay"
+    );
+    drain(&mut stdin).await;
+    drain(&mut control).await;
+}
+
+#[tokio::test]
+async fn exec_stdin_eof_is_an_empty_text_frame_and_non_zero_exit_is_success() {
+    let fake = running().await;
+    let e = exec(&fake, &["cat"], false).await;
+    let mut stdin = ws_unix(&fake, &e.id, &e.secret("0")).await;
+    let mut stdout = ws_unix(&fake, &e.id, &e.secret("1")).await;
+    let _stderr = ws_unix(&fake, &e.id, &e.secret("2")).await;
+    stdin
+        .send(Message::Binary(bytes::Bytes::from_static(b"abc\n")))
+        .await
+        .unwrap();
+    stdin
+        .send(Message::Text(String::new().into()))
+        .await
+        .unwrap();
+    let (out, texts, _) = drain(&mut stdout).await;
+    assert_eq!((out.as_slice(), texts.len()), (&b"abc\n"[..], 1));
+    assert_eq!(
+        final_op(&fake, &e).await.metadata()["metadata"]["return"],
+        0
+    );
+
+    let e = exec(&fake, &["sh", "-c", "exit 3"], false).await;
+    let _sockets = [
+        ws_unix(&fake, &e.id, &e.secret("0")).await,
+        ws_unix(&fake, &e.id, &e.secret("1")).await,
+        ws_unix(&fake, &e.id, &e.secret("2")).await,
+    ];
+    let done = final_op(&fake, &e).await;
+    assert_eq!(
+        (
+            done.metadata()["status"].as_str(),
+            done.metadata()["err"].as_str()
+        ),
+        (Some("Success"), Some(""))
+    );
+    assert_eq!(done.metadata()["metadata"]["return"], 3);
+}
+
+#[tokio::test]
+async fn exec_control_signal_ends_with_128_plus_n_and_control_close_kills() {
+    let fake = running().await;
+    let e = exec(&fake, &["sleep", "30"], false).await;
+    let mut control = ws_unix(&fake, &e.id, &e.secret("control")).await;
+    let _io = [
+        ws_unix(&fake, &e.id, &e.secret("0")).await,
+        ws_unix(&fake, &e.id, &e.secret("1")).await,
+        ws_unix(&fake, &e.id, &e.secret("2")).await,
+    ];
+    let resize = json!({"command": "window-resize", "args": {"width": "100", "height": "30"}});
+    control
+        .send(Message::Text(resize.to_string().into()))
+        .await
+        .unwrap();
+    control
+        .send(Message::Text("not json".into()))
+        .await
+        .unwrap();
+    let signal = json!({"command": "signal", "args": null, "signal": 15});
+    control
+        .send(Message::Text(signal.to_string().into()))
+        .await
+        .unwrap();
+    assert_eq!(
+        final_op(&fake, &e).await.metadata()["metadata"]["return"],
+        143
+    );
+
+    let e = exec(&fake, &["sleep", "30"], false).await;
+    let mut control = ws_unix(&fake, &e.id, &e.secret("control")).await;
+    let _io = [
+        ws_unix(&fake, &e.id, &e.secret("0")).await,
+        ws_unix(&fake, &e.id, &e.secret("1")).await,
+        ws_unix(&fake, &e.id, &e.secret("2")).await,
+    ];
+    control.close(None).await.unwrap();
+    assert_eq!(
+        final_op(&fake, &e).await.metadata()["metadata"]["return"],
+        137
+    );
+}
+
+#[tokio::test]
+async fn exec_sending_on_stdout_without_control_kills_the_command() {
+    let fake = running().await;
+    let e = exec(&fake, &["sleep", "30"], false).await;
+    let _stdin = ws_unix(&fake, &e.id, &e.secret("0")).await;
+    let mut stdout = ws_unix(&fake, &e.id, &e.secret("1")).await;
+    let _stderr = ws_unix(&fake, &e.id, &e.secret("2")).await;
+    stdout
+        .send(Message::Binary(bytes::Bytes::from_static(b"x")))
+        .await
+        .unwrap();
+    assert_eq!(
+        final_op(&fake, &e).await.metadata()["metadata"]["return"],
+        137
+    );
+}
+
+#[tokio::test]
+async fn exec_websockets_never_connected_fail_the_operation() {
+    let fake = FakeIncus::builder()
+        .exec_connect_timeout(Duration::from_millis(200))
+        .start()
+        .await
+        .unwrap();
+    launch(&fake, "c1", true).await;
+    let e = exec(&fake, &["echo", "x"], false).await;
+    let _stdout = ws_unix(&fake, &e.id, &e.secret("1")).await;
+    let done = final_op(&fake, &e).await;
+    assert_eq!(
+        (
+            done.body["error"].as_str(),
+            done.body["error_code"].as_u64()
+        ),
+        (
+            Some("Timed out waiting for websockets to connect"),
+            Some(500)
+        )
+    );
+    let op = unix(&fake, "GET", &format!("/1.0/operations/{}", e.id), None).await;
+    assert_eq!(op.metadata()["status"], "Failure");
+    assert!(
+        op.metadata()["metadata"].get("return").is_none(),
+        "no return when nothing ran"
+    );
+}
+
+#[tokio::test]
+async fn exec_websocket_connection_errors_match_the_daemon() {
+    let fake = running().await;
+    let e = exec(&fake, &["sleep", "30"], false).await;
+    let base = format!("/1.0/operations/{}/websocket", e.id);
+    let bad = unix(&fake, "GET", &format!("{base}?secret=00"), None).await;
+    assert_eq!(
+        (bad.status, bad.body["error"].as_str()),
+        (403, Some("Forbidden"))
+    );
+    let missing = unix(&fake, "GET", &base, None).await;
+    assert_eq!(
+        (missing.status, missing.body["error"].as_str()),
+        (500, Some("missing secret"))
+    );
+    let unknown = "/1.0/operations/00000000-0000-4000-8000-000000000000/websocket";
+    let r = unix(&fake, "GET", unknown, None).await;
+    assert_eq!(
+        (r.status, r.body["error"].as_str()),
+        (400, Some("Missing websocket secret"))
+    );
+    let r = unix(&fake, "GET", &format!("{unknown}?secret=ab"), None).await;
+    assert_eq!(
+        (r.status, r.body["error"].as_str()),
+        (404, Some("Operation not found"))
+    );
+    let plain = unix(
+        &fake,
+        "GET",
+        &format!("{base}?secret={}", e.secret("0")),
+        None,
+    )
+    .await;
+    assert_eq!(plain.status, 400);
+    assert!(plain.raw.starts_with(b"Bad Request"));
+    let mut first = ws_unix(&fake, &e.id, &e.secret("control")).await;
+    let mut dup = ws_unix(&fake, &e.id, &e.secret("control")).await;
+    let (data, texts, pings) = drain(&mut dup).await;
+    assert!(
+        data.is_empty() && texts.is_empty() && pings == 0,
+        "a duplicate is dropped without any frame"
+    );
+    first.close(None).await.ok();
+    let sig = unix(&fake, "DELETE", &format!("/1.0/operations/{}", e.id), None).await;
+    assert_eq!(sig.status, 400);
+}
+
+#[tokio::test]
+async fn exec_after_finish_refuses_connections_and_not_found_is_a_failure() {
+    let fake = running().await;
+    let e = exec(&fake, &["nope-command"], false).await;
+    let _io = [
+        ws_unix(&fake, &e.id, &e.secret("0")).await,
+        ws_unix(&fake, &e.id, &e.secret("1")).await,
+        ws_unix(&fake, &e.id, &e.secret("2")).await,
+    ];
+    let done = final_op(&fake, &e).await;
+    assert_eq!(
+        (
+            done.body["error"].as_str(),
+            done.body["error_code"].as_u64()
+        ),
+        (Some("Command not found"), Some(400))
+    );
+    let op = unix(&fake, "GET", &format!("/1.0/operations/{}", e.id), None).await;
+    assert_eq!(
+        (
+            op.metadata()["status"].as_str(),
+            op.metadata()["metadata"]["return"].as_i64()
+        ),
+        (Some("Failure"), Some(127))
+    );
+    let late = unix(
+        &fake,
+        "GET",
+        &format!(
+            "/1.0/operations/{}/websocket?secret={}",
+            e.id,
+            e.secret("control")
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (late.status, late.body["error"].as_str()),
+        (500, Some("Only running operations can be connected"))
+    );
+}
+
+#[tokio::test]
+async fn exec_rejects_stopped_instances_and_bad_combinations() {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    launch(&fake, "c1", false).await;
+    let r = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/exec",
+        Some(json!({"command": ["true"], "wait-for-websocket": true})),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.body["error"].as_str()),
+        (400, Some("Instance is not running"))
+    );
+    let r = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/nope/exec",
+        Some(json!({"command": ["true"]})),
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    launch(&fake, "c2", true).await;
+    let r = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/c2/exec",
+        Some(json!({"command": ["true"], "wait-for-websocket": true, "record-output": true})),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.body["error"].as_str()),
+        (
+            400,
+            Some("Cannot use \"record-output\" in combination with \"wait-for-websocket\"")
+        )
+    );
+}
+
+#[tokio::test]
+async fn exec_interactive_uses_one_pty_socket_and_waits_for_client_eof() {
+    let fake = running().await;
+    let e = exec(&fake, &["echo", "hi"], true).await;
+    let fds: Vec<&String> = e.fds.as_object().unwrap().keys().collect();
+    assert_eq!(fds, ["0", "control"]);
+    let mut control = ws_unix(&fake, &e.id, &e.secret("control")).await;
+    let mut pty = ws_unix(&fake, &e.id, &e.secret("0")).await;
+    let mut out = Vec::new();
+    loop {
+        match pty.next().await.unwrap().unwrap() {
+            Message::Binary(b) => out.extend_from_slice(&b),
+            Message::Text(t) if t.is_empty() => break,
+            _ => {}
+        }
+    }
+    assert_eq!(out, b"hi\r\n", "PTY output uses CRLF");
+    let still = unix(
+        &fake,
+        "GET",
+        &format!("/1.0/operations/{}/wait?timeout=0", e.id),
+        None,
+    )
+    .await;
+    assert_eq!(
+        still.body["error"], "context deadline exceeded",
+        "running until the client ends fd 0"
+    );
+    pty.send(Message::Text(String::new().into())).await.unwrap();
+    let done = final_op(&fake, &e).await;
+    assert_eq!(done.metadata()["metadata"]["return"], 0);
+    drain(&mut control).await;
+}
+
+#[tokio::test]
+async fn exec_without_websockets_is_a_task_with_null_metadata() {
+    let fake = running().await;
+    let body = json!({"command": ["sh", "-c", "exit 7"], "wait-for-websocket": false});
+    let reply = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    let op = reply.metadata();
+    assert_eq!(
+        (op["class"].as_str(), &op["metadata"]),
+        (Some("task"), &Value::Null)
+    );
+    assert_eq!(
+        op["resources"],
+        json!({"containers": ["/1.0/instances/c1"], "instances": ["/1.0/instances/c1"]})
+    );
+    let done = wait(&fake, &reply).await;
+    assert_eq!(done.metadata()["metadata"], json!({"return": 7}));
+}
+
+#[tokio::test]
+async fn exec_fault_ignore_sigkill_keeps_the_command_running() {
+    let fake = running().await;
+    let _rule =
+        fake.add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::ExecIgnoreSigkill));
+    let e = exec(&fake, &["sleep", "30"], false).await;
+    let mut control = ws_unix(&fake, &e.id, &e.secret("control")).await;
+    let _io = [
+        ws_unix(&fake, &e.id, &e.secret("0")).await,
+        ws_unix(&fake, &e.id, &e.secret("1")).await,
+        ws_unix(&fake, &e.id, &e.secret("2")).await,
+    ];
+    control
+        .send(Message::Text(
+            json!({"command": "signal", "signal": 9}).to_string().into(),
+        ))
+        .await
+        .unwrap();
+    let still = unix(
+        &fake,
+        "GET",
+        &format!("/1.0/operations/{}/wait?timeout=1", e.id),
+        None,
+    )
+    .await;
+    assert_eq!(still.body["error"], "context deadline exceeded");
+    control
+        .send(Message::Text(
+            json!({"command": "signal", "signal": 15})
+                .to_string()
+                .into(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        final_op(&fake, &e).await.metadata()["metadata"]["return"],
+        143
+    );
+}
+
+#[tokio::test]
+async fn exec_fault_exit_after_delays_the_end() {
+    let fake = running().await;
+    let _rule = fake.add_rule(
+        Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::ExecExitAfter { ms: 400 }),
+    );
+    let e = exec(&fake, &["true"], false).await;
+    let started = std::time::Instant::now();
+    let _io = [
+        ws_unix(&fake, &e.id, &e.secret("0")).await,
+        ws_unix(&fake, &e.id, &e.secret("1")).await,
+        ws_unix(&fake, &e.id, &e.secret("2")).await,
+    ];
+    assert_eq!(
+        final_op(&fake, &e).await.metadata()["metadata"]["return"],
+        0
+    );
+    assert!(started.elapsed() >= Duration::from_millis(400));
+}
+
+#[tokio::test]
+async fn exec_fault_drop_websocket_closes_that_fd_at_once() {
+    let fake = running().await;
+    let _rule = fake.add_rule(
+        Rule::new("POST", "/1.0/instances/*/exec")
+            .fault(Fault::ExecDropWebsocket { fd: "1".into() }),
+    );
+    let e = exec(&fake, &["echo", "lost"], false).await;
+    let _stdin = ws_unix(&fake, &e.id, &e.secret("0")).await;
+    let mut stdout = ws_unix(&fake, &e.id, &e.secret("1")).await;
+    let _stderr = ws_unix(&fake, &e.id, &e.secret("2")).await;
+    let (data, texts, pings) = drain(&mut stdout).await;
+    assert!(
+        data.is_empty() && texts.is_empty() && pings == 0,
+        "nothing arrives on the dropped socket"
+    );
+    assert_eq!(
+        final_op(&fake, &e).await.metadata()["metadata"]["return"],
+        0
+    );
+    let ws = fake.journal().iter().filter(|j| j.websocket).count();
+    assert_eq!(ws, 3, "websocket connections are journaled");
+}
+
+#[tokio::test]
+async fn exec_record_output_keeps_stdout_and_stderr_as_log_files() {
+    let fake = running().await;
+    let body = json!({"command": ["sh", "-c", "echo recorded-out; echo recorded-err >&2"], "wait-for-websocket": false, "record-output": true});
+    let reply = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    let id = reply.metadata()["id"].as_str().unwrap().to_string();
+    let done = wait(&fake, &reply).await;
+    let base = format!("/1.0/instances/c1/logs/exec-output/exec_{id}");
+    assert_eq!(
+        done.metadata()["metadata"],
+        json!({"output": {"1": format!("{base}.stdout"), "2": format!("{base}.stderr")}, "return": 0})
+    );
+    let list = unix(&fake, "GET", "/1.0/instances/c1/logs/exec-output", None).await;
+    assert_eq!(
+        list.metadata(),
+        &json!([format!("{base}.stderr"), format!("{base}.stdout")])
+    );
+    let stdout = unix(&fake, "GET", &format!("{base}.stdout"), None).await;
+    assert_eq!(
+        (stdout.status, stdout.raw.as_ref()),
+        (200, &b"recorded-out\n"[..])
+    );
+    assert_eq!(
+        stdout.header("content-type").as_deref(),
+        Some("application/octet-stream")
+    );
+    assert_eq!(
+        unix(&fake, "DELETE", &format!("{base}.stdout"), None)
+            .await
+            .metadata(),
+        &json!({})
+    );
+    assert_eq!(
+        unix(&fake, "GET", &format!("{base}.stdout"), None)
+            .await
+            .status,
+        404
+    );
+}

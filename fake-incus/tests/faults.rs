@@ -1,0 +1,373 @@
+//! Every fault type, scripted per rule, and the journal that proves what was sent and applied.
+
+mod common;
+
+use common::{unix, unix_raw, wait, ClientCert, Https};
+use fake_incus::{Answer, FakeIncus, Fault, Rule, Which};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn create_body(name: &str) -> serde_json::Value {
+    json!({"name": name, "source": {"type": "image", "alias": "busybox"}})
+}
+
+async fn fake() -> FakeIncus {
+    FakeIncus::builder().https(true).start().await.unwrap()
+}
+
+async fn instance_exists(fake: &FakeIncus, name: &str) -> bool {
+    unix(fake, "GET", &format!("/1.0/instances/{name}"), None)
+        .await
+        .status
+        == 200
+}
+
+#[tokio::test]
+async fn fault_delay_answers_normally_after_the_delay() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("GET", "/1.0").fault(Fault::Delay { ms: 300 }));
+    let started = Instant::now();
+    let reply = unix(&fake, "GET", "/1.0", None).await;
+    assert_eq!(reply.status, 200);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn fault_native_error_is_an_incus_error_envelope_and_applies_nothing() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::Error {
+        status: 503,
+        message: "busy".into(),
+    }));
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("c1"))).await;
+    assert_eq!(
+        (
+            reply.status,
+            reply.body["error"].as_str(),
+            reply.body["error_code"].as_u64()
+        ),
+        (503, Some("busy"), Some(503))
+    );
+    common::assert_envelope(&reply.body);
+    let entry = fake.journal().into_iter().last().unwrap();
+    assert!(!entry.applied);
+    assert_eq!(
+        entry.answer,
+        Answer::Fault {
+            fault: "error".into(),
+            code: Some(503)
+        }
+    );
+    assert!(!instance_exists(&fake, "c1").await);
+}
+
+#[tokio::test]
+async fn fault_close_before_apply_drops_the_connection_and_changes_nothing() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::CloseBeforeApply));
+    let result = unix_raw(&fake, "POST", "/1.0/instances", Some(create_body("c1"))).await;
+    assert!(result.is_err(), "no answer: {result:?}");
+    assert!(!instance_exists(&fake, "c1").await);
+    let entries = fake.journal();
+    let post: Vec<_> = entries.iter().filter(|e| e.method == "POST").collect();
+    assert_eq!(post.len(), 1, "sent exactly once");
+    assert!(!post[0].applied);
+    assert_eq!(post[0].body, create_body("c1").to_string());
+}
+
+#[tokio::test]
+async fn fault_close_after_apply_drops_the_connection_but_the_change_happens() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::CloseAfterApply));
+    assert!(
+        unix_raw(&fake, "POST", "/1.0/instances", Some(create_body("c1")))
+            .await
+            .is_err()
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !instance_exists(&fake, "c1").await {
+        assert!(Instant::now() < deadline, "the creation was applied");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let post = fake
+        .journal()
+        .into_iter()
+        .find(|e| e.method == "POST")
+        .unwrap();
+    assert!(post.applied);
+    assert_eq!(
+        post.answer,
+        Answer::Fault {
+            fault: "close_after_apply".into(),
+            code: None
+        }
+    );
+}
+
+#[tokio::test]
+async fn fault_stall_never_answers() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("GET", "/1.0/instances").fault(Fault::Stall));
+    let result = tokio::time::timeout(
+        Duration::from_millis(300),
+        unix_raw(&fake, "GET", "/1.0/instances", None),
+    )
+    .await;
+    assert!(result.is_err(), "the client gives up first");
+    assert_eq!(
+        fake.journal()[0].answer,
+        Answer::Fault {
+            fault: "stall".into(),
+            code: None
+        }
+    );
+}
+
+#[tokio::test]
+async fn fault_garbage_body_is_not_json() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("GET", "/1.0").fault(Fault::GarbageBody));
+    let reply = unix_raw(&fake, "GET", "/1.0", None).await.unwrap();
+    assert_eq!(reply.status, 200);
+    assert!(serde_json::from_slice::<serde_json::Value>(&reply.raw).is_err());
+}
+
+#[tokio::test]
+async fn fault_truncated_body_cuts_the_connection_mid_body() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("GET", "/1.0").fault(Fault::TruncatedBody));
+    let result = unix_raw(&fake, "GET", "/1.0", None).await;
+    assert!(result.is_err(), "reading the body fails: {result:?}");
+}
+
+#[tokio::test]
+async fn fault_dribble_sends_the_whole_body_slowly() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("GET", "/1.0/instances").fault(Fault::Dribble {
+        chunk_bytes: 10,
+        interval_ms: 20,
+    }));
+    let started = Instant::now();
+    let reply = unix_raw(&fake, "GET", "/1.0/instances", None)
+        .await
+        .unwrap();
+    assert_eq!(reply.body["metadata"], json!([]));
+    assert!(
+        started.elapsed() >= Duration::from_millis(20 * 9),
+        "about 10 chunks with pauses"
+    );
+}
+
+#[tokio::test]
+async fn fault_reset_aborts_the_https_connection() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("GET", "/1.0/instances").fault(Fault::Reset));
+    let client = Https::new(&fake, ClientCert::Trusted, false);
+    let tls = client.connect().await;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .unwrap();
+    let conn = tokio::spawn(conn);
+    let req = http::Request::get("/1.0/instances")
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    assert!(sender.send_request(req).await.is_err());
+    let _ = conn.await;
+    assert!(
+        unix_raw(&fake, "GET", "/1.0/instances", None)
+            .await
+            .is_err(),
+        "on the Unix socket a reset is a close"
+    );
+}
+
+#[tokio::test]
+async fn fault_rules_select_nth_first_and_every_in_install_order() {
+    let fake = fake().await;
+    let _nth = fake.add_rule(
+        Rule::new("GET", "/1.0/instances")
+            .nth(2)
+            .fault(Fault::Error {
+                status: 500,
+                message: "second".into(),
+            }),
+    );
+    let _first = fake.add_rule(Rule::new("*", "/1.0/**").first(3).fault(Fault::Error {
+        status: 502,
+        message: "first".into(),
+    }));
+    let statuses = [
+        unix(&fake, "GET", "/1.0/instances", None).await.status,
+        unix(&fake, "GET", "/1.0/instances", None).await.status,
+        unix(&fake, "GET", "/1.0/instances", None).await.status,
+        unix(&fake, "GET", "/1.0/instances", None).await.status,
+    ];
+    assert_eq!(statuses, [502, 500, 502, 200]);
+    drop(_nth);
+    drop(_first);
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/instances", None).await.status,
+        200,
+        "guards removed the rules"
+    );
+    let kept = fake.add_rule(Rule::new("GET", "/1.0/profiles").fault(Fault::Error {
+        status: 500,
+        message: "x".into(),
+    }));
+    kept.forget();
+    assert_eq!(unix(&fake, "GET", "/1.0/profiles", None).await.status, 500);
+    fake.clear_rules();
+    assert_eq!(unix(&fake, "GET", "/1.0/profiles", None).await.status, 200);
+}
+
+#[tokio::test]
+async fn fault_rules_round_trip_through_the_json_rule_format() {
+    let text = r#"[
+        {"method": "POST", "path": "/1.0/instances", "which": {"nth": 2}, "fault": {"kind": "close_after_apply"}},
+        {"path": "/1.0/operations/*/wait", "fault": {"kind": "delay", "ms": 100}},
+        {"path": "/1.0/instances/*/exec", "which": {"first": 1}, "fault": {"kind": "exec_drop_websocket", "fd": "control"}}
+    ]"#;
+    let rules: Vec<Rule> = serde_json::from_str(text).unwrap();
+    assert_eq!(rules[0].which, Which::Nth(2));
+    assert_eq!(rules[1].method, None);
+    assert_eq!(
+        rules[2].fault,
+        Fault::ExecDropWebsocket {
+            fd: "control".into()
+        }
+    );
+    let again: Vec<Rule> = serde_json::from_value(serde_json::to_value(&rules).unwrap()).unwrap();
+    assert_eq!(again, rules);
+    assert!(
+        serde_json::from_str::<Rule>(r#"{"path": "/x", "fault": {"kind": "explode"}}"#).is_err()
+    );
+    let bad = FakeIncus::builder()
+        .rule(Rule::new("GET", "/x").nth(0))
+        .start()
+        .await
+        .unwrap_err();
+    assert!(matches!(bad, fake_incus::Error::Rule(_)));
+}
+
+#[tokio::test]
+async fn fault_operation_duration_fail_and_never_finish() {
+    let fake = fake().await;
+    let rule = fake
+        .add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationDuration { ms: 300 }));
+    let started = Instant::now();
+    let done = wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(create_body("c1"))).await,
+    )
+    .await;
+    assert_eq!(done.body["type"], "sync");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    drop(rule);
+    let rule = fake.add_rule(
+        Rule::new("POST", "/1.0/instances").fault(Fault::OperationFail {
+            message: "disk full".into(),
+        }),
+    );
+    let done = wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(create_body("c2"))).await,
+    )
+    .await;
+    assert_eq!(done.body["error"], "disk full");
+    assert!(
+        !instance_exists(&fake, "c2").await,
+        "a failed operation applies nothing"
+    );
+    drop(rule);
+    let _rule =
+        fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationNeverFinish));
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("c3"))).await;
+    let url = reply.body["operation"].as_str().unwrap();
+    let waited = unix(&fake, "GET", &format!("{url}/wait?timeout=1"), None).await;
+    assert_eq!(waited.body["error"], "context deadline exceeded");
+    assert_eq!(
+        unix(&fake, "GET", url, None).await.metadata()["status"],
+        "Running"
+    );
+}
+
+#[tokio::test]
+async fn fault_operation_cancellable_can_be_cancelled_and_not_cancellable_cannot() {
+    let fake = fake().await;
+    let rule =
+        fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationCancellable));
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("c1"))).await;
+    assert_eq!(reply.metadata()["may_cancel"], true);
+    let url = reply.body["operation"].as_str().unwrap();
+    let cancel = unix(&fake, "DELETE", url, None).await;
+    assert_eq!((cancel.status, cancel.metadata()), (200, &json!({})));
+    let op = unix(&fake, "GET", url, None).await;
+    assert_eq!(
+        (
+            op.metadata()["status"].as_str(),
+            op.metadata()["status_code"].as_u64()
+        ),
+        (Some("Cancelled"), Some(401))
+    );
+    assert_eq!(op.metadata()["err"], "");
+    let waited = unix(&fake, "GET", &format!("{url}/wait"), None).await;
+    assert_eq!(
+        waited.body["type"], "sync",
+        "a cancelled operation waits like a success"
+    );
+    assert!(!instance_exists(&fake, "c1").await);
+    drop(rule);
+    let _rule =
+        fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationNotCancellable));
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("c2"))).await;
+    assert_eq!(reply.metadata()["may_cancel"], false);
+}
+
+#[tokio::test]
+async fn fault_operation_finish_during_wait_finishes_only_once_waited() {
+    let fake = fake().await;
+    let _rule =
+        fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationFinishDuringWait));
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("c1"))).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let url = reply.body["operation"].as_str().unwrap().to_string();
+    assert_eq!(
+        unix(&fake, "GET", &url, None).await.metadata()["status"],
+        "Running"
+    );
+    let done = unix(&fake, "GET", &format!("{url}/wait?timeout=5"), None).await;
+    assert_eq!(done.metadata()["status"], "Success");
+    assert!(instance_exists(&fake, "c1").await);
+}
+
+#[tokio::test]
+async fn journal_records_every_request_in_arrival_order() {
+    let fake = fake().await;
+    unix(&fake, "GET", "/1.0", None).await;
+    common::unix_with(
+        &fake,
+        "PATCH",
+        "/1.0/instances/nope?project=default",
+        Some(json!({})),
+        &[("if-match", "\"x\"")],
+    )
+    .await;
+    let entries = fake.journal();
+    assert_eq!(entries.len(), 2);
+    assert_eq!((entries[0].seq, entries[1].seq), (1, 2));
+    assert_eq!(entries[1].method, "PATCH");
+    assert_eq!(entries[1].path, "/1.0/instances/nope");
+    assert_eq!(entries[1].query.as_deref(), Some("project=default"));
+    assert_eq!(entries[1].if_match.as_deref(), Some("\"x\""));
+    assert_eq!(entries[1].content_type.as_deref(), Some("application/json"));
+    assert_eq!(entries[1].answer, Answer::Status { code: 404 });
+    assert_eq!(entries[1].listener, fake_incus::Listener::Unix);
+    fake.clear_journal();
+    unix(&fake, "GET", "/1.0", None).await;
+    assert_eq!(
+        fake.journal()[0].seq,
+        3,
+        "numbers keep counting after a clear"
+    );
+}

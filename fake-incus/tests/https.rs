@@ -1,0 +1,227 @@
+//! The HTTPS listener: mutual TLS where the client certificate decides trust per request, as
+//! Incus does (reference §1.2), over HTTP/1.1 and h2, websockets included.
+
+mod common;
+
+use common::{ClientCert, Https};
+use fake_incus::{FakeIncus, Listener};
+use futures_util::StreamExt;
+use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
+
+async fn fake() -> FakeIncus {
+    FakeIncus::builder()
+        .https(true)
+        .start()
+        .await
+        .expect("fake starts")
+}
+
+#[tokio::test]
+async fn https_url_is_loopback_with_a_free_port() {
+    let fake = fake().await;
+    let url = fake.https_url().unwrap();
+    assert!(
+        url.starts_with("https://127.0.0.1:") && !url.ends_with(":0"),
+        "{url}"
+    );
+    assert!(
+        FakeIncus::builder()
+            .start()
+            .await
+            .unwrap()
+            .https_url()
+            .is_none(),
+        "HTTPS is off by default"
+    );
+}
+
+#[tokio::test]
+async fn trusted_client_certificate_is_trusted_with_tls_identity() {
+    let fake = fake().await;
+    let client = Https::new(&fake, ClientCert::Trusted, false);
+    let reply = client.request("GET", "/1.0", None).await;
+    assert_eq!(reply.status, 200);
+    common::assert_envelope(&reply.body);
+    let m = reply.metadata();
+    assert_eq!(
+        (m["auth"].as_str(), m["auth_user_method"].as_str()),
+        (Some("trusted"), Some("tls"))
+    );
+    let name = m["auth_user_name"].as_str().unwrap();
+    assert_eq!(name.len(), 64);
+    assert!(reply.header("etag").is_some());
+    assert_eq!(m["environment"]["certificate"], fake.server_cert_pem());
+    assert_eq!(
+        m["environment"]["addresses"],
+        json!([fake.https_address().unwrap().to_string()])
+    );
+    let list = client.request("GET", "/1.0/instances", None).await;
+    assert_eq!((list.status, list.metadata()), (200, &json!([])));
+    let entry = fake.journal().into_iter().last().unwrap();
+    assert_eq!(entry.listener, Listener::Https);
+    assert_eq!(entry.cert_fingerprint.as_deref(), Some(name));
+    assert!(entry.trusted);
+}
+
+#[tokio::test]
+async fn h2_is_offered_through_alpn() {
+    let fake = fake().await;
+    let client = Https::new(&fake, ClientCert::Trusted, true);
+    let reply = client.request("GET", "/1.0/instances", None).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("x-test-version").as_deref(), Some("HTTP/2.0"));
+}
+
+#[tokio::test]
+async fn untrusted_and_absent_certificates_get_the_untrusted_server_and_403() {
+    let fake = fake().await;
+    for cert in [ClientCert::Unknown, ClientCert::None] {
+        let client = Https::new(&fake, cert, false);
+        let root = client.request("GET", "/", None).await;
+        assert_eq!(root.status, 200);
+        let server = client.request("GET", "/1.0", None).await;
+        assert_eq!(server.status, 200);
+        let keys: Vec<&String> = server.metadata().as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "config",
+                "api_extensions",
+                "api_status",
+                "api_version",
+                "auth",
+                "public",
+                "auth_methods"
+            ]
+        );
+        assert_eq!(server.metadata()["auth"], "untrusted");
+        assert!(
+            server.header("etag").is_none(),
+            "no ETag for the untrusted form"
+        );
+        for path in [
+            "/1.0/instances",
+            "/1.0/operations",
+            "/1.0/events",
+            "/1.0/operations/x/wait",
+        ] {
+            let reply = client.request("GET", path, None).await;
+            assert_eq!(
+                (reply.status, reply.body["error"].as_str()),
+                (403, Some("not authorized")),
+                "{path}"
+            );
+            common::assert_envelope(&reply.body);
+        }
+        let create = client
+            .request("POST", "/1.0/instances", Some(json!({"name": "x"})))
+            .await;
+        assert_eq!(create.status, 403);
+    }
+    assert!(fake.journal().iter().all(|e| !e.applied));
+    assert!(fake
+        .journal()
+        .iter()
+        .filter(|e| e.path == "/1.0/instances")
+        .all(|e| !e.trusted));
+}
+
+#[tokio::test]
+async fn certificates_can_be_trusted_at_runtime() {
+    let fake = fake().await;
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let cert = rcgen::CertificateParams::new(Vec::<String>::new())
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    fake.trust_certificate(&cert.pem()).unwrap();
+    assert!(fake.trust_certificate("not a pem").is_err());
+}
+
+#[tokio::test]
+async fn exec_works_over_wss_with_the_client_certificate() {
+    let fake = fake().await;
+    common::launch(&fake, "c1", true).await;
+    let client = Https::new(&fake, ClientCert::Trusted, false);
+    let body =
+        json!({"command": ["echo", "tls"], "wait-for-websocket": true, "interactive": false});
+    let reply = client
+        .request("POST", "/1.0/instances/c1/exec", Some(body))
+        .await;
+    assert_eq!(reply.status, 202);
+    let id = reply.metadata()["id"].as_str().unwrap().to_string();
+    let fds = reply.metadata()["metadata"]["fds"].clone();
+    let mut sockets = Vec::new();
+    for fd in ["0", "1", "2"] {
+        let tls = client.connect().await;
+        let url = format!(
+            "wss://127.0.0.1/1.0/operations/{id}/websocket?secret={}",
+            fds[fd].as_str().unwrap()
+        );
+        let (ws, _) = tokio_tungstenite::client_async(url, tls)
+            .await
+            .expect("wss upgrade");
+        sockets.push(ws);
+    }
+    let mut stdout = sockets.remove(1);
+    let mut out = Vec::new();
+    while let Some(Ok(msg)) = stdout.next().await {
+        match msg {
+            Message::Binary(b) => out.extend_from_slice(&b),
+            Message::Text(_) => break,
+            _ => {}
+        }
+    }
+    assert_eq!(out, b"tls\n");
+    let done = client
+        .request(
+            "GET",
+            &format!("/1.0/operations/{id}/wait?timeout=10"),
+            None,
+        )
+        .await;
+    assert_eq!(done.metadata()["metadata"]["return"], 0);
+}
+
+#[tokio::test]
+async fn https_answers_like_the_unix_socket() {
+    let fake = fake().await;
+    for alpn_h2 in [false, true] {
+        let client = Https::new(&fake, ClientCert::Trusted, alpn_h2);
+        let name = if alpn_h2 { "h2" } else { "h1" };
+        let body = json!({"name": name, "source": {"type": "image", "alias": "busybox"}});
+        let created = client.request("POST", "/1.0/instances", Some(body)).await;
+        assert_eq!(created.status, 202);
+        common::assert_envelope(&created.body);
+        assert_eq!(
+            created.header("location").as_deref(),
+            created.body["operation"].as_str()
+        );
+        let op = created.body["operation"].as_str().unwrap();
+        let done = client
+            .request("GET", &format!("{op}/wait?timeout=10"), None)
+            .await;
+        assert_eq!(
+            (done.status, done.metadata()["status"].as_str()),
+            (200, Some("Success"))
+        );
+        let got = client
+            .request("GET", &format!("/1.0/instances/{name}"), None)
+            .await;
+        let unix = common::unix(&fake, "GET", &format!("/1.0/instances/{name}"), None).await;
+        assert_eq!(
+            got.header("etag"),
+            unix.header("etag"),
+            "same ETag on both listeners"
+        );
+        assert_eq!(got.metadata(), unix.metadata());
+        let missing = client.request("GET", "/1.0/instances/nope", None).await;
+        assert_eq!(missing.status, 404);
+        common::assert_envelope(&missing.body);
+        assert_eq!(
+            missing.header("x-content-type-options").as_deref(),
+            Some("nosniff")
+        );
+    }
+}

@@ -1,0 +1,268 @@
+//! The official `incus` command-line client against the fake, over the Unix socket
+//! (`INCUS_SOCKET`) and over HTTPS (a remote with the fake's trusted client certificate).
+//! This proves that any client can use the fake. Skipped, with a message, where `incus` is not
+//! installed.
+
+use fake_incus::{FakeIncus, Listener};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+fn incus_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("incus"))
+        .find(|p| p.is_file())
+}
+
+struct Cli {
+    binary: PathBuf,
+    socket: PathBuf,
+    conf: tempfile::TempDir,
+}
+
+impl Cli {
+    /// Runs `incus ARGS` with optional stdin; panics with the output if it does not finish.
+    async fn run_with(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
+        let mut cmd = tokio::process::Command::new(&self.binary);
+        cmd.args(args)
+            .env("INCUS_SOCKET", &self.socket)
+            .env("INCUS_CONF", self.conf.path())
+            .env_remove("INCUS_DIR")
+            .env_remove("INCUS_REMOTE")
+            .env_remove("INCUS_PROJECT")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().expect("spawn incus");
+        let mut input = child.stdin.take().expect("stdin");
+        if let Some(bytes) = stdin {
+            input.write_all(bytes).await.expect("write stdin");
+        }
+        drop(input);
+        match tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await {
+            Ok(output) => output.expect("incus output"),
+            Err(_) => panic!("incus {args:?} did not finish within 30 s"),
+        }
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, None).await
+    }
+
+    /// Runs and requires success; returns stdout.
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert!(
+            out.status.success(),
+            "incus {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+async fn setup(fake: &FakeIncus) -> Option<Cli> {
+    let Some(binary) = incus_binary() else {
+        eprintln!("SKIPPED: the official `incus` client is not on PATH; official_client tests did not run");
+        return None;
+    };
+    let conf = tempfile::tempdir().expect("temp conf");
+    Some(Cli {
+        binary,
+        socket: fake.unix_socket().to_path_buf(),
+        conf,
+    })
+}
+
+fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_client_manages_instances_over_the_unix_socket() {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    let Some(cli) = setup(&fake).await else {
+        return;
+    };
+
+    let info = cli.ok(&["info"]).await;
+    assert!(info.contains("auth: trusted"), "{info}");
+    assert!(info.contains("server_version: 6.0.4"), "{info}");
+
+    cli.ok(&["launch", "busybox", "c1"]).await;
+    let list = cli.ok(&["list", "-f", "csv", "-c", "ns"]).await;
+    assert_eq!(csv_rows(&list), [["c1", "RUNNING"]]);
+
+    let out = cli.run(&["exec", "c1", "--", "echo", "hello"]).await;
+    assert_eq!(
+        (out.status.code(), out.stdout.as_slice()),
+        (Some(0), &b"hello\n"[..])
+    );
+    let out = cli
+        .run_with(&["exec", "c1", "--", "cat"], Some(b"from stdin\n"))
+        .await;
+    assert_eq!(
+        (out.status.code(), out.stdout.as_slice()),
+        (Some(0), &b"from stdin\n"[..])
+    );
+    let out = cli.run(&["exec", "c1", "--", "sh", "-c", "exit 3"]).await;
+    assert_eq!(out.status.code(), Some(3), "exit status is passed through");
+    let out = cli
+        .run(&["exec", "c1", "-t", "--", "sh", "-c", "echo tty; exit 4"])
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "interactive exec passes the status through"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tty"));
+    let out = cli
+        .run(&[
+            "exec",
+            "c1",
+            "--env",
+            "FOO=bar",
+            "--cwd",
+            "/tmp",
+            "--",
+            "sh",
+            "-c",
+            "echo $FOO; pwd",
+        ])
+        .await;
+    assert_eq!(out.stdout, b"bar\n/tmp\n");
+    let out = cli.run(&["exec", "c1", "--", "no-such-command"]).await;
+    assert_eq!(out.status.code(), Some(127));
+
+    cli.ok(&["config", "set", "c1", "user.foo=bar"]).await;
+    assert_eq!(
+        cli.ok(&["config", "get", "c1", "user.foo"]).await.trim(),
+        "bar"
+    );
+
+    cli.ok(&["snapshot", "create", "c1", "s1"]).await;
+    let snaps = cli
+        .ok(&["snapshot", "list", "c1", "-f", "csv", "-c", "n"])
+        .await;
+    assert_eq!(csv_rows(&snaps), [["s1"]]);
+    cli.ok(&["config", "set", "c1", "user.foo=changed"]).await;
+    cli.ok(&["snapshot", "restore", "c1", "s1"]).await;
+    assert_eq!(
+        cli.ok(&["config", "get", "c1", "user.foo"]).await.trim(),
+        "bar",
+        "restore brings config back"
+    );
+    cli.ok(&["snapshot", "delete", "c1", "s1"]).await;
+    assert!(cli
+        .ok(&["snapshot", "list", "c1", "-f", "csv"])
+        .await
+        .trim()
+        .is_empty());
+
+    cli.ok(&["stop", "c1"]).await;
+    assert_eq!(
+        csv_rows(&cli.ok(&["list", "-f", "csv", "-c", "ns"]).await),
+        [["c1", "STOPPED"]]
+    );
+    cli.ok(&["start", "c1"]).await;
+    let refused = cli.run(&["delete", "c1"]).await;
+    assert!(
+        !refused.status.success(),
+        "a running instance is not deleted"
+    );
+    cli.ok(&["stop", "c1", "--force"]).await;
+    cli.ok(&["delete", "c1"]).await;
+    assert!(cli.ok(&["list", "-f", "csv"]).await.trim().is_empty());
+
+    assert!(cli
+        .ok(&["image", "list", "-f", "csv"])
+        .await
+        .contains("busybox"));
+    assert!(cli
+        .ok(&["network", "list", "-f", "csv"])
+        .await
+        .starts_with("lo,loopback"));
+    assert!(cli
+        .ok(&["profile", "list", "-f", "csv"])
+        .await
+        .starts_with("default,"));
+    assert!(cli
+        .ok(&["storage", "list", "-f", "csv"])
+        .await
+        .starts_with("default,dir"));
+    cli.ok(&["launch", "busybox", "c2"]).await;
+    let volumes = cli
+        .ok(&["storage", "volume", "list", "default", "-f", "csv"])
+        .await;
+    assert!(volumes.contains("container,c2"), "{volumes}");
+    assert!(cli
+        .ok(&["project", "list", "-f", "csv"])
+        .await
+        .starts_with("default"));
+    let ops = cli.ok(&["operation", "list", "-f", "csv"]).await;
+    assert!(ops.contains("Creating instance"), "{ops}");
+
+    let entries = fake.journal();
+    assert!(entries.iter().all(|e| e.listener == Listener::Unix));
+    let creates = entries
+        .iter()
+        .filter(|e| e.method == "POST" && e.path == "/1.0/instances")
+        .count();
+    assert_eq!(creates, 2, "each launch sent exactly one create");
+}
+
+fn write_conf_cert(conf: &Path, fake: &FakeIncus) {
+    std::fs::write(conf.join("client.crt"), fake.client_cert_pem()).unwrap();
+    std::fs::write(conf.join("client.key"), fake.client_key_pem()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_client_works_over_https_with_a_trusted_certificate() {
+    let fake = FakeIncus::builder().https(true).start().await.unwrap();
+    let Some(cli) = setup(&fake).await else {
+        return;
+    };
+    write_conf_cert(cli.conf.path(), &fake);
+    let url = fake.https_url().unwrap();
+    cli.ok(&["remote", "add", "fk", &url, "--accept-certificate"])
+        .await;
+    cli.ok(&["launch", "busybox", "c1"]).await;
+    assert_eq!(
+        csv_rows(&cli.ok(&["list", "fk:", "-f", "csv", "-c", "ns"]).await),
+        [["c1", "RUNNING"]]
+    );
+    let out = cli
+        .run(&["exec", "fk:c1", "--", "echo", "over-https"])
+        .await;
+    assert_eq!(
+        (out.status.code(), out.stdout.as_slice()),
+        (Some(0), &b"over-https\n"[..])
+    );
+    cli.ok(&["stop", "fk:c1", "--force"]).await;
+    cli.ok(&["delete", "fk:c1"]).await;
+    assert!(cli
+        .ok(&["list", "fk:", "-f", "csv"])
+        .await
+        .trim()
+        .is_empty());
+    let https: Vec<_> = fake
+        .journal()
+        .into_iter()
+        .filter(|e| e.listener == Listener::Https)
+        .collect();
+    assert!(
+        https.iter().any(|e| e.websocket && e.trusted),
+        "exec websockets went over wss"
+    );
+    assert!(https
+        .iter()
+        .filter(|e| e.path.starts_with("/1.0/instances"))
+        .all(|e| e.cert_fingerprint.is_some() && e.trusted));
+}

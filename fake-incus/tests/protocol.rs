@@ -1,0 +1,1361 @@
+//! Protocol conformance over the Unix socket: envelopes, status codes, keys, types, ETags and
+//! operation lifecycles, as the real Incus 6.0.4 daemon answers (see the reference captures).
+
+mod common;
+
+use common::{assert_envelope, launch, unix, unix_with, wait};
+use fake_incus::FakeIncus;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+async fn fake() -> FakeIncus {
+    FakeIncus::builder().start().await.expect("fake starts")
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    value
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+fn is_quoted_sha256(etag: &str) -> bool {
+    etag.len() == 66
+        && etag.starts_with('"')
+        && etag.ends_with('"')
+        && etag[1..65].chars().all(|c| c.is_ascii_hexdigit())
+}
+
+#[tokio::test]
+async fn root_lists_the_api_version() {
+    let fake = fake().await;
+    let reply = unix(&fake, "GET", "/", None).await;
+    assert_eq!(reply.status, 200);
+    assert_envelope(&reply.body);
+    assert_eq!(reply.body["metadata"], json!(["/1.0"]));
+    assert!(reply.raw.ends_with(b"\n"), "bodies end with a newline");
+}
+
+#[tokio::test]
+async fn server_over_unix_is_trusted_with_environment_and_etag() {
+    let fake = fake().await;
+    let reply = unix(&fake, "GET", "/1.0", None).await;
+    assert_eq!(reply.status, 200);
+    let m = reply.metadata();
+    assert_eq!(
+        keys(m),
+        [
+            "config",
+            "api_extensions",
+            "api_status",
+            "api_version",
+            "auth",
+            "public",
+            "auth_methods",
+            "auth_user_name",
+            "auth_user_method",
+            "environment"
+        ]
+    );
+    assert_eq!(m["auth"], "trusted");
+    assert_eq!(m["auth_user_method"], "unix");
+    assert_eq!(m["api_extensions"].as_array().unwrap().len(), 450);
+    assert!(m["api_extensions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("instance_create_start")));
+    assert_eq!(m["environment"]["server_version"], "6.0.4");
+    assert_eq!(
+        m["environment"]["storage_supported_drivers"][0]["Name"],
+        "dir"
+    );
+    assert!(is_quoted_sha256(&reply.header("etag").unwrap()));
+    // sha256("{}\n"): the server ETag hashes the config map.
+    assert_eq!(
+        reply.header("etag").unwrap(),
+        "\"ca3d163bab055381827226140568f3bef7eaac187cebd76878e0b63e9e442356\""
+    );
+}
+
+#[tokio::test]
+async fn unknown_route_is_404_and_unhandled_method_is_501() {
+    let fake = fake().await;
+    let reply = unix(&fake, "GET", "/2.0", None).await;
+    assert_eq!(
+        (reply.status, reply.body["error"].as_str()),
+        (404, Some("not found"))
+    );
+    assert_envelope(&reply.body);
+    assert_eq!(reply.body["metadata"], Value::Null);
+    assert_eq!(
+        reply.header("x-content-type-options").as_deref(),
+        Some("nosniff")
+    );
+    let reply = unix(&fake, "POST", "/1.0/operations", None).await;
+    assert_eq!(
+        (reply.status, reply.body["error"].as_str()),
+        (501, Some("not implemented"))
+    );
+    assert_eq!(reply.body["error_code"], 501);
+    let reply = unix(&fake, "GET", "/1.0?target=x", None).await;
+    assert_eq!(
+        (reply.status, reply.body["error"].as_str()),
+        (404, Some("Cluster member not found"))
+    );
+}
+
+#[tokio::test]
+async fn instance_create_is_async_and_the_operation_succeeds() {
+    let fake = fake().await;
+    let body = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}});
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(body)).await;
+    assert_eq!(reply.status, 202);
+    assert_envelope(&reply.body);
+    assert_eq!(
+        (reply.body["type"].as_str(), reply.body["status"].as_str()),
+        (Some("async"), Some("Operation created"))
+    );
+    assert_eq!(reply.body["status_code"], 100);
+    let op = reply.metadata();
+    assert_eq!(
+        keys(op),
+        [
+            "id",
+            "class",
+            "description",
+            "created_at",
+            "updated_at",
+            "status",
+            "status_code",
+            "resources",
+            "metadata",
+            "may_cancel",
+            "err",
+            "location"
+        ]
+    );
+    assert_eq!(op["status"], "Running");
+    assert_eq!(op["description"], "Creating instance");
+    assert_eq!(op["resources"], json!({"instances": ["/1.0/instances/c1"]}));
+    assert_eq!(
+        reply.header("location").unwrap(),
+        reply.body["operation"].as_str().unwrap()
+    );
+    let done = wait(&fake, &reply).await;
+    assert_eq!(done.status, 200);
+    assert_eq!(done.header("connection").as_deref(), Some("keep-alive"));
+    assert_eq!(done.metadata()["status"], "Success");
+    assert_eq!(done.metadata()["status_code"], 200);
+    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(
+        keys(got.metadata()),
+        [
+            "architecture",
+            "config",
+            "devices",
+            "ephemeral",
+            "profiles",
+            "stateful",
+            "description",
+            "created_at",
+            "expanded_config",
+            "expanded_devices",
+            "name",
+            "status",
+            "status_code",
+            "last_used_at",
+            "location",
+            "type",
+            "project"
+        ]
+    );
+    assert_eq!(got.metadata()["status"], "Stopped");
+    assert_eq!(got.metadata()["last_used_at"], "1970-01-01T00:00:00Z");
+    assert_eq!(
+        got.metadata()["expanded_devices"]["root"],
+        json!({"path": "/", "pool": "default", "type": "disk"})
+    );
+    assert_eq!(got.metadata()["config"]["image.os"], "busybox");
+    assert!(is_quoted_sha256(&got.header("etag").unwrap()));
+}
+
+#[tokio::test]
+async fn duplicate_instance_name_fails_inside_the_operation_not_409() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let body = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}});
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(body)).await;
+    assert_eq!(reply.status, 202);
+    let done = wait(&fake, &reply).await;
+    assert_eq!(
+        done.status, 200,
+        "the wait answers 200 even for a failed operation"
+    );
+    assert_envelope(&done.body);
+    assert_eq!(done.body["type"], "error");
+    assert_eq!(done.body["error_code"], 500);
+    assert!(done.body["error"]
+        .as_str()
+        .unwrap()
+        .contains("UNIQUE constraint failed: instances.project_id, instances.name"));
+    let missing = json!({"name": "c2", "source": {"type": "image", "alias": "nope"}});
+    let done = wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(missing)).await,
+    )
+    .await;
+    assert_eq!(
+        done.body["error"],
+        "Image not provided for instance creation"
+    );
+}
+
+#[tokio::test]
+async fn instance_create_rejects_bad_input_synchronously() {
+    let fake = fake().await;
+    let reply = unix(
+        &fake,
+        "POST",
+        "/1.0/instances",
+        Some(json!({"name": "bad_name!", "source": {"type": "image", "alias": "busybox"}})),
+    )
+    .await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body["error"],
+        "Invalid instance name: Name can only contain alphanumeric and hyphen characters"
+    );
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(json!({"name": "r3"}))).await;
+    assert_eq!(
+        (reply.status, reply.body["error"].as_str()),
+        (400, Some("Unknown source type "))
+    );
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(hyperlocal::UnixConnector);
+    let uri: http::Uri = hyperlocal::Uri::new(fake.unix_socket(), "/1.0/instances").into();
+    let req = http::Request::post(uri)
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            b"{bad",
+        )))
+        .unwrap();
+    let resp = client.request(req).await.unwrap();
+    assert_eq!(resp.status(), 400);
+    assert!(
+        fake.journal().iter().all(|e| !e.applied),
+        "nothing was applied"
+    );
+}
+
+#[tokio::test]
+async fn instance_lists_follow_recursion_filter_and_project() {
+    let fake = fake().await;
+    launch(&fake, "c1", true).await;
+    launch(&fake, "c2", false).await;
+    let r0 = unix(&fake, "GET", "/1.0/instances", None).await;
+    assert_eq!(
+        r0.metadata(),
+        &json!(["/1.0/instances/c1", "/1.0/instances/c2"])
+    );
+    assert!(r0.header("etag").is_none(), "collections carry no ETag");
+    let r1 = unix(&fake, "GET", "/1.0/instances?recursion=1", None).await;
+    assert_eq!(r1.metadata()[0]["name"], "c1");
+    assert!(r1.metadata()[0].get("state").is_none());
+    let r2 = unix(&fake, "GET", "/1.0/instances?recursion=2", None).await;
+    assert_eq!(
+        r2.metadata()[1]["snapshots"],
+        Value::Null,
+        "no snapshots is null"
+    );
+    assert_eq!(r2.metadata()[1]["backups"], Value::Null);
+    assert_eq!(r2.metadata()[0]["state"]["status"], "Running");
+    assert_eq!(r2.metadata()[1]["state"]["network"], Value::Null);
+    let filtered = unix(
+        &fake,
+        "GET",
+        "/1.0/instances?filter=status%20eq%20Running",
+        None,
+    )
+    .await;
+    assert_eq!(filtered.metadata(), &json!(["/1.0/instances/c1"]));
+    let bad = unix(
+        &fake,
+        "GET",
+        "/1.0/instances?recursion=1&filter=name%20zz",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (bad.status, bad.body["error"].as_str()),
+        (400, Some("Invalid filter: clause has no value"))
+    );
+    let unknown = unix(&fake, "GET", "/1.0/instances?project=nope", None).await;
+    assert_eq!((unknown.status, unknown.metadata()), (200, &json!([])));
+    let slash = unix(&fake, "GET", "/1.0/instances/c1%2Fsnap0", None).await;
+    assert_eq!(
+        (slash.status, slash.body["error"].as_str()),
+        (400, Some("Invalid instance name"))
+    );
+    let missing = unix(&fake, "GET", "/1.0/instances/nope?project=default", None).await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(
+        missing.body["error"],
+        "Failed to fetch instance \"nope\" in project \"default\": Instance not found"
+    );
+}
+
+#[tokio::test]
+async fn etag_ignores_description_and_changes_on_start() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let etag = |r: &common::Reply| r.header("etag").unwrap();
+    let before = etag(&unix(&fake, "GET", "/1.0/instances/c1", None).await);
+    let patched = unix(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"description": "new"})),
+    )
+    .await;
+    assert_eq!(
+        (patched.status, patched.metadata()),
+        (200, &json!({})),
+        "PATCH is synchronous"
+    );
+    assert_eq!(
+        before,
+        etag(&unix(&fake, "GET", "/1.0/instances/c1", None).await)
+    );
+    let start = unix(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1/state",
+        Some(json!({"action": "start"})),
+    )
+    .await;
+    wait(&fake, &start).await;
+    assert_ne!(
+        before,
+        etag(&unix(&fake, "GET", "/1.0/instances/c1", None).await)
+    );
+}
+
+#[tokio::test]
+async fn if_match_is_compared_literally_and_stale_is_412() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let current = unix(&fake, "GET", "/1.0/instances/c1", None)
+        .await
+        .header("etag")
+        .unwrap();
+    let bare = current.trim_matches('"').to_string();
+    let stale = unix_with(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"config": {"user.a": "1"}})),
+        &[("if-match", "\"abc\"")],
+    )
+    .await;
+    assert_eq!(stale.status, 412);
+    assert_eq!(
+        stale.body["error"],
+        format!("ETag doesn't match: {bare} vs abc")
+    );
+    let star = unix_with(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({})),
+        &[("if-match", "*")],
+    )
+    .await;
+    assert_eq!(star.status, 412, "* is not special");
+    let ok = unix_with(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"config": {"user.a": "1"}})),
+        &[("if-match", &bare)],
+    )
+    .await;
+    assert_eq!(ok.status, 200);
+    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(got.metadata()["config"]["user.a"], "1");
+    let removed = unix(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"config": {"user.a": ""}})),
+    )
+    .await;
+    assert_eq!(removed.status, 200);
+    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert!(
+        got.metadata()["config"].get("user.a").is_none(),
+        "\"\" deletes the key"
+    );
+    let stale_put = unix_with(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1",
+        Some(json!({"config": {}})),
+        &[("if-match", "abc")],
+    )
+    .await;
+    assert_eq!(stale_put.status, 412, "PUT checks If-Match synchronously");
+    let missing = unix_with(
+        &fake,
+        "PATCH",
+        "/1.0/instances/nope",
+        Some(json!({})),
+        &[("if-match", "abc")],
+    )
+    .await;
+    assert_eq!(missing.status, 404, "lookup comes before the ETag");
+}
+
+#[tokio::test]
+async fn patch_validation_errors_are_500_and_restore_mode_is_400() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let bad = unix(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"config": {"foo.bar": "1"}})),
+    )
+    .await;
+    assert_eq!(
+        (bad.status, bad.body["error"].as_str()),
+        (
+            500,
+            Some("Invalid config: Unknown configuration key: foo.bar")
+        )
+    );
+    for (key, value, message) in [
+        (
+            "limits.memory",
+            "bogus",
+            "Invalid config: Invalid value: bogus",
+        ),
+        (
+            "limits.cpu",
+            "abc",
+            "Invalid config: Invalid CPU limit syntax",
+        ),
+        (
+            "security.privileged",
+            "maybe",
+            "Invalid config: Invalid value for a boolean \"maybe\"",
+        ),
+        (
+            "limits.processes",
+            "x",
+            "Invalid config: Invalid value for an integer \"x\"",
+        ),
+        (
+            "snapshots.expiry",
+            "bad",
+            "Invalid config: Invalid expiry expression",
+        ),
+        (
+            "volatile.foo",
+            "1",
+            "Invalid config: Unknown configuration key: volatile.foo",
+        ),
+    ] {
+        let bad = unix(
+            &fake,
+            "PATCH",
+            "/1.0/instances/c1",
+            Some(json!({"config": {key: value}})),
+        )
+        .await;
+        assert_eq!(
+            (bad.status, bad.body["error"].as_str()),
+            (500, Some(message)),
+            "{key}"
+        );
+    }
+    for (key, value) in [
+        ("limits.memory", "512MiB"),
+        ("limits.cpu", "0-1"),
+        ("security.nesting", "true"),
+        ("snapshots.expiry", "1d 2w"),
+    ] {
+        let ok = unix(
+            &fake,
+            "PATCH",
+            "/1.0/instances/c1",
+            Some(json!({"config": {key: value}})),
+        )
+        .await;
+        assert_eq!(ok.status, 200, "{key}={value}");
+    }
+    let restore = unix(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"restore": "s"})),
+    )
+    .await;
+    assert_eq!(
+        (restore.status, restore.body["error"].as_str()),
+        (400, Some("Can't call PATCH in restore mode"))
+    );
+}
+
+#[tokio::test]
+async fn put_replaces_and_requires_volatile_idmap_keys() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    let mut config = got.metadata()["config"].clone();
+    config["user.k"] = json!("v");
+    let put = unix(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1",
+        Some(json!({"config": config, "devices": {}, "profiles": ["default"]})),
+    )
+    .await;
+    assert_eq!(
+        (put.status, put.metadata()["description"].as_str()),
+        (202, Some("Updating instance"))
+    );
+    assert_eq!(wait(&fake, &put).await.body["type"], "sync");
+    let dropped = unix(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1",
+        Some(json!({"config": {"user.k": "v"}, "profiles": ["default"]})),
+    )
+    .await;
+    let done = wait(&fake, &dropped).await;
+    assert_eq!(
+        done.body["error"],
+        "Volatile idmap keys can't be deleted by the user"
+    );
+    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(got.metadata()["config"]["user.k"], "v");
+    assert!(
+        got.metadata()["config"]
+            .get("volatile.idmap.next")
+            .is_some(),
+        "nothing changed"
+    );
+}
+
+#[tokio::test]
+async fn state_changes_are_operations_with_daemon_failures() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let stop = unix(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1/state",
+        Some(json!({"action": "stop"})),
+    )
+    .await;
+    assert_eq!(stop.metadata()["description"], "Stopping instance");
+    let done = wait(&fake, &stop).await;
+    assert_eq!(
+        (
+            done.body["error"].as_str(),
+            done.body["error_code"].as_u64()
+        ),
+        (Some("The instance is already stopped"), Some(400))
+    );
+    let bad = unix(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1/state",
+        Some(json!({"action": "explode"})),
+    )
+    .await;
+    assert_eq!(
+        (bad.status, bad.body["error"].as_str()),
+        (400, Some("Unknown action: 'explode'"))
+    );
+    wait(
+        &fake,
+        &unix(
+            &fake,
+            "PUT",
+            "/1.0/instances/c1/state",
+            Some(json!({"action": "start"})),
+        )
+        .await,
+    )
+    .await;
+    let again = wait(
+        &fake,
+        &unix(
+            &fake,
+            "PUT",
+            "/1.0/instances/c1/state",
+            Some(json!({"action": "start"})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (
+            again.body["error"].as_str(),
+            again.body["error_code"].as_u64()
+        ),
+        (Some("The instance is already running"), Some(500))
+    );
+    let state = unix(&fake, "GET", "/1.0/instances/c1/state", None).await;
+    assert_eq!(
+        keys(state.metadata()),
+        [
+            "status",
+            "status_code",
+            "disk",
+            "memory",
+            "network",
+            "pid",
+            "processes",
+            "cpu",
+            "started_at",
+            "os_info"
+        ]
+    );
+    assert!(state.header("etag").is_none());
+    wait(
+        &fake,
+        &unix(
+            &fake,
+            "PUT",
+            "/1.0/instances/c1/state",
+            Some(json!({"action": "freeze"})),
+        )
+        .await,
+    )
+    .await;
+    let frozen = unix(&fake, "GET", "/1.0/instances/c1/state", None).await;
+    assert_eq!(
+        (
+            frozen.metadata()["status"].as_str(),
+            frozen.metadata()["status_code"].as_u64()
+        ),
+        (Some("Frozen"), Some(110))
+    );
+    let delete = unix(&fake, "DELETE", "/1.0/instances/c1", None).await;
+    assert_eq!(
+        (delete.status, delete.body["error"].as_str()),
+        (400, Some("Instance is running"))
+    );
+}
+
+#[tokio::test]
+async fn snapshots_create_list_restore_and_delete() {
+    let fake = fake().await;
+    launch(&fake, "c1", true).await;
+    let create = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/snapshots",
+        Some(json!({"name": "s1"})),
+    )
+    .await;
+    assert_eq!(
+        create.metadata()["resources"]["instances_snapshots"],
+        json!(["/1.0/instances/c1/snapshots/s1"])
+    );
+    wait(&fake, &create).await;
+    let auto = wait(
+        &fake,
+        &unix(
+            &fake,
+            "POST",
+            "/1.0/instances/c1/snapshots",
+            Some(json!({})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(auto.body["type"], "sync");
+    let list = unix(&fake, "GET", "/1.0/instances/c1/snapshots", None).await;
+    assert_eq!(
+        list.metadata(),
+        &json!([
+            "/1.0/instances/c1/snapshots/s1",
+            "/1.0/instances/c1/snapshots/snap0"
+        ])
+    );
+    let snap = unix(&fake, "GET", "/1.0/instances/c1/snapshots/s1", None).await;
+    assert_eq!(
+        snap.header("etag").unwrap(),
+        "\"2c86054b814faf5dfb954f32dfdc8a32e8e36dce3d9b1c93ed3e2f204f13a1f2\""
+    );
+    assert_eq!(
+        keys(snap.metadata()),
+        [
+            "expires_at",
+            "architecture",
+            "config",
+            "created_at",
+            "devices",
+            "ephemeral",
+            "expanded_config",
+            "expanded_devices",
+            "last_used_at",
+            "name",
+            "profiles",
+            "stateful",
+            "size"
+        ]
+    );
+    let dup = wait(
+        &fake,
+        &unix(
+            &fake,
+            "POST",
+            "/1.0/instances/c1/snapshots",
+            Some(json!({"name": "s1"})),
+        )
+        .await,
+    )
+    .await;
+    assert!(dup.body["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("Failed creating instance snapshot record \"s1\""));
+    let slash = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/snapshots",
+        Some(json!({"name": "a/b"})),
+    )
+    .await;
+    assert_eq!(slash.status, 400);
+    unix(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"config": {"user.after": "1"}})),
+    )
+    .await;
+    let restore = unix(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1",
+        Some(json!({"restore": "s1"})),
+    )
+    .await;
+    assert_eq!(restore.metadata()["description"], "Restoring snapshot");
+    wait(&fake, &restore).await;
+    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert!(got.metadata()["config"].get("user.after").is_none());
+    assert_eq!(
+        got.metadata()["status"],
+        "Running",
+        "a restored container keeps running"
+    );
+    let missing = wait(
+        &fake,
+        &unix(
+            &fake,
+            "PUT",
+            "/1.0/instances/c1",
+            Some(json!({"restore": "nope"})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(missing.body["error"], "Snapshot c1/nope does not exist");
+    let delete = unix(&fake, "DELETE", "/1.0/instances/c1/snapshots/s1", None).await;
+    assert_eq!(delete.metadata()["description"], "Deleting snapshot");
+    wait(&fake, &delete).await;
+    let gone = unix(&fake, "GET", "/1.0/instances/c1/snapshots/s1", None).await;
+    assert_eq!(gone.status, 404);
+    assert_eq!(gone.body["error"], "Failed to fetch snapshot \"s1\" of instance \"c1\" in project \"default\": Instance_snapshot not found");
+    let unknown = unix(&fake, "GET", "/1.0/instances/nope/snapshots", None).await;
+    assert_eq!((unknown.status, unknown.metadata()), (200, &json!([])));
+}
+
+#[tokio::test]
+async fn images_and_aliases_resolve_and_delete_together() {
+    let fake = fake().await;
+    let list = unix(&fake, "GET", "/1.0/images?recursion=1", None).await;
+    let image = &list.metadata()[0];
+    assert_eq!(
+        keys(image),
+        [
+            "auto_update",
+            "properties",
+            "public",
+            "expires_at",
+            "profiles",
+            "aliases",
+            "architecture",
+            "cached",
+            "filename",
+            "fingerprint",
+            "size",
+            "type",
+            "created_at",
+            "last_used_at",
+            "uploaded_at",
+            "project"
+        ]
+    );
+    let fp = image["fingerprint"].as_str().unwrap().to_string();
+    let by_prefix = unix(&fake, "GET", &format!("/1.0/images/{}", &fp[..12]), None).await;
+    assert_eq!(by_prefix.metadata()["fingerprint"], fp.as_str());
+    assert!(by_prefix.header("etag").is_some());
+    let alias = unix(&fake, "GET", "/1.0/images/aliases/busybox", None).await;
+    assert_eq!(
+        alias.metadata(),
+        &json!({"description": "", "target": fp, "name": "busybox", "type": "container"})
+    );
+    let nope = unix(&fake, "GET", "/1.0/images/abc", None).await;
+    assert_eq!(
+        (nope.status, nope.body["error"].as_str()),
+        (404, Some("Image \"abc\" not found"))
+    );
+    let del_nope = unix(&fake, "DELETE", "/1.0/images/abc", None).await;
+    assert_eq!(
+        (del_nope.status, del_nope.body["error"].as_str()),
+        (404, Some("Image not found"))
+    );
+    let delete = unix(&fake, "DELETE", &format!("/1.0/images/{fp}"), None).await;
+    assert_eq!(
+        delete.metadata()["resources"],
+        json!({"images": [format!("/1.0/images/{fp}")]})
+    );
+    wait(&fake, &delete).await;
+    let alias = unix(&fake, "GET", "/1.0/images/aliases/busybox", None).await;
+    assert_eq!(
+        (alias.status, alias.body["error"].as_str()),
+        (404, Some("Image alias not found"))
+    );
+}
+
+#[tokio::test]
+async fn read_only_resources_have_the_daemon_shapes() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let lo = unix(&fake, "GET", "/1.0/networks/lo", None).await;
+    assert_eq!(
+        keys(lo.metadata()),
+        [
+            "config",
+            "description",
+            "name",
+            "type",
+            "used_by",
+            "managed",
+            "status",
+            "locations",
+            "project"
+        ]
+    );
+    assert_eq!(
+        lo.header("etag").unwrap(),
+        "\"f0b27cab0882758cc723539b84d23e4f2b394a49f09cc8df756d463744b9da71\""
+    );
+    let profile = unix(&fake, "GET", "/1.0/profiles/default", None).await;
+    assert_eq!(
+        keys(profile.metadata()),
+        [
+            "config",
+            "description",
+            "devices",
+            "name",
+            "used_by",
+            "project"
+        ]
+    );
+    assert_eq!(
+        profile.header("etag").unwrap(),
+        "\"12b5fad504e1f435d9de1739519902aecb628092d3ae91955235c366541f7b6a\""
+    );
+    assert_eq!(profile.metadata()["used_by"], json!(["/1.0/instances/c1"]));
+    let project = unix(&fake, "GET", "/1.0/projects/default", None).await;
+    assert_eq!(
+        keys(project.metadata()),
+        ["config", "description", "name", "used_by"]
+    );
+    assert_eq!(
+        project.header("etag").unwrap(),
+        "\"9289efd089a9cba50849c2e637cb098a19fee6941aa263e8c358c4ca89df700d\""
+    );
+    let pool = unix(&fake, "GET", "/1.0/storage-pools/default", None).await;
+    assert_eq!(
+        keys(pool.metadata()),
+        [
+            "config",
+            "description",
+            "name",
+            "driver",
+            "used_by",
+            "status",
+            "locations"
+        ]
+    );
+    let volumes = unix(&fake, "GET", "/1.0/storage-pools/default/volumes", None).await;
+    assert_eq!(
+        volumes.metadata(),
+        &json!(["/1.0/storage-pools/default/volumes/container/c1"])
+    );
+    let volume = unix(
+        &fake,
+        "GET",
+        "/1.0/storage-pools/default/volumes/container/c1",
+        None,
+    )
+    .await;
+    assert_eq!(
+        keys(volume.metadata()),
+        [
+            "config",
+            "description",
+            "name",
+            "type",
+            "used_by",
+            "location",
+            "content_type",
+            "project",
+            "created_at"
+        ]
+    );
+    assert_eq!(
+        volume.header("etag").unwrap(),
+        "\"9ba9b7d35c48ef6ff06dc798267bd54546ab0b065a5e37ee13d30427facfbbce\""
+    );
+    for (path, message) in [
+        ("/1.0/networks/nope", "Network not found"),
+        ("/1.0/profiles/nope", "Fetch profile: Profile not found"),
+        ("/1.0/projects/nope", "Project not found"),
+        ("/1.0/storage-pools/nope", "Storage pool not found"),
+        (
+            "/1.0/storage-pools/default/volumes/container/nope",
+            "Storage pool volume not found",
+        ),
+    ] {
+        let reply = unix(&fake, "GET", path, None).await;
+        assert_eq!(
+            (reply.status, reply.body["error"].as_str()),
+            (404, Some(message)),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn operations_list_wait_cancel_and_expire_like_the_daemon() {
+    let fake = FakeIncus::builder()
+        .operation_retention(Duration::from_millis(300))
+        .start()
+        .await
+        .unwrap();
+    let none = unix(&fake, "GET", "/1.0/operations", None).await;
+    assert_eq!(none.metadata(), &json!({}));
+    let _slow = fake.add_rule(
+        fake_incus::Rule::new("POST", "/1.0/instances")
+            .fault(fake_incus::Fault::OperationNeverFinish),
+    );
+    let create = unix(
+        &fake,
+        "POST",
+        "/1.0/instances",
+        Some(json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}})),
+    )
+    .await;
+    let url = create.body["operation"].as_str().unwrap().to_string();
+    let list = unix(&fake, "GET", "/1.0/operations", None).await;
+    assert_eq!(list.metadata(), &json!({"running": [url]}));
+    let timed_out = unix(&fake, "GET", &format!("{url}/wait?timeout=0"), None).await;
+    assert_eq!(timed_out.status, 200);
+    assert_eq!(
+        (
+            timed_out.body["error"].as_str(),
+            timed_out.body["error_code"].as_u64()
+        ),
+        (Some("context deadline exceeded"), Some(500))
+    );
+    let bad = unix(&fake, "GET", &format!("{url}/wait?timeout=abc"), None).await;
+    assert_eq!(
+        (bad.status, bad.body["error"].as_str()),
+        (500, Some("strconv.Atoi: parsing \"abc\": invalid syntax"))
+    );
+    let cancel = unix(&fake, "DELETE", &url, None).await;
+    assert_eq!(
+        (cancel.status, cancel.body["error"].as_str()),
+        (400, Some("This operation can't be cancelled"))
+    );
+    let both = unix(
+        &fake,
+        "GET",
+        "/1.0/operations?project=default&all-projects=true",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (both.status, both.body["error"].as_str()),
+        (
+            400,
+            Some("Cannot specify a project when requesting all projects")
+        )
+    );
+    let unknown = unix(
+        &fake,
+        "GET",
+        "/1.0/operations/00000000-0000-4000-8000-000000000000/wait",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (unknown.status, unknown.body["error"].as_str()),
+        (404, Some("Operation not found"))
+    );
+    drop(_slow);
+    let missing = unix(
+        &fake,
+        "PUT",
+        "/1.0/instances/nope/state",
+        Some(json!({"action": "start"})),
+    )
+    .await;
+    assert_eq!(
+        missing.status, 404,
+        "state of a missing instance is a sync 404"
+    );
+    let quick = unix(
+        &fake,
+        "POST",
+        "/1.0/instances",
+        Some(json!({"name": "c2", "source": {"type": "image", "alias": "busybox"}})),
+    )
+    .await;
+    let quick_url = quick.body["operation"].as_str().unwrap().to_string();
+    wait(&fake, &quick).await;
+    let late_cancel = unix(&fake, "DELETE", &quick_url, None).await;
+    assert_eq!(
+        (late_cancel.status, late_cancel.body["error"].as_str()),
+        (400, Some("Only running operations can be cancelled"))
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let reply = unix(&fake, "GET", &quick_url, None).await;
+        if reply.status == 404 {
+            assert_eq!(reply.body["error"], "Operation not found");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "finished operations expire"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn state_seeds_dumps_and_resets() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let dump = fake.dump_state();
+    assert_eq!(dump["instances"][0]["name"], "c1");
+    let copy = FakeIncus::builder()
+        .state(dump.clone())
+        .start()
+        .await
+        .unwrap();
+    let got = unix(&copy, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(got.status, 200);
+    fake.reset();
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/instances", None).await.metadata(),
+        &json!([])
+    );
+    assert!(fake.journal().len() == 1, "reset clears the journal");
+    let err = FakeIncus::builder()
+        .state(json!({"instances": [{"name": "x", "project": "nope"}]}))
+        .start()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("unknown project"), "{err}");
+    let err = FakeIncus::builder()
+        .state(json!([1]))
+        .start()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, fake_incus::Error::State(_)));
+}
+
+#[tokio::test]
+async fn unknown_project_is_404_with_each_endpoint_message_but_lists_instances_empty() {
+    let fake = fake().await;
+    let cases = [
+        ("GET", "/1.0/instances/x?project=nope", "Project not found"),
+        (
+            "PUT",
+            "/1.0/instances/x/state?project=nope",
+            "Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/instances/x/snapshots?project=nope",
+            "Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/images?project=nope",
+            "Check if project has images: fetch project: Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/images/aliases/busybox?project=nope",
+            "Check if project has images: fetch project: Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/images/abc?project=nope",
+            "Image \"abc\" not found",
+        ),
+        (
+            "GET",
+            "/1.0/profiles?project=nope",
+            "Failed loading project \"nope\": Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/networks/lo?project=nope",
+            "Failed to load project \"nope\": Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/storage-pools/default/volumes?project=nope",
+            "Project not found",
+        ),
+        (
+            "GET",
+            "/1.0/storage-pools/default/volumes/container/x?project=nope",
+            "Failed to load project \"nope\": Project not found",
+        ),
+        (
+            "POST",
+            "/1.0/instances?project=nope",
+            "Failed loading project: Project not found",
+        ),
+    ];
+    for (method, path, message) in cases {
+        let body = (method != "GET")
+            .then(|| json!({"action": "start", "name": "x", "source": {"type": "none"}}));
+        let reply = unix(&fake, method, path, body).await;
+        assert_eq!(
+            (reply.status, reply.body["error"].as_str()),
+            (404, Some(message)),
+            "{method} {path}"
+        );
+    }
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/operations?project=nope", None)
+            .await
+            .metadata(),
+        &json!({})
+    );
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/storage-pools?project=nope", None)
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn ephemeral_instances_are_deleted_when_stopped() {
+    let fake = fake().await;
+    let body = json!({"name": "e1", "ephemeral": true, "start": true, "source": {"type": "image", "alias": "busybox"}});
+    wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+    )
+    .await;
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/instances/e1", None)
+            .await
+            .metadata()["ephemeral"],
+        true
+    );
+    wait(
+        &fake,
+        &unix(
+            &fake,
+            "PUT",
+            "/1.0/instances/e1/state",
+            Some(json!({"action": "stop", "force": true})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/instances/e1", None).await.status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn create_reports_config_and_device_errors_in_the_operation_and_unknown_profiles_at_once() {
+    let fake = fake().await;
+    let bad = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}, "config": {"limits.memory": "bogus"}});
+    let done = wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(bad)).await,
+    )
+    .await;
+    assert_eq!(
+        (
+            done.body["error"].as_str(),
+            done.body["error_code"].as_u64()
+        ),
+        (
+            Some("Failed creating instance record: Invalid value: bogus"),
+            Some(500)
+        )
+    );
+    let unknown = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}, "config": {"foo.bar": "1"}});
+    let done = wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(unknown)).await,
+    )
+    .await;
+    assert_eq!(
+        done.body["error"],
+        "Failed creating instance record: Unknown configuration key: foo.bar"
+    );
+    let profile = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}, "profiles": ["nope"]});
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(profile)).await;
+    assert_eq!(
+        (reply.status, reply.body["error"].as_str()),
+        (500, Some("Requested profile \"nope\" doesn't exist"))
+    );
+    launch(&fake, "c1", false).await;
+    let device = json!({"devices": {"eth9": {"type": "nic", "nictype": "bogus"}}});
+    let reply = unix(&fake, "PATCH", "/1.0/instances/c1", Some(device)).await;
+    assert_eq!(reply.status, 500);
+    assert_eq!(reply.body["error"], "Invalid devices: Device validation failed for \"eth9\": Failed loading device \"eth9\": Unsupported device type");
+    let bad_json = unix_with(&fake, "PUT", "/1.0/instances/c1/state", None, &[]).await;
+    assert_eq!(
+        (bad_json.status, bad_json.body["error"].as_str()),
+        (400, Some("unexpected end of JSON input"))
+    );
+}
+
+#[tokio::test]
+async fn power_transition_failures_use_the_daemon_texts() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let act = |action: &'static str| {
+        let fake = &fake;
+        async move {
+            wait(
+                fake,
+                &unix(
+                    fake,
+                    "PUT",
+                    "/1.0/instances/c1/state",
+                    Some(json!({"action": action})),
+                )
+                .await,
+            )
+            .await
+        }
+    };
+    let expect = |reply: common::Reply, message: &str, code: u64| {
+        assert_eq!(
+            (
+                reply.body["error"].as_str(),
+                reply.body["error_code"].as_u64()
+            ),
+            (Some(message), Some(code))
+        );
+    };
+    expect(act("restart").await, "The instance is already stopped", 400);
+    expect(act("freeze").await, "The instance isn't running", 500);
+    expect(act("unfreeze").await, "The container isn't running", 500);
+    act("start").await;
+    expect(
+        act("unfreeze").await,
+        "The container is already running",
+        500,
+    );
+    act("freeze").await;
+    expect(act("freeze").await, "The container is already frozen", 500);
+}
+
+#[tokio::test]
+async fn rename_is_an_operation_refused_while_running() {
+    let fake = fake().await;
+    launch(&fake, "c1", true).await;
+    let running = wait(
+        &fake,
+        &unix(
+            &fake,
+            "POST",
+            "/1.0/instances/c1",
+            Some(json!({"name": "c2"})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (
+            running.body["error"].as_str(),
+            running.body["error_code"].as_u64()
+        ),
+        (Some("Renaming of running instance not allowed"), Some(400))
+    );
+    let bad = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/c1",
+        Some(json!({"name": "bad_name"})),
+    )
+    .await;
+    assert_eq!(bad.status, 400);
+    wait(
+        &fake,
+        &unix(
+            &fake,
+            "PUT",
+            "/1.0/instances/c1/state",
+            Some(json!({"action": "stop"})),
+        )
+        .await,
+    )
+    .await;
+    let renamed = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/c1",
+        Some(json!({"name": "c2"})),
+    )
+    .await;
+    assert_eq!(renamed.metadata()["description"], "Renaming instance");
+    assert_eq!(wait(&fake, &renamed).await.body["type"], "sync");
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/instances/c2", None).await.status,
+        200
+    );
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/instances/c1", None).await.status,
+        404
+    );
+    let bogus = unix(
+        &fake,
+        "GET",
+        "/1.0/storage-pools/default/volumes/bogus",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (bogus.status, bogus.body["error"].as_str()),
+        (400, Some("Invalid storage volume type name"))
+    );
+}

@@ -1,0 +1,251 @@
+//! One acceptance run from start to end: opt-in, discovery, isolated setup, the plan, cleanup (also
+//! after a failure or Ctrl-C), the leftovers check and the report.
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::admin::Admin;
+use crate::cleanup::{self, CleanupOutcome};
+use crate::cli::{Cli, OPT_IN_REFUSAL};
+use crate::compare;
+use crate::core_ops::CoreOperations;
+use crate::endpoint::Endpoint;
+use crate::operations::Operations;
+use crate::plan;
+use crate::portable;
+use crate::recorder::CheckSink;
+use crate::report::{Report, ServerInfo};
+use crate::sandbox::{self, ImageSource};
+
+/// Exit status after Ctrl-C (cleanup done).
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// Runs what the command line asks for and returns the process exit status.
+pub async fn main(cli: Cli) -> ExitCode {
+    if !cli.opted_in() {
+        eprintln!("{OPT_IN_REFUSAL}");
+        return ExitCode::from(2);
+    }
+    let endpoint = match cli.endpoint() {
+        Ok(endpoint) => endpoint,
+        Err(e) => {
+            eprintln!("real-incus-acceptance: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let admin = match Admin::new(endpoint.clone()) {
+        Ok(admin) => admin,
+        Err(e) => {
+            eprintln!("real-incus-acceptance: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if cli.cleanup_only {
+        return cleanup_only(&admin).await;
+    }
+    let source = match image_source(&cli) {
+        Ok(source) => source,
+        Err(message) => {
+            eprintln!("real-incus-acceptance: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = acceptance(&cli, &admin, endpoint, source).await;
+    finish(&report, &cli.report_dir)
+}
+
+fn image_source(cli: &Cli) -> Result<ImageSource, String> {
+    if let Some(alias) = &cli.image {
+        return Ok(ImageSource::Existing {
+            alias: alias.clone(),
+            project: cli.image_project.clone(),
+        });
+    }
+    cli.busybox_path()
+        .map(ImageSource::Busybox)
+        .ok_or_else(|| "no busybox found on PATH; pass --busybox PATH or --image ALIAS".to_owned())
+}
+
+async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageSource) -> Report {
+    let started = Instant::now();
+    let project = sandbox::random_project_name();
+    let mut report = Report {
+        runner_version: env!("CARGO_PKG_VERSION").to_owned(),
+        started_at: now_rfc3339(),
+        endpoint: endpoint.describe(),
+        project: project.clone(),
+        image: source.describe(),
+        ..Report::default()
+    };
+    eprintln!(
+        "real-incus-acceptance: {} in project {project}",
+        report.endpoint
+    );
+    match admin.server().await {
+        Ok(server) => report.server = Some(server_info(&server)),
+        Err(e) => {
+            report
+                .errors
+                .push(format!("discovery (GET /1.0) failed: {e}"));
+            report.duration_ms = elapsed_ms(started);
+            return report;
+        }
+    }
+    let ops = CoreOperations::new(&endpoint, &project, cli);
+    let catalogue = match &ops {
+        Ok(ops) => ops.catalogue(),
+        Err(_) => Vec::new(),
+    };
+    let sink: CheckSink = CheckSink::default();
+    let work = async {
+        let ops = ops.map_err(|e| format!("binding the operation core: {e}"))?;
+        let remote = cli.image_remote.as_ref().zip(cli.remote_alias.as_ref());
+        let remote = remote.map(|((name, _), alias)| (name.clone(), alias.clone()));
+        eprintln!("setup: project, root disk on pool {}, test image", cli.pool);
+        let sandbox = sandbox::prepare(admin, &project, &cli.pool, &source, remote)
+            .await
+            .map_err(|e| format!("setup: {e}"))?;
+        eprintln!("setup done: image {}", sandbox.fingerprint);
+        let checks = plan::run_plan(&ops, &sandbox, "", Some(sink.clone())).await;
+        let mut divergences = Vec::new();
+        let mut errors = Vec::new();
+        if cli.compare_fake {
+            match compare::against_fake(cli, &checks).await {
+                Ok(rows) => divergences = rows,
+                Err(e) => errors.push(format!("differential run of the plan: {e}")),
+            }
+        }
+        let real = portable::RealSide {
+            admin,
+            ops: &ops,
+            sandbox: &sandbox,
+            source: &source,
+        };
+        let scenarios = portable::run_all(cli, real, cli.compare_fake).await;
+        divergences.extend(scenarios.divergences);
+        Ok::<_, String>((checks, scenarios.rows, divergences, errors))
+    };
+    tokio::select! {
+        result = work => match result {
+            Ok((checks, scenarios, divergences, errors)) => {
+                report.checks = checks;
+                report.scenarios = scenarios;
+                report.divergences = divergences;
+                report.errors.extend(errors);
+            }
+            Err(e) => report.errors.push(e),
+        },
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted: cleaning up before exit");
+            report.interrupted = true;
+            report.checks = std::mem::take(&mut *sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        }
+    }
+    eprintln!("cleanup: removing project {project} and all it holds");
+    report.cleanup = cleanup::remove_projects(admin, std::slice::from_ref(&project)).await;
+    report.summarize(
+        &catalogue
+            .iter()
+            .map(|info| (info.name.clone(), info.exported, info.evidence.clone()))
+            .collect::<Vec<_>>(),
+    );
+    report.duration_ms = elapsed_ms(started);
+    report
+}
+
+async fn cleanup_only(admin: &Admin) -> ExitCode {
+    let projects = match cleanup::acceptance_projects(admin).await {
+        Ok(projects) => projects,
+        Err(e) => {
+            eprintln!("real-incus-acceptance: cannot list projects: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!(
+        "cleanup-only: {} leftover acceptance project(s): {}",
+        projects.len(),
+        projects.join(", ")
+    );
+    let outcome: CleanupOutcome = cleanup::remove_projects(admin, &projects).await;
+    for done in &outcome.done {
+        eprintln!("  done: {done}");
+    }
+    for failed in &outcome.failed {
+        eprintln!("  FAILED: {failed}");
+    }
+    for left in &outcome.leftovers {
+        eprintln!("  LEFT OVER: {left}");
+    }
+    if outcome.clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn finish(report: &Report, dir: &Path) -> ExitCode {
+    match report.write(dir) {
+        Ok((md, json)) => eprintln!("report: {} and {}", md.display(), json.display()),
+        Err(e) => {
+            eprintln!(
+                "real-incus-acceptance: cannot write the report into {}: {e}",
+                dir.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    }
+    let passed = report
+        .operations
+        .iter()
+        .filter(|o| o.outcome == crate::report::Outcome::Passed)
+        .count();
+    eprintln!(
+        "{}: {passed}/{} operations passed, cleanup {}",
+        if report.passed() { "PASSED" } else { "FAILED" },
+        report.operations.len(),
+        if report.cleanup.clean() {
+            "left nothing"
+        } else {
+            "LEFT SOMETHING"
+        }
+    );
+    if report.interrupted {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn server_info(server: &Value) -> ServerInfo {
+    let env = &server["environment"];
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    ServerInfo {
+        version: text(&env["server_version"]),
+        api_version: text(&server["api_version"]),
+        driver: format!("{} / {}", text(&env["driver"]), text(&env["storage"])),
+        kernel: text(&env["kernel_version"]),
+        api_extensions: server["api_extensions"]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}

@@ -1,0 +1,157 @@
+//! Differential mode: the same plan on an in-process fake Incus, compared by shape with what the real
+//! daemon answered.
+use std::collections::HashMap;
+
+use crate::admin::Admin;
+use crate::cli::Cli;
+use crate::core_ops::CoreOperations;
+use crate::endpoint::Endpoint;
+use crate::plan::{self, Sandbox};
+use crate::report::{Check, Outcome, ScenarioRow};
+use crate::shape::shape_differences;
+
+/// The fake's out-of-the-box world: project, pool and image alias of its documented default state.
+const FAKE_PROJECT: &str = "default";
+const FAKE_POOL: &str = "default";
+const FAKE_ALIAS: &str = "busybox";
+
+/// A fresh in-process fake Incus with the core bound to it, in the fake's default project.
+pub(crate) struct Fake {
+    pub(crate) ops: CoreOperations,
+    pub(crate) sandbox: Sandbox,
+    _fake: fake_incus::FakeIncus,
+}
+
+impl Fake {
+    /// Starts a fake with its default state.
+    pub(crate) async fn start(cli: &Cli) -> Result<Fake, String> {
+        let fake = fake_incus::FakeIncus::builder()
+            .start()
+            .await
+            .map_err(|e| format!("starting the fake Incus: {e}"))?;
+        let endpoint = Endpoint::Unix(fake.unix_socket().to_owned());
+        let admin = Admin::new(endpoint.clone()).map_err(|e| e.to_string())?;
+        let fingerprint = admin
+            .alias_target(FAKE_PROJECT, FAKE_ALIAS)
+            .await
+            .map_err(|e| format!("the fake's default image alias {FAKE_ALIAS:?}: {e}"))?;
+        Ok(Fake {
+            ops: CoreOperations::new(&endpoint, FAKE_PROJECT, cli)?,
+            sandbox: Sandbox {
+                project: FAKE_PROJECT.to_owned(),
+                pool: FAKE_POOL.to_owned(),
+                alias: FAKE_ALIAS.to_owned(),
+                fingerprint,
+                remote: None,
+            },
+            _fake: fake,
+        })
+    }
+}
+
+/// Runs the plan on a fresh fake Incus and returns one row per check whose result differs in shape.
+pub(crate) async fn against_fake(cli: &Cli, real: &[Check]) -> Result<Vec<ScenarioRow>, String> {
+    eprintln!("differential: the acceptance plan on an in-process fake Incus");
+    let fake = Fake::start(cli).await?;
+    let on_fake = plan::run_plan(&fake.ops, &fake.sandbox, "fake: ", None).await;
+    Ok(divergences(real, &on_fake))
+}
+
+/// Pairs checks by operation, name and occurrence, and lists those whose results differ in shape,
+/// and those that pass on the real daemon but not on the fake (same expectations, different values).
+pub(crate) fn divergences(real: &[Check], fake: &[Check]) -> Vec<ScenarioRow> {
+    let mut fake_by_key: HashMap<(String, String, usize), &Check> = HashMap::new();
+    for (key, check) in keyed(fake) {
+        fake_by_key.insert(key, check);
+    }
+    let mut rows = Vec::new();
+    for (key, real_check) in keyed(real) {
+        if real_check.outcome == Outcome::Skipped {
+            continue;
+        }
+        let name = format!("plan: {}: {}", real_check.operation, real_check.name);
+        let Some(fake_check) = fake_by_key.get(&key) else {
+            continue;
+        };
+        if fake_check.outcome == Outcome::Skipped {
+            continue;
+        }
+        let mut differences = shape_differences(&real_check.output, &fake_check.output);
+        if real_check.outcome == Outcome::Passed && fake_check.outcome == Outcome::Failed {
+            differences.push(format!(
+                "passes on the real daemon, fails on the fake: {}",
+                fake_check.problem.as_deref().unwrap_or("failed")
+            ));
+        }
+        if !differences.is_empty() {
+            rows.push(ScenarioRow {
+                name,
+                outcome: Outcome::Failed,
+                problem: Some(differences.join("; ")),
+            });
+        }
+    }
+    rows
+}
+
+fn keyed(checks: &[Check]) -> Vec<((String, String, usize), &Check)> {
+    let mut seen: HashMap<(String, String), usize> = HashMap::new();
+    checks
+        .iter()
+        .map(|check| {
+            let base = (check.operation.clone(), check.name.clone());
+            let occurrence = seen.entry(base.clone()).or_insert(0);
+            let key = (base.0, base.1, *occurrence);
+            *occurrence += 1;
+            (key, check)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn check(name: &str, outcome: Outcome, output: Value) -> Check {
+        Check {
+            operation: "incus_instance_get".into(),
+            name: name.into(),
+            outcome,
+            duration_ms: 1,
+            input: json!({}),
+            output,
+            problem: (outcome == Outcome::Failed).then(|| "wrong".to_owned()),
+        }
+    }
+
+    #[test]
+    fn divergences_pair_repeated_checks_by_occurrence() {
+        let ok = json!({"item": {"name": "c1"}, "etag": "x"});
+        let missing = json!({"error": {"kind": "native", "message": "m", "http_status": 404}});
+        let real = vec![
+            check("get", Outcome::Passed, ok.clone()),
+            check("get", Outcome::Passed, missing.clone()),
+        ];
+        let fake = vec![
+            check("get", Outcome::Passed, ok.clone()),
+            check("get", Outcome::Failed, ok),
+        ];
+        let rows = divergences(&real, &fake);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let problem = rows[0].problem.as_deref().unwrap_or_default();
+        assert!(problem.contains("real gave error"), "{problem}");
+        assert!(
+            problem.contains("passes on the real daemon, fails on the fake"),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn skipped_checks_are_not_compared() {
+        let real = vec![check("get", Outcome::Skipped, Value::Null)];
+        let fake = vec![check("get", Outcome::Passed, json!({"item": {}}))];
+        assert!(divergences(&real, &fake).is_empty());
+    }
+}

@@ -1,0 +1,357 @@
+//! The written record of a run: `real-incus-acceptance.md` and its JSON twin `real-incus-acceptance.json`.
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cleanup::CleanupOutcome;
+
+/// File name of the Markdown report.
+pub const MARKDOWN_FILE: &str = "real-incus-acceptance.md";
+/// File name of the JSON report.
+pub const JSON_FILE: &str = "real-incus-acceptance.json";
+
+/// The outcome of one check or one operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Ran and gave what was expected.
+    Passed,
+    /// Ran and gave something else (or an invalid result).
+    Failed,
+    /// Not run, for a reason given alongside.
+    Skipped,
+}
+
+impl Outcome {
+    fn label(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "FAILED",
+            Outcome::Skipped => "skipped",
+        }
+    }
+}
+
+/// What the daemon said about itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// `environment.server_version`.
+    pub version: String,
+    /// `api_version`.
+    pub api_version: String,
+    /// `environment.driver` and `environment.storage`, e.g. `lxc / dir`.
+    pub driver: String,
+    /// `environment.kernel_version`.
+    pub kernel: String,
+    /// `api_extensions`, in the daemon's order.
+    pub api_extensions: Vec<String>,
+}
+
+/// One call made through `run()` and what came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// The operation called.
+    pub operation: String,
+    /// What the check is about, e.g. `success` or `not found is a native 404`.
+    pub name: String,
+    /// Passed, failed or skipped.
+    pub outcome: Outcome,
+    /// Wall time of the call in milliseconds.
+    pub duration_ms: u64,
+    /// The input given to `run()`.
+    pub input: Value,
+    /// The result `run()` returned (null when skipped).
+    pub output: Value,
+    /// Why it failed or was skipped.
+    pub problem: Option<String>,
+}
+
+/// One row per operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperationRow {
+    /// The operation name.
+    pub operation: String,
+    /// Whether the core exports it (`all()`), or it was run from the full catalogue for review.
+    pub exported: bool,
+    /// The client evidence (native methods, helpers, stream contracts) the operation exercises.
+    pub evidence: Vec<String>,
+    /// Passed only when every check passed; skipped when none ran.
+    pub outcome: Outcome,
+    /// Sum of its checks' times.
+    pub duration_ms: u64,
+    /// Names of its checks.
+    pub checks: Vec<String>,
+}
+
+/// A portable scenario run (or a difference in differential mode).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioRow {
+    /// Scenario file and step.
+    pub name: String,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// Details of a failure, or of a divergence between the real daemon and the fake.
+    pub problem: Option<String>,
+}
+
+/// The whole record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Version of this runner.
+    pub runner_version: String,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// Total duration in milliseconds.
+    pub duration_ms: u64,
+    /// The endpoint (socket path or URL; never credentials).
+    pub endpoint: String,
+    /// The server, when discovery worked.
+    pub server: Option<ServerInfo>,
+    /// The isolated project.
+    pub project: String,
+    /// Where the test image came from.
+    pub image: String,
+    /// A row per operation, in catalogue order.
+    pub operations: Vec<OperationRow>,
+    /// Every check, in the order they ran.
+    pub checks: Vec<Check>,
+    /// Portable scenarios.
+    pub scenarios: Vec<ScenarioRow>,
+    /// Differential mode: where the fake and the real daemon differ.
+    pub divergences: Vec<ScenarioRow>,
+    /// Setup failures (the run could not start or went wrong outside a check).
+    pub errors: Vec<String>,
+    /// True when Ctrl-C cut the run short.
+    pub interrupted: bool,
+    /// What cleanup did and what is left.
+    pub cleanup: CleanupOutcome,
+}
+
+impl Report {
+    /// True only when every operation passed, nothing went wrong in setup or cleanup and the run was
+    /// not interrupted (exit status 0).
+    pub fn passed(&self) -> bool {
+        !self.operations.is_empty()
+            && self.operations.iter().all(|o| o.outcome == Outcome::Passed)
+            && self.checks.iter().all(|c| c.outcome != Outcome::Failed)
+            && self.scenarios.iter().all(|s| s.outcome != Outcome::Failed)
+            && self.divergences.is_empty()
+            && self.errors.is_empty()
+            && !self.interrupted
+            && self.cleanup.clean()
+    }
+
+    /// Fills `operations` from `checks`: a row per given operation, in the given order.
+    pub fn summarize(&mut self, catalogue: &[(String, bool, Vec<String>)]) {
+        self.operations = catalogue
+            .iter()
+            .map(|(name, exported, evidence)| {
+                let checks: Vec<&Check> = self
+                    .checks
+                    .iter()
+                    .filter(|c| &c.operation == name)
+                    .collect();
+                let outcome = if checks.iter().any(|c| c.outcome == Outcome::Failed) {
+                    Outcome::Failed
+                } else if checks.iter().any(|c| c.outcome == Outcome::Passed) {
+                    Outcome::Passed
+                } else {
+                    Outcome::Skipped
+                };
+                OperationRow {
+                    operation: name.clone(),
+                    exported: *exported,
+                    evidence: evidence.clone(),
+                    outcome,
+                    duration_ms: checks.iter().map(|c| c.duration_ms).sum(),
+                    checks: checks.iter().map(|c| c.name.clone()).collect(),
+                }
+            })
+            .collect();
+    }
+
+    /// Renders the Markdown report.
+    pub fn to_markdown(&self) -> String {
+        let mut md = String::new();
+        self.render_header(&mut md);
+        self.render_operations(&mut md);
+        self.render_failures(&mut md);
+        render_rows(&mut md, "Portable scenarios", &self.scenarios);
+        render_rows(
+            &mut md,
+            "Differences from the fake Incus",
+            &self.divergences,
+        );
+        self.render_cleanup(&mut md);
+        md
+    }
+
+    /// Writes both files into `dir` and returns their paths.
+    pub fn write(&self, dir: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
+        std::fs::create_dir_all(dir)?;
+        let md = dir.join(MARKDOWN_FILE);
+        let json = dir.join(JSON_FILE);
+        std::fs::write(&md, self.to_markdown())?;
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(&json, text + "\n")?;
+        Ok((md, json))
+    }
+
+    fn render_header(&self, md: &mut String) {
+        let verdict = if self.passed() { "PASSED" } else { "FAILED" };
+        let _ = writeln!(md, "# Real Incus acceptance: {verdict}\n");
+        let _ = writeln!(
+            md,
+            "- Runner: real-incus-acceptance {}",
+            self.runner_version
+        );
+        let _ = writeln!(
+            md,
+            "- Started: {} (took {:.1} s)",
+            self.started_at,
+            secs(self.duration_ms)
+        );
+        let _ = writeln!(md, "- Endpoint: `{}`", self.endpoint);
+        let _ = writeln!(md, "- Project: `{}`", self.project);
+        let _ = writeln!(md, "- Test image: {}", self.image);
+        if self.interrupted {
+            let _ = writeln!(
+                md,
+                "- **Interrupted** (Ctrl-C): cleanup ran, the rest did not"
+            );
+        }
+        match &self.server {
+            Some(server) => {
+                let _ = writeln!(
+                    md,
+                    "- Server: Incus {} (API {}), {}, kernel {}",
+                    server.version, server.api_version, server.driver, server.kernel
+                );
+                let _ = writeln!(
+                    md,
+                    "- API extensions ({}): {}",
+                    server.api_extensions.len(),
+                    server.api_extensions.join(", ")
+                );
+            }
+            None => {
+                let _ = writeln!(md, "- Server: not reached");
+            }
+        }
+        for error in &self.errors {
+            let _ = writeln!(md, "- **Error:** {}", one_line(error));
+        }
+        md.push('\n');
+    }
+
+    fn render_operations(&self, md: &mut String) {
+        let passed = self
+            .operations
+            .iter()
+            .filter(|o| o.outcome == Outcome::Passed)
+            .count();
+        let _ = writeln!(
+            md,
+            "## Operations ({passed}/{} passed)\n",
+            self.operations.len()
+        );
+        let _ = writeln!(
+            md,
+            "| Operation | Exported | Result | Time (ms) | Client evidence | Checks |"
+        );
+        let _ = writeln!(md, "|---|---|---|---:|---|---|");
+        for row in &self.operations {
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {} | {} | {} | {} |",
+                row.operation,
+                if row.exported { "yes" } else { "no (review)" },
+                row.outcome.label(),
+                row.duration_ms,
+                row.evidence.join(", "),
+                cell(&row.checks.join("; "))
+            );
+        }
+        md.push('\n');
+    }
+
+    fn render_failures(&self, md: &mut String) {
+        let failed: Vec<&Check> = self
+            .checks
+            .iter()
+            .filter(|c| c.outcome == Outcome::Failed)
+            .collect();
+        if failed.is_empty() {
+            return;
+        }
+        let _ = writeln!(md, "## Failures ({})\n", failed.len());
+        for check in failed {
+            let _ = writeln!(md, "### `{}`: {}\n", check.operation, check.name);
+            let _ = writeln!(md, "{}\n", check.problem.as_deref().unwrap_or("failed"));
+            let _ = writeln!(md, "Call:\n\n```json\n{}\n```\n", pretty(&check.input));
+            let _ = writeln!(md, "Answer:\n\n```json\n{}\n```\n", pretty(&check.output));
+        }
+    }
+
+    fn render_cleanup(&self, md: &mut String) {
+        let verdict = if self.cleanup.clean() {
+            "nothing left"
+        } else {
+            "NOT CLEAN"
+        };
+        let _ = writeln!(md, "## Cleanup: {verdict}\n");
+        for done in &self.cleanup.done {
+            let _ = writeln!(md, "- done: {done}");
+        }
+        for failed in &self.cleanup.failed {
+            let _ = writeln!(md, "- **failed:** {}", one_line(failed));
+        }
+        for left in &self.cleanup.leftovers {
+            let _ = writeln!(md, "- **left over:** {}", one_line(left));
+        }
+        if self.cleanup.done.is_empty()
+            && self.cleanup.failed.is_empty()
+            && self.cleanup.leftovers.is_empty()
+        {
+            let _ = writeln!(md, "- nothing was created");
+        }
+    }
+}
+
+fn render_rows(md: &mut String, title: &str, rows: &[ScenarioRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## {title}\n");
+    let _ = writeln!(md, "| Name | Result | Details |");
+    let _ = writeln!(md, "|---|---|---|");
+    for row in rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} |",
+            cell(&row.name),
+            row.outcome.label(),
+            cell(row.problem.as_deref().unwrap_or(""))
+        );
+    }
+    md.push('\n');
+}
+
+fn secs(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+fn one_line(text: &str) -> String {
+    text.replace('\n', " ")
+}
+
+/// Escapes a Markdown table cell.
+fn cell(text: &str) -> String {
+    one_line(text).replace('|', "\\|")
+}

@@ -1,0 +1,140 @@
+//! Report rendering on sample data.
+use real_incus::cleanup::CleanupOutcome;
+use real_incus::report::{Check, Outcome, Report, ServerInfo};
+use serde_json::json;
+
+fn check(operation: &str, name: &str, outcome: Outcome) -> Check {
+    Check {
+        operation: operation.into(),
+        name: name.into(),
+        outcome,
+        duration_ms: 12,
+        input: json!({"name": "c1", "project": "ioacc-0123456789"}),
+        output: json!({"error": {"kind": "native", "message": "Instance is running", "http_status": 400}}),
+        problem: (outcome == Outcome::Failed).then(|| "expected success, got error".to_owned()),
+    }
+}
+
+fn catalogue() -> Vec<(String, bool, Vec<String>)> {
+    vec![
+        (
+            "incus_instance_delete".into(),
+            true,
+            vec!["DeleteInstance".into(), "GetOperationWait".into()],
+        ),
+        (
+            "incus_server_get".into(),
+            false,
+            vec!["helper:connect".into()],
+        ),
+    ]
+}
+
+fn sample(outcome: Outcome) -> Report {
+    let mut report = Report {
+        runner_version: "0.1.0".into(),
+        started_at: "2026-11-30T12:00:00Z".into(),
+        duration_ms: 4200,
+        endpoint: "unix:/run/incus.socket".into(),
+        project: "ioacc-0123456789".into(),
+        image: "built from busybox".into(),
+        server: Some(ServerInfo {
+            version: "6.0.4".into(),
+            api_version: "1.0".into(),
+            driver: "lxc / dir".into(),
+            kernel: "6.1".into(),
+            api_extensions: vec!["etag".into(), "patch".into()],
+        }),
+        checks: vec![
+            check("incus_instance_delete", "success", outcome),
+            check("incus_server_get", "success", Outcome::Passed),
+        ],
+        cleanup: CleanupOutcome {
+            done: vec!["delete project ioacc-0123456789".into()],
+            ..Default::default()
+        },
+        ..Report::default()
+    };
+    report.summarize(&catalogue());
+    report
+}
+
+#[test]
+fn report_has_server_version_extensions_and_a_row_per_operation() {
+    let md = sample(Outcome::Passed).to_markdown();
+    assert!(md.starts_with("# Real Incus acceptance: PASSED"), "{md}");
+    assert!(md.contains("Incus 6.0.4 (API 1.0)"));
+    assert!(md.contains("API extensions (2): etag, patch"));
+    assert!(md.contains("| `incus_instance_delete` | yes | passed | 12 | DeleteInstance, GetOperationWait | success |"), "{md}");
+    assert!(
+        md.contains("| `incus_server_get` | no (review) | passed |"),
+        "{md}"
+    );
+    assert!(md.contains("## Cleanup: nothing left"));
+    assert!(!md.contains("## Failures"));
+}
+
+#[test]
+fn report_shows_each_failure_with_the_call_and_the_answer() {
+    let report = sample(Outcome::Failed);
+    assert!(!report.passed());
+    let md = report.to_markdown();
+    assert!(md.starts_with("# Real Incus acceptance: FAILED"));
+    assert!(md.contains("## Failures (1)"));
+    assert!(md.contains("### `incus_instance_delete`: success"));
+    assert!(
+        md.contains("\"project\": \"ioacc-0123456789\""),
+        "the call is shown"
+    );
+    assert!(
+        md.contains("\"message\": \"Instance is running\""),
+        "the answer is shown"
+    );
+}
+
+#[test]
+fn report_passes_only_when_every_operation_passed_and_nothing_is_left() {
+    assert!(sample(Outcome::Passed).passed());
+    let mut skipped = sample(Outcome::Skipped);
+    skipped.summarize(&catalogue());
+    assert!(
+        !skipped.passed(),
+        "an operation that never ran is not a pass"
+    );
+    let mut dirty = sample(Outcome::Passed);
+    dirty
+        .cleanup
+        .leftovers
+        .push("project ioacc-0123456789".into());
+    assert!(!dirty.passed());
+    assert!(dirty
+        .to_markdown()
+        .contains("**left over:** project ioacc-0123456789"));
+    let mut interrupted = sample(Outcome::Passed);
+    interrupted.interrupted = true;
+    assert!(!interrupted.passed());
+    assert!(
+        Report::default().to_markdown().contains("FAILED"),
+        "an empty run is not a pass"
+    );
+}
+
+#[test]
+fn report_writes_markdown_and_a_json_twin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = sample(Outcome::Failed);
+    let (md, json) = report.write(&dir.path().join("reports")).expect("write");
+    assert!(md.ends_with("real-incus-acceptance.md"));
+    let back: Report =
+        serde_json::from_str(&std::fs::read_to_string(json).expect("read")).expect("parse");
+    assert_eq!(back, report);
+}
+
+#[test]
+fn table_cells_escape_pipes_and_newlines() {
+    let mut report = sample(Outcome::Passed);
+    report.checks[0].name = "a | b\nc".into();
+    report.summarize(&catalogue());
+    let md = report.to_markdown();
+    assert!(md.contains("a \\| b c"), "{md}");
+}
