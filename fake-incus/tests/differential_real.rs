@@ -1035,6 +1035,27 @@ async fn snapshots(p: &mut Probe, inst: &str, q: &str) {
         Req::get(format!("{inst}/snapshots/snap0?{q}")),
     )
     .await;
+    let started = p
+        .step(
+            "snapshot create snap1",
+            Req::new(Method::POST, format!("{inst}/snapshots?{q}")).json(&json!({"name": "snap1"})),
+        )
+        .await;
+    p.wait("snapshot create snap1", &started).await;
+    let snap0 = p
+        .step(
+            "snapshot get snap0",
+            Req::get(format!("{inst}/snapshots/snap0?{q}")),
+        )
+        .await;
+    let snap1 = p
+        .step(
+            "snapshot get snap1",
+            Req::get(format!("{inst}/snapshots/snap1?{q}")),
+        )
+        .await;
+    // Incus gives every snapshot of an instance the same ETag.
+    p.etag_changes("ETag of two snapshots", &snap0, &snap1);
     p.step(
         "snapshot get unknown",
         Req::get(format!("{inst}/snapshots/nosuch?{q}")),
