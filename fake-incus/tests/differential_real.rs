@@ -6,7 +6,10 @@
 //! `used_by` contents, API extensions...) are not compared. Compared values: the envelope's
 //! `type`, `status`, `status_code`, `error_code`, its `error` text (ids masked), the
 //! `Content-Type` header, and the `status`, `status_code`, `class`, `may_cancel`, `return` and
-//! `type` of every metadata object outside lists.
+//! `type` of every metadata object outside lists. Besides: whether the ETag changes between
+//! two GETs (description-only PATCH, config PATCH, two snapshots) and the recorded exec output.
+//!
+//! Known divergences live in [`KNOWN`], each with its reason; the test fails on any other.
 //!
 //! The real daemon gets a project of its own, created through the API and deleted at the end
 //! (also on failure, by a guard). The fake has no project creation endpoint, so the same project
