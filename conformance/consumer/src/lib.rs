@@ -34,7 +34,7 @@ impl Grants {
         }
     }
 
-    /// Allows one more project; the first one allowed is the caller's default project.
+    /// Allows one more project; the first in name order is the caller's default project.
     pub fn project(mut self, project: impl Into<String>) -> Self {
         if let Some(projects) = &mut self.projects {
             projects.insert(project.into());
@@ -101,5 +101,58 @@ impl Host for TeamHost {
             ))),
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use incus_operations::{run, RunOptions};
+    use serde_json::json;
+
+    use super::*;
+
+    /// Runs `operation` for `caller` with every scope verified, against a socket nobody listens
+    /// on: an authorized call gets as far as discovery, a refused one stops at `unauthorized`.
+    async fn kind_of(caller: &Grants, operation: &str, input: Value) -> String {
+        let host = TeamHost::new(Connection::unix("/nonexistent/incus.socket"));
+        let scopes = [Scope::Read, Scope::Write, Scope::Exec, Scope::Delete];
+        let result = run(operation, input, RunOptions::new(&host, caller, scopes)).await;
+        result["error"]["kind"]
+            .as_str()
+            .unwrap_or("success")
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn authorize_refuses_a_project_not_granted() {
+        let caller = Grants::new("agent", [Scope::Read]).project("team-a");
+        let kind = kind_of(&caller, "incus_instance_list", json!({"project": "team-b"})).await;
+        assert_eq!(kind, "unauthorized");
+    }
+
+    #[tokio::test]
+    async fn authorize_refuses_a_scope_not_granted() {
+        let caller = Grants::new("agent", [Scope::Read]).project("team-a");
+        let input = json!({"name": "web", "confirm": "web"});
+        assert_eq!(
+            kind_of(&caller, "incus_instance_delete", input).await,
+            "unauthorized"
+        );
+    }
+
+    #[tokio::test]
+    async fn binding_runs_in_the_first_granted_project() {
+        let caller = Grants::new("agent", [Scope::Read]).project("team-a");
+        // No project in the input: the binding's default (team-a) is authorized, so the call
+        // reaches discovery, which fails on the missing socket.
+        let kind = kind_of(&caller, "incus_instance_list", json!({})).await;
+        assert_eq!(kind, "discovery_failed");
+    }
+
+    #[tokio::test]
+    async fn any_project_allows_every_project() {
+        let caller = Grants::new("admin", [Scope::Read]).any_project();
+        let kind = kind_of(&caller, "incus_instance_list", json!({"project": "team-b"})).await;
+        assert_eq!(kind, "discovery_failed");
     }
 }
