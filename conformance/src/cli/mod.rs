@@ -24,11 +24,15 @@ const USAGE: u8 = 2;
     name = "incus-conformance",
     version,
     about = "Conformance harness for the Incus operations",
-    long_about = "Conformance harness for the Incus operations: the catalogue, the tama-operations/1 profile, and the suites run against the core over an embedded fake Incus (the default)."
+    long_about = "Conformance harness for the Incus operations: the catalogue, the tama-operations/1 profile, and the suites run against the core over an embedded fake Incus (the default).\n\nWithout a subcommand it runs the suites and takes the flags of `run` directly: `incus-conformance --list`, `incus-conformance scenario:: --junit report.xml`.",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// The flags of the default `run`, accepted without the subcommand.
+    #[command(flatten)]
+    run: run::Args,
 }
 
 #[derive(Debug, Subcommand)]
@@ -68,7 +72,7 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Some(Command::Tama { command }) => tama::run(command),
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Call(args)) => call::run_call(*args),
-        None => run::run(run::Args::default()),
+        None => run::run(cli.run),
     }
 }
 
@@ -110,7 +114,8 @@ mod tests {
         assert!(matches!(
             parse(&["catalogue"]),
             Ok(Cli {
-                command: Some(Command::Catalogue(_))
+                command: Some(Command::Catalogue(_)),
+                ..
             })
         ));
         let export = parse(&["tama", "export", "--all"]).unwrap();
@@ -125,7 +130,11 @@ mod tests {
 
     #[test]
     fn cli_usage_errors_exit_2() {
-        for args in [&["nonsense"][..], &["tama"], &["tama", "export", "--bogus"]] {
+        for args in [
+            &["--bogus-flag"][..],
+            &["tama"],
+            &["tama", "export", "--bogus"],
+        ] {
             let argv = std::iter::once("incus-conformance").chain(args.iter().copied());
             assert_eq!(
                 main(argv.map(OsString::from)),

@@ -1,8 +1,10 @@
 //! Evidence: running operations never changes the client coverage ledgers.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use incus_operations::UnavailableReason;
 use serde_json::{json, Value};
 
 use super::with_session;
@@ -50,7 +52,22 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
             Err("running operations changed the coverage ledgers".into())
         }
     });
-    vec![gate, unchanged]
+    vec![
+        gate,
+        unchanged,
+        Check::new(
+            "evidence::compile_time::exported_set_is_what_the_evidence_files_imply",
+            exported_set_follows_the_files,
+        ),
+        Check::new(
+            "evidence::fixtures::coverage_evidence_files_exist_and_call_the_methods",
+            evidence_files_call_the_methods,
+        ),
+        Check::new(
+            "evidence::fixtures::client_tests_run_over_unix_and_mutual_https",
+            client_tests_use_both_listeners,
+        ),
+    ]
 }
 
 /// Recomputes the evidence rule from the ledgers: every requirement of an exported operation
@@ -101,4 +118,163 @@ fn exported_have_evidence() -> Result<(), String> {
     } else {
         Err(problems.join("\n"))
     }
+}
+
+fn read_json(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
+}
+
+fn verdict(problems: Vec<String>) -> Result<(), String> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// The gate applied to the files as they are now: a requirement has evidence when at least one
+/// row maps it, every such row is complete under a completion record, and its coverage entry,
+/// where one exists, names an implementation and evidence files.
+fn has_evidence(requirement: &str, inventory: &Value, coverage: &Value) -> bool {
+    let complete = if requirement.starts_with("stream:") {
+        "certified"
+    } else {
+        "behavior-complete"
+    };
+    let rows: Vec<&Value> = inventory["rows"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter(|r| r["requirement"] == requirement)
+                .collect()
+        })
+        .unwrap_or_default();
+    let rows_complete = !rows.is_empty()
+        && rows
+            .iter()
+            .all(|r| r["status"] == complete && r["completion_record"].is_string());
+    let covered = coverage["methods"].get(requirement).is_none_or(|entry| {
+        entry["implementation"].is_string()
+            && entry["evidence"].as_array().is_some_and(|f| !f.is_empty())
+    });
+    rows_complete && covered
+}
+
+/// The build compiled the files in: what it exports, and what it names as missing, is exactly
+/// what the gate says of the files read now.
+fn exported_set_follows_the_files() -> Result<(), String> {
+    let paths = ledgers();
+    let coverage = read_json(&paths[0])?;
+    let inventory = read_json(&paths[1])?;
+    let lacking = |requires: &[&str]| -> Vec<String> {
+        requires
+            .iter()
+            .filter(|r| !has_evidence(r, &inventory, &coverage))
+            .map(|r| (*r).to_owned())
+            .collect()
+    };
+    let mut problems = Vec::new();
+    for descriptor in incus_operations::all() {
+        let missing = lacking(descriptor.requires());
+        if !missing.is_empty() {
+            problems.push(format!(
+                "{} is exported but the files give no evidence for {missing:?}",
+                descriptor.name()
+            ));
+        }
+    }
+    for unavailable in incus_operations::unavailable() {
+        let UnavailableReason::MissingEvidence { missing } = unavailable.reason() else {
+            continue;
+        };
+        let named: Vec<String> = missing.iter().map(|m| m.requirement().to_owned()).collect();
+        let expected = unavailable
+            .descriptor()
+            .map(|d| lacking(d.requires()))
+            .unwrap_or_default();
+        if named != expected {
+            problems.push(format!(
+                "{} names {named:?} as missing, the files lack {expected:?}",
+                unavailable.name()
+            ));
+        }
+    }
+    verdict(problems)
+}
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every coverage entry's evidence files exist and call the method its implementation names.
+fn evidence_files_call_the_methods() -> Result<(), String> {
+    let coverage = read_json(&ledgers()[0])?;
+    let methods = coverage["methods"].as_object().cloned().unwrap_or_default();
+    if methods.is_empty() {
+        return Err("coverage.json maps no method".into());
+    }
+    let mut problems = Vec::new();
+    for (method, entry) in &methods {
+        let Some(function) = entry["implementation"]
+            .as_str()
+            .and_then(|i| i.rsplit("::").next())
+        else {
+            continue;
+        };
+        let files = entry["evidence"].as_array().cloned().unwrap_or_default();
+        let calls =
+            files.iter().filter_map(Value::as_str).any(|file| {
+                match std::fs::read_to_string(repository().join(file)) {
+                    Ok(text) => text.contains(&format!("{function}(")),
+                    Err(_) => {
+                        problems.push(format!("{method}: the evidence file {file} does not exist"));
+                        false
+                    }
+                }
+            });
+        if !calls {
+            problems.push(format!("{method}: no evidence file calls {function}"));
+        }
+    }
+    verdict(problems)
+}
+
+/// The client tests named as evidence start the fake with both listeners and connect over the
+/// Unix socket and over HTTPS with a client identity.
+fn client_tests_use_both_listeners() -> Result<(), String> {
+    let coverage = read_json(&ledgers()[0])?;
+    let mut suites = BTreeSet::new();
+    for entry in coverage["methods"]
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.values())
+    {
+        for file in entry["evidence"].as_array().into_iter().flatten() {
+            if let Some(dir) = file.as_str().and_then(|f| Path::new(f).parent()) {
+                suites.insert(dir.to_path_buf());
+            }
+        }
+    }
+    if suites.is_empty() {
+        return Err("coverage.json names no evidence file".into());
+    }
+    let mut problems = Vec::new();
+    for suite in suites {
+        let support = repository().join(&suite).join("mod.rs");
+        let text = std::fs::read_to_string(&support)
+            .map_err(|e| format!("cannot read {}: {e}", support.display()))?;
+        for needle in [
+            "https(true)",
+            "Connection::unix(",
+            "Endpoint::https(",
+            "client_key_pem(",
+        ] {
+            if !text.contains(needle) {
+                problems.push(format!("{} has no {needle}", suite.display()));
+            }
+        }
+    }
+    verdict(problems)
 }

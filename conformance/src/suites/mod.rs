@@ -16,8 +16,10 @@ mod byte_bounds;
 mod catalogue;
 mod client_binding;
 mod confirmation;
+mod contract;
 mod evidence;
 mod exec_output;
+mod exposure;
 mod fake;
 mod host_callbacks;
 pub(crate) mod host_target;
@@ -48,8 +50,12 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
         checks.extend(host_callbacks::checks());
         checks.extend(client_binding::checks());
         checks.extend(timeouts::checks());
+        checks.extend(contract::live_checks());
+        checks.extend(exposure::live_checks());
     }
     checks.extend(catalogue::checks());
+    checks.extend(contract::checks());
+    checks.extend(exposure::checks());
     checks.extend(evidence::checks(factory));
     checks.extend(scopes::checks(factory));
     checks.extend(confirmation::checks(factory));

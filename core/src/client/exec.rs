@@ -98,6 +98,7 @@ impl StreamCapture {
     }
 
     /// Every byte seen on the stream.
+    #[cfg(test)]
     pub(crate) fn bytes(&self) -> u64 {
         self.total
     }

@@ -9,10 +9,6 @@
 //! attempt, and every failure says whether the request may have reached Incus
 //! ([`ClientError::may_have_been_sent`]).
 
-// The crate-internal calls are consumed by the `run` module; until every one is wired there,
-// some are used only by tests.
-#![allow(dead_code)]
-
 use std::time::Duration;
 
 use serde_json::Value;
@@ -42,12 +38,9 @@ pub use connection::{
     DEFAULT_STREAM_TIMEOUT, DEFAULT_TIMEOUT,
 };
 pub use error::ClientError;
-#[allow(unused_imports)]
-pub(crate) use exec::{ExecOutcome, ExecRequest, ExecStatus, StreamCapture, CAPTURE_BYTES};
-#[allow(unused_imports)]
+pub(crate) use exec::ExecRequest;
 pub(crate) use operations::WaitOutcome;
-#[allow(unused_imports)]
-pub(crate) use query::{Accepted, ListItem, Single};
+pub(crate) use query::{json_len, Accepted};
 
 /// The kill grace of exec: after `SIGKILL`, collection has this long to observe the exit.
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(5);
@@ -70,7 +63,6 @@ pub(crate) const KILL_GRACE: Duration = Duration::from_secs(5);
 pub struct Client {
     connection: Connection,
     server: Value,
-    server_etag: Option<String>,
 }
 
 impl Client {
@@ -82,11 +74,6 @@ impl Client {
     /// The connection this client was discovered over.
     pub fn connection(&self) -> &Connection {
         &self.connection
-    }
-
-    /// The ETag header of the discovery answer, if any.
-    pub(crate) fn server_etag(&self) -> Option<&str> {
-        self.server_etag.as_deref()
     }
 }
 

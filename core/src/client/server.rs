@@ -18,7 +18,6 @@ impl Client {
         let mut client = Client {
             connection,
             server: Value::Null,
-            server_etag: None,
         };
         let reply = client
             .query(Method::GET, target(&["1.0"], &[]), None, None)
@@ -36,7 +35,6 @@ impl Client {
         }
         tracing::debug!("discovered a trusting Incus server");
         client.server = server;
-        client.server_etag = reply.etag;
         Ok(client)
     }
 }

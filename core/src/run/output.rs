@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use super::results::RunError;
+pub(crate) use crate::client::json_len;
 
 /// The bound on a result's compact JSON, in bytes.
 pub(crate) const OUTPUT_BYTES: usize = 256 * 1024;
@@ -104,24 +105,6 @@ pub(crate) fn bounded(result: Value, bound: usize) -> Result<Value, RunError> {
         return Err(RunError::OutputLimit { limit: bound });
     }
     Ok(result)
-}
-
-/// The length of a value's compact JSON, without building the text.
-pub(crate) fn json_len(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    // Serializing a `Value` into a writer that never fails cannot fail.
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 use fake_incus::{Fault, Rule};
 
 use super::*;
-use crate::client::{ClientError, ExecRequest, ExecStatus, CAPTURE_BYTES};
+use crate::client::exec::{ExecStatus, CAPTURE_BYTES};
+use crate::client::{ClientError, ExecRequest};
 
 fn shell(line: &str, timeout_seconds: u64) -> ExecRequest {
     ExecRequest {

@@ -1,0 +1,158 @@
+//! An example host: every caller's operations go to one Incus, and a caller may run an operation
+//! only when it was granted the operation's scope and the input's project.
+//!
+//! `tests/certify.rs` certifies it with `incus_conformance::certify`.
+//!
+//! ```
+//! use host_certification_example::{Grants, TeamHost};
+//! use incus_operations::{Connection, Scope};
+//!
+//! let host = TeamHost::new(Connection::unix("/var/lib/incus/unix.socket"));
+//! let caller = Grants::new("agent-7", [Scope::Read]).project("team-a");
+//! # let _ = (host, caller);
+//! ```
+use std::collections::BTreeSet;
+
+use incus_operations::{Binding, BindingContext, Connection, Host, HostError, Scope};
+use serde_json::Value;
+
+/// What a verified caller was granted: scopes, and the projects it may touch (`None`: any).
+#[derive(Debug, Clone)]
+pub struct Grants {
+    name: String,
+    scopes: Vec<Scope>,
+    projects: Option<BTreeSet<String>>,
+}
+
+impl Grants {
+    /// A caller with these scopes, allowed in no project yet.
+    pub fn new(name: impl Into<String>, scopes: impl IntoIterator<Item = Scope>) -> Self {
+        Grants {
+            name: name.into(),
+            scopes: scopes.into_iter().collect(),
+            projects: Some(BTreeSet::new()),
+        }
+    }
+
+    /// Allows one more project; the first in name order is the caller's default project.
+    pub fn project(mut self, project: impl Into<String>) -> Self {
+        if let Some(projects) = &mut self.projects {
+            projects.insert(project.into());
+        }
+        self
+    }
+
+    /// Allows every project (an administrator).
+    pub fn any_project(mut self) -> Self {
+        self.projects = None;
+        self
+    }
+}
+
+/// A host that binds every caller to one connection and authorizes by scope and project.
+#[derive(Debug, Clone)]
+pub struct TeamHost {
+    connection: Connection,
+}
+
+impl TeamHost {
+    /// A host for the Incus behind `connection`.
+    pub fn new(connection: Connection) -> Self {
+        TeamHost { connection }
+    }
+}
+
+impl Host for TeamHost {
+    type Caller = Grants;
+
+    async fn binding(&self, caller: &Grants, _operation: &str) -> Result<Binding, HostError> {
+        let default = caller
+            .projects
+            .as_ref()
+            .and_then(|set| set.first().cloned());
+        let context = match default {
+            Some(project) => BindingContext::default().default_project(project),
+            None => BindingContext::default(),
+        };
+        Ok(Binding::connection(self.connection.clone(), context))
+    }
+
+    async fn authorize(
+        &self,
+        caller: &Grants,
+        operation: &str,
+        input: &Value,
+    ) -> Result<(), HostError> {
+        let descriptor = incus_operations::fetch(operation)
+            .ok_or_else(|| HostError::Denied(format!("{operation} is not offered")))?;
+        if !caller.scopes.contains(&descriptor.scope()) {
+            let scope = descriptor.scope().as_str();
+            return Err(HostError::Denied(format!("{} lacks {scope}", caller.name)));
+        }
+        // The input is normalized: `project` is the native project the operation will run in.
+        let project = input
+            .get("project")
+            .and_then(Value::as_str)
+            .unwrap_or("default");
+        match &caller.projects {
+            Some(allowed) if !allowed.contains(project) => Err(HostError::Denied(format!(
+                "{} may not use project {project}",
+                caller.name
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use incus_operations::{run, RunOptions};
+    use serde_json::json;
+
+    use super::*;
+
+    /// Runs `operation` for `caller` with every scope verified, against a socket nobody listens
+    /// on: an authorized call gets as far as discovery, a refused one stops at `unauthorized`.
+    async fn kind_of(caller: &Grants, operation: &str, input: Value) -> String {
+        let host = TeamHost::new(Connection::unix("/nonexistent/incus.socket"));
+        let scopes = [Scope::Read, Scope::Write, Scope::Exec, Scope::Delete];
+        let result = run(operation, input, RunOptions::new(&host, caller, scopes)).await;
+        result["error"]["kind"]
+            .as_str()
+            .unwrap_or("success")
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn authorize_refuses_a_project_not_granted() {
+        let caller = Grants::new("agent", [Scope::Read]).project("team-a");
+        let kind = kind_of(&caller, "incus_instance_list", json!({"project": "team-b"})).await;
+        assert_eq!(kind, "unauthorized");
+    }
+
+    #[tokio::test]
+    async fn authorize_refuses_a_scope_not_granted() {
+        let caller = Grants::new("agent", [Scope::Read]).project("team-a");
+        let input = json!({"name": "web", "confirm": "web"});
+        assert_eq!(
+            kind_of(&caller, "incus_instance_delete", input).await,
+            "unauthorized"
+        );
+    }
+
+    #[tokio::test]
+    async fn binding_runs_in_the_first_granted_project() {
+        let caller = Grants::new("agent", [Scope::Read]).project("team-a");
+        // No project in the input: the binding's default (team-a) is authorized, so the call
+        // reaches discovery, which fails on the missing socket.
+        let kind = kind_of(&caller, "incus_instance_list", json!({})).await;
+        assert_eq!(kind, "discovery_failed");
+    }
+
+    #[tokio::test]
+    async fn any_project_allows_every_project() {
+        let caller = Grants::new("admin", [Scope::Read]).any_project();
+        let kind = kind_of(&caller, "incus_instance_list", json!({"project": "team-b"})).await;
+        assert_eq!(kind, "discovery_failed");
+    }
+}
