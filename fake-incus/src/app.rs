@@ -168,8 +168,12 @@ impl App {
     }
 
     async fn drive_task(self: Arc<Self>, id: String, fault: Option<Fault>, work: Work) {
-        let (wait_started, cancelled) = match self.ops().get(&id) {
-            Some(op) => (op.wait_started.clone(), op.cancelled.clone()),
+        let (wait_started, cancelled, duration) = match self.ops().get(&id) {
+            Some(op) => (
+                op.wait_started.clone(),
+                op.cancelled.clone(),
+                op.spec.duration,
+            ),
             None => return,
         };
         let gate = async {
@@ -184,7 +188,8 @@ impl App {
                     wait_started.notified().await;
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                _ => tokio::task::yield_now().await,
+                _ if duration.is_zero() => tokio::task::yield_now().await,
+                _ => tokio::time::sleep(duration).await,
             }
         };
         tokio::select! {

@@ -549,6 +549,44 @@ async fn put_replaces_and_requires_volatile_idmap_keys() {
 }
 
 #[tokio::test]
+async fn state_changes_take_a_moment_like_a_real_daemon_unless_a_fault_says_otherwise() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let state_put = |action: &'static str| {
+        let fake = &fake;
+        async move {
+            unix(
+                fake,
+                "PUT",
+                "/1.0/instances/c1/state",
+                Some(json!({"action": action, "force": true})),
+            )
+            .await
+        }
+    };
+    let started = std::time::Instant::now();
+    let start = state_put("start").await;
+    let url = start.body["operation"].as_str().unwrap().to_owned();
+    assert_eq!(start.metadata()["status"], "Running");
+    let at_once = unix(&fake, "GET", &format!("{url}/wait?timeout=0"), None).await;
+    assert_eq!(at_once.body["error"], "context deadline exceeded");
+    assert_eq!(wait(&fake, &start).await.body["type"], "sync");
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    let restart = state_put("restart").await;
+    let started = std::time::Instant::now();
+    wait(&fake, &restart).await;
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let _instant = fake.add_rule(
+        fake_incus::Rule::new("PUT", "/1.0/instances/c1/state")
+            .fault(fake_incus::Fault::OperationDuration { ms: 0 }),
+    );
+    let stop = state_put("stop").await;
+    let url = stop.body["operation"].as_str().unwrap();
+    let waited = unix(&fake, "GET", &format!("{url}/wait?timeout=1"), None).await;
+    assert_eq!(waited.metadata()["status"], "Success");
+}
+
+#[tokio::test]
 async fn state_changes_are_operations_with_daemon_failures() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;

@@ -91,6 +91,7 @@ fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
         )]),
         metadata: Value::Null,
         may_cancel: false,
+        duration: std::time::Duration::ZERO,
     };
     let op = ctx.app.start_task(
         spec,

@@ -6,6 +6,12 @@ use crate::state::operations::OpSpec;
 use crate::state::{PowerState, State};
 use http::Method;
 use serde::Deserialize;
+use std::time::Duration;
+
+/// How long a start, stop, freeze or unfreeze takes in the fake (see [`Action::duration`]).
+const STATE_CHANGE_DURATION: Duration = Duration::from_millis(200);
+/// How long a restart takes in the fake: a stop, then a start.
+const RESTART_DURATION: Duration = Duration::from_millis(400);
 
 pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> ApiResult {
     match (rest, method.as_str()) {
@@ -64,6 +70,17 @@ impl Action {
             other => return Err(ApiError::bad_request(format!("Unknown action: '{other}'"))),
         })
     }
+    /// How long the change takes in the fake: a real daemon takes about half a second to start, stop,
+    /// freeze or unfreeze a small container and about a second to restart it, so its 202 and a wait of
+    /// 0 s show the operation `Running`. Kept shorter here so that test suites stay quick; the
+    /// `operation_duration` fault sets any other length, 0 included.
+    fn duration(self) -> Duration {
+        match self {
+            Self::Restart => RESTART_DURATION,
+            Self::Start | Self::Stop | Self::Freeze | Self::Unfreeze => STATE_CHANGE_DURATION,
+        }
+    }
+
     fn description(self) -> &'static str {
         match self {
             Self::Start => "Starting instance",
@@ -87,7 +104,8 @@ fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let req: StateBody = parse_body(body)?;
     let action = Action::parse(&req.action)?;
     let name = name.to_string();
-    let spec = OpSpec::task(&project, action.description(), instance_url);
+    let spec =
+        OpSpec::task(&project, action.description(), instance_url).lasting(action.duration());
     let op = ctx.app.start_task(
         spec,
         ctx.fault.clone(),

@@ -2,10 +2,10 @@
 //!
 //! Every command is interpreted here, deterministically, without any host process or filesystem. The
 //! commands and their exact behaviour are documented in `EXEC.md` at the root of the crate. In short:
-//! `echo`, `printf`, `cat`, `head`, `true`, `false`, `sleep`, `env`, `id`, `pwd`, `sh` (with `-c LINE`
-//! or a script on stdin, made of simple commands joined by `;`, `&&`, `||` and newlines, with `>&2`,
-//! `2>&1` and `>/dev/null`, and `exit` inside), plus test commands under a `fake-` prefix that flood
-//! output, emit raw bytes, ignore signals or hang.
+//! `echo`, `printf`, `cat`, `head`, `true`, `false`, `sleep`, `env`, `id`, `pwd`, `yes`, `sh` (with
+//! `-c LINE` or a script on stdin, made of simple commands and pipelines joined by `;`, `&&`, `||` and
+//! newlines, with `>&2`, `2>&1` and `>/dev/null`, and `exit` inside), plus test commands under a
+//! `fake-` prefix that flood output, emit raw bytes, ignore signals or hang.
 //!
 //! Signals from the control channel end the program with 128+N unless ignored; a dropped output
 //! receiver ends it with 141 (128+SIGPIPE). Output goes out in chunks of at most 32 KiB through the
@@ -13,6 +13,7 @@
 
 mod builtins;
 mod fake_commands;
+mod pipeline;
 mod printf;
 mod shell;
 mod streams;
@@ -239,6 +240,7 @@ enum Command {
     Id,
     Pwd,
     Sh,
+    Yes,
     FakeFlood,
     FakeBytes,
     FakeHang,
@@ -257,6 +259,7 @@ const COMMANDS: &[(&str, Command)] = &[
     ("id", Command::Id),
     ("pwd", Command::Pwd),
     ("sh", Command::Sh),
+    ("yes", Command::Yes),
     ("fake-flood", Command::FakeFlood),
     ("fake-bytes", Command::FakeBytes),
     ("fake-hang", Command::FakeHang),
@@ -293,6 +296,7 @@ fn run_command<'a>(ctx: &'a mut Ctx<'_>, command: Command, args: &'a [String]) -
             Command::Id => builtins::id(ctx, args).await,
             Command::Pwd => builtins::pwd(ctx).await,
             Command::Sh => shell::sh(ctx, args).await,
+            Command::Yes => builtins::yes(ctx, args).await,
             Command::FakeFlood => fake_commands::flood(ctx, args).await,
             Command::FakeBytes => fake_commands::bytes(ctx, args).await,
             Command::FakeHang => fake_commands::hang().await,

@@ -5,6 +5,7 @@ use super::clock;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{watch, Notify};
 
 /// Operation status with the daemon's names and codes.
@@ -47,6 +48,8 @@ pub(crate) struct OpSpec {
     pub(crate) resources: BTreeMap<String, Vec<String>>,
     pub(crate) metadata: Value,
     pub(crate) may_cancel: bool,
+    /// How long the work takes before the operation ends when no fault shapes it (zero: at once).
+    pub(crate) duration: Duration,
 }
 
 impl OpSpec {
@@ -59,7 +62,13 @@ impl OpSpec {
             resources: BTreeMap::from([("instances".to_string(), vec![instance_url])]),
             metadata: Value::Null,
             may_cancel: false,
+            duration: Duration::ZERO,
         }
+    }
+
+    /// The same operation, taking `duration` before its work runs.
+    pub(crate) fn lasting(self, duration: Duration) -> Self {
+        Self { duration, ..self }
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::printf::{self as format, Escapes};
-use super::streams::Status;
+use super::streams::{Status, CHUNK};
 use super::{lookup, run_command, Ctx, NOT_FOUND_STATUS};
 
 /// `echo [-neE] [ARG...]`: options only while every letter is one of `n`, `e`, `E`; `-e` expands
@@ -78,6 +78,22 @@ pub(super) async fn printf(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
 }
 
 /// `cat [-] [FILE...]`: copies stdin to stdout chunk by chunk; a file cannot be opened (no filesystem).
+/// `yes [STRING...]`: prints the arguments joined by spaces (default `y`) and a newline, forever, in
+/// chunks of whole lines of about 32 KiB; only a broken pipe or a signal ends it.
+pub(super) async fn yes(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+    let line = if args.is_empty() {
+        "y\n".to_owned()
+    } else {
+        format!("{}\n", args.join(" "))
+    };
+    let chunk = Bytes::from(line.repeat((CHUNK / line.len()).max(1)));
+    loop {
+        // Writes to /dev/null never wait: give the runtime (and the signal watcher) a turn.
+        tokio::task::consume_budget().await;
+        ctx.output.out(chunk.clone()).await?;
+    }
+}
+
 pub(super) async fn cat(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
     if args.is_empty() {
         return copy_stdin(ctx).await;

@@ -3,7 +3,7 @@
 
 use super::streams::{Fds, Output, Sink, Status};
 use super::syntax::{self, Command, Condition, Part, Script, Target, Word};
-use super::{lookup, run_command, Ctx, NOT_FOUND_STATUS};
+use super::{lookup, pipeline, run_command, Ctx, NOT_FOUND_STATUS};
 
 /// Exit status of a shell that could not run its script (bad option, syntax error).
 const USAGE_STATUS: i32 = 2;
@@ -145,12 +145,18 @@ impl Shell<'_> {
             if !step.condition.allows(self.status) {
                 continue;
             }
-            let argv = self.expand(&step.command.words);
-            let fds = redirect(self.ctx.output.fds, &step.command);
-            if argv.first().is_some_and(|name| name == "exit") {
-                return self.exit(&argv[1..], fds).await;
-            }
-            self.status = self.run_simple(&argv, fds).await?;
+            self.status = match step.pipeline.as_slice() {
+                [command] => {
+                    let argv = self.expand(&command.words);
+                    let fds = redirect(self.ctx.output.fds, command);
+                    if argv.first().is_some_and(|name| name == "exit") {
+                        let output = self.output(fds);
+                        return exit(output, &argv[1..], self.status).await;
+                    }
+                    self.run_simple(&argv, fds).await?
+                }
+                commands => self.run_pipeline(commands).await?,
+            };
             let last_of_list = script
                 .steps
                 .get(index + 1)
@@ -163,39 +169,29 @@ impl Shell<'_> {
     }
 
     async fn run_simple(&mut self, argv: &[String], fds: Fds) -> Status {
-        let Some(name) = argv.first() else {
-            return Ok(0);
-        };
         let env = self.ctx.env.clone();
         let mut ctx = self.ctx.child(fds, env);
-        match lookup(name) {
-            Some(command) => run_command(&mut ctx, command, &argv[1..]).await,
-            None => {
-                ctx.output
-                    .err_line(&format!("sh: {name}: not found"))
-                    .await?;
-                Ok(NOT_FOUND_STATUS)
-            }
-        }
+        run_program(&mut ctx, argv).await
     }
 
-    /// `exit [N]`: ends the shell with N modulo 256, or the last status.
-    async fn exit(&mut self, args: &[String], fds: Fds) -> Status {
-        let Some(arg) = args.first() else {
-            return Ok(self.status);
-        };
-        match arg.parse::<i64>() {
-            Ok(code) if !arg.starts_with('+') => Ok((code & 0xff) as i32),
-            _ => {
-                let output = Output {
-                    streams: self.ctx.output.streams,
-                    fds,
-                };
-                output
-                    .err_line(&format!("sh: exit: Illegal number: {arg}"))
-                    .await?;
-                Ok(USAGE_STATUS)
-            }
+    /// `a | b | c`: every word is expanded first (`$?` is the status before the pipeline), then the
+    /// commands run together.
+    async fn run_pipeline(&mut self, commands: &[Command]) -> Status {
+        let stages = commands
+            .iter()
+            .map(|command| pipeline::Stage {
+                argv: self.expand(&command.words),
+                command,
+            })
+            .collect();
+        let status = self.status;
+        pipeline::run(&mut self.ctx, stages, status).await
+    }
+
+    fn output(&self, fds: Fds) -> Output<'_> {
+        Output {
+            streams: self.ctx.output.streams,
+            fds,
         }
     }
 
@@ -218,8 +214,49 @@ impl Shell<'_> {
     }
 }
 
+/// Runs one expanded command line: a known program, or `sh: NAME: not found` and 127.
+async fn run_program(ctx: &mut Ctx<'_>, argv: &[String]) -> Status {
+    let Some(name) = argv.first() else {
+        return Ok(0);
+    };
+    match lookup(name) {
+        Some(command) => run_command(ctx, command, &argv[1..]).await,
+        None => {
+            ctx.output
+                .err_line(&format!("sh: {name}: not found"))
+                .await?;
+            Ok(NOT_FOUND_STATUS)
+        }
+    }
+}
+
+/// Runs one command of a pipeline: like any command, except that `exit` only ends that command (a real
+/// shell runs each part of a pipeline in a subshell).
+pub(super) async fn run_piped(ctx: &mut Ctx<'_>, argv: &[String], last_status: i32) -> Status {
+    if argv.first().is_some_and(|name| name == "exit") {
+        return exit(ctx.output, &argv[1..], last_status).await;
+    }
+    run_program(ctx, argv).await
+}
+
+/// `exit [N]`: the shell's status, N modulo 256, or `last_status` without N.
+async fn exit(output: Output<'_>, args: &[String], last_status: i32) -> Status {
+    let Some(arg) = args.first() else {
+        return Ok(last_status);
+    };
+    match arg.parse::<i64>() {
+        Ok(code) if !arg.starts_with('+') => Ok((code & 0xff) as i32),
+        _ => {
+            output
+                .err_line(&format!("sh: exit: Illegal number: {arg}"))
+                .await?;
+            Ok(USAGE_STATUS)
+        }
+    }
+}
+
 /// Applies a command's redirections, left to right, to the shell's descriptors.
-fn redirect(mut fds: Fds, command: &Command) -> Fds {
+pub(super) fn redirect(mut fds: Fds, command: &Command) -> Fds {
     for redirect in &command.redirects {
         let sink = match redirect.target {
             Target::Fd(1) => fds.out,
@@ -290,7 +327,9 @@ mod tests {
     use super::*;
 
     fn words(line: &str) -> Vec<Word> {
-        syntax::parse(line).unwrap().steps[0].command.words.clone()
+        syntax::parse(line).unwrap().steps[0].pipeline[0]
+            .words
+            .clone()
     }
 
     fn expand_line(line: &str, vars: &[(&str, &str)]) -> Vec<String> {
@@ -323,7 +362,7 @@ mod tests {
         let fds = |line: &str| {
             redirect(
                 Fds::STANDARD,
-                &syntax::parse(line).unwrap().steps[0].command,
+                &syntax::parse(line).unwrap().steps[0].pipeline[0],
             )
         };
         assert_eq!(fds("echo >&2").out, Sink::Stderr);

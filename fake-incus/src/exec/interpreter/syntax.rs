@@ -78,14 +78,16 @@ impl Condition {
     }
 }
 
-/// One command of a script and the condition under which it runs.
+/// One pipeline of a script (`a | b | c`, or a single command) and the condition under which it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Step {
     pub(super) condition: Condition,
-    pub(super) command: Command,
+    /// The commands of the pipeline, left to right; never empty.
+    pub(super) pipeline: Vec<Command>,
 }
 
-/// A parsed script: steps run left to right; `&&` and `||` have equal precedence, as in `sh`.
+/// A parsed script: steps run left to right; `&&` and `||` have equal precedence, as in `sh`, and bind
+/// looser than `|`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Script {
     pub(super) steps: Vec<Step>,
@@ -113,11 +115,14 @@ enum Token {
     Newline,
     And,
     Or,
+    Pipe,
 }
 
 #[derive(Default)]
 struct Parser {
     steps: Vec<Step>,
+    /// The commands of the current pipeline before `current`.
+    piped: Vec<Command>,
     current: Command,
     condition: Option<Condition>,
 }
@@ -136,7 +141,17 @@ impl Parser {
             Token::Newline | Token::Semicolon => self.end_command(";", Condition::Always)?,
             Token::And => self.end_command("&&", Condition::IfSuccess)?,
             Token::Or => self.end_command("||", Condition::IfFailure)?,
+            Token::Pipe => self.pipe()?,
         }
+        Ok(())
+    }
+
+    /// `|`: the current command feeds the next one; a newline may follow, as in `sh`.
+    fn pipe(&mut self) -> Result<(), SyntaxError> {
+        if self.current.is_empty() {
+            return Err(SyntaxError("unexpected \"|\"".into()));
+        }
+        self.piped.push(std::mem::take(&mut self.current));
         Ok(())
     }
 
@@ -144,19 +159,24 @@ impl Parser {
         if self.current.is_empty() {
             return Err(SyntaxError(format!("unexpected \"{operator}\"")));
         }
-        let command = std::mem::take(&mut self.current);
+        let mut pipeline = std::mem::take(&mut self.piped);
+        pipeline.push(std::mem::take(&mut self.current));
         let condition = self.condition.replace(next).unwrap_or(Condition::Always);
-        self.steps.push(Step { condition, command });
+        self.steps.push(Step {
+            condition,
+            pipeline,
+        });
         Ok(())
     }
 
     fn finish(mut self) -> Result<Script, SyntaxError> {
-        if !self.current.is_empty() {
-            self.end_command(";", Condition::Always)?;
-        } else if matches!(
+        let dangling_connector = matches!(
             self.condition,
             Some(Condition::IfSuccess | Condition::IfFailure)
-        ) {
+        );
+        if !self.current.is_empty() {
+            self.end_command(";", Condition::Always)?;
+        } else if !self.piped.is_empty() || dangling_connector {
             return Err(SyntaxError("unexpected end of file".into()));
         }
         Ok(Script { steps: self.steps })
@@ -243,7 +263,11 @@ impl Lexer {
                     tokens.push(Token::Or);
                 }
                 '&' => return Err(unsupported("background job (&)")),
-                '|' => return Err(unsupported("pipe (|)")),
+                '|' if self.peek_at(1) == Some('&') => return Err(unsupported("\"|&\"")),
+                '|' => {
+                    self.at += 1;
+                    tokens.push(Token::Pipe);
+                }
                 '(' | ')' => return Err(unsupported("subshell (…)")),
                 '<' => return Err(unsupported("input redirection (<)")),
                 '>' => tokens.push(Token::Redirect(self.redirect(1)?)),
@@ -486,7 +510,7 @@ mod tests {
     #[test]
     fn quotes_and_escapes_make_one_word() {
         let script = parse(r#"echo 'a b'"c\"d"\ e"#).unwrap();
-        let words = &script.steps[0].command.words;
+        let words = &script.steps[0].pipeline[0].words;
         assert_eq!(words.len(), 2);
         assert_eq!(words[1], vec![text("a bc\"d ", true), text("e", false)]);
     }
@@ -494,13 +518,13 @@ mod tests {
     #[test]
     fn empty_quotes_are_a_word() {
         let script = parse("echo '' \"\"").unwrap();
-        assert_eq!(script.steps[0].command.words.len(), 3);
+        assert_eq!(script.steps[0].pipeline[0].words.len(), 3);
     }
 
     #[test]
     fn parameters_are_recognised_in_words_and_double_quotes_only() {
         let script = parse(r#"echo $HOME "${USER}x" '$HOME' $? $1 a$"#).unwrap();
-        let words = &script.steps[0].command.words;
+        let words = &script.steps[0].pipeline[0].words;
         assert_eq!(
             words[1],
             vec![Part::Param {
@@ -528,7 +552,7 @@ mod tests {
     #[test]
     fn redirections_to_descriptors_and_dev_null_are_parsed() {
         let script = parse("echo a >&2 2>&1 1>/dev/null 2> /dev/null").unwrap();
-        let command = &script.steps[0].command;
+        let command = &script.steps[0].pipeline[0];
         assert_eq!(command.words.len(), 2);
         assert_eq!(
             command.redirects,
@@ -556,7 +580,7 @@ mod tests {
     #[test]
     fn a_digit_inside_a_word_is_not_a_descriptor() {
         let script = parse("echo a2>&1").unwrap();
-        let command = &script.steps[0].command;
+        let command = &script.steps[0].pipeline[0];
         assert_eq!(command.words[1], vec![text("a2", false)]);
         assert_eq!(command.redirects[0].fd, 1);
     }
@@ -565,13 +589,13 @@ mod tests {
     fn comments_and_line_continuations_are_skipped() {
         let script = parse("echo a # b; c\necho \\\nd").unwrap();
         assert_eq!(script.steps.len(), 2);
-        assert_eq!(script.steps[1].command.words[1], vec![text("d", false)]);
+        assert_eq!(script.steps[1].pipeline[0].words[1], vec![text("d", false)]);
     }
 
     #[test]
     fn a_leading_tilde_is_home() {
         let script = parse("echo ~ ~/x a~").unwrap();
-        let words = &script.steps[0].command.words;
+        let words = &script.steps[0].pipeline[0].words;
         assert!(matches!(&words[1][0], Part::Param { name, quoted: true } if name == "HOME"));
         assert_eq!(words[2][1], text("/x", false));
         assert_eq!(words[3], vec![text("a~", false)]);
@@ -580,7 +604,11 @@ mod tests {
     #[test]
     fn unsupported_syntax_is_an_error_not_a_guess() {
         for line in [
-            "echo a | cat",
+            "echo a |",
+            "| cat",
+            "a | | b",
+            "a | && b",
+            "a |& b",
             "sleep 1 &",
             "(echo a)",
             "echo `id`",
@@ -630,6 +658,18 @@ mod tests {
             }
         }
         assert!(accepted > 100, "only {accepted} inputs parsed");
+    }
+
+    #[test]
+    fn pipes_bind_tighter_than_connectors_and_may_end_a_line() {
+        let script = parse("a | b && c | d\n e |\n f").unwrap();
+        let lengths: Vec<usize> = script.steps.iter().map(|s| s.pipeline.len()).collect();
+        assert_eq!(lengths, [2, 2, 2]);
+        assert_eq!(
+            conditions(&script),
+            [Condition::Always, Condition::IfSuccess, Condition::Always]
+        );
+        assert_eq!(script.steps[0].pipeline[1].words[0], vec![text("b", false)]);
     }
 
     #[test]

@@ -359,7 +359,7 @@ async fn sh_unknown_command_prints_not_found_and_continues_with_127() {
 
 #[tokio::test]
 async fn sh_with_unsupported_syntax_exits_2_with_a_syntax_error() {
-    let outcome = sh("echo a | cat").await;
+    let outcome = sh("echo a & cat").await;
     assert_eq!(outcome.status, 2);
     assert_eq!(outcome.stdout(), "");
     assert!(
@@ -571,4 +571,104 @@ async fn a_flood_into_dev_null_still_yields_to_signals() {
 async fn flood_in_a_shell_follows_redirections() {
     let outcome = sh("fake-flood stdout 5 >&2").await;
     assert_eq!((outcome.stdout(), outcome.stderr()), ("", "xxxxx"));
+}
+
+// --- yes and pipelines -------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn yes_repeats_y_until_its_reader_ends() {
+    let outcome = sh("yes | head -c 100000").await;
+    assert_eq!(outcome.status, 0);
+    assert_eq!(outcome.stdout.len(), 100_000);
+    assert_eq!(outcome.stdout, b"y\n".repeat(50_000));
+}
+
+#[tokio::test]
+async fn yes_repeats_its_arguments_joined_by_spaces() {
+    let outcome = sh("yes a  'b c' | head -n 2").await;
+    assert_eq!((outcome.status, outcome.stdout()), (0, "a b c\na b c\n"));
+}
+
+#[tokio::test]
+async fn yes_alone_streams_in_bounded_chunks_until_a_signal() {
+    let mut running = start(request(&["yes"]));
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    let mut queued = 0;
+    while let Ok(chunk) = running.stdout.try_recv() {
+        assert!(chunk.len() <= 32 * 1024 && chunk.starts_with(b"y\ny\n"));
+        queued += 1;
+    }
+    assert_eq!(queued, 4);
+    running.signals.send(15).unwrap();
+    assert_eq!(running.finish().await.status, 143);
+}
+
+#[tokio::test]
+async fn pipeline_status_is_the_last_commands() {
+    assert_eq!(sh("true | false").await.status, 1);
+    assert_eq!(sh("false | true").await.status, 0);
+    assert_eq!(sh("false | true | exit 7").await.status, 7);
+}
+
+#[tokio::test]
+async fn connectors_bind_looser_than_pipes() {
+    let outcome = sh("echo a | cat && echo b | cat; true | false || echo c | cat").await;
+    assert_eq!((outcome.status, outcome.stdout()), (0, "a\nb\nc\n"));
+}
+
+#[tokio::test]
+async fn pipes_carry_stdout_only_unless_stderr_is_redirected() {
+    let outcome = sh("echo err >&2 | cat; fake-flood stderr 3 2>&1 | head -c 2").await;
+    assert_eq!((outcome.stdout(), outcome.stderr()), ("xx", "err\n"));
+}
+
+#[tokio::test]
+async fn the_first_command_of_a_pipeline_reads_the_shells_stdin() {
+    let outcome = exec_with_stdin(&["sh", "-c", "cat | head -n 1; cat"], &["a\nb\n"]).await;
+    assert_eq!((outcome.status, outcome.stdout()), (0, "a\n"));
+}
+
+#[tokio::test]
+async fn an_unknown_command_in_a_pipeline_is_not_found_and_the_rest_runs() {
+    let outcome = sh("nosuch | echo hi").await;
+    assert_eq!(outcome.status, 0);
+    assert_eq!(
+        (outcome.stdout(), outcome.stderr()),
+        ("hi\n", "sh: nosuch: not found\n")
+    );
+}
+
+#[tokio::test]
+async fn a_writer_whose_reader_ended_stops_and_the_script_goes_on() {
+    let outcome = sh("yes | head -c 2000000 | head -c 3; echo \" $?\"").await;
+    assert_eq!((outcome.status, outcome.stdout()), (0, "y\ny 0\n"));
+}
+
+#[tokio::test]
+async fn a_closed_stdout_ends_every_command_of_a_pipeline_with_141() {
+    let Running {
+        stdin,
+        stdout,
+        stderr,
+        signals,
+        status,
+    } = start(request(&["sh", "-c", "yes | cat | cat"]));
+    drop(stdout);
+    let _keep = (stdin, stderr, signals);
+    assert_eq!(status.await.unwrap(), 141);
+}
+
+#[tokio::test]
+async fn a_signal_ends_a_whole_pipeline() {
+    let running = start(request(&[
+        "sh",
+        "-c",
+        "yes | head -c 2000000 >/dev/null; sleep 30",
+    ]));
+    tokio::time::pause();
+    running.signals.send(15).unwrap();
+    let outcome = running.finish().await;
+    assert_eq!(outcome.status, 143);
 }
