@@ -25,7 +25,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::Client;
-use hyperlocal::{UnixClientExt, UnixConnector, Uri};
+use hyper_util::rt::TokioExecutor;
+use hyperlocal::{UnixConnector, Uri};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -108,6 +109,19 @@ impl Reply {
     }
 }
 
+/// A client that opens a fresh connection for every request and writes the request at once.
+///
+/// A pooled client may open a connection in the background and then leave it silent, because
+/// an idle pooled connection freed up first. Incus 6.0 peeks at the first byte of every Unix
+/// connection inside its accept loop (to tell TLS from plain HTTP), so one silent connection
+/// stops the daemon from accepting any other: its own `callhook` processes then time out and
+/// instance start or stop fails after 30-60 s. Without an idle pool nothing is ever left silent.
+fn one_connection_per_request() -> Client<UnixConnector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(0)
+        .build(UnixConnector)
+}
+
 /// One daemon under probe.
 struct Side {
     name: &'static str,
@@ -120,7 +134,7 @@ impl Side {
         Self {
             name,
             socket: socket.to_path_buf(),
-            client: Client::unix(),
+            client: one_connection_per_request(),
         }
     }
 
