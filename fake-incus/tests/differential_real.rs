@@ -64,27 +64,7 @@ struct Known {
 
 /// Known divergences of the fake from Incus 6.0.4. Each one is a fake bug to fix unless its
 /// reason says otherwise; when one is fixed, the test prints it as stale: delete it here.
-const KNOWN: &[Known] = &[
-    // Bad JSON bodies: Incus answers the text of Go's streaming decoder ("unexpected EOF");
-    // the fake answers the text of `json.Unmarshal` ("unexpected end of JSON input").
-    Known {
-        step: "PATCH bad JSON",
-        diff: "error: real \"unexpected EOF\" vs fake",
-        reason: "fake bug, to fix: Go's decoder says \"unexpected EOF\" for a truncated body",
-    },
-    Known {
-        step: "create instance bad JSON",
-        diff: "error: real \"unexpected EOF\" vs fake",
-        reason: "fake bug, to fix: Go's decoder says \"unexpected EOF\" for a truncated body",
-    },
-    // After a restart Incus adds `volatile.last_state.ready: "false"` to the instance config
-    // (and so to its snapshots' configs); the fake never sets it.
-    Known {
-        step: "*",
-        diff: "config: keys missing in fake [\"volatile.last_state.ready\"]",
-        reason: "fake bug, to fix: restart does not set volatile.last_state.ready",
-    },
-];
+const KNOWN: &[Known] = &[];
 
 /// One side's answer.
 #[derive(Debug, Clone)]
@@ -1018,6 +998,16 @@ async fn instance_updates(p: &mut Probe, inst: &str, q: &str) {
     )
     .await;
     p.step(
+        "PATCH empty body",
+        Req::new(Method::PATCH, format!("{inst}?{q}")).raw(""),
+    )
+    .await;
+    p.step(
+        "state change with a truncated literal",
+        Req::new(Method::PUT, format!("{inst}/state?{q}")).raw("nul"),
+    )
+    .await;
+    p.step(
         "get instance after PATCH",
         Req::get(format!("{inst}?{q}&recursion=1")),
     )
@@ -1152,6 +1142,11 @@ async fn read_only_resources(p: &mut Probe, project: &str, name: &str) {
     p.step(
         "create instance bad JSON",
         Req::new(Method::POST, format!("/1.0/instances?{q}")).raw("{"),
+    )
+    .await;
+    p.step(
+        "create instance: bytes after the JSON value are ignored",
+        Req::new(Method::POST, format!("/1.0/instances?{q}")).raw(r#"{"name": "x1"} junk"#),
     )
     .await;
     let (real, fake) = p

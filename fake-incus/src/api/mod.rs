@@ -385,16 +385,24 @@ pub(crate) fn only(method: &Method, allowed: Method) -> Result<(), ApiError> {
     }
 }
 
-/// Parses a JSON body the way the daemon does: errors are 400, syntax errors worded like Go's
-/// decoder.
+/// Parses a JSON body the way the daemon does, with Go's streaming `json.Decoder`: only the
+/// first value is read (trailing bytes are ignored), an empty body is `EOF`, a truncated one
+/// `unexpected EOF`, and syntax errors are worded like Go's. Every error is a 400.
 pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(go_decode_error(body, &e)))
+    match serde_json::Deserializer::from_slice(body)
+        .into_iter::<T>()
+        .next()
+    {
+        Some(Ok(value)) => Ok(value),
+        Some(Err(e)) => Err(ApiError::bad_request(go_decode_error(body, &e))),
+        None => Err(ApiError::bad_request("EOF")),
+    }
 }
 
 /// Go's `encoding/json` wording for syntax errors; other errors keep serde's text.
 fn go_decode_error(body: &[u8], err: &serde_json::Error) -> String {
     if err.is_eof() {
-        return "unexpected end of JSON input".into();
+        return "unexpected EOF".into();
     }
     if !err.is_syntax() {
         return err.to_string();
@@ -406,7 +414,7 @@ fn go_decode_error(body: &[u8], err: &serde_json::Error) -> String {
         .sum();
     let offset = line_start + err.column().saturating_sub(1);
     let Some(&found) = body.get(offset) else {
-        return "unexpected end of JSON input".into();
+        return "unexpected EOF".into();
     };
     let before = body[..offset]
         .iter()
@@ -520,8 +528,17 @@ mod tests {
             err("{\"a\": }"),
             "invalid character '}' looking for beginning of value"
         );
-        assert_eq!(err(""), "unexpected end of JSON input");
-        assert_eq!(err("{\"a\": 1"), "unexpected end of JSON input");
+        assert_eq!(err(""), "EOF");
+        assert_eq!(err("  \n"), "EOF");
+        assert_eq!(err("{"), "unexpected EOF");
+        assert_eq!(err("{\"a\": 1"), "unexpected EOF");
+        assert_eq!(err("[1"), "unexpected EOF");
+    }
+
+    #[test]
+    fn only_the_first_json_value_is_read_as_by_gos_decoder() {
+        let first = parse_body::<serde_json::Value>(b"{\"a\": 1}} junk").unwrap();
+        assert_eq!(first, serde_json::json!({"a": 1}));
     }
 
     #[tokio::test]

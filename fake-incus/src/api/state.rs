@@ -133,6 +133,10 @@ fn apply(state: &mut State, project: &str, name: &str, action: Action) -> Result
         (Action::Restart, _) => {
             instance.power_off();
             instance.power_on();
+            // Incus records that the restarted instance has not reported ready yet.
+            instance
+                .config
+                .insert("volatile.last_state.ready".into(), "false".into());
         }
         (Action::Freeze, PowerState::Running) => instance.status = PowerState::Frozen,
         (Action::Freeze, PowerState::Frozen) => {

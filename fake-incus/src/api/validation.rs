@@ -104,6 +104,7 @@ fn check_key(key: &str) -> Result<(), String> {
         "volatile.idmap.next",
         "volatile.last_state.idmap",
         "volatile.last_state.power",
+        "volatile.last_state.ready",
         "volatile.uuid",
         "volatile.uuid.generation",
     ];
