@@ -101,6 +101,9 @@ pub enum Fault {
     OperationFinishDuringWait,
     /// The exec command ignores SIGKILL sent through the control socket.
     ExecIgnoreSigkill,
+    /// The exec command ignores the first SIGKILL and obeys any later one, so that a second
+    /// SIGKILL from the client shows.
+    ExecIgnoreFirstSigkill,
     /// The exec operation finishes only `ms` milliseconds after its command exited.
     ExecExitAfter {
         /// Milliseconds between the command's exit and the operation's end.

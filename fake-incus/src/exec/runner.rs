@@ -37,16 +37,19 @@ pub(super) struct Runner {
     attached: BTreeSet<String>,
 }
 
-/// The signal path to the command, honouring the "ignore SIGKILL" fault.
+/// The signal path to the command, honouring the "ignore SIGKILL" faults.
 #[derive(Clone)]
 pub(super) struct Signals {
     tx: mpsc::UnboundedSender<i32>,
     ignore_kill: bool,
+    /// Set until the first SIGKILL has been ignored (`exec_ignore_first_sigkill`).
+    ignore_first_kill: Arc<AtomicBool>,
 }
 
 impl Signals {
     pub(super) fn send(&self, signal: i32) {
-        if signal == SIGKILL && self.ignore_kill {
+        let ignored = self.ignore_kill || self.ignore_first_kill.swap(false, Ordering::SeqCst);
+        if signal == SIGKILL && ignored {
             tracing::debug!("exec: SIGKILL ignored by fault");
             return;
         }
@@ -71,6 +74,7 @@ impl Runner {
         let (sig_tx, signals) = mpsc::unbounded_channel();
         let done = app.shutdown.child_token();
         let ignore_kill = matches!(fault, Some(Fault::ExecIgnoreSigkill));
+        let ignore_first_kill = matches!(fault, Some(Fault::ExecIgnoreFirstSigkill));
         let runner = Self {
             app,
             op_id,
@@ -83,6 +87,7 @@ impl Runner {
             signals: Signals {
                 tx: sig_tx,
                 ignore_kill,
+                ignore_first_kill: Arc::new(AtomicBool::new(ignore_first_kill)),
             },
             control_connected: Arc::new(AtomicBool::new(false)),
             exited: Arc::new(AtomicBool::new(false)),
