@@ -120,6 +120,58 @@ pub(crate) fn checks() -> Vec<Check> {
             },
         ),
         check(
+            "exec::stream_total::exactly_the_total_is_not_output_limited",
+            vec![],
+            {
+                let exec = exec.clone();
+                move |session| stream_total_case(session, &exec, MAX_STREAM_BYTES / 2, "timed_out")
+            },
+        ),
+        check(
+            "exec::stream_total::one_byte_past_the_total_is_output_limited",
+            vec![],
+            {
+                let exec = exec.clone();
+                move |session| {
+                    stream_total_case(session, &exec, MAX_STREAM_BYTES / 2 + 1, "output_limited")
+                }
+            },
+        ),
+        check("exec::kill::sigkill_is_sent_at_the_duration", vec![], {
+            let exec = exec.clone();
+            move |session| {
+                start_instance(session)?;
+                let input =
+                    json!({"name": "web", "command": ["sleep", "600"], "timeout_seconds": 1});
+                let called = session.call("incus_instance_exec", &exec, input);
+                expect(&called, "/status", json!("timed_out"))?;
+                match called.result.get("duration_ms").and_then(Value::as_u64) {
+                    Some(ms) if (1_000..2_000).contains(&ms) => Ok(()),
+                    other => Err(called.failure(&format!(
+                        "duration_ms is {other:?}: SIGKILL is due at the 1 s duration, so the exit is seen within the next second"
+                    ))),
+                }
+            }
+        }),
+        check(
+            "exec::kill::sigkill_is_sent_once",
+            vec![
+                json!({"method": "POST", "path": "/1.0/instances/*/exec", "fault": {"kind": "exec_ignore_first_sigkill"}}),
+            ],
+            {
+                let exec = exec.clone();
+                move |session| {
+                    start_instance(session)?;
+                    let input =
+                        json!({"name": "web", "command": ["sleep", "600"], "timeout_seconds": 1});
+                    let called = session.call("incus_instance_exec", &exec, input);
+                    // The command ignores the first SIGKILL only: a second one would end it.
+                    expect(&called, "/status", json!("running"))?;
+                    expect(&called, "/exit_code", Value::Null)
+                }
+            },
+        ),
+        check(
             "exec::stream_total::half_of_max_stream_bytes_bounds_the_streams",
             vec![],
             move |session| {
@@ -144,4 +196,34 @@ pub(crate) fn checks() -> Vec<Check> {
             },
         ),
     ]
+}
+
+/// Writes `total` bytes, split over stdout and stderr, then sleeps: only the stream total,
+/// counted over both streams, can end the command before the duration.
+fn stream_total_case(
+    session: &Session,
+    exec: &[String],
+    total: u64,
+    status: &str,
+) -> Result<(), String> {
+    start_instance(session)?;
+    let stdout = total / 2;
+    let line = format!(
+        "fake-flood stdout {stdout}; fake-flood stderr {}; sleep 600",
+        total - stdout
+    );
+    let input = json!({"name": "web", "command": ["sh", "-c", line]});
+    let called = session.call("incus_instance_exec", exec, input);
+    expect(&called, "/status", json!(status))?;
+    let seen: u64 = ["/stdout/bytes", "/stderr/bytes"]
+        .iter()
+        .filter_map(|pointer| called.result.pointer(pointer).and_then(Value::as_u64))
+        .sum();
+    if seen == total {
+        Ok(())
+    } else {
+        Err(called.failure(&format!(
+            "the streams carried {seen} bytes, expected {total}"
+        )))
+    }
 }
