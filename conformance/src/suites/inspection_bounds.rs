@@ -69,7 +69,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
         })
     });
     let single = with_single_item(factory);
-    vec![list, single, output_bound(factory)]
+    vec![list, single, output_bound(factory), exact_bound(factory)]
 }
 
 fn list_case(factory: &Arc<dyn TargetFactory>, case: &Case) -> Result<(), String> {
@@ -182,4 +182,84 @@ fn output_bound(factory: &Arc<dyn TargetFactory>) -> Check {
             called.schema_valid()
         },
     )
+}
+
+/// A list of exactly 256 KiB of JSON is kept whole; one byte more drops its last item.
+///
+/// Items of about 1 KiB are measured from the fake's own answers; then the description of the
+/// last item of a `limit`ed list is grown until the result is exactly the bound, and then by one
+/// byte more.
+fn exact_bound(factory: &Arc<dyn TargetFactory>) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(
+        "inspection::output_bound::one_byte_over_256_kib_drops_the_last_item",
+        move || {
+            let case = Case {
+                count: 500,
+                size: 600,
+                limit: None,
+            };
+            let setup = FakeSetup {
+                seed: Some(seed(&case)),
+                faults: vec![],
+            };
+            let session = Session::start(&factory, &setup)?;
+            let read = ["incus.read".to_owned()];
+            let list =
+                |limit: usize| session.call("incus_instance_list", &read, json!({"limit": limit}));
+            let kept = list(500)
+                .result
+                .get("items")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            if !(3..case.count).contains(&kept) {
+                return Err(format!(
+                    "expected the bound to cut {} items of {} description bytes, {kept} were kept",
+                    case.count, case.size
+                ));
+            }
+            // One item fewer than fits leaves room to grow the last one to the exact bound.
+            let limit = kept - 1;
+            let room = OUTPUT_BOUND.saturating_sub(json_size(&list(limit).result));
+            let grow = |extra: usize| {
+                let input = json!({"name": name(limit - 1), "description": "d".repeat(case.size + room + extra)});
+                let called =
+                    session.call("incus_instance_update", &["incus.write".to_owned()], input);
+                match called.result.get("status") {
+                    Some(status) if status == "completed" => Ok(()),
+                    _ => Err(called.failure("growing the last item failed")),
+                }
+            };
+            grow(0)?;
+            let exact = list(limit);
+            let items = |called: &super::session::Called| {
+                called
+                    .result
+                    .get("items")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len)
+            };
+            if json_size(&exact.result) != OUTPUT_BOUND || items(&exact) != limit {
+                return Err(exact.failure(&format!(
+                    "expected all {limit} items in exactly {OUTPUT_BOUND} bytes, got {} items in {} bytes",
+                    items(&exact),
+                    json_size(&exact.result)
+                )));
+            }
+            grow(1)?;
+            let over = list(limit);
+            if items(&over) != limit - 1 || over.result.get("truncated") != Some(&json!(true)) {
+                return Err(over.failure(&format!(
+                    "one byte over the bound must drop the last item: expected {} items, got {}",
+                    limit - 1,
+                    items(&over)
+                )));
+            }
+            over.schema_valid()
+        },
+    )
+}
+
+fn json_size(value: &Value) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
 }
