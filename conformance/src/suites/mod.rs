@@ -26,6 +26,7 @@ pub(crate) mod host_target;
 pub(crate) mod inspection_bounds;
 pub(crate) mod mutation_faults;
 mod property;
+mod restricted;
 mod scopes;
 mod session;
 mod spec_table;
@@ -52,6 +53,7 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
         checks.extend(timeouts::checks());
         checks.extend(contract::live_checks());
         checks.extend(exposure::live_checks());
+        checks.extend(restricted::checks(factory));
     }
     checks.extend(catalogue::checks());
     checks.extend(contract::checks());
