@@ -74,7 +74,7 @@ fn output() -> impl Strategy<Value = Output> {
 
 /// One property trial per stream.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
-    ["stdout", "stderr"]
+    let mut checks: Vec<Check> = ["stdout", "stderr"]
         .into_iter()
         .map(|stream| {
             let trial = format!("exec::capture::{stream}_of_any_size_and_bytes");
@@ -92,7 +92,36 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
                 })
             })
         })
-        .collect()
+        .collect();
+    checks.push(stdin_bytes(factory));
+    checks
+}
+
+/// Stdin is bounded in bytes of UTF-8, not in characters: 64 KiB of two-byte characters runs,
+/// one byte more is refused before any backend request.
+fn stdin_bytes(factory: &Arc<dyn TargetFactory>) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(
+        "exec::stdin_bound::stdin_is_bounded_in_bytes_of_utf8",
+        move || {
+            let session = Session::start(&factory, &FakeSetup::default())?;
+            start_instance(&session)?;
+            let exec = ["incus.exec".to_owned()];
+            let at = "é".repeat(CAPTURE / 2);
+            let input = json!({"name": "web", "command": ["cat"], "stdin": at});
+            let called = session.call("incus_instance_exec", &exec, input);
+            if called.result.get("status") != Some(&json!("completed"))
+                || called.result.pointer("/stdout/bytes") != Some(&json!(CAPTURE))
+            {
+                return Err(called.failure("64 KiB of UTF-8 stdin must run and be echoed whole"));
+            }
+            let over = format!("{at}x");
+            let input = json!({"name": "web", "command": ["cat"], "stdin": over});
+            session
+                .call("incus_instance_exec", &exec, input)
+                .refused_before_backend("invalid_input")
+        },
+    )
 }
 
 /// Creates and starts instance `web`.

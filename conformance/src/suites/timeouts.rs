@@ -171,6 +171,16 @@ pub(crate) fn checks() -> Vec<Check> {
                 }
             },
         ),
+        grace_check(
+            "exec::kill::collection_has_5_s_to_observe_the_exit",
+            4_500,
+            "timed_out",
+        ),
+        grace_check(
+            "exec::unobserved_exit::an_exit_after_the_5_s_grace_is_running",
+            5_500,
+            "running",
+        ),
         check(
             "exec::stream_total::half_of_max_stream_bytes_bounds_the_streams",
             vec![],
@@ -226,4 +236,25 @@ fn stream_total_case(
             "the streams carried {seen} bytes, expected {total}"
         )))
     }
+}
+
+/// A command killed at the 1 s duration whose operation ends `exit_after_ms` after the exit:
+/// within the 5 s kill grace it is `timed_out`, after it `running` with the operation identity.
+fn grace_check(name: &str, exit_after_ms: u64, status: &'static str) -> Check {
+    let rule = json!({"method": "POST", "path": "/1.0/instances/*/exec", "fault": {"kind": "exec_exit_after", "ms": exit_after_ms}});
+    check(name, vec![rule], move |session| {
+        start_instance(session)?;
+        let input = json!({"name": "web", "command": ["sleep", "600"], "timeout_seconds": 1});
+        let called = session.call("incus_instance_exec", &["incus.exec".to_owned()], input);
+        expect(&called, "/status", json!(status))?;
+        if called
+            .result
+            .get("operation_id")
+            .is_some_and(Value::is_string)
+        {
+            Ok(())
+        } else {
+            Err(called.failure("the operation identity is missing"))
+        }
+    })
 }
