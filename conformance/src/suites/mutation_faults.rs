@@ -151,9 +151,9 @@ fn faults(mutation: Mutation) -> Vec<(Value, Expected)> {
     faults
 }
 
-/// One property trial per mutation.
+/// One property trial per mutation, and one for exec.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
-    MUTATIONS
+    let mut checks: Vec<Check> = MUTATIONS
         .iter()
         .map(|mutation| {
             let short = mutation
@@ -170,8 +170,60 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
                 })
             })
         })
-        .collect()
+        .collect();
+    checks.push(exec_faults(factory));
+    checks
 }
+
+/// An exec whose request may have been sent but got no decodable answer is `uncertain`, with
+/// no exit code and no operation, and is not resent.
+fn exec_faults(factory: &Arc<dyn TargetFactory>) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(
+        "mutation::statuses::instance_exec_under_any_transport_fault",
+        move || {
+            let session = Session::start(&factory, &FakeSetup::default())?;
+            super::exec_output::start_instance(&session)?;
+            for kind in TRANSPORT_FAULTS {
+                let rule = json!({"method": "POST", "path": "/1.0/instances/web/exec", "which": {"nth": 1}, "fault": {"kind": kind}});
+                session.add_fault(&rule)?;
+                let input = json!({"name": "web", "command": ["true"]});
+                let called = session.call("incus_instance_exec", &["incus.exec".to_owned()], input);
+                let context =
+                    |problem: &str| called.failure(&format!("with fault {kind}: {problem}"));
+                let result = &called.result;
+                if result.get("status") != Some(&json!("uncertain"))
+                    || result.get("exit_code") != Some(&Value::Null)
+                    || result.get("operation_id") != Some(&Value::Null)
+                {
+                    return Err(context(
+                        "expected status uncertain without exit code or operation",
+                    ));
+                }
+                let sent = called.requests.as_ref().map_or(1, |requests| {
+                    requests
+                        .iter()
+                        .filter(|r| r.method == "POST" && r.path.ends_with("/exec"))
+                        .count()
+                });
+                if sent != 1 {
+                    return Err(context(&format!("the exec request was sent {sent} times")));
+                }
+                called.schema_valid().map_err(|p| context(&p))?;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// Faults after which the client cannot know whether its request was applied.
+const TRANSPORT_FAULTS: [&str; 5] = [
+    "close_before_apply",
+    "close_after_apply",
+    "reset",
+    "garbage_body",
+    "truncated_body",
+];
 
 /// Every rule this suite installs, for the test that the fake accepts them.
 #[cfg(test)]
