@@ -456,6 +456,38 @@ async fn exec_fault_ignore_sigkill_keeps_the_command_running() {
 }
 
 #[tokio::test]
+async fn exec_fault_ignore_first_sigkill_obeys_the_second() {
+    let fake = running().await;
+    let _rule = fake
+        .add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::ExecIgnoreFirstSigkill));
+    let e = exec(&fake, &["sleep", "30"], false).await;
+    let mut control = ws_unix(&fake, &e.id, &e.secret("control")).await;
+    let _io = [
+        ws_unix(&fake, &e.id, &e.secret("0")).await,
+        ws_unix(&fake, &e.id, &e.secret("1")).await,
+        ws_unix(&fake, &e.id, &e.secret("2")).await,
+    ];
+    let sigkill = json!({"command": "signal", "signal": 9}).to_string();
+    control
+        .send(Message::Text(sigkill.clone().into()))
+        .await
+        .unwrap();
+    let still = unix(
+        &fake,
+        "GET",
+        &format!("/1.0/operations/{}/wait?timeout=1", e.id),
+        None,
+    )
+    .await;
+    assert_eq!(still.body["error"], "context deadline exceeded");
+    control.send(Message::Text(sigkill.into())).await.unwrap();
+    assert_eq!(
+        final_op(&fake, &e).await.metadata()["metadata"]["return"],
+        137
+    );
+}
+
+#[tokio::test]
 async fn exec_fault_exit_after_delays_the_end() {
     let fake = running().await;
     let _rule = fake.add_rule(
