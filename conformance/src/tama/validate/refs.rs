@@ -69,24 +69,51 @@ fn unescape(segment: &str) -> String {
     segment.replace("~1", "/").replace("~0", "~")
 }
 
+/// A schema's own keywords, read through `$ref`-only schemas.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Own<'a> {
+    /// The keywords of the schema reached.
+    Keywords(&'a Map<String, Value>),
+    /// A boolean schema or a cycle of `$ref`-only schemas: no keywords at all.
+    Nothing,
+    /// A `$ref` on the way does not resolve. That is reported once, at the `$ref`, by the
+    /// reference rules; the rules that read through it have nothing to judge.
+    Unresolved,
+}
+
+impl<'a> Own<'a> {
+    /// The keyword `key`, or `None` when absent or when there are no keywords.
+    pub(crate) fn get(self, key: &str) -> Option<&'a Value> {
+        match self {
+            Own::Keywords(own) => own.get(key),
+            Own::Nothing | Own::Unresolved => None,
+        }
+    }
+}
+
 /// The object whose own keywords count as the schema's top-level `type`, `properties` and
 /// `required`: the schema itself, or, when it is only a `$ref` (with annotations), the schema
-/// it points at, read through again if that is itself only a `$ref`. `None` for a boolean
-/// schema, an unresolvable reference or a reference cycle.
-pub(crate) fn own_keywords<'a>(
-    document: &'a Value,
-    schema: &'a Value,
-) -> Option<&'a Map<String, Value>> {
-    let mut current = schema.as_object()?;
+/// it points at, read through again if that is itself only a `$ref`. [`Own::Nothing`] for a
+/// boolean schema or a reference cycle, [`Own::Unresolved`] for an unresolvable reference.
+pub(crate) fn own_keywords<'a>(document: &'a Value, schema: &'a Value) -> Own<'a> {
+    let Some(mut current) = schema.as_object() else {
+        return Own::Nothing;
+    };
     let mut seen: Vec<*const Map<String, Value>> = Vec::new();
     while let Some(reference) = ref_only(current) {
         if seen.contains(&std::ptr::from_ref(current)) {
-            return None;
+            return Own::Nothing;
         }
         seen.push(std::ptr::from_ref(current));
-        current = resolve(document, reference).ok()?.target.as_object()?;
+        let Ok(resolved) = resolve(document, reference) else {
+            return Own::Unresolved;
+        };
+        let Some(target) = resolved.target.as_object() else {
+            return Own::Nothing;
+        };
+        current = target;
     }
-    Some(current)
+    Own::Keywords(current)
 }
 
 /// The `$ref` of a schema that holds nothing else but annotations.
@@ -156,14 +183,15 @@ mod tests {
     fn read_through_follows_ref_only_schemas_transitively_and_stops_at_cycles() {
         let doc = document();
         let schema = json!({"$ref": "#/components/schemas/A", "description": "input"});
-        let own = own_keywords(&doc, &schema).unwrap();
+        let own = own_keywords(&doc, &schema);
         assert_eq!(own.get("type"), Some(&json!("object")));
         let looping = json!({"$ref": "#/components/schemas/Loop"});
-        assert!(own_keywords(&doc, &looping).is_none());
+        assert!(matches!(own_keywords(&doc, &looping), Own::Nothing));
         let with_type = json!({"$ref": "#/components/schemas/B", "type": "object"});
-        assert!(own_keywords(&doc, &with_type)
-            .unwrap()
-            .get("properties")
-            .is_none());
+        let own = own_keywords(&doc, &with_type);
+        assert!(matches!(own, Own::Keywords(_)));
+        assert!(own.get("properties").is_none());
+        let missing = json!({"$ref": "#/components/schemas/Nope", "title": "t"});
+        assert!(matches!(own_keywords(&doc, &missing), Own::Unresolved));
     }
 }
