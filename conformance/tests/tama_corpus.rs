@@ -6,13 +6,14 @@
 //! - Limits too large for files (4 MiB, 1024 operations, 256 KiB schemas, 16 KiB extensions)
 //!   are built in code, at the limit (valid) and one past it (invalid).
 //! - Every rule id in `RULES` has at least one invalid case.
+//! - `Dex::install` accepts exactly the files whose parsed value the validator accepts.
 
 mod tama_support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use incus_conformance::tama::{self, RULES};
+use incus_conformance::tama::{self, Dex, RULES};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::{json, Value};
 use tama_support::{corpus, padded_to, spec_example, with_operations};
@@ -70,7 +71,8 @@ fn valid_trials() -> Vec<Trial> {
         .map(|path| {
             Trial::test(format!("valid::{}", stem(&path)), move || {
                 let bytes = std::fs::read(&path)?;
-                expect_violations(&tama::validate_bytes(&bytes), &Expected::new())
+                expect_violations(&tama::validate_bytes(&bytes), &Expected::new())?;
+                expect_install_agrees(&bytes)
             })
         })
         .collect()
@@ -103,7 +105,8 @@ fn invalid_trials() -> Vec<(String, Trial)> {
                     }
                     let expected = read_expected(&path.with_extension("expect.json"))?;
                     let bytes = std::fs::read(&path)?;
-                    expect_violations(&tama::validate_bytes(&bytes), &expected)
+                    expect_violations(&tama::validate_bytes(&bytes), &expected)?;
+                    expect_install_agrees(&bytes)
                 }),
             ));
         }
@@ -133,6 +136,23 @@ fn expect_violations(report: &tama::Report, expected: &Expected) -> Result<(), F
         Ok(())
     } else {
         Err(format!("expected {expected:#?}\nfound {:#?}", report.violations()).into())
+    }
+}
+
+/// The dispatcher installs exactly the parsed documents that the validator accepts (a parsed
+/// value has lost what only the bytes show, such as repeated member names).
+fn expect_install_agrees(bytes: &[u8]) -> Result<(), Failed> {
+    let Ok(document) = serde_json::from_slice::<Value>(bytes) else {
+        return Ok(());
+    };
+    let valid = tama::validate(&document).is_valid();
+    let installed = Dex::new().install(document, |_id: String, input: Value| async move {
+        Ok::<Value, Value>(input)
+    });
+    match (installed, valid) {
+        (Ok(()), true) | (Err(_), false) => Ok(()),
+        (Ok(()), false) => Err("Dex::install accepted a document the validator refuses".into()),
+        (Err(error), true) => Err(format!("Dex::install refused a valid document: {error}").into()),
     }
 }
 

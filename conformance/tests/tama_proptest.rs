@@ -145,6 +145,11 @@ proptest! {
         for violation in report.violations() {
             prop_assert!(RULES.contains(&violation.rule), "unknown rule {}", violation.rule);
             prop_assert!(violation.pointer.is_empty() || violation.pointer.starts_with('/'));
+            prop_assert!(
+                document.pointer(&violation.pointer).is_some(),
+                "every pointer resolves against the document: {}",
+                violation.pointer
+            );
             prop_assert!(!violation.message.is_empty());
         }
         let bytes = serde_json::to_vec(&document).expect("serializes");

@@ -37,8 +37,8 @@ pub use catalogue::{
     UnavailableReason,
 };
 pub use client::{
-    Client, ClientError, Connection, ConnectionBuilder, ConnectionError, Endpoint,
-    DEFAULT_MAX_STREAM_BYTES, DEFAULT_STREAM_TIMEOUT, DEFAULT_TIMEOUT,
+    tls_client_config, Client, ClientError, Connection, ConnectionBuilder, ConnectionError,
+    Endpoint, DEFAULT_MAX_STREAM_BYTES, DEFAULT_STREAM_TIMEOUT, DEFAULT_TIMEOUT,
 };
 pub use error::ErrorKind;
 pub use evidence::MissingRequirement;

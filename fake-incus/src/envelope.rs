@@ -88,7 +88,40 @@ pub(crate) fn empty() -> Response<Body> {
 
 /// 200 sync response with a quoted ETag header.
 pub(crate) fn sync_etag(metadata: Value, etag: &str) -> Response<Body> {
-    let mut resp = sync(metadata);
+    with_etag(sync(metadata), etag)
+}
+
+/// The sync envelope around metadata that is serialized straight to bytes, never built as a
+/// [`Value`]: for large, mostly static objects such as the server's 450 API extensions.
+#[derive(serde::Serialize)]
+struct SyncEnvelope<'a, T> {
+    r#type: &'static str,
+    status: &'static str,
+    status_code: u16,
+    operation: &'static str,
+    error_code: u16,
+    error: &'static str,
+    metadata: &'a T,
+}
+
+/// 200 sync response with a quoted ETag header, for metadata serialized straight to bytes.
+pub(crate) fn sync_serialized_etag<T: serde::Serialize>(
+    metadata: &T,
+    etag: &str,
+) -> Response<Body> {
+    let envelope = SyncEnvelope {
+        r#type: "sync",
+        status: "Success",
+        status_code: 200,
+        operation: "",
+        error_code: 0,
+        error: "",
+        metadata,
+    };
+    with_etag(json_response(StatusCode::OK, &envelope), etag)
+}
+
+fn with_etag(mut resp: Response<Body>, etag: &str) -> Response<Body> {
     if let Ok(value) = HeaderValue::from_str(&format!("\"{etag}\"")) {
         resp.headers_mut().insert(header::ETAG, value);
     }
@@ -110,7 +143,7 @@ pub(crate) fn operation_created(op: Value) -> Response<Body> {
 }
 
 /// A response with a JSON body followed by a newline.
-pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response<Body> {
     let mut bytes = serde_json::to_vec(value).unwrap_or_default();
     bytes.push(b'\n');
     let mut resp = Response::new(full(bytes));

@@ -12,7 +12,6 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 
 use crate::endpoint::{Endpoint, TlsIdentity};
-use crate::tls;
 
 /// Why an admin request failed.
 #[derive(Debug, thiserror::Error)]
@@ -447,10 +446,28 @@ where
     Ok((status, content_type, body))
 }
 
+/// The core's pinned-certificate configuration, so the admin client trusts exactly what `run()`
+/// trusts. Errors name the command-line flag of the input at fault.
 fn client_config(identity: &TlsIdentity) -> Result<Arc<rustls::ClientConfig>, AdminError> {
-    tls::client_config(identity)
-        .map(Arc::new)
-        .map_err(AdminError::Tls)
+    incus_operations::tls_client_config(
+        &identity.client_cert_pem,
+        &identity.client_key_pem,
+        &identity.server_cert_pem,
+    )
+    .map_err(|e| AdminError::Tls(with_flag(&e)))
+}
+
+fn with_flag(error: &incus_operations::ConnectionError) -> String {
+    let flag = match error {
+        incus_operations::ConnectionError::InvalidPem { what, .. } => match *what {
+            "client certificate" => "--client-cert: ",
+            "client key" => "--client-key: ",
+            "server certificate" => "--server-cert: ",
+            _ => "",
+        },
+        _ => "",
+    };
+    format!("{flag}{error}")
 }
 
 /// Everything but the unreserved characters of RFC 3986 is encoded.

@@ -30,7 +30,6 @@ pub mod report;
 mod sandbox;
 mod scenarios;
 mod shape;
-mod tls;
 
 pub use acceptance::main;
 pub use cli::{Cli, OPT_IN_REFUSAL};

@@ -41,6 +41,7 @@ pub use error::ClientError;
 pub(crate) use exec::ExecRequest;
 pub(crate) use operations::WaitOutcome;
 pub(crate) use query::{json_len, Accepted};
+pub use tls::client_config as tls_client_config;
 
 /// The kill grace of exec: after `SIGKILL`, collection has this long to observe the exit.
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(5);

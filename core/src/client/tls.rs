@@ -15,8 +15,26 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use super::connection::ConnectionError;
 
-/// Builds the rustls configuration for one HTTPS endpoint.
-pub(crate) fn client_config(
+/// The rustls client configuration the core uses for an HTTPS endpoint: it presents the client
+/// certificate and accepts exactly the pinned server certificate (no CA chain, no host name check;
+/// handshake signatures are still verified). Tools that talk to the same Incus over their own
+/// connections (an admin client, a test runner) can use it so that trust is decided in one place.
+///
+/// ```no_run
+/// let config = incus_operations::tls_client_config(
+///     &std::fs::read_to_string("client.crt")?,
+///     &std::fs::read_to_string("client.key")?,
+///     &std::fs::read_to_string("server.crt")?,
+/// )?;
+/// let connector = tokio_rustls::TlsConnector::from(config);
+/// # let _ = connector;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`ConnectionError::InvalidPem`] when a PEM input holds no usable certificate or key,
+/// [`ConnectionError::Tls`] when rustls refuses the pair.
+pub fn client_config(
     client_cert_pem: &str,
     client_key_pem: &str,
     server_cert_pem: &str,

@@ -5,16 +5,33 @@ use crate::envelope::{self, ApiError, ApiResult};
 use crate::journal::Listener;
 use crate::state::etag;
 use http::Method;
+use serde::Serialize;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 /// The API extensions of Incus 6.0.4, in the daemon's order.
-fn api_extensions() -> &'static Value {
-    static EXTENSIONS: OnceLock<Value> = OnceLock::new();
+fn api_extensions() -> &'static [String] {
+    static EXTENSIONS: OnceLock<Vec<String>> = OnceLock::new();
     EXTENSIONS.get_or_init(|| {
-        serde_json::from_str(include_str!("../../data/api-extensions.json"))
-            .unwrap_or(Value::Array(vec![]))
+        serde_json::from_str(include_str!("../../data/api-extensions.json")).unwrap_or_default()
     })
+}
+
+/// The trusted server object, in the daemon's key order. Discovery asks for it before every
+/// operation, so it is serialized straight to bytes rather than built as a `Value`.
+#[derive(Serialize)]
+struct TrustedServer<'a> {
+    config: &'a BTreeMap<String, String>,
+    api_extensions: &'static [String],
+    api_status: &'static str,
+    api_version: &'static str,
+    auth: &'static str,
+    public: bool,
+    auth_methods: [&'static str; 1],
+    auth_user_name: String,
+    auth_user_method: &'static str,
+    environment: Value,
 }
 
 pub(super) fn route(ctx: &Ctx, method: &Method) -> ApiResult {
@@ -39,13 +56,22 @@ pub(super) fn route(ctx: &Ctx, method: &Method) -> ApiResult {
         _ => ("root".to_string(), "unix"),
     };
     let identity = &ctx.app.identity;
-    let metadata = json!({
-        "config": config, "api_extensions": api_extensions(), "api_status": "stable",
-        "api_version": "1.0", "auth": "trusted", "public": false, "auth_methods": ["tls"],
-        "auth_user_name": user, "auth_user_method": method_name,
-        "environment": environment(ctx, &identity.server_cert_pem, &identity.server_fingerprint),
-    });
-    Ok(envelope::sync_etag(metadata, &etag::hash(&config)))
+    let metadata = TrustedServer {
+        config: &config,
+        api_extensions: api_extensions(),
+        api_status: "stable",
+        api_version: "1.0",
+        auth: "trusted",
+        public: false,
+        auth_methods: ["tls"],
+        auth_user_name: user,
+        auth_user_method: method_name,
+        environment: environment(ctx, &identity.server_cert_pem, &identity.server_fingerprint),
+    };
+    Ok(envelope::sync_serialized_etag(
+        &metadata,
+        &etag::hash(&config),
+    ))
 }
 
 fn environment(ctx: &Ctx, cert: &str, fingerprint: &str) -> Value {

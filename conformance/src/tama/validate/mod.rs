@@ -43,6 +43,23 @@ impl Sink {
     fn is_clean(&self) -> bool {
         self.violations.is_empty()
     }
+
+    /// The violations, each pointer moved up to the nearest location that exists in
+    /// `document`: a member that is missing is reported at the object that should hold it
+    /// (as a JSON Schema `required` error is), so every pointer resolves.
+    fn into_resolvable(self, document: &Value) -> Vec<Violation> {
+        let mut violations = self.violations;
+        for violation in &mut violations {
+            while document.pointer(&violation.pointer).is_none() {
+                let Some(parent) = violation.pointer.rfind('/') else {
+                    violation.pointer.clear();
+                    break;
+                };
+                violation.pointer.truncate(parent);
+            }
+        }
+        violations
+    }
 }
 
 /// A schema and where it stands in the document.
@@ -84,7 +101,7 @@ pub(crate) fn check_value(document: &Value, raw: Option<&[u8]>) -> Checked {
         );
     }
     Checked {
-        violations: sink.violations,
+        violations: sink.into_resolvable(document),
     }
 }
 
@@ -102,7 +119,7 @@ pub(crate) fn check_and_compile(
     let operations = check_object(document, root, None, &mut sink);
     if !sink.is_clean() {
         return Err(Checked {
-            violations: sink.violations,
+            violations: sink.into_resolvable(document),
         }
         .report()
         .into_violations());

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::document::FoundOperation;
 use super::patterns::{char_len, is_lower_identifier, is_operation_id, is_scope_token};
-use super::refs::own_keywords;
+use super::refs::{own_keywords, Own};
 use super::schema::SchemaChecker;
 use super::size::{serialized_len, MAX_EXTENSION_BYTES};
 use super::{SchemaAt, Sink};
@@ -70,7 +70,11 @@ pub(crate) fn check<'a>(
         );
     }
     let input = check_request_body(operation, at, schemas.document(), sink);
-    let (ok, error) = check_responses(operation, at, sink);
+    let Results {
+        ok,
+        error,
+        all_readable,
+    } = check_responses(operation, at, sink);
     check_scopes(operation, at, sink);
     if !operation
         .get("x-tama-destructive")
@@ -84,7 +88,11 @@ pub(crate) fn check<'a>(
     }
     check_confirmation(operation, at, input.as_ref(), schemas.document(), sink);
     check_bounds(operation, at, sink);
-    check_identity(operation, at, [&ok, &error], schemas.document(), sink);
+    let results = ResultSchemas {
+        schemas: [&ok, &error],
+        all_readable,
+    };
+    check_identity(operation, at, &results, schemas.document(), sink);
     for schema in [&input, &ok, &error].into_iter().flatten() {
         schemas.check_operation_schema(schema, sink);
     }
@@ -306,9 +314,10 @@ fn check_request_body<'a>(
         );
     }
     let schema = json_content(body, &at, "operation.requestBody.content", sink)?;
-    let is_object_schema = own_keywords(document, schema.value)
-        .is_some_and(|own| own.get("type").and_then(Value::as_str) == Some("object"));
-    if !is_object_schema {
+    let own = own_keywords(document, schema.value);
+    let is_object_schema = own.get("type").and_then(Value::as_str) == Some("object");
+    // An unresolvable `$ref` is reported at the `$ref`; its type is unknown, not wrong.
+    if !is_object_schema && !matches!(own, Own::Unresolved) {
         sink.report(
             &schema.at,
             "operation.requestBody.schema.type",
@@ -327,14 +336,17 @@ fn json_content<'a>(
 ) -> Option<SchemaAt<'a>> {
     let at = at.key("content");
     let content = holder.get("content").and_then(Value::as_object);
-    let Some(media) = content.filter(|c| c.len() == 1).and_then(|c| c.get(JSON)) else {
+    let media = content.and_then(|c| c.get(JSON));
+    if media.is_none() || content.is_some_and(|c| c.len() != 1) {
         sink.report(
             &at,
             rule,
             "content must hold exactly one media type, application/json",
         );
-        return None;
-    };
+    }
+    // Other media types beside `application/json` are reported above; its schema is still
+    // the one the profile reads, so it is checked (and read by the rules that name it).
+    let media = media?;
     let at = at.key(JSON);
     let Some(media) = media.as_object() else {
         sink.report(
@@ -365,11 +377,20 @@ fn json_content<'a>(
     }
 }
 
+/// The `"200"` and `"default"` schemas of an operation, as far as they could be read.
+struct Results<'a> {
+    ok: Option<SchemaAt<'a>>,
+    error: Option<SchemaAt<'a>>,
+    /// `false` when `responses`, its `"200"`, or a declared `"default"` is missing or broken
+    /// (each already reported), so a rule that reads them cannot tell what they declare.
+    all_readable: bool,
+}
+
 fn check_responses<'a>(
     operation: &'a Map<String, Value>,
     at: &Pointer,
     sink: &mut Sink,
-) -> (Option<SchemaAt<'a>>, Option<SchemaAt<'a>>) {
+) -> Results<'a> {
     let at = at.key("responses");
     let Some(responses) = operation.get("responses").and_then(Value::as_object) else {
         sink.report(
@@ -377,7 +398,11 @@ fn check_responses<'a>(
             "operation.responses",
             "responses must be present and be an object",
         );
-        return (None, None);
+        return Results {
+            ok: None,
+            error: None,
+            all_readable: false,
+        };
     };
     for key in responses.keys().filter(|k| *k != "200" && *k != "default") {
         sink.report(
@@ -399,7 +424,12 @@ fn check_responses<'a>(
     let error = responses
         .get("default")
         .and_then(|r| check_response(r, &at.key("default"), sink));
-    (ok, error)
+    let all_readable = ok.is_some() && (error.is_some() || !responses.contains_key("default"));
+    Results {
+        ok,
+        error,
+        all_readable,
+    }
 }
 
 fn check_response<'a>(response: &'a Value, at: &Pointer, sink: &mut Sink) -> Option<SchemaAt<'a>> {
@@ -501,11 +531,15 @@ fn check_confirmation(
             ),
         ),
     }
-    let field = confirmation.get("field").and_then(Value::as_str);
-    let names_a_string = field.is_some_and(|field| {
-        input.is_some_and(|input| is_required_string_property(document, input.value, field))
-    });
-    if !names_a_string {
+    // Without a readable input schema (its absence or broken `$ref` is reported where it is),
+    // only the field's own form can be judged.
+    let names_a_string = match confirmation.get("field").and_then(Value::as_str) {
+        None => Some(false),
+        Some(field) => {
+            input.and_then(|input| is_required_string_property(document, input.value, field))
+        }
+    };
+    if names_a_string == Some(false) {
         sink.report(
             &at.key("field"),
             "operation.x-tama-confirmation.field",
@@ -515,21 +549,27 @@ fn check_confirmation(
 }
 
 /// Whether `field` is a top-level property of `schema` with its own `"type": "string"` that
-/// the schema's top-level `required` lists (both read through a `$ref`-only schema).
-fn is_required_string_property(document: &Value, schema: &Value, field: &str) -> bool {
-    let Some(own) = own_keywords(document, schema) else {
-        return false;
-    };
+/// the schema's top-level `required` lists (both read through a `$ref`-only schema); `None`
+/// when an unresolvable `$ref` (reported at the `$ref`) hides the answer.
+fn is_required_string_property(document: &Value, schema: &Value, field: &str) -> Option<bool> {
+    let own = own_keywords(document, schema);
+    if matches!(own, Own::Unresolved) {
+        return None;
+    }
     let required = own
         .get("required")
         .and_then(Value::as_array)
         .is_some_and(|names| names.iter().any(|name| name.as_str() == Some(field)));
-    let is_string = own
-        .get("properties")
-        .and_then(|properties| properties.get(field))
-        .and_then(|property| own_keywords(document, property))
-        .is_some_and(|property| property.get("type").and_then(Value::as_str) == Some("string"));
-    required && is_string
+    let Some(property) = own.get("properties").and_then(|p| p.get(field)) else {
+        return Some(false);
+    };
+    if !required {
+        return Some(false);
+    }
+    match own_keywords(document, property) {
+        Own::Unresolved => None,
+        property => Some(property.get("type").and_then(Value::as_str) == Some("string")),
+    }
 }
 
 fn check_bounds(operation: &Map<String, Value>, at: &Pointer, sink: &mut Sink) {
@@ -563,10 +603,17 @@ fn check_bounds(operation: &Map<String, Value>, at: &Pointer, sink: &mut Sink) {
     }
 }
 
+/// The result schemas an identity name may be declared by.
+struct ResultSchemas<'r, 'a> {
+    schemas: [&'r Option<SchemaAt<'a>>; 2],
+    /// See [`Results::all_readable`].
+    all_readable: bool,
+}
+
 fn check_identity(
     operation: &Map<String, Value>,
     at: &Pointer,
-    results: [&Option<SchemaAt<'_>>; 2],
+    results: &ResultSchemas<'_, '_>,
     document: &Value,
     sink: &mut Sink,
 ) {
@@ -609,13 +656,21 @@ fn check_identity(
                 format!("identity name {name:?} is listed twice"),
             );
         }
-        let declared = results.iter().filter_map(|r| r.as_ref()).any(|result| {
-            own_keywords(document, result.value)
-                .and_then(|own| own.get("properties"))
-                .and_then(Value::as_object)
-                .is_some_and(|properties| properties.contains_key(name))
-        });
-        if !declared {
+        let mut readable = results.all_readable;
+        let declared = results
+            .schemas
+            .iter()
+            .filter_map(|r| r.as_ref())
+            .any(|result| {
+                let own = own_keywords(document, result.value);
+                readable &= !matches!(own, Own::Unresolved);
+                own.get("properties")
+                    .and_then(Value::as_object)
+                    .is_some_and(|properties| properties.contains_key(name))
+            });
+        // A name no readable schema declares is reported only when every result schema could
+        // be read; otherwise the missing or broken schema is the violation (reported there).
+        if !declared && readable {
             sink.report(
                 &at.index(index),
                 "operation.x-tama-identity.declared",

@@ -10,37 +10,10 @@ use jsonschema::{ErrorIterator, Validator};
 use serde_json::{json, Value};
 
 use super::document::is_known_dialect;
-use super::refs::{resolve, RefError};
+use super::refs::{resolve, RefError, ARRAYS, MAPS, SINGLE};
 use super::size::{serialized_len, MAX_SCHEMA_BYTES};
 use super::{SchemaAt, Sink};
 use crate::tama::pointer::Pointer;
-
-/// Keywords whose value is one subschema (or, for `items`, also an array of them).
-const SINGLE: &[&str] = &[
-    "additionalProperties",
-    "propertyNames",
-    "items",
-    "contains",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "additionalItems",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contentSchema",
-];
-/// Keywords whose value is an array of subschemas.
-const ARRAYS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
-/// Keywords whose value maps names to subschemas.
-const MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "dependencies",
-];
 
 /// What is known about one component once checked.
 struct ComponentFacts<'a> {
