@@ -137,6 +137,18 @@ pub(crate) fn checks() -> Vec<Check> {
                 }
             },
         ),
+        check(
+            "exec::stream_total::passing_the_total_then_exiting_at_once_is_output_limited",
+            vec![],
+            {
+                let exec = exec.clone();
+                move |session| {
+                    let total = MAX_STREAM_BYTES / 2 + 1;
+                    let line = format!("fake-flood stdout {total}");
+                    flood_case(session, &exec, &line, total, "output_limited")
+                }
+            },
+        ),
         check("exec::kill::sigkill_is_sent_at_the_duration", vec![], {
             let exec = exec.clone();
             move |session| {
@@ -173,12 +185,12 @@ pub(crate) fn checks() -> Vec<Check> {
         ),
         grace_check(
             "exec::kill::collection_has_5_s_to_observe_the_exit",
-            4_500,
+            4_000,
             "timed_out",
         ),
         grace_check(
             "exec::unobserved_exit::an_exit_after_the_5_s_grace_is_running",
-            5_500,
+            6_000,
             "running",
         ),
         check(
@@ -216,12 +228,23 @@ fn stream_total_case(
     total: u64,
     status: &str,
 ) -> Result<(), String> {
-    start_instance(session)?;
     let stdout = total / 2;
     let line = format!(
         "fake-flood stdout {stdout}; fake-flood stderr {}; sleep 600",
         total - stdout
     );
+    flood_case(session, exec, &line, total, status)
+}
+
+/// Runs `line` under `sh -c`; expects `status` and exactly `total` bytes over both streams.
+fn flood_case(
+    session: &Session,
+    exec: &[String],
+    line: &str,
+    total: u64,
+    status: &str,
+) -> Result<(), String> {
+    start_instance(session)?;
     let input = json!({"name": "web", "command": ["sh", "-c", line]});
     let called = session.call("incus_instance_exec", exec, input);
     expect(&called, "/status", json!(status))?;

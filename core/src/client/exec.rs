@@ -354,6 +354,11 @@ impl Session<'_> {
                 () = tokio::time::sleep_until(self.deadline) => cause = Some(KillCause::Duration),
                 () = limit_hit.notified() => cause = Some(KillCause::StreamTotal),
             }
+            // A command that passes the total and exits at once ends the readers too; whichever
+            // branch the select took, passing the total is what happened.
+            if cause.is_none() && total.load(Ordering::Relaxed) > limit {
+                cause = Some(KillCause::StreamTotal);
+            }
             if cause.is_none() {
                 final_operation = self.observe_exit(self.deadline).await;
                 if final_operation.is_none() {
