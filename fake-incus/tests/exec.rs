@@ -415,32 +415,30 @@ async fn exec_without_websockets_is_a_task_with_null_metadata() {
     assert_eq!(done.metadata()["metadata"], json!({"return": 7}));
 }
 
+/// Runs `sleep 30` with every websocket connected, sends SIGKILL over control and checks that the
+/// command is still running a second later (the fault rule in place ignores it).
+async fn sigkill_survived(fake: &FakeIncus) -> (Exec, common::UnixWs, [common::UnixWs; 3]) {
+    let e = exec(fake, &["sleep", "30"], false).await;
+    let mut control = ws_unix(fake, &e.id, &e.secret("control")).await;
+    let io = [
+        ws_unix(fake, &e.id, &e.secret("0")).await,
+        ws_unix(fake, &e.id, &e.secret("1")).await,
+        ws_unix(fake, &e.id, &e.secret("2")).await,
+    ];
+    let sigkill = json!({"command": "signal", "signal": 9}).to_string();
+    control.send(Message::Text(sigkill.into())).await.unwrap();
+    let wait = format!("/1.0/operations/{}/wait?timeout=1", e.id);
+    let still = unix(fake, "GET", &wait, None).await;
+    assert_eq!(still.body["error"], "context deadline exceeded");
+    (e, control, io)
+}
+
 #[tokio::test]
 async fn exec_fault_ignore_sigkill_keeps_the_command_running() {
     let fake = running().await;
     let _rule =
         fake.add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::ExecIgnoreSigkill));
-    let e = exec(&fake, &["sleep", "30"], false).await;
-    let mut control = ws_unix(&fake, &e.id, &e.secret("control")).await;
-    let _io = [
-        ws_unix(&fake, &e.id, &e.secret("0")).await,
-        ws_unix(&fake, &e.id, &e.secret("1")).await,
-        ws_unix(&fake, &e.id, &e.secret("2")).await,
-    ];
-    control
-        .send(Message::Text(
-            json!({"command": "signal", "signal": 9}).to_string().into(),
-        ))
-        .await
-        .unwrap();
-    let still = unix(
-        &fake,
-        "GET",
-        &format!("/1.0/operations/{}/wait?timeout=1", e.id),
-        None,
-    )
-    .await;
-    assert_eq!(still.body["error"], "context deadline exceeded");
+    let (e, mut control, _io) = sigkill_survived(&fake).await;
     control
         .send(Message::Text(
             json!({"command": "signal", "signal": 15})
@@ -460,26 +458,8 @@ async fn exec_fault_ignore_first_sigkill_obeys_the_second() {
     let fake = running().await;
     let _rule = fake
         .add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::ExecIgnoreFirstSigkill));
-    let e = exec(&fake, &["sleep", "30"], false).await;
-    let mut control = ws_unix(&fake, &e.id, &e.secret("control")).await;
-    let _io = [
-        ws_unix(&fake, &e.id, &e.secret("0")).await,
-        ws_unix(&fake, &e.id, &e.secret("1")).await,
-        ws_unix(&fake, &e.id, &e.secret("2")).await,
-    ];
+    let (e, mut control, _io) = sigkill_survived(&fake).await;
     let sigkill = json!({"command": "signal", "signal": 9}).to_string();
-    control
-        .send(Message::Text(sigkill.clone().into()))
-        .await
-        .unwrap();
-    let still = unix(
-        &fake,
-        "GET",
-        &format!("/1.0/operations/{}/wait?timeout=1", e.id),
-        None,
-    )
-    .await;
-    assert_eq!(still.body["error"], "context deadline exceeded");
     control.send(Message::Text(sigkill.into())).await.unwrap();
     assert_eq!(
         final_op(&fake, &e).await.metadata()["metadata"]["return"],

@@ -152,10 +152,7 @@ pub(crate) fn checks() -> Vec<Check> {
         check("exec::kill::sigkill_is_sent_at_the_duration", vec![], {
             let exec = exec.clone();
             move |session| {
-                start_instance(session)?;
-                let input =
-                    json!({"name": "web", "command": ["sleep", "600"], "timeout_seconds": 1});
-                let called = session.call("incus_instance_exec", &exec, input);
+                let called = killed_at_one_second(session, &exec)?;
                 expect(&called, "/status", json!("timed_out"))?;
                 match called.result.get("duration_ms").and_then(Value::as_u64) {
                     Some(ms) if (1_000..2_000).contains(&ms) => Ok(()),
@@ -173,10 +170,7 @@ pub(crate) fn checks() -> Vec<Check> {
             {
                 let exec = exec.clone();
                 move |session| {
-                    start_instance(session)?;
-                    let input =
-                        json!({"name": "web", "command": ["sleep", "600"], "timeout_seconds": 1});
-                    let called = session.call("incus_instance_exec", &exec, input);
+                    let called = killed_at_one_second(session, &exec)?;
                     // The command ignores the first SIGKILL only: a second one would end it.
                     expect(&called, "/status", json!("running"))?;
                     expect(&called, "/exit_code", Value::Null)
@@ -266,9 +260,7 @@ fn flood_case(
 fn grace_check(name: &str, exit_after_ms: u64, status: &'static str) -> Check {
     let rule = json!({"method": "POST", "path": "/1.0/instances/*/exec", "fault": {"kind": "exec_exit_after", "ms": exit_after_ms}});
     check(name, vec![rule], move |session| {
-        start_instance(session)?;
-        let input = json!({"name": "web", "command": ["sleep", "600"], "timeout_seconds": 1});
-        let called = session.call("incus_instance_exec", &["incus.exec".to_owned()], input);
+        let called = killed_at_one_second(session, &["incus.exec".to_owned()])?;
         expect(&called, "/status", json!(status))?;
         if called
             .result
@@ -280,4 +272,14 @@ fn grace_check(name: &str, exit_after_ms: u64, status: &'static str) -> Check {
             Err(called.failure("the operation identity is missing"))
         }
     })
+}
+
+/// `sleep 600` with a 1 s duration, on a started instance: SIGKILL is due after one second.
+fn killed_at_one_second(
+    session: &Session,
+    exec: &[String],
+) -> Result<super::session::Called, String> {
+    start_instance(session)?;
+    let input = json!({"name": "web", "command": ["sleep", "600"], "timeout_seconds": 1});
+    Ok(session.call("incus_instance_exec", exec, input))
 }
