@@ -132,5 +132,9 @@ INCUS_SOCKET="$SOCKET" cargo test -q -p fake-incus --test differential_real -- -
 if [ -f "$REPORT_DIR/real-incus-acceptance.md" ]; then
   grep -E '^(# |- Server|\| `incus_)' "$REPORT_DIR/real-incus-acceptance.md" >&2 || true
 fi
+if [ "$status" != 0 ] && [ -n "$STARTED_PID" ] && [ -f "$STATE/incusd.log" ]; then
+  log "last lines of the log of the incusd this script started:"
+  tail -n 40 "$STATE/incusd.log" >&2 || true
+fi
 log "done (status $status)"
 exit "$status"
