@@ -188,18 +188,8 @@ impl<'a> Recorder<'a> {
     ) -> Value {
         let started = Instant::now();
         let output = self.ops.run(operation, input.clone(), scopes).await;
-        let elapsed = started.elapsed();
-        let verdict = self
-            .validate(operation, &output)
-            .and_then(|()| expect.judge(&output));
-        self.record(
-            operation,
-            name,
-            input,
-            output.clone(),
-            elapsed.as_millis(),
-            verdict,
-        );
+        let millis = started.elapsed().as_millis();
+        self.record_external(operation, name, input, output.clone(), millis, expect);
         output
     }
 
@@ -216,22 +206,12 @@ impl<'a> Recorder<'a> {
             .ops
             .run_small_streams(operation, input.clone(), ALL_SCOPES)
             .await;
-        let elapsed = started.elapsed();
-        let verdict = self
-            .validate(operation, &output)
-            .and_then(|()| expect.judge(&output));
-        self.record(
-            operation,
-            name,
-            input,
-            output.clone(),
-            elapsed.as_millis(),
-            verdict,
-        );
+        let millis = started.elapsed().as_millis();
+        self.record_external(operation, name, input, output.clone(), millis, expect);
         output
     }
 
-    /// Records a check whose call was made elsewhere (e.g. concurrently).
+    /// Judges and records a call's output (made here or elsewhere, e.g. concurrently).
     pub(crate) fn record_external(
         &mut self,
         operation: &str,
