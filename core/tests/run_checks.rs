@@ -497,3 +497,60 @@ async fn the_first_failing_check_decides() {
     assert!(host.callbacks().is_empty());
     assert!(bench.fake.journal().is_empty());
 }
+
+/// JSON Schema counts `1000.0` and `1e3` as integers: every integer the schema accepts must mean
+/// its value in the native request, never a dropped float (`user: 1000.0` once ran as root).
+#[tokio::test]
+async fn integers_written_as_floats_mean_their_value() {
+    let bench = Bench::start().await;
+    bench.running_instance("web").await;
+    for (spelling, user) in [(json!(1000.0), 1000), (json!(1e3), 1000), (json!(0.0), 0)] {
+        let result = bench
+            .call(
+                "incus_instance_exec",
+                json!({"name": "web", "command": ["true"], "user": spelling.clone(),
+                       "group": spelling, "timeout_seconds": 5.0}),
+            )
+            .await;
+        assert_eq!(result["status"], "completed", "{result}");
+        assert_eq!(result["timeout_seconds"], 5, "{result}");
+        let sent = bench
+            .requests()
+            .into_iter()
+            .rfind(|entry| entry.method == "POST" && entry.path == "/1.0/instances/web/exec")
+            .expect("exec sent");
+        let body: Value = serde_json::from_str(&sent.body).expect("exec body is JSON");
+        assert_eq!(body["user"], user, "{body}");
+        assert_eq!(body["group"], user, "{body}");
+    }
+
+    bench.instance("db").await;
+    bench.instance("cache").await;
+    let listed = bench
+        .call("incus_instance_list", json!({"limit": 2.0}))
+        .await;
+    assert_eq!(
+        listed["items"].as_array().map(Vec::len),
+        Some(2),
+        "{listed}"
+    );
+
+    let stopped = bench
+        .call(
+            "incus_instance_state_update",
+            json!({"name": "web", "action": "stop", "force": true, "wait_seconds": 2.0}),
+        )
+        .await;
+    assert_eq!(stopped["status"], "completed", "{stopped}");
+    assert_eq!(stopped["waited_seconds"], 2, "{stopped}");
+    let waits: Vec<String> = bench
+        .requests()
+        .into_iter()
+        .filter(|entry| entry.path.ends_with("/wait"))
+        .filter_map(|entry| entry.query)
+        .collect();
+    assert!(
+        waits.iter().all(|query| !query.contains('.')),
+        "a float reached the daemon as a query parameter: {waits:?}"
+    );
+}

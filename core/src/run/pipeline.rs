@@ -82,6 +82,7 @@ pub(crate) async fn run_operation<C: Send + Sync>(
     checks::scope(descriptor, &options.scopes)?;
     checks::input_bytes(descriptor, &input)?;
     validate_input(descriptor, &input)?;
+    let input = whole_numbers_as_integers(input);
     checks::confirmation(descriptor, &input)?;
     check_restricted(descriptor, &input, options).await?;
     let binding = bind(descriptor, options).await?;
@@ -147,6 +148,39 @@ fn validate_input(descriptor: &Descriptor, input: &Value) -> Result<(), RunError
         }
     }
     Ok(())
+}
+
+/// Rewrites every whole number written as a float (`1000.0`, `1e3`) as the integer it is.
+///
+/// JSON Schema 2020-12 counts such numbers as integers, so they pass an `"type": "integer"`
+/// schema; every later reader (the executors, the host's `authorize`, the native request) then
+/// sees the value the caller meant, never a float that an integer read would drop. Numbers out
+/// of the 64-bit range are left alone: every integer field of the catalogue has a `maximum`
+/// (and a `minimum`) inside it, so such a number never passes validation as an integer.
+fn whole_numbers_as_integers(value: Value) -> Value {
+    match value {
+        Value::Number(number) if number.is_f64() => {
+            let float = number.as_f64().unwrap_or(f64::NAN);
+            let whole = float.fract() == 0.0;
+            if whole && float >= 0.0 && float < u64::MAX as f64 {
+                Value::from(float as u64)
+            } else if whole && float < 0.0 && float >= i64::MIN as f64 {
+                Value::from(float as i64)
+            } else {
+                Value::Number(number)
+            }
+        }
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(whole_numbers_as_integers).collect())
+        }
+        Value::Object(fields) => Value::Object(
+            fields
+                .into_iter()
+                .map(|(key, value)| (key, whole_numbers_as_integers(value)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 fn is_missing_confirm(error: &jsonschema::ValidationError<'_>) -> bool {
