@@ -94,7 +94,54 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
         })
         .collect();
     checks.push(stdin_bytes(factory));
+    checks.push(escaped_output(factory));
     checks
+}
+
+/// The tool output bound in bytes of JSON.
+const OUTPUT_BOUND: usize = 256 * 1024;
+
+/// 200 000 NUL bytes on each stream: the captured 64 KiB of each is valid UTF-8 but 384 KiB
+/// of JSON escapes. The result still fits the output bound and keeps the status, the exit code
+/// and both counts; the data is cut, and `captured_bytes` and `truncated` say so.
+fn escaped_output(factory: &Arc<dyn TargetFactory>) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(
+        "inspection::output_bound::exec_output_needing_heavy_escaping_fits_with_its_status_and_counts",
+        move || {
+            let session = Session::start(&factory, &FakeSetup::default())?;
+            start_instance(&session)?;
+            let line = "fake-flood stdout 200000 0x00; fake-flood stderr 200000 0x00; exit 3";
+            let input = json!({"name": "web", "command": ["sh", "-c", line]});
+            let called = session.call("incus_instance_exec", &["incus.exec".to_owned()], input);
+            let result = &called.result;
+            let size = serde_json::to_vec(result).map(|json| json.len()).unwrap_or(usize::MAX);
+            if size > OUTPUT_BOUND {
+                return Err(called.failure(&format!("the result is {size} bytes of JSON")));
+            }
+            if result.get("status") != Some(&json!("completed"))
+                || result.get("exit_code") != Some(&json!(3))
+            {
+                return Err(called.failure("expected status completed with exit code 3"));
+            }
+            for stream in ["stdout", "stderr"] {
+                let s = &result[stream];
+                let kept = s.get("data").and_then(Value::as_str).unwrap_or_default();
+                let cut = s.get("bytes") == Some(&json!(200_000))
+                    && s.get("encoding") == Some(&json!("utf-8"))
+                    && s.get("truncated") == Some(&json!(true))
+                    && s.get("captured_bytes") == Some(&json!(kept.len()))
+                    && kept.len() < CAPTURE
+                    && kept.bytes().all(|b| b == 0);
+                if !cut {
+                    return Err(called.failure(&format!(
+                        "{stream} must count all 200000 bytes and hold fewer than 64 KiB of them as UTF-8, with captured_bytes and truncated saying so"
+                    )));
+                }
+            }
+            called.schema_valid()
+        },
+    )
 }
 
 /// Stdin is bounded in bytes of UTF-8, not in characters: 64 KiB of two-byte characters runs,

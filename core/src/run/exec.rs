@@ -5,11 +5,14 @@
 //! or past the stream total, and reports `completed`, `timed_out`, `output_limited`, `running` or
 //! `uncertain`. A rejection before acceptance is a `native` error; a request that may have started
 //! the command but got no decodable answer is `uncertain`; one surely not sent is `transport`.
+//! The result fits the 256 KiB output bound whatever bytes the command wrote: the stream data is
+//! cut to the room the rest of the result leaves, never the status, exit code or counts
+//! (`ExecOutcome::to_json_within`).
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::output::Success;
+use super::output::{Success, OUTPUT_BYTES};
 use super::pipeline::Call;
 use super::results::{read_error, RunError};
 use crate::client::{exec_duration_cap, ClientError, ExecRequest};
@@ -23,7 +26,7 @@ pub(crate) async fn exec(call: &Call<'_>) -> Result<Success, RunError> {
         .exec_instance(&call.project, call.text("name"), &request)
         .await
     {
-        Ok(outcome) => Ok(Success::Object(outcome.to_json())),
+        Ok(outcome) => Ok(Success::Object(outcome.to_json_within(OUTPUT_BYTES))),
         Err(error)
             if error.may_have_been_sent() && !matches!(error, ClientError::Native { .. }) =>
         {
