@@ -1,7 +1,8 @@
 //! Timeouts: every native request is bounded by the connection's timeout, the effective wait is
 //! min(wait_seconds, floor(timeout / 1000) - 1), the exec duration is capped at stream_timeout
-//! minus the 5 s kill grace, and the exec stream total is half of max_stream_bytes when smaller
-//! than 64 MiB. These checks use the reference host on a connection with short bounds.
+//! minus the 5 s kill grace and starts when the command starts (not before the websocket
+//! set-up), and the exec stream total is half of max_stream_bytes when smaller than 64 MiB.
+//! These checks use the reference host on a connection with short bounds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,13 +23,16 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 const STREAM_TIMEOUT: Duration = Duration::from_secs(6);
 const MAX_STREAM_BYTES: u64 = 1024 * 1024;
 
-fn short_connection() -> Arc<dyn TargetFactory> {
+/// A stream timeout that leaves a 3 s exec duration (8 s minus the 5 s kill grace).
+const THREE_SECOND_EXEC_STREAM_TIMEOUT: Duration = Duration::from_secs(8);
+
+fn short_connection(stream_timeout: Duration) -> Arc<dyn TargetFactory> {
     let hosts: HostFactory<ReferenceHost> =
         Arc::new(|connection| (ReferenceHost::new(connection), ()));
-    let targets = HostTargets::new(hosts).connection(Arc::new(|socket| {
+    let targets = HostTargets::new(hosts).connection(Arc::new(move |socket| {
         Connection::builder(Endpoint::unix(socket))
             .timeout(TIMEOUT)
-            .stream_timeout(STREAM_TIMEOUT)
+            .stream_timeout(stream_timeout)
             .max_stream_bytes(MAX_STREAM_BYTES)
             .build()
             .map_err(|e| format!("cannot build the short connection: {e}"))
@@ -41,8 +45,19 @@ fn check(
     faults: Vec<Value>,
     body: impl FnOnce(&Session) -> Result<(), String> + Send + 'static,
 ) -> Check {
+    check_with(name, STREAM_TIMEOUT, faults, body)
+}
+
+/// A check on the short connection with another stream timeout.
+fn check_with(
+    name: &str,
+    stream_timeout: Duration,
+    faults: Vec<Value>,
+    body: impl FnOnce(&Session) -> Result<(), String> + Send + 'static,
+) -> Check {
     Check::new(name, move || {
-        let session = Session::start(&short_connection(), &FakeSetup { seed: None, faults })?;
+        let connection = short_connection(stream_timeout);
+        let session = Session::start(&connection, &FakeSetup { seed: None, faults })?;
         body(&session)
     })
 }
@@ -174,6 +189,27 @@ pub(crate) fn checks() -> Vec<Check> {
                     // The command ignores the first SIGKILL only: a second one would end it.
                     expect(&called, "/status", json!("running"))?;
                     expect(&called, "/exit_code", Value::Null)
+                }
+            },
+        ),
+        check_with(
+            "exec::duration_bounds::the_duration_starts_when_the_command_starts",
+            THREE_SECOND_EXEC_STREAM_TIMEOUT,
+            vec![
+                json!({"method": "GET", "path": "/1.0/operations/*/websocket", "fault": {"kind": "delay", "ms": 1000}}),
+            ],
+            {
+                let exec = exec.clone();
+                move |session| {
+                    // 1 s of set-up for each of the 4 websockets, then a 0.5 s command under a
+                    // 3 s bound: the set-up must not count against the command's time.
+                    start_instance(session)?;
+                    let input =
+                        json!({"name": "web", "command": ["sleep", "0.5"], "timeout_seconds": 3});
+                    let called = session.call("incus_instance_exec", &exec, input);
+                    expect(&called, "/timeout_seconds", json!(3))?;
+                    expect(&called, "/exit_code", json!(0))?;
+                    expect(&called, "/status", json!("completed"))
                 }
             },
         ),

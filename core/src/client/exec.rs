@@ -8,6 +8,10 @@
 //! counted, so memory follows the bound, not the data. At the duration bound, or once the
 //! stream total is passed, `SIGKILL` is sent once over the control channel and collection has
 //! 5 s to observe the exit, whose code is the final operation's `metadata.return`.
+//!
+//! The duration bound (and `duration_ms`) starts when the command starts: Incus starts it once
+//! its streams are connected, so slow websocket set-up (each connection has the connection's own
+//! request timeout) does not eat the command's time.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -242,6 +246,8 @@ pub(crate) struct ExecOutcome {
     pub(crate) exit_code: Option<i64>,
     pub(crate) stdout: StreamCapture,
     pub(crate) stderr: StreamCapture,
+    /// From the command's start (its streams attached) to the end of collection; from the
+    /// request when the streams could not be attached.
     pub(crate) duration: Duration,
     /// The effective duration bound in seconds.
     pub(crate) timeout_seconds: u64,
@@ -335,10 +341,9 @@ impl Client {
         name: &str,
         request: &ExecRequest,
     ) -> Result<ExecOutcome, ClientError> {
-        let started = Instant::now();
+        let requested = Instant::now();
         let timeout_seconds =
             exec_duration_cap(request.timeout_seconds, self.connection.stream_timeout());
-        let deadline = started + Duration::from_secs(timeout_seconds);
         let target = target(&["1.0", "instances", name, "exec"], &[("project", project)]);
         let accepted = self
             .query_operation(Method::POST, target, Some(&exec_body(request)), None)
@@ -346,8 +351,7 @@ impl Client {
         let session = Session {
             client: self,
             project,
-            started,
-            deadline,
+            started: requested,
             timeout_seconds,
             operation_id: accepted.id.clone(),
             operation: accepted.operation,
@@ -396,8 +400,9 @@ struct Sockets {
 struct Session<'a> {
     client: &'a Client,
     project: &'a str,
+    /// When the exec was requested, then, once the streams are attached, when the command
+    /// started: what `duration_ms` counts from.
     started: Instant,
-    deadline: Instant,
     timeout_seconds: u64,
     operation_id: String,
     operation: Value,
@@ -457,8 +462,11 @@ impl Session<'_> {
         Ok(socket)
     }
 
-    /// Feeds stdin, collects the output, enforces the bounds and observes the exit.
+    /// Feeds stdin, collects the output, enforces the bounds and observes the exit. The
+    /// streams are attached, so the command starts now: so does its duration bound.
     async fn run(mut self, sockets: Sockets, stdin: Vec<u8>) -> ExecOutcome {
+        self.started = Instant::now();
+        let deadline = self.started + Duration::from_secs(self.timeout_seconds);
         let Sockets {
             control,
             stdin: stdin_socket,
@@ -488,7 +496,7 @@ impl Session<'_> {
             let mut readers_done = false;
             tokio::select! {
                 _ = &mut readers => readers_done = true,
-                () = tokio::time::sleep_until(self.deadline) => cause = Some(KillCause::Duration),
+                () = tokio::time::sleep_until(deadline) => cause = Some(KillCause::Duration),
                 () = limit_hit.notified() => cause = Some(KillCause::StreamTotal),
             }
             // A command that passes the total and exits at once ends the readers too; whichever
@@ -497,7 +505,7 @@ impl Session<'_> {
                 cause = Some(KillCause::StreamTotal);
             }
             if cause.is_none() {
-                final_operation = self.observe_exit(self.deadline).await;
+                final_operation = self.observe_exit(deadline).await;
                 if final_operation.is_none() {
                     cause = Some(KillCause::Duration);
                 }

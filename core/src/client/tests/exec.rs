@@ -117,6 +117,38 @@ async fn exec_at_the_duration_sends_sigkill_and_times_out() {
     assert!(outcome.duration < Duration::from_secs(6));
 }
 
+/// The duration bound starts when the command starts, not before the websocket set-up: with
+/// 1 s of set-up per socket (4 s in all), `sleep 0.5` under a 3 s bound completes.
+#[tokio::test]
+async fn exec_duration_bound_starts_when_the_command_starts_not_before_websocket_set_up() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let _slow = fake
+        .add_rule(Rule::new("GET", "/1.0/operations/*/websocket").fault(Fault::Delay { ms: 1000 }));
+    let began = std::time::Instant::now();
+    let outcome = client
+        .exec_instance(PROJECT, "c1", &shell("sleep 0.5", 3))
+        .await
+        .unwrap();
+    let elapsed = began.elapsed();
+    assert_eq!(outcome.status, ExecStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(0));
+    assert_eq!(outcome.timeout_seconds, 3);
+    assert!(!outcome.killed);
+    assert!(
+        elapsed >= Duration::from_secs(4),
+        "the set-up was slow: {elapsed:?}"
+    );
+    assert!(
+        outcome.duration >= Duration::from_millis(500) && outcome.duration < Duration::from_secs(3),
+        "duration_ms counts from the command's start: {:?}",
+        outcome.duration
+    );
+    let sockets = fake.journal().iter().filter(|e| e.websocket).count();
+    assert_eq!(sockets, 4, "control, 0, 1 and 2");
+}
+
 /// Past the stream total (here half of max_stream_bytes = 32 KiB) SIGKILL is sent:
 /// `output_limited`.
 #[tokio::test]
