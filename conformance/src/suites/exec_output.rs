@@ -95,7 +95,45 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
         .collect();
     checks.push(stdin_bytes(factory));
     checks.push(escaped_output(factory));
+    checks.push(cut_stream(factory));
     checks
+}
+
+/// A stdout websocket dropped by the server before its end-of-stream frame: the output was
+/// lost, so the stream must not look like "no output" (`truncated` is true), while stderr,
+/// which ended normally, is whole.
+fn cut_stream(factory: &Arc<dyn TargetFactory>) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(
+        "exec::encoding::a_stream_cut_before_its_end_is_truncated",
+        move || {
+            let drop_stdout = json!({"method": "POST", "path": "/1.0/instances/*/exec", "fault": {"kind": "exec_drop_websocket", "fd": "1"}});
+            let setup = FakeSetup {
+                seed: None,
+                faults: vec![drop_stdout],
+            };
+            let session = Session::start(&factory, &setup)?;
+            start_instance(&session)?;
+            let line = "echo lost; echo kept >&2; sleep 0.2";
+            let input = json!({"name": "web", "command": ["sh", "-c", line]});
+            let called = session.call("incus_instance_exec", &["incus.exec".to_owned()], input);
+            let result = &called.result;
+            if result.get("status") != Some(&json!("completed")) {
+                return Err(called.failure("expected status completed"));
+            }
+            if result.pointer("/stdout/truncated") != Some(&json!(true)) {
+                return Err(
+                    called.failure("stdout was cut before its end but truncated is not true")
+                );
+            }
+            if result.pointer("/stderr/data") != Some(&json!("kept\n"))
+                || result.pointer("/stderr/truncated") != Some(&json!(false))
+            {
+                return Err(called.failure("stderr ended normally and must be whole"));
+            }
+            called.schema_valid()
+        },
+    )
 }
 
 /// The tool output bound in bytes of JSON.

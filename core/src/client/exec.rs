@@ -5,7 +5,9 @@
 //! fd (`control` first, then `0`, `1`, `2`, as the official client does). Stdin is sent as
 //! binary frames followed by an empty text frame (EOF). Stdout and stderr are read as binary
 //! frames until their empty text frame; the first 64 KiB of each is kept and the rest only
-//! counted, so memory follows the bound, not the data. At the duration bound, or once the
+//! counted, so memory follows the bound, not the data. A stream whose connection ends (closed,
+//! reset, a read error) before that frame, or that is still open when collection stops, was cut:
+//! its output may be incomplete, and the result says so with `truncated`. At the duration bound, or once the
 //! stream total is passed, `SIGKILL` is sent once over the control channel and collection has
 //! 5 s to observe the exit, whose code is the final operation's `metadata.return`.
 //!
@@ -86,11 +88,26 @@ impl ExecStatus {
     }
 }
 
-/// The first [`CAPTURE_BYTES`] of one output stream and the count of all its bytes.
+/// The first [`CAPTURE_BYTES`] of one output stream, the count of all its bytes and how it
+/// ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct StreamCapture {
     captured: Vec<u8>,
     total: u64,
+    end: StreamEnd,
+}
+
+/// How one output stream ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum StreamEnd {
+    /// Not seen: the stream was still open when collection stopped, or never attached.
+    #[default]
+    Unseen,
+    /// Incus's end-of-stream frame (a text frame, empty): every byte of the stream was seen.
+    Eof,
+    /// The connection ended (a close frame, a reset, a read error) before the end-of-stream
+    /// frame: output may have been lost.
+    Cut,
 }
 
 /// How a stream's `data` is written.
@@ -123,12 +140,19 @@ impl StreamCapture {
         self.total
     }
 
+    /// How the stream ended.
+    #[cfg(test)]
+    pub(crate) fn end(&self) -> StreamEnd {
+        self.end
+    }
+
     /// The bytes `data` can carry and their encoding: UTF-8 text when the captured bytes are
-    /// UTF-8 (a character cut by the capture bound is dropped), base64 otherwise.
+    /// UTF-8 (a character cut by the capture bound, or by the stream's end before its
+    /// end-of-stream frame, is dropped), base64 otherwise.
     fn returnable(&self) -> (&[u8], Encoding) {
         match std::str::from_utf8(&self.captured) {
             Ok(_) => (&self.captured, Encoding::Utf8),
-            Err(e) if self.is_cut() && e.error_len().is_none() => {
+            Err(e) if self.is_incomplete() && e.error_len().is_none() => {
                 (&self.captured[..e.valid_up_to()], Encoding::Utf8)
             }
             Err(_) => (&self.captured, Encoding::Base64),
@@ -146,7 +170,8 @@ impl StreamCapture {
     /// The result shape `{"data", "encoding", "bytes", "captured_bytes", "truncated"}`, with
     /// `data` holding the longest prefix of the returnable bytes whose JSON string content is at
     /// most `room` bytes. `captured_bytes` says how many bytes `data` holds, and `truncated`
-    /// whether that is less than every byte seen.
+    /// whether that is less than the whole stream: fewer than every byte seen, or the stream
+    /// was cut (or still open) before its end-of-stream frame.
     fn to_json_within(&self, room: usize) -> Value {
         let (bytes, encoding) = self.returnable();
         let (data, captured_bytes) = match encoding {
@@ -183,12 +208,14 @@ impl StreamCapture {
             "encoding": encoding.as_str(),
             "bytes": self.total,
             "captured_bytes": captured_bytes,
-            "truncated": self.total > captured_bytes as u64,
+            "truncated": self.total > captured_bytes as u64 || self.end != StreamEnd::Eof,
         })
     }
 
-    fn is_cut(&self) -> bool {
-        self.total > self.captured.len() as u64
+    /// Whether the captured bytes are less than the whole stream: bytes were only counted, or
+    /// the stream's end was not seen.
+    fn is_incomplete(&self) -> bool {
+        self.total > self.captured.len() as u64 || self.end != StreamEnd::Eof
     }
 }
 
@@ -278,7 +305,7 @@ impl ExecOutcome {
     /// that does not fit whole is cut at the last character (UTF-8) or 3-byte group (base64)
     /// within its share. The encoding stays the one the bytes call for (UTF-8 when they are
     /// UTF-8); `captured_bytes` says how many bytes `data` holds and `truncated` is `true`
-    /// whenever that is fewer than `bytes`. If even the result without any stream data does
+    /// whenever that is fewer than `bytes` (and when the stream was cut before its end). If even the result without any stream data does
     /// not fit (a native operation that echoes a huge command), `operation` is `null` and
     /// `operation_id` still names it.
     pub(crate) fn to_json_within(&self, bound: usize) -> Value {
@@ -319,14 +346,6 @@ impl ExecOutcome {
 enum KillCause {
     Duration,
     StreamTotal,
-}
-
-/// How one output stream ended.
-enum StreamEnd {
-    /// The empty text frame, a close frame or the end of the connection.
-    Eof,
-    /// A read error; treated as the end of the stream.
-    Broken,
 }
 
 impl Client {
@@ -594,14 +613,18 @@ impl Session<'_> {
     }
 }
 
-/// Reads one output stream to its end, keeping the first bytes and counting the rest.
-async fn read_output(
-    socket: &mut Socket,
+/// Reads one output stream to its end, keeping the first bytes and counting the rest, and
+/// records how it ended: only Incus's end-of-stream frame (a text frame) shows that every byte
+/// was seen; the connection ending first cuts the stream.
+async fn read_output<S>(
+    socket: &mut WebSocketStream<S>,
     capture: &mut StreamCapture,
     total: &AtomicU64,
     limit: u64,
     limit_hit: &Notify,
-) -> StreamEnd {
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     loop {
         match socket.next().await {
             Some(Ok(Message::Binary(data))) => {
@@ -612,9 +635,15 @@ async fn read_output(
                     limit_hit.notify_one();
                 }
             }
-            Some(Ok(Message::Text(_) | Message::Close(_))) | None => return StreamEnd::Eof,
+            Some(Ok(Message::Text(_))) => {
+                capture.end = StreamEnd::Eof;
+                return;
+            }
+            Some(Ok(Message::Close(_)) | Err(_)) | None => {
+                capture.end = StreamEnd::Cut;
+                return;
+            }
             Some(Ok(_)) => {}
-            Some(Err(_)) => return StreamEnd::Broken,
         }
     }
 }
@@ -741,14 +770,95 @@ mod tests {
     fn an_incomplete_character_at_the_true_end_is_base64() {
         let mut capture = StreamCapture::default();
         capture.push(&"é".as_bytes()[..1]);
+        capture.end = StreamEnd::Eof;
         assert_eq!(capture.to_json()["encoding"], "base64");
     }
 
+    /// A stream that ended with its end-of-stream frame after `len` bytes of the pattern.
     fn captured(byte_pattern: &[u8], len: usize) -> StreamCapture {
         let mut capture = StreamCapture::default();
         let bytes: Vec<u8> = byte_pattern.iter().copied().cycle().take(len).collect();
         capture.push(&bytes);
+        capture.end = StreamEnd::Eof;
         capture
+    }
+
+    /// Reads one output stream whose server side sends `frames` and then goes away.
+    async fn read_frames(frames: Vec<Message>) -> StreamCapture {
+        let (mut client, mut server) = socket_pair().await;
+        let server = tokio::spawn(async move {
+            for frame in frames {
+                server.send(frame).await.unwrap();
+            }
+            // Gone without a close frame, as Incus ends its exec sockets.
+            drop(server);
+        });
+        let mut capture = StreamCapture::default();
+        let limit_hit = Notify::new();
+        read_output(
+            &mut client,
+            &mut capture,
+            &AtomicU64::new(0),
+            u64::MAX,
+            &limit_hit,
+        )
+        .await;
+        server.await.unwrap();
+        capture
+    }
+
+    /// Only the end-of-stream frame shows that the whole stream was seen.
+    #[tokio::test]
+    async fn exec_stream_ended_by_its_end_of_stream_frame_is_whole() {
+        let capture = read_frames(vec![Message::binary(b"abc".to_vec()), Message::text("")]).await;
+        assert_eq!(capture.end(), StreamEnd::Eof);
+        let stream = capture.to_json();
+        assert_eq!(stream["data"], "abc");
+        assert_eq!(stream["truncated"], false);
+    }
+
+    /// A stream whose connection ends before the end-of-stream frame was cut: its data is what
+    /// arrived, and truncated says that it may not be all.
+    #[tokio::test]
+    async fn exec_stream_cut_before_its_end_of_stream_frame_is_truncated() {
+        let capture = read_frames(vec![Message::binary(b"abc".to_vec())]).await;
+        assert_eq!(capture.end(), StreamEnd::Cut);
+        let stream = capture.to_json();
+        assert_eq!(stream["data"], "abc");
+        assert_eq!(stream["bytes"], 3);
+        assert_eq!(stream["captured_bytes"], 3);
+        assert_eq!(stream["truncated"], true);
+
+        let nothing = read_frames(Vec::new()).await;
+        assert_eq!(nothing.end(), StreamEnd::Cut);
+        assert_eq!(
+            nothing.to_json()["truncated"],
+            true,
+            "lost output is not no output"
+        );
+
+        let closed = read_frames(vec![Message::Close(None)]).await;
+        assert_eq!(closed.end(), StreamEnd::Cut);
+    }
+
+    /// A stream cut in the middle of a character keeps the text before it, as UTF-8.
+    #[tokio::test]
+    async fn exec_stream_cut_inside_a_character_keeps_the_text_before_it() {
+        let capture = read_frames(vec![Message::binary(b"ab\xc3".to_vec())]).await;
+        let stream = capture.to_json();
+        assert_eq!(stream["encoding"], "utf-8");
+        assert_eq!(stream["data"], "ab");
+        assert_eq!(stream["captured_bytes"], 2);
+        assert_eq!(stream["bytes"], 3);
+        assert_eq!(stream["truncated"], true);
+    }
+
+    /// A stream never read (the exec's streams could not be attached) is not "no output".
+    #[test]
+    fn exec_stream_never_read_is_truncated() {
+        let stream = StreamCapture::default().to_json();
+        assert_eq!(stream["bytes"], 0);
+        assert_eq!(stream["truncated"], true);
     }
 
     fn outcome(stdout: StreamCapture, stderr: StreamCapture, operation: Value) -> ExecOutcome {

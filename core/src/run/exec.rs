@@ -81,14 +81,15 @@ fn request(call: &Call<'_>) -> Result<ExecRequest, RunError> {
     })
 }
 
-/// The exec may have been accepted (and the command started), but no answer was decoded.
+/// The exec may have been accepted (and the command started), but no answer was decoded. No
+/// stream was read, so neither is known to be whole: `truncated` is `true`.
 fn uncertain(started: Instant, timeout_seconds: u64) -> Value {
-    let empty = json!({"data": "", "encoding": "utf-8", "bytes": 0, "captured_bytes": 0, "truncated": false});
+    let unread = json!({"data": "", "encoding": "utf-8", "bytes": 0, "captured_bytes": 0, "truncated": true});
     json!({
         "status": "uncertain",
         "exit_code": null,
-        "stdout": empty,
-        "stderr": empty,
+        "stdout": unread,
+        "stderr": unread,
         "duration_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         "timeout_seconds": timeout_seconds,
         "operation_id": null,

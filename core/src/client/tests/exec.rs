@@ -189,6 +189,28 @@ async fn exec_whose_exit_is_never_observed_is_running() {
     assert!(outcome.duration < Duration::from_secs(8), "1 s + 5 s grace");
 }
 
+/// A stdout websocket dropped before its end-of-stream frame does not look like no output:
+/// the stream says it was cut (`truncated`), while stderr, which ended normally, does not.
+#[tokio::test]
+async fn exec_stdout_dropped_before_eof_is_truncated_not_empty() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let _drop = fake.add_rule(
+        Rule::new("POST", "/1.0/instances/*/exec")
+            .fault(Fault::ExecDropWebsocket { fd: "1".into() }),
+    );
+    let request = shell("echo lost; echo kept >&2; sleep 0.2", 10);
+    let outcome = client.exec_instance(PROJECT, "c1", &request).await.unwrap();
+    assert_eq!(outcome.status, ExecStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(0));
+    let result = outcome.to_json();
+    assert_eq!(result["stdout"]["bytes"], 0);
+    assert_eq!(result["stdout"]["truncated"], true, "{}", result["stdout"]);
+    assert_eq!(result["stderr"]["data"], "kept\n");
+    assert_eq!(result["stderr"]["truncated"], false);
+}
+
 /// Exec on a stopped instance is a native rejection before any operation.
 #[tokio::test]
 async fn exec_on_a_stopped_instance_is_a_native_error() {
