@@ -6,10 +6,11 @@
 //! binary frames followed by an empty text frame (EOF). Stdout and stderr are read as binary
 //! frames until their empty text frame; the first 64 KiB of each is kept and the rest only
 //! counted, so memory follows the bound, not the data. A stream whose connection ends (closed,
-//! reset, a read error) before that frame, or that is still open when collection stops, was cut:
-//! its output may be incomplete, and the result says so with `truncated`. At the duration bound, or once the
-//! stream total is passed, `SIGKILL` is sent once over the control channel and collection has
-//! 5 s to observe the exit, whose code is the final operation's `metadata.return`.
+//! reset, a read error) before that frame, or that is still open when collection stops, was
+//! cut: its output may be incomplete, and the result says so with `truncated`. At the duration
+//! bound, or once the stream total is passed, `SIGKILL` is sent once over the control channel
+//! and collection has 5 s to observe the exit, whose code is the final operation's
+//! `metadata.return`.
 //!
 //! The duration bound (and `duration_ms`) starts when the command starts: Incus starts it once
 //! its streams are connected, so slow websocket set-up (each connection has the connection's own
@@ -300,14 +301,15 @@ impl ExecOutcome {
     /// wrote: status, exit code, counts and the operation identity are always kept, and the
     /// stream data is cut to what fits.
     ///
-    /// Linear in the captured bytes: each stream's JSON size is measured once, the room left
-    /// by the rest of the result is shared between the two streams ([`share`]), and a stream
-    /// that does not fit whole is cut at the last character (UTF-8) or 3-byte group (base64)
+    /// Linear in the captured bytes, with no serialize-and-retry loop: one pass measures each
+    /// stream's JSON size, the room left by the rest of the result (measured once) is shared
+    /// between the two streams ([`share`]), and a stream that does not fit whole is cut, by a
+    /// pass that stops at the cut, at the last character (UTF-8) or 3-byte group (base64)
     /// within its share. The encoding stays the one the bytes call for (UTF-8 when they are
     /// UTF-8); `captured_bytes` says how many bytes `data` holds and `truncated` is `true`
-    /// whenever that is fewer than `bytes` (and when the stream was cut before its end). If even the result without any stream data does
-    /// not fit (a native operation that echoes a huge command), `operation` is `null` and
-    /// `operation_id` still names it.
+    /// whenever that is fewer than `bytes` (or the stream was cut before its end). If even the
+    /// result without any stream data does not fit (a native operation that echoes a huge
+    /// command), `operation` is `null` and `operation_id` still names it.
     pub(crate) fn to_json_within(&self, bound: usize) -> Value {
         let skeletons = [self.stdout.skeleton(), self.stderr.skeleton()];
         let mut operation = self.operation.as_ref();
