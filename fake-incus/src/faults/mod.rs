@@ -5,6 +5,8 @@
 //! no rule selects pass. Rules are serde types (the JSON rule file format of the README) and
 //! have Rust builders.
 
+pub(crate) mod transport;
+
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, Weak};
 

@@ -1,0 +1,83 @@
+//! What a handler knows about its request: who called (the listener's [`Peer`]) and the
+//! request context ([`Ctx`]: app, trust, journal sequence, query parameters).
+
+use crate::app::App;
+use crate::envelope::ApiError;
+use crate::faults::Fault;
+use crate::journal::Listener;
+use std::sync::Arc;
+
+/// Who is calling, as the listener saw it.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    pub(crate) listener: Listener,
+    /// SHA-256 of the client certificate (HTTPS only).
+    pub(crate) fingerprint: Option<String>,
+}
+
+/// The context of one request.
+pub(crate) struct Ctx {
+    pub(crate) app: Arc<App>,
+    pub(crate) peer: Peer,
+    pub(crate) trusted: bool,
+    pub(crate) seq: u64,
+    /// An operation or exec fault selected for this request.
+    pub(crate) fault: Option<Fault>,
+    pub(super) query: Vec<(String, String)>,
+}
+
+impl Ctx {
+    /// Marks the request as applied in the journal.
+    pub(crate) fn applied(&self) {
+        self.app.journal.set_applied(self.seq);
+    }
+    pub(crate) fn param(&self, key: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+    /// `project`, default `default`.
+    pub(crate) fn project(&self) -> String {
+        self.param("project")
+            .filter(|p| !p.is_empty())
+            .unwrap_or("default")
+            .to_string()
+    }
+    /// `recursion`; anything that is not an integer counts as 0.
+    pub(crate) fn recursion(&self) -> u8 {
+        self.param("recursion")
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(0)
+    }
+    pub(crate) fn all_projects(&self) -> bool {
+        self.param("all-projects") == Some("true")
+    }
+    /// 404 with the endpoint's own message when `project` names no project (unless
+    /// `all-projects=true`).
+    pub(crate) fn require_project(
+        &self,
+        message: impl FnOnce(&str) -> String,
+    ) -> Result<(), ApiError> {
+        let project = self.project();
+        if self.all_projects() || self.app.state().project(&project).is_some() {
+            Ok(())
+        } else {
+            Err(ApiError::new(404, message(&project)))
+        }
+    }
+
+    /// The projects a collection request covers.
+    pub(crate) fn projects(&self) -> Vec<String> {
+        if self.all_projects() {
+            self.app
+                .state()
+                .projects
+                .iter()
+                .map(|p| p.name.clone())
+                .collect()
+        } else {
+            vec![self.project()]
+        }
+    }
+}
