@@ -2,7 +2,8 @@
 //! It also drives operation lifecycles (start, finish, cancel, wait, expiry).
 
 use crate::envelope::ApiError;
-use crate::faults::{Fault, Faults};
+use crate::faults::operation::{self, OperationFault};
+use crate::faults::Faults;
 use crate::journal::Journal;
 use crate::state::operations::{OpSpec, OpStatus, Operation};
 use crate::state::{Operations, State};
@@ -142,9 +143,9 @@ impl App {
     pub(crate) fn create_operation(
         &self,
         mut spec: OpSpec,
-        fault: Option<&Fault>,
+        fault: Option<&OperationFault>,
     ) -> (String, Value) {
-        if matches!(fault, Some(Fault::OperationCancellable)) {
+        if fault.is_some_and(OperationFault::may_cancel) {
             spec.may_cancel = true;
         }
         let op = Operation::new(spec);
@@ -158,7 +159,7 @@ impl App {
     pub(crate) fn start_task(
         self: &Arc<Self>,
         spec: OpSpec,
-        fault: Option<Fault>,
+        fault: Option<OperationFault>,
         work: Work,
     ) -> Value {
         let (id, json) = self.create_operation(spec, fault.as_ref());
@@ -167,7 +168,7 @@ impl App {
         json
     }
 
-    async fn drive_task(self: Arc<Self>, id: String, fault: Option<Fault>, work: Work) {
+    async fn drive_task(self: Arc<Self>, id: String, fault: Option<OperationFault>, work: Work) {
         let (wait_started, cancelled, duration) = match self.ops().get(&id) {
             Some(op) => (
                 op.wait_started.clone(),
@@ -176,30 +177,14 @@ impl App {
             ),
             None => return,
         };
-        let gate = async {
-            match &fault {
-                Some(Fault::OperationDuration { ms }) => {
-                    tokio::time::sleep(Duration::from_millis(*ms)).await
-                }
-                Some(Fault::OperationNeverFinish | Fault::OperationCancellable) => {
-                    std::future::pending().await
-                }
-                Some(Fault::OperationFinishDuringWait) => {
-                    wait_started.notified().await;
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                _ if duration.is_zero() => tokio::task::yield_now().await,
-                _ => tokio::time::sleep(duration).await,
-            }
-        };
         tokio::select! {
-            () = gate => {}
+            () = operation::pace(fault.as_ref(), duration, &wait_started) => {}
             () = cancelled.notified() => return,
             () = self.shutdown.cancelled() => return,
         }
-        let outcome = match fault {
-            Some(Fault::OperationFail { message }) => Err(ApiError::internal(message)),
-            _ => {
+        let outcome = match fault.as_ref().and_then(OperationFault::failure) {
+            Some(err) => Err(err),
+            None => {
                 let mut state = self.state();
                 if self.ops().get(&id).is_some_and(|op| op.status.is_final()) {
                     return;

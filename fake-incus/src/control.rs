@@ -123,13 +123,12 @@ fn add_rules(app: &App, body: &[u8]) -> Reply {
         other => serde_json::from_value(other).map(|rule| vec![rule]),
     }
     .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid rule: {e}")))?;
-    for rule in &rules {
-        rule.validate()
-            .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid rule: {e}")))?;
-    }
     let count = rules.len();
     for rule in rules {
-        app.faults.install(rule).forget();
+        app.faults
+            .install(rule)
+            .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid rule: {e}")))?
+            .forget();
     }
     Ok(json!({"installed": count}))
 }

@@ -62,6 +62,9 @@ pub struct JournalEntry {
     pub websocket: bool,
     /// Whether the request was accepted: a change was made or an operation was created.
     pub applied: bool,
+    /// The kinds of the faults a rule selected for this request (empty: none).
+    #[serde(default)]
+    pub faults: Vec<String>,
     /// What was answered.
     pub answer: Answer,
 }
@@ -90,6 +93,12 @@ impl Journal {
 
     pub(crate) fn set_applied(&self, seq: u64) {
         self.update(seq, |e| e.applied = true);
+    }
+
+    pub(crate) fn set_faults(&self, seq: u64, kinds: &[&str]) {
+        self.update(seq, |e| {
+            e.faults = kinds.iter().map(|k| k.to_string()).collect()
+        });
     }
 
     pub(crate) fn set_answer(&self, seq: u64, answer: Answer) {

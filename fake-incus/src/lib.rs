@@ -34,7 +34,7 @@ mod journal;
 mod server;
 mod state;
 
-pub use faults::{Fault, Rule, RuleGuard, Which};
+pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};
 pub use journal::{Answer, JournalEntry, Listener};
 
 use app::{App, Settings};
@@ -62,9 +62,9 @@ pub enum Error {
     /// The seed state is not valid.
     #[error("state: {0}")]
     State(String),
-    /// A fault rule is not valid.
+    /// A fault rule could never match or fire.
     #[error("rule: {0}")]
-    Rule(String),
+    Rule(#[from] RuleError),
 }
 
 impl Error {
@@ -157,7 +157,7 @@ impl FakeIncusBuilder {
             None => state::State::default_state(),
         };
         for rule in &self.rules {
-            rule.validate().map_err(Error::Rule)?;
+            rule.check()?;
         }
         let (server_id, client_id) = identities(self.tls_dir.as_deref())?;
         let mut trusted = std::collections::BTreeSet::from([client_id.fingerprint()?]);
@@ -208,7 +208,7 @@ impl FakeIncusBuilder {
         };
         let app = App::new(state, identity, settings);
         for rule in self.rules {
-            app.faults.install(rule).forget();
+            app.faults.install(rule)?.forget();
         }
         tokio::spawn(server::unix::run(Arc::clone(&app), unix));
         if let Some(listener) = https {
@@ -353,9 +353,14 @@ impl FakeIncus {
     }
 
     /// Installs a fault rule after the existing ones; it is removed when the guard drops.
-    /// A rule that fails [`Rule`] validation (e.g. `nth(0)`) never selects a request.
-    pub fn add_rule(&self, rule: Rule) -> RuleGuard {
+    /// A rule that could never match or fire (see [`Rule::check`]) is refused.
+    pub fn add_rule(&self, rule: Rule) -> Result<RuleGuard, RuleError> {
         self.app.faults.install(rule)
+    }
+
+    /// The installed rules, in install order.
+    pub fn rules(&self) -> Vec<Rule> {
+        self.app.faults.rules()
     }
 
     /// Removes every fault rule.

@@ -215,7 +215,7 @@ async fn fault_rules_select_nth_first_and_every_in_install_order() {
         status: 500,
         message: "x".into(),
     }));
-    kept.forget();
+    kept.expect("a valid rule").forget();
     assert_eq!(unix(&fake, "GET", "/1.0/profiles", None).await.status, 500);
     fake.clear_rules();
     assert_eq!(unix(&fake, "GET", "/1.0/profiles", None).await.status, 200);
@@ -229,13 +229,13 @@ async fn fault_rules_round_trip_through_the_json_rule_format() {
         {"path": "/1.0/instances/*/exec", "which": {"first": 1}, "fault": {"kind": "exec_drop_websocket", "fd": "control"}}
     ]"#;
     let rules: Vec<Rule> = serde_json::from_str(text).unwrap();
-    assert_eq!(rules[0].which, Which::Nth(2));
-    assert_eq!(rules[1].method, None);
+    assert_eq!(rules[0].which(), Which::Nth(2));
+    assert_eq!(rules[1].method(), None);
     assert_eq!(
-        rules[2].fault,
-        Fault::ExecDropWebsocket {
+        rules[2].faults(),
+        [Fault::ExecDropWebsocket {
             fd: "control".into()
-        }
+        }]
     );
     let again: Vec<Rule> = serde_json::from_value(serde_json::to_value(&rules).unwrap()).unwrap();
     assert_eq!(again, rules);
@@ -243,7 +243,7 @@ async fn fault_rules_round_trip_through_the_json_rule_format() {
         serde_json::from_str::<Rule>(r#"{"path": "/x", "fault": {"kind": "explode"}}"#).is_err()
     );
     let bad = FakeIncus::builder()
-        .rule(Rule::new("GET", "/x").nth(0))
+        .rule(Rule::new("GET", "/x").nth(0).fault(Fault::Stall))
         .start()
         .await
         .unwrap_err();

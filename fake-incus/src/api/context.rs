@@ -2,9 +2,13 @@
 //! request context ([`Ctx`]: app, trust, journal sequence, query parameters).
 
 use crate::app::App;
+use crate::app::Work;
 use crate::envelope::ApiError;
-use crate::faults::Fault;
+use crate::faults::exec::ExecFaults;
+use crate::faults::operation::OperationFault;
 use crate::journal::Listener;
+use crate::state::operations::OpSpec;
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Who is calling, as the listener saw it.
@@ -21,12 +25,27 @@ pub(crate) struct Ctx {
     pub(crate) peer: Peer,
     pub(crate) trusted: bool,
     pub(crate) seq: u64,
-    /// An operation or exec fault selected for this request.
-    pub(crate) fault: Option<Fault>,
+    /// The fault on the operation this request creates, if a rule selected one.
+    pub(super) operation_fault: Option<OperationFault>,
+    /// The exec faults of the session this request creates.
+    pub(super) exec_faults: ExecFaults,
     pub(super) query: Vec<(String, String)>,
 }
 
 impl Ctx {
+    /// Starts a task operation for this request, shaped by its operation fault.
+    pub(crate) fn start_task(&self, spec: OpSpec, work: Work) -> Value {
+        self.app
+            .start_task(spec, self.operation_fault.clone(), work)
+    }
+    /// The operation fault of this request (exec operations take it).
+    pub(crate) fn operation_fault(&self) -> Option<OperationFault> {
+        self.operation_fault.clone()
+    }
+    /// The exec faults of this request.
+    pub(crate) fn exec_faults(&self) -> ExecFaults {
+        self.exec_faults.clone()
+    }
     /// Marks the request as applied in the journal.
     pub(crate) fn applied(&self) {
         self.app.journal.set_applied(self.seq);

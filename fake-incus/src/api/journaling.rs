@@ -24,6 +24,7 @@ pub(super) fn journal_entry(req: &Request<Bytes>, peer: &Peer, trusted: bool) ->
         body: String::from_utf8_lossy(req.body()).into_owned(),
         websocket: is_upgrade(req),
         applied: false,
+        faults: Vec::new(),
         answer: Answer::Pending,
     }
 }

@@ -29,9 +29,7 @@ pub(crate) use journaling::is_upgrade;
 
 use crate::app::App;
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::faults::transport::{after_apply, before_apply};
-use crate::faults::Fault;
-use crate::journal::{Answer, Listener};
+use crate::journal::Listener;
 use bytes::Bytes;
 use http::{Method, Request, Response};
 use journaling::journal_entry;
@@ -46,12 +44,20 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
     };
     let seq = app.journal.record(journal_entry(&req, &peer, trusted));
     let path = req.uri().path().to_string();
-    let verdict = app.faults.verdict(req.method().as_str(), &path);
-    if let Some(fault) = &verdict {
-        tracing::debug!(seq, %path, fault = %fault.name(), "fault selected");
-        if let Some(outcome) = before_apply(app, fault, seq).await {
-            return outcome;
-        }
+    let plan = app
+        .faults
+        .verdict(req.method().as_str(), &path)
+        .unwrap_or_default();
+    if !plan.kinds.is_empty() {
+        tracing::debug!(seq, %path, faults = ?plan.kinds, "faults selected");
+        app.journal.set_faults(seq, &plan.kinds);
+    }
+    if let Some(outcome) = plan
+        .transport
+        .before(&app.journal, seq, &app.shutdown)
+        .await
+    {
+        return outcome;
     }
     let query = req
         .uri()
@@ -62,24 +68,17 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
                 .collect()
         })
         .unwrap_or_default();
-    let fault = verdict.clone().filter(|f| !f.is_transport());
     let ctx = Ctx {
         app: Arc::clone(app),
         peer,
         trusted,
         seq,
-        fault,
+        operation_fault: plan.operation,
+        exec_faults: plan.exec,
         query,
     };
     let response = route(&ctx, req).await.unwrap_or_else(Response::from);
-    let code = response.status().as_u16();
-    match verdict.filter(Fault::is_transport) {
-        Some(fault) => after_apply(app, &fault, seq, response).await,
-        None => {
-            app.journal.set_answer(seq, Answer::Status { code });
-            Outcome::Respond(response)
-        }
-    }
+    plan.transport.after(&app.journal, seq, response).await
 }
 
 /// Routes a request to its resource module.

@@ -15,7 +15,8 @@ mod task;
 use crate::api::{is_upgrade, Ctx};
 use crate::app::{op_not_found, App};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::faults::Fault;
+use crate::faults::exec::ExecFaults;
+use crate::faults::operation::OperationFault;
 use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::upgrade::Upgraded;
@@ -60,7 +61,8 @@ pub(crate) fn start_websocket_session(
     op_id: &str,
     req: ExecRequest,
     interactive: bool,
-    fault: Option<Fault>,
+    faults: ExecFaults,
+    op_fault: Option<OperationFault>,
 ) -> Value {
     let fds: &[&str] = if interactive {
         &["0", "control"]
@@ -78,7 +80,13 @@ pub(crate) fn start_websocket_session(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .insert(op_id.into(), session.clone());
-    let (runner, ends) = Runner::new(Arc::clone(app), op_id.to_string(), interactive, fault);
+    let (runner, ends) = Runner::new(
+        Arc::clone(app),
+        op_id.to_string(),
+        interactive,
+        faults,
+        op_fault,
+    );
     tokio::spawn(runner.run(rx, ends, req));
     fds
 }

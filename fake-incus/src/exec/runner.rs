@@ -5,7 +5,8 @@ use super::sockets::{pump, writer, Out, Reader};
 use super::{interpreter, start_failure_error, ExecRequest, Ws, SIGKILL};
 use crate::app::App;
 use crate::envelope::ApiError;
-use crate::faults::Fault;
+use crate::faults::exec::{ExecFaults, KillFilter};
+use crate::faults::operation::{self, OperationFault};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use std::collections::{BTreeSet, HashMap};
@@ -23,7 +24,8 @@ pub(super) struct Runner {
     app: Arc<App>,
     op_id: String,
     interactive: bool,
-    fault: Option<Fault>,
+    faults: ExecFaults,
+    op_fault: Option<OperationFault>,
     /// Closes every socket of the session.
     done: CancellationToken,
     /// Per-fd close, child tokens of `done`.
@@ -37,23 +39,18 @@ pub(super) struct Runner {
     attached: BTreeSet<String>,
 }
 
-/// The signal path to the command, honouring the "ignore SIGKILL" faults.
+/// The signal path to the command, through the session's SIGKILL filter (exec faults).
 #[derive(Clone)]
 pub(super) struct Signals {
     tx: mpsc::UnboundedSender<i32>,
-    ignore_kill: bool,
-    /// Set until the first SIGKILL has been ignored (`exec_ignore_first_sigkill`).
-    ignore_first_kill: Arc<AtomicBool>,
+    filter: Arc<KillFilter>,
 }
 
 impl Signals {
     pub(super) fn send(&self, signal: i32) {
-        let ignored = self.ignore_kill || self.ignore_first_kill.swap(false, Ordering::SeqCst);
-        if signal == SIGKILL && ignored {
-            tracing::debug!("exec: SIGKILL ignored by fault");
-            return;
+        if self.filter.lets_through(signal) {
+            let _ = self.tx.send(signal);
         }
-        let _ = self.tx.send(signal);
     }
 }
 
@@ -68,27 +65,24 @@ impl Runner {
         app: Arc<App>,
         op_id: String,
         interactive: bool,
-        fault: Option<Fault>,
+        faults: ExecFaults,
+        op_fault: Option<OperationFault>,
     ) -> (Self, CommandEnds) {
         let (stdin_tx, stdin) = mpsc::channel(16);
         let (sig_tx, signals) = mpsc::unbounded_channel();
         let done = app.shutdown.child_token();
-        let ignore_kill = matches!(fault, Some(Fault::ExecIgnoreSigkill));
-        let ignore_first_kill = matches!(fault, Some(Fault::ExecIgnoreFirstSigkill));
+        let filter = Arc::new(faults.kill_filter());
         let runner = Self {
             app,
             op_id,
             interactive,
-            fault,
+            faults,
+            op_fault,
             done,
             closers: HashMap::new(),
             writers: HashMap::new(),
             stdin_tx: Some(stdin_tx),
-            signals: Signals {
-                tx: sig_tx,
-                ignore_kill,
-                ignore_first_kill: Arc::new(AtomicBool::new(ignore_first_kill)),
-            },
+            signals: Signals { tx: sig_tx, filter },
             control_connected: Arc::new(AtomicBool::new(false)),
             exited: Arc::new(AtomicBool::new(false)),
             client_eof: Arc::new(Notify::new()),
@@ -124,6 +118,9 @@ impl Runner {
                 () = self.done.cancelled() => return,
             }
         }
+        if !self.paced(&mut sockets).await {
+            return;
+        }
         if let Some(failure) = interpreter::start_failure(&req.command) {
             self.finish(failure.exit_status(), Some(start_failure_error(failure)));
             return;
@@ -146,6 +143,39 @@ impl Runner {
             }
         }
         self.finish(code, None);
+    }
+
+    /// Holds the command back as the operation fault says; settles a failing operation.
+    /// `false` when the command must not run.
+    async fn paced(&mut self, sockets: &mut mpsc::UnboundedReceiver<(String, Ws)>) -> bool {
+        let Some(fault) = self.op_fault.clone() else {
+            return true;
+        };
+        let (wait_started, cancelled) = match self.app.ops().get(&self.op_id) {
+            Some(op) => (op.wait_started.clone(), op.cancelled.clone()),
+            None => return false,
+        };
+        let pace = operation::pace(Some(&fault), Duration::ZERO, &wait_started);
+        tokio::pin!(pace);
+        loop {
+            tokio::select! {
+                () = &mut pace => break,
+                Some((fd, ws)) = sockets.recv() => self.attach(fd, ws),
+                () = cancelled.notified() => {
+                    self.close_later();
+                    return false;
+                }
+                () = self.done.cancelled() => return false,
+            }
+        }
+        match fault.failure() {
+            Some(err) => {
+                self.app.finish_operation(&self.op_id, Err(err));
+                self.close_later();
+                false
+            }
+            None => true,
+        }
     }
 
     /// What the command needs from the session, taken when it starts.
@@ -172,10 +202,7 @@ impl Runner {
                 .then(|| self.closers.get("control").cloned())
                 .flatten(),
             pty: self.interactive,
-            exit_after: match &self.fault {
-                Some(Fault::ExecExitAfter { ms }) => Some(Duration::from_millis(*ms)),
-                _ => None,
-            },
+            faults: self.faults.clone(),
         }
     }
 
@@ -192,8 +219,12 @@ impl Runner {
             }
             None => self.app.finish_operation(&self.op_id, Ok(Some(metadata))),
         }
-        // Give clients a moment to read the last frames and close their side, so that the
-        // close is a clean FIN rather than a reset; then close what is left.
+        self.close_later();
+    }
+
+    /// Gives clients a moment to read the last frames and close their side, so that the
+    /// close is a clean FIN rather than a reset; then closes what is left.
+    fn close_later(&self) {
         let done = self.done.clone();
         tokio::spawn(async move {
             tokio::time::sleep(CLOSE_GRACE).await;
@@ -204,13 +235,11 @@ impl Runner {
     /// Starts the reader and writer of a newly connected socket.
     fn attach(&mut self, fd: String, ws: Ws) {
         self.attached.insert(fd.clone());
-        if let Some(Fault::ExecDropWebsocket { fd: dropped }) = &self.fault {
-            if *dropped == fd {
-                tracing::debug!(%fd, "exec: websocket dropped by fault");
-                drop(ws);
-                self.on_gone(&fd);
-                return;
-            }
+        if self.faults.drops(&fd) {
+            tracing::debug!(%fd, "exec: websocket dropped by fault");
+            drop(ws);
+            self.on_gone(&fd);
+            return;
         }
         let closer = self.done.child_token();
         let (sink, stream) = ws.split();
@@ -257,7 +286,7 @@ struct CommandPlan {
     eof: Vec<mpsc::Sender<Out>>,
     close_control: Option<CancellationToken>,
     pty: bool,
-    exit_after: Option<Duration>,
+    faults: ExecFaults,
 }
 
 /// Runs the interpreter with output pumped to the sockets; sends the EOF frames after it.
@@ -275,9 +304,7 @@ async fn run_command(plan: CommandPlan, ends: CommandEnds, req: ExecRequest) -> 
         signals: ends.signals,
     };
     let (code, _) = futures_util::future::join(interpreter::run(req, io), pumps).await;
-    if let Some(delay) = plan.exit_after {
-        tokio::time::sleep(delay).await;
-    }
+    plan.faults.after_exit().await;
     for writer in &plan.eof {
         let _ = writer.send(Out::Eof).await;
     }

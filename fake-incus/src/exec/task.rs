@@ -2,7 +2,8 @@
 
 use super::{interpreter, start_failure_error, ExecRequest};
 use crate::app::App;
-use crate::faults::Fault;
+use crate::faults::exec::ExecFaults;
+use crate::faults::operation::{self, OperationFault};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,12 +24,29 @@ pub(crate) fn start_task_session(
     app: &Arc<App>,
     op_id: &str,
     req: ExecRequest,
-    fault: Option<Fault>,
+    faults: ExecFaults,
+    op_fault: Option<OperationFault>,
     record: Option<Recording>,
 ) {
     let app = Arc::clone(app);
     let id = op_id.to_string();
     tokio::spawn(async move {
+        let Some((wait_started, cancelled)) = app
+            .ops()
+            .get(&id)
+            .map(|op| (op.wait_started.clone(), op.cancelled.clone()))
+        else {
+            return;
+        };
+        tokio::select! {
+            () = operation::pace(op_fault.as_ref(), Duration::ZERO, &wait_started) => {}
+            () = cancelled.notified() => return,
+            () = app.shutdown.cancelled() => return,
+        }
+        if let Some(err) = op_fault.as_ref().and_then(OperationFault::failure) {
+            app.finish_operation(&id, Err(err));
+            return;
+        }
         if let Some(failure) = interpreter::start_failure(&req.command) {
             app.set_operation_metadata(&id, serde_json::json!({"return": failure.exit_status()}));
             app.finish_operation(&id, Err(start_failure_error(failure)));
@@ -50,9 +68,7 @@ pub(crate) fn start_task_session(
             () = app.shutdown.cancelled() => return,
         };
         drop(sig_tx);
-        if let Some(Fault::ExecExitAfter { ms }) = fault {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-        }
+        faults.after_exit().await;
         let metadata = match record {
             Some(rec) => {
                 let base = format!("/1.0/instances/{}/logs/exec-output/exec_{id}", rec.instance);
