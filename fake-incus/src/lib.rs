@@ -31,11 +31,16 @@ mod envelope;
 mod exec;
 mod faults;
 mod journal;
+mod lifecycle;
+mod pattern;
 mod server;
 mod state;
 
 pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};
-pub use journal::{Answer, JournalEntry, Listener};
+pub use journal::{
+    Answer, ControlMessage, Expectation, ExpectationError, JournalEntry, JournalPage, Listener,
+    BODY_KEPT, CONTROL_MESSAGES_KEPT, DEFAULT_LIMIT as DEFAULT_JOURNAL_LIMIT,
+};
 
 use app::{App, Settings};
 use server::tls;
@@ -91,6 +96,7 @@ pub struct FakeIncusBuilder {
     trusted: Vec<String>,
     retention: Option<Duration>,
     exec_connect_timeout: Option<Duration>,
+    journal_limit: Option<usize>,
 }
 
 impl FakeIncusBuilder {
@@ -150,6 +156,13 @@ impl FakeIncusBuilder {
         self
     }
 
+    /// How many journal entries to keep (default [`DEFAULT_JOURNAL_LIMIT`]; the oldest go
+    /// first and are counted as dropped; 0 keeps none). Expectations count either way.
+    pub fn journal_limit(mut self, limit: usize) -> Self {
+        self.journal_limit = Some(limit);
+        self
+    }
+
     /// Generates the certificates, binds the listeners and starts serving.
     pub async fn start(self) -> Result<FakeIncus, Error> {
         let state = match self.state {
@@ -200,6 +213,7 @@ impl FakeIncusBuilder {
                 .exec_connect_timeout
                 .unwrap_or(defaults.exec_connect_timeout),
             https_address: https_addr.map(|a| a.to_string()),
+            journal_limit: self.journal_limit.unwrap_or(defaults.journal_limit),
         };
         let identity = app::Identity {
             server_fingerprint: server_id.fingerprint()?,
@@ -342,12 +356,37 @@ impl FakeIncus {
         Ok(())
     }
 
-    /// Every request so far, in arrival order (websocket connections included).
+    /// The kept requests, in arrival order (websocket connections included): the last
+    /// [`DEFAULT_JOURNAL_LIMIT`] unless [`FakeIncusBuilder::journal_limit`] says otherwise.
     pub fn journal(&self) -> Vec<JournalEntry> {
         self.app.journal.entries()
     }
 
-    /// Forgets the journal (sequence numbers keep counting).
+    /// The kept requests for `method` (`"*"`: any) whose path matches `pattern` (`*` within
+    /// one segment, `**` across segments), in arrival order.
+    pub fn requests(&self, method: &str, pattern: &str) -> Vec<JournalEntry> {
+        self.app
+            .journal
+            .entries()
+            .into_iter()
+            .filter(|e| e.is(method, pattern))
+            .collect()
+    }
+
+    /// Expects exactly `times` requests for `method` (`"*"`: any) and `pattern` from now on;
+    /// the returned guard panics when dropped with another count. It counts as requests
+    /// arrive, so entries the bounded journal let go still count.
+    pub fn expect(&self, method: &str, pattern: &str, times: u64) -> Expectation {
+        self.app.journal.expect(method, pattern, times)
+    }
+
+    /// The kept entries with a sequence number above `since` (0: all), with the number of
+    /// entries dropped and the last sequence number (what control `GET /journal?since=` answers).
+    pub fn journal_page(&self, since: u64) -> JournalPage {
+        self.app.journal.page(since)
+    }
+
+    /// Forgets the journal's entries and dropped count (sequence numbers keep counting).
     pub fn clear_journal(&self) {
         self.app.journal.clear();
     }
@@ -373,7 +412,9 @@ impl FakeIncus {
         self.app.state().dump()
     }
 
-    /// Back to the start state; operations and journal are cleared (rules are kept).
+    /// Back to the start state: state, operations, exec sessions and the journal's entries
+    /// are cleared. Fault rules are kept, with their match counts (remove them with
+    /// [`FakeIncus::clear_rules`] or by dropping their guards); expectations keep counting.
     pub fn reset(&self) {
         self.app.reset();
     }
@@ -381,6 +422,7 @@ impl FakeIncus {
     /// A control server for this fake on a Unix socket (what `fake-incus serve --control` runs).
     pub fn serve_control(&self, path: &Path) -> Result<(), Error> {
         control::serve(Arc::clone(&self.app), path)
+            .map_err(Error::io(format!("binding {}", path.display())))
     }
 }
 

@@ -88,8 +88,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
         let (id, _) = ctx
             .app
             .create_operation(spec, ctx.operation_fault().as_ref());
-        let fds = exec::start_websocket_session(
-            &ctx.app,
+        let fds = ctx.app.exec.start_websocket_session(
             &id,
             command,
             req.interactive,
@@ -112,8 +111,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
             project: project.clone(),
             instance: name.to_string(),
         });
-        exec::start_task_session(
-            &ctx.app,
+        ctx.app.exec.start_task_session(
             &id,
             command,
             ctx.exec_faults(),

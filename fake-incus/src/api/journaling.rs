@@ -1,7 +1,7 @@
 //! What the journal keeps of a request as it arrives.
 
 use super::Peer;
-use crate::journal::{Answer, JournalEntry};
+use crate::journal::JournalEntry;
 use bytes::Bytes;
 use http::{header, Request};
 
@@ -11,22 +11,19 @@ pub(super) fn journal_entry(req: &Request<Bytes>, peer: &Peer, trusted: bool) ->
             .get(name)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
     };
-    JournalEntry {
-        seq: 0,
-        listener: peer.listener,
-        cert_fingerprint: peer.fingerprint.clone(),
-        trusted,
-        method: req.method().to_string(),
-        path: req.uri().path().to_string(),
-        query: req.uri().query().map(String::from),
-        if_match: header(header::IF_MATCH),
-        content_type: header(header::CONTENT_TYPE),
-        body: String::from_utf8_lossy(req.body()).into_owned(),
-        websocket: is_upgrade(req),
-        applied: false,
-        faults: Vec::new(),
-        answer: Answer::Pending,
-    }
+    let mut entry = JournalEntry::received(
+        peer.listener,
+        req.method().to_string(),
+        req.uri().path().to_string(),
+        req.body(),
+    );
+    entry.cert_fingerprint = peer.fingerprint.clone();
+    entry.trusted = trusted;
+    entry.query = req.uri().query().map(String::from);
+    entry.if_match = header(header::IF_MATCH);
+    entry.content_type = header(header::CONTENT_TYPE);
+    entry.websocket = is_upgrade(req);
+    entry
 }
 
 pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {

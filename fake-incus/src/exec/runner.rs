@@ -1,11 +1,10 @@
 //! The runner of a websocket exec session: waits for the required sockets, runs the command,
 //! pumps its output, settles the operation and closes the sockets.
 
-use super::sockets::{pump, writer, Out, Reader};
-use super::{interpreter, start_failure_error, ExecRequest, Ws, SIGKILL};
-use crate::app::App;
+use super::sockets::{pump, writer, Out, Reader, Signals};
+use super::{interpreter, start_failure_error, Exec, ExecRequest, Ws, SIGKILL};
 use crate::envelope::ApiError;
-use crate::faults::exec::{ExecFaults, KillFilter};
+use crate::faults::exec::ExecFaults;
 use crate::faults::operation::{self, OperationFault};
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -21,7 +20,7 @@ const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 /// Drives one exec session from connection to the operation's end.
 pub(super) struct Runner {
-    app: Arc<App>,
+    exec: Arc<Exec>,
     op_id: String,
     interactive: bool,
     faults: ExecFaults,
@@ -39,21 +38,6 @@ pub(super) struct Runner {
     attached: BTreeSet<String>,
 }
 
-/// The signal path to the command, through the session's SIGKILL filter (exec faults).
-#[derive(Clone)]
-pub(super) struct Signals {
-    tx: mpsc::UnboundedSender<i32>,
-    filter: Arc<KillFilter>,
-}
-
-impl Signals {
-    pub(super) fn send(&self, signal: i32) {
-        if self.filter.lets_through(signal) {
-            let _ = self.tx.send(signal);
-        }
-    }
-}
-
 /// The command's ends of the stdin and signal channels.
 pub(super) struct CommandEnds {
     stdin: mpsc::Receiver<Bytes>,
@@ -62,7 +46,7 @@ pub(super) struct CommandEnds {
 
 impl Runner {
     pub(super) fn new(
-        app: Arc<App>,
+        exec: Arc<Exec>,
         op_id: String,
         interactive: bool,
         faults: ExecFaults,
@@ -70,10 +54,10 @@ impl Runner {
     ) -> (Self, CommandEnds) {
         let (stdin_tx, stdin) = mpsc::channel(16);
         let (sig_tx, signals) = mpsc::unbounded_channel();
-        let done = app.shutdown.child_token();
+        let done = exec.lifecycle.shutdown.child_token();
         let filter = Arc::new(faults.kill_filter());
         let runner = Self {
-            app,
+            exec,
             op_id,
             interactive,
             faults,
@@ -82,7 +66,7 @@ impl Runner {
             closers: HashMap::new(),
             writers: HashMap::new(),
             stdin_tx: Some(stdin_tx),
-            signals: Signals { tx: sig_tx, filter },
+            signals: Signals::new(sig_tx, filter),
             control_connected: Arc::new(AtomicBool::new(false)),
             exited: Arc::new(AtomicBool::new(false)),
             client_eof: Arc::new(Notify::new()),
@@ -101,17 +85,17 @@ impl Runner {
 
     pub(super) async fn run(
         mut self,
-        mut sockets: mpsc::UnboundedReceiver<(String, Ws)>,
+        mut sockets: mpsc::UnboundedReceiver<(String, Ws, u64)>,
         ends: CommandEnds,
         req: ExecRequest,
     ) {
-        let deadline = tokio::time::sleep(self.app.settings.exec_connect_timeout);
+        let deadline = tokio::time::sleep(self.exec.connect_timeout);
         tokio::pin!(deadline);
         while !self.required().iter().all(|fd| self.attached.contains(*fd)) {
             tokio::select! {
-                Some((fd, ws)) = sockets.recv() => self.attach(fd, ws),
+                Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
                 () = &mut deadline => {
-                    self.app.finish_operation(&self.op_id, Err(ApiError::internal("Timed out waiting for websockets to connect")));
+                    self.exec.lifecycle.finish_operation(&self.op_id, Err(ApiError::internal("Timed out waiting for websockets to connect")));
                     self.done.cancel();
                     return;
                 }
@@ -130,7 +114,7 @@ impl Runner {
         let code = loop {
             tokio::select! {
                 code = &mut command => break code,
-                Some((fd, ws)) = sockets.recv() => self.attach(fd, ws),
+                Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
                 () = self.done.cancelled() => return,
             }
         };
@@ -147,11 +131,11 @@ impl Runner {
 
     /// Holds the command back as the operation fault says; settles a failing operation.
     /// `false` when the command must not run.
-    async fn paced(&mut self, sockets: &mut mpsc::UnboundedReceiver<(String, Ws)>) -> bool {
+    async fn paced(&mut self, sockets: &mut mpsc::UnboundedReceiver<(String, Ws, u64)>) -> bool {
         let Some(fault) = self.op_fault.clone() else {
             return true;
         };
-        let (wait_started, cancelled) = match self.app.ops().get(&self.op_id) {
+        let (wait_started, cancelled) = match self.exec.lifecycle.ops().get(&self.op_id) {
             Some(op) => (op.wait_started.clone(), op.cancelled.clone()),
             None => return false,
         };
@@ -160,7 +144,7 @@ impl Runner {
         loop {
             tokio::select! {
                 () = &mut pace => break,
-                Some((fd, ws)) = sockets.recv() => self.attach(fd, ws),
+                Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
                 () = cancelled.notified() => {
                     self.close_later();
                     return false;
@@ -170,7 +154,7 @@ impl Runner {
         }
         match fault.failure() {
             Some(err) => {
-                self.app.finish_operation(&self.op_id, Err(err));
+                self.exec.lifecycle.finish_operation(&self.op_id, Err(err));
                 self.close_later();
                 false
             }
@@ -208,16 +192,21 @@ impl Runner {
 
     /// Puts `return` in the metadata, settles the operation and closes every socket.
     fn finish(&self, code: i32, error: Option<ApiError>) {
-        let mut metadata = self.app.operation_metadata(&self.op_id);
+        let mut metadata = self.exec.lifecycle.operation_metadata(&self.op_id);
         if let Some(object) = metadata.as_object_mut() {
             object.insert("return".into(), code.into());
         }
         match error {
             Some(err) => {
-                self.app.set_operation_metadata(&self.op_id, metadata);
-                self.app.finish_operation(&self.op_id, Err(err));
+                self.exec
+                    .lifecycle
+                    .set_operation_metadata(&self.op_id, metadata);
+                self.exec.lifecycle.finish_operation(&self.op_id, Err(err));
             }
-            None => self.app.finish_operation(&self.op_id, Ok(Some(metadata))),
+            None => self
+                .exec
+                .lifecycle
+                .finish_operation(&self.op_id, Ok(Some(metadata))),
         }
         self.close_later();
     }
@@ -233,7 +222,7 @@ impl Runner {
     }
 
     /// Starts the reader and writer of a newly connected socket.
-    fn attach(&mut self, fd: String, ws: Ws) {
+    fn attach(&mut self, fd: String, ws: Ws, seq: u64) {
         self.attached.insert(fd.clone());
         if self.faults.drops(&fd) {
             tracing::debug!(%fd, "exec: websocket dropped by fault");
@@ -248,6 +237,8 @@ impl Runner {
         self.writers.insert(fd.clone(), out_tx);
         let reader = Reader {
             fd: fd.clone(),
+            journal: self.exec.journal.clone(),
+            seq,
             closer: closer.clone(),
             stdin: if fd == "0" {
                 self.stdin_tx.take()
@@ -273,7 +264,9 @@ impl Runner {
                 self.stdin_tx = None;
                 self.client_eof.notify_one();
             }
-            "control" => self.signals.send(SIGKILL),
+            "control" => {
+                self.signals.send(SIGKILL);
+            }
             _ => {}
         }
     }
