@@ -1,7 +1,7 @@
 //! The `fake-incus serve` binary: ready line, seed state, rule script, control socket, and a
 //! clean exit on SIGTERM that removes its sockets.
 
-mod common;
+use crate::common;
 
 use common::unix_at;
 use serde_json::{json, Value};

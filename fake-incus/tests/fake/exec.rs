@@ -2,7 +2,7 @@
 //! pings, binary data, empty text frames as EOF, control messages, exit codes and the connect
 //! deadline.
 
-mod common;
+use crate::common;
 
 use common::{drain, launch, unix, wait, ws_unix};
 use fake_incus::{FakeIncus, Fault, Rule};

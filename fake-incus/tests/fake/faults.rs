@@ -1,6 +1,6 @@
 //! Every fault type, scripted per rule, and the journal that proves what was sent and applied.
 
-mod common;
+use crate::common;
 
 use common::{unix, unix_raw, wait, ClientCert, Https};
 use fake_incus::{Answer, FakeIncus, Fault, Rule, Which};
