@@ -2,12 +2,15 @@
 //! It also drives operation lifecycles (start, finish, cancel, wait, expiry).
 
 use crate::envelope::ApiError;
-use crate::faults::{Fault, Faults};
+use crate::exec::{Exec, ExecLogs};
+use crate::faults::operation::{self, OperationFault};
+use crate::faults::Faults;
 use crate::journal::Journal;
-use crate::state::operations::{OpSpec, OpStatus, Operation};
+use crate::lifecycle::Lifecycle;
+use crate::state::operations::OpSpec;
 use crate::state::{Operations, State};
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -15,10 +18,6 @@ use tokio_util::sync::CancellationToken;
 /// Background work of a task operation, run under the state lock when the operation finishes.
 /// It returns the operation's final metadata (or keeps it when `None`).
 pub(crate) type Work = Box<dyn FnOnce(&mut State) -> Result<Option<Value>, ApiError> + Send>;
-
-/// Recorded exec output files per instance.
-pub(crate) type ExecLogs =
-    std::collections::BTreeMap<(String, String), std::collections::BTreeMap<String, bytes::Bytes>>;
 
 /// Tunables fixed at start.
 #[derive(Debug, Clone)]
@@ -29,6 +28,8 @@ pub(crate) struct Settings {
     pub(crate) exec_connect_timeout: Duration,
     /// `host:port` of the HTTPS listener, if any (for `GET /1.0`).
     pub(crate) https_address: Option<String>,
+    /// How many journal entries are kept (0: none).
+    pub(crate) journal_limit: usize,
 }
 
 impl Default for Settings {
@@ -37,6 +38,7 @@ impl Default for Settings {
             retention: Duration::from_secs(5),
             exec_connect_timeout: Duration::from_secs(5),
             https_address: None,
+            journal_limit: crate::journal::DEFAULT_LIMIT,
         }
     }
 }
@@ -62,33 +64,37 @@ impl Identity {
 pub(crate) struct App {
     state: Mutex<State>,
     initial: State,
-    ops: Mutex<Operations>,
-    pub(crate) exec: Mutex<HashMap<String, Arc<crate::exec::Session>>>,
-    /// Recorded exec output: (project, instance) -> file name -> bytes.
-    exec_logs: Mutex<ExecLogs>,
+    /// Operations, their events and expiry.
+    pub(crate) lifecycle: Arc<Lifecycle>,
+    /// Exec sessions and recorded exec output.
+    pub(crate) exec: Arc<Exec>,
     pub(crate) journal: Journal,
     pub(crate) faults: Faults,
     pub(crate) identity: Identity,
     pub(crate) settings: Settings,
     pub(crate) shutdown: CancellationToken,
-    /// Operation events for `/1.0/events` listeners: (project, event).
-    pub(crate) events: tokio::sync::broadcast::Sender<(String, Value)>,
 }
 
 impl App {
     pub(crate) fn new(state: State, identity: Identity, settings: Settings) -> Arc<Self> {
+        let shutdown = CancellationToken::new();
+        let journal = Journal::new(settings.journal_limit);
+        let lifecycle = Lifecycle::new(settings.retention, shutdown.clone());
+        let exec = Exec::new(
+            Arc::clone(&lifecycle),
+            journal.clone(),
+            settings.exec_connect_timeout,
+        );
         Arc::new(Self {
             initial: state.clone(),
             state: Mutex::new(state),
-            ops: Mutex::new(Operations::default()),
-            exec: Mutex::new(HashMap::new()),
-            exec_logs: Mutex::new(ExecLogs::new()),
-            journal: Journal::default(),
+            lifecycle,
+            exec,
+            journal,
             faults: Faults::default(),
             identity,
             settings,
-            shutdown: CancellationToken::new(),
-            events: tokio::sync::broadcast::channel(1024).0,
+            shutdown,
         })
     }
 
@@ -101,26 +107,19 @@ impl App {
 
     /// The operations, locked. Never hold it across an `.await`.
     pub(crate) fn ops(&self) -> MutexGuard<'_, Operations> {
-        self.ops
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.lifecycle.ops()
     }
 
     /// The recorded exec output, locked. Never hold it across an `.await`.
     pub(crate) fn exec_logs(&self) -> MutexGuard<'_, ExecLogs> {
-        self.exec_logs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.exec.logs()
     }
 
     /// Back to the state the fake started with; operations and journal are cleared.
     pub(crate) fn reset(&self) {
         *self.state() = self.initial.clone();
         self.ops().list.clear();
-        self.exec
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        self.exec.clear_sessions();
         self.journal.clear();
     }
 
@@ -129,45 +128,20 @@ impl App {
         *self.state() = state;
     }
 
-    /// Sends an operation event to `/1.0/events` listeners.
-    fn emit(&self, op: &Operation) {
-        let event = serde_json::json!({
-            "type": "operation", "timestamp": crate::state::clock::now(), "metadata": op.to_json(),
-            "location": "none", "project": op.spec.project,
-        });
-        let _ = self.events.send((op.spec.project.clone(), event));
-    }
-
-    /// Registers a running operation and returns its id and JSON.
-    pub(crate) fn create_operation(
-        &self,
-        mut spec: OpSpec,
-        fault: Option<&Fault>,
-    ) -> (String, Value) {
-        if matches!(fault, Some(Fault::OperationCancellable)) {
-            spec.may_cancel = true;
-        }
-        let op = Operation::new(spec);
-        let out = (op.id.clone(), op.to_json());
-        self.emit(&op);
-        self.ops().list.push(op);
-        out
-    }
-
     /// Starts a task operation whose `work` runs in the background, shaped by an operation fault.
     pub(crate) fn start_task(
         self: &Arc<Self>,
         spec: OpSpec,
-        fault: Option<Fault>,
+        fault: Option<OperationFault>,
         work: Work,
     ) -> Value {
-        let (id, json) = self.create_operation(spec, fault.as_ref());
+        let (id, json) = self.lifecycle.create_operation(spec, fault.as_ref());
         let app = Arc::clone(self);
         tokio::spawn(async move { app.drive_task(id, fault, work).await });
         json
     }
 
-    async fn drive_task(self: Arc<Self>, id: String, fault: Option<Fault>, work: Work) {
+    async fn drive_task(self: Arc<Self>, id: String, fault: Option<OperationFault>, work: Work) {
         let (wait_started, cancelled, duration) = match self.ops().get(&id) {
             Some(op) => (
                 op.wait_started.clone(),
@@ -176,30 +150,14 @@ impl App {
             ),
             None => return,
         };
-        let gate = async {
-            match &fault {
-                Some(Fault::OperationDuration { ms }) => {
-                    tokio::time::sleep(Duration::from_millis(*ms)).await
-                }
-                Some(Fault::OperationNeverFinish | Fault::OperationCancellable) => {
-                    std::future::pending().await
-                }
-                Some(Fault::OperationFinishDuringWait) => {
-                    wait_started.notified().await;
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                _ if duration.is_zero() => tokio::task::yield_now().await,
-                _ => tokio::time::sleep(duration).await,
-            }
-        };
         tokio::select! {
-            () = gate => {}
+            () = operation::pace(fault.as_ref(), duration, &wait_started) => {}
             () = cancelled.notified() => return,
             () = self.shutdown.cancelled() => return,
         }
-        let outcome = match fault {
-            Some(Fault::OperationFail { message }) => Err(ApiError::internal(message)),
-            _ => {
+        let outcome = match fault.as_ref().and_then(OperationFault::failure) {
+            Some(err) => Err(err),
+            None => {
                 let mut state = self.state();
                 if self.ops().get(&id).is_some_and(|op| op.status.is_final()) {
                     return;
@@ -210,126 +168,36 @@ impl App {
         self.finish_operation(&id, outcome);
     }
 
-    /// Settles an operation: Success with the new metadata, or Failure with the error.
-    pub(crate) fn finish_operation(
-        self: &Arc<Self>,
-        id: &str,
-        outcome: Result<Option<Value>, ApiError>,
-    ) {
-        let settled = {
-            let mut ops = self.ops();
-            let Some(op) = ops.get_mut(id) else { return };
-            match outcome {
-                Ok(metadata) => {
-                    if let Some(metadata) = metadata {
-                        op.set_metadata(metadata);
-                    }
-                    op.settle(OpStatus::Success, None)
-                }
-                Err(err) => op.settle(OpStatus::Failure, Some((err.status, err.message))),
-            }
-            .then(|| self.emit(op))
-            .is_some()
-        };
-        if settled {
-            self.expire_later(id);
-        }
+    /// Settles an operation (see [`Lifecycle::finish_operation`]).
+    pub(crate) fn finish_operation(&self, id: &str, outcome: Result<Option<Value>, ApiError>) {
+        self.lifecycle.finish_operation(id, outcome);
     }
 
-    /// Replaces an operation's metadata (exec adds `return` before it settles).
-    pub(crate) fn set_operation_metadata(&self, id: &str, metadata: Value) {
-        if let Some(op) = self.ops().get_mut(id) {
-            op.set_metadata(metadata);
-            self.emit(op);
-        }
+    /// Registers a running operation and returns its id and JSON.
+    pub(crate) fn create_operation(
+        &self,
+        spec: OpSpec,
+        fault: Option<&OperationFault>,
+    ) -> (String, Value) {
+        self.lifecycle.create_operation(spec, fault)
     }
 
-    /// Sets the metadata an operation starts with (`updated_at` unchanged).
+    /// Sets the metadata an operation starts with.
     pub(crate) fn init_operation_metadata(&self, id: &str, metadata: Value) {
-        if let Some(op) = self.ops().get_mut(id) {
-            op.metadata = metadata;
-        }
+        self.lifecycle.init_operation_metadata(id, metadata);
     }
 
-    /// The metadata of an operation (`Null` when unknown).
-    pub(crate) fn operation_metadata(&self, id: &str) -> Value {
-        self.ops()
-            .get(id)
-            .map(|op| op.metadata.clone())
-            .unwrap_or(Value::Null)
-    }
-
-    /// Cancels a running cancellable operation (`DELETE /1.0/operations/{id}`).
-    pub(crate) fn cancel_operation(self: &Arc<Self>, id: &str) -> Result<(), ApiError> {
-        {
-            let mut ops = self.ops();
-            let op = ops.get_mut(id).ok_or_else(op_not_found)?;
-            if op.status.is_final() {
-                return Err(ApiError::bad_request(
-                    "Only running operations can be cancelled",
-                ));
-            }
-            if !op.spec.may_cancel {
-                return Err(ApiError::bad_request("This operation can't be cancelled"));
-            }
-            op.settle(OpStatus::Cancelled, None);
-            op.cancelled.notify_one();
-            self.emit(op);
-        }
-        self.expire_later(id);
-        Ok(())
+    /// Cancels a running cancellable operation.
+    pub(crate) fn cancel_operation(&self, id: &str) -> Result<(), ApiError> {
+        self.lifecycle.cancel_operation(id)
     }
 
     /// Waits until the operation is final or `timeout` passes (`None`: no limit).
-    /// `Ok(json)` = final operation; `Err` = the wait's error envelope content.
     pub(crate) async fn wait_operation(
         &self,
         id: &str,
         timeout: Option<Duration>,
     ) -> Result<Value, ApiError> {
-        let mut rx = {
-            let ops = self.ops();
-            let op = ops.get(id).ok_or_else(op_not_found)?;
-            op.wait_started.notify_one();
-            op.watch.subscribe()
-        };
-        let done = async { rx.wait_for(|s| s.is_final()).await.map(|_| ()) };
-        let finished = match timeout {
-            None => tokio::select! {
-                r = done => r.is_ok(),
-                () = self.shutdown.cancelled() => false,
-            },
-            Some(limit) => matches!(tokio::time::timeout(limit, done).await, Ok(Ok(()))),
-        };
-        let ops = self.ops();
-        let op = ops.get(id).ok_or_else(op_not_found)?;
-        if !finished || !op.status.is_final() {
-            return Err(ApiError::internal("context deadline exceeded"));
-        }
-        match op.status {
-            OpStatus::Failure => Err(ApiError::new(op.err_code, op.err.clone())),
-            _ => Ok(op.to_json()),
-        }
+        self.lifecycle.wait_operation(id, timeout).await
     }
-
-    fn expire_later(self: &Arc<Self>, id: &str) {
-        let app = Arc::downgrade(self);
-        let id = id.to_string();
-        let retention = self.settings.retention;
-        tokio::spawn(async move {
-            tokio::time::sleep(retention).await;
-            if let Some(app) = app.upgrade() {
-                app.ops().remove(&id);
-                app.exec
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .remove(&id);
-            }
-        });
-    }
-}
-
-/// The daemon's answer for unknown operations.
-pub(crate) fn op_not_found() -> ApiError {
-    ApiError::new(404, "Operation not found")
 }

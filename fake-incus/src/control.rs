@@ -6,11 +6,11 @@
 //! | `GET /rules` | | the installed rules |
 //! | `POST /rules` | a rule or a list of rules | `{"installed": N}` (400 if one is invalid; none installed then) |
 //! | `DELETE /rules` | | `{}` |
-//! | `GET /journal` | | the journal entries |
+//! | `GET /journal[?since=SEQ]` | | `{"entries": [...], "dropped": N, "limit": N, "last_seq": N}`: the kept entries after SEQ |
 //! | `DELETE /journal` | | `{}` |
 //! | `GET /state` | | the state dump |
 //! | `PUT /state` | a state in the dump format | `{}` (400 if invalid) |
-//! | `POST /reset` | | `{}` |
+//! | `POST /reset` | | `{}`: state, operations, exec sessions and journal entries cleared; rules kept |
 //! | `POST /trust` | a PEM certificate | `{"fingerprint": "…"}` |
 //!
 //! Errors are `{"error": "…"}` with a 4xx status.
@@ -28,11 +28,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Binds the control socket and serves it until the app shuts down.
-pub(crate) fn serve(app: Arc<App>, path: &Path) -> Result<(), crate::Error> {
-    let listener = crate::server::unix::bind(path).map_err(|source| crate::Error::Io {
-        context: format!("binding {}", path.display()),
-        source,
-    })?;
+pub(crate) fn serve(app: Arc<App>, path: &Path) -> std::io::Result<()> {
+    let listener = crate::server::unix::bind(path)?;
     tokio::spawn(async move {
         loop {
             let accepted = tokio::select! {
@@ -58,11 +55,12 @@ pub(crate) fn serve(app: Arc<App>, path: &Path) -> Result<(), crate::Error> {
 async fn handle(app: &App, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or_default().to_string();
     let body = match req.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(err) => return answer(StatusCode::BAD_REQUEST, json!({"error": err.to_string()})),
     };
-    match route(app, &method, &path, &body) {
+    match route(app, &method, &path, &query, &body) {
         Ok(value) => answer(StatusCode::OK, value),
         Err((status, message)) => answer(status, json!({"error": message})),
     }
@@ -70,7 +68,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Response<Full<Bytes>> {
 
 type Reply = Result<Value, (StatusCode, String)>;
 
-fn route(app: &App, method: &Method, path: &str, body: &[u8]) -> Reply {
+fn route(app: &App, method: &Method, path: &str, query: &str, body: &[u8]) -> Reply {
     match (method.as_str(), path) {
         ("GET", "/rules") => Ok(json!(app.faults.rules())),
         ("POST", "/rules") => add_rules(app, body),
@@ -78,7 +76,7 @@ fn route(app: &App, method: &Method, path: &str, body: &[u8]) -> Reply {
             app.faults.clear();
             Ok(json!({}))
         }
-        ("GET", "/journal") => Ok(json!(app.journal.entries())),
+        ("GET", "/journal") => Ok(json!(app.journal.page(since(query)?))),
         ("DELETE", "/journal") => {
             app.journal.clear();
             Ok(json!({}))
@@ -116,6 +114,30 @@ fn route(app: &App, method: &Method, path: &str, body: &[u8]) -> Reply {
     }
 }
 
+/// `since=SEQ` (default 0) of `GET /journal`.
+fn since(query: &str) -> Result<u64, (StatusCode, String)> {
+    let mut since = 0;
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        match key.as_ref() {
+            "since" => {
+                since = value.parse().map_err(|_| {
+                    (
+                        StatusCode::BAD_REQUEST,
+                        format!("since must be a sequence number, not {value:?}"),
+                    )
+                })?;
+            }
+            other => {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    format!("unknown query parameter {other:?} (only since)"),
+                ))
+            }
+        }
+    }
+    Ok(since)
+}
+
 fn add_rules(app: &App, body: &[u8]) -> Reply {
     let value: Value = parse(body)?;
     let rules: Vec<Rule> = match value {
@@ -123,13 +145,12 @@ fn add_rules(app: &App, body: &[u8]) -> Reply {
         other => serde_json::from_value(other).map(|rule| vec![rule]),
     }
     .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid rule: {e}")))?;
-    for rule in &rules {
-        rule.validate()
-            .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid rule: {e}")))?;
-    }
     let count = rules.len();
     for rule in rules {
-        app.faults.install(rule).forget();
+        app.faults
+            .install(rule)
+            .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid rule: {e}")))?
+            .forget();
     }
     Ok(json!({"installed": count}))
 }

@@ -2,20 +2,29 @@
 //! answers like Incus 6.0.4, runs exec over websockets with a built-in interpreter, applies
 //! scripted faults and journals every request.
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), fake_incus::Error> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use fake_incus::{Fault, FakeIncus, Rule};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
 //!
 //! let fake = FakeIncus::builder().https(true).start().await?;
-//! println!("unix socket: {}", fake.unix_socket().display());
-//! println!("https: {:?}", fake.https_url());
+//! println!("unix socket: {}, https: {:?}", fake.unix_socket().display(), fake.https_url());
 //!
 //! // The second instance creation closes the connection after it was applied.
-//! let _guard = fake.add_rule(Rule::new("POST", "/1.0/instances").nth(2).fault(Fault::CloseAfterApply));
+//! let _guard = fake.add_rule(Rule::new("POST", "/1.0/instances").nth(2).fault(Fault::CloseAfterApply))?;
+//! // Exactly one GET /1.0 from here on, checked when `once` drops.
+//! let once = fake.expect("GET", "/1.0", 1);
 //!
-//! // ... drive a client against the fake, then check what it sent:
-//! let creates = fake.journal().iter().filter(|e| e.method == "POST").count();
-//! # let _ = creates;
+//! // ... drive a client against the fake:
+//! let mut socket = tokio::net::UnixStream::connect(fake.unix_socket()).await?;
+//! socket.write_all(b"GET /1.0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await?;
+//! let mut answer = String::new();
+//! socket.read_to_string(&mut answer).await?;
+//! assert!(answer.starts_with("HTTP/1.1 200"));
+//!
+//! // ... then check what it sent:
+//! assert_eq!(fake.requests("GET", "/1.0").len(), 1);
+//! drop(once);
 //! # Ok(()) }
 //! ```
 //!
@@ -31,11 +40,16 @@ mod envelope;
 mod exec;
 mod faults;
 mod journal;
+mod lifecycle;
+mod pattern;
 mod server;
 mod state;
 
-pub use faults::{Fault, Rule, RuleGuard, Which};
-pub use journal::{Answer, JournalEntry, Listener};
+pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};
+pub use journal::{
+    Answer, ControlMessage, Expectation, ExpectationError, JournalEntry, JournalPage, Listener,
+    BODY_KEPT, CONTROL_MESSAGES_KEPT, DEFAULT_LIMIT as DEFAULT_JOURNAL_LIMIT,
+};
 
 use app::{App, Settings};
 use server::tls;
@@ -62,9 +76,9 @@ pub enum Error {
     /// The seed state is not valid.
     #[error("state: {0}")]
     State(String),
-    /// A fault rule is not valid.
+    /// A fault rule could never match or fire.
     #[error("rule: {0}")]
-    Rule(String),
+    Rule(#[from] RuleError),
 }
 
 impl Error {
@@ -91,6 +105,7 @@ pub struct FakeIncusBuilder {
     trusted: Vec<String>,
     retention: Option<Duration>,
     exec_connect_timeout: Option<Duration>,
+    journal_limit: Option<usize>,
 }
 
 impl FakeIncusBuilder {
@@ -150,6 +165,13 @@ impl FakeIncusBuilder {
         self
     }
 
+    /// How many journal entries to keep (default [`DEFAULT_JOURNAL_LIMIT`]; the oldest go
+    /// first and are counted as dropped; 0 keeps none). Expectations count either way.
+    pub fn journal_limit(mut self, limit: usize) -> Self {
+        self.journal_limit = Some(limit);
+        self
+    }
+
     /// Generates the certificates, binds the listeners and starts serving.
     pub async fn start(self) -> Result<FakeIncus, Error> {
         let state = match self.state {
@@ -157,7 +179,7 @@ impl FakeIncusBuilder {
             None => state::State::default_state(),
         };
         for rule in &self.rules {
-            rule.validate().map_err(Error::Rule)?;
+            rule.check()?;
         }
         let (server_id, client_id) = identities(self.tls_dir.as_deref())?;
         let mut trusted = std::collections::BTreeSet::from([client_id.fingerprint()?]);
@@ -200,6 +222,7 @@ impl FakeIncusBuilder {
                 .exec_connect_timeout
                 .unwrap_or(defaults.exec_connect_timeout),
             https_address: https_addr.map(|a| a.to_string()),
+            journal_limit: self.journal_limit.unwrap_or(defaults.journal_limit),
         };
         let identity = app::Identity {
             server_fingerprint: server_id.fingerprint()?,
@@ -208,7 +231,7 @@ impl FakeIncusBuilder {
         };
         let app = App::new(state, identity, settings);
         for rule in self.rules {
-            app.faults.install(rule).forget();
+            app.faults.install(rule)?.forget();
         }
         tokio::spawn(server::unix::run(Arc::clone(&app), unix));
         if let Some(listener) = https {
@@ -296,41 +319,174 @@ impl std::fmt::Debug for FakeIncus {
 
 impl FakeIncus {
     /// A builder with the documented defaults.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// assert!(send(&fake, "GET", "/1.0").await.starts_with("HTTP/1.1 200"));
+    /// # Ok(()) }
+    /// ```
     pub fn builder() -> FakeIncusBuilder {
         FakeIncusBuilder::default()
     }
 
     /// The Unix socket path (for `INCUS_SOCKET` or a hyperlocal client).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// assert!(fake.unix_socket().exists());
+    /// # Ok(()) }
+    /// ```
     pub fn unix_socket(&self) -> &Path {
         &self.socket
     }
 
     /// `https://127.0.0.1:PORT` when HTTPS is on.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().https(true).start().await?;
+    /// assert!(fake.https_url().unwrap().starts_with("https://127.0.0.1:"));
+    /// let plain = fake_incus::FakeIncus::builder().start().await?;
+    /// assert_eq!(plain.https_url(), None);
+    /// # Ok(()) }
+    /// ```
     pub fn https_url(&self) -> Option<String> {
         self.https_addr.map(|addr| format!("https://{addr}"))
     }
 
     /// The HTTPS listener's address when HTTPS is on.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().https(true).start().await?;
+    /// assert_ne!(fake.https_address().unwrap().port(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn https_address(&self) -> Option<SocketAddr> {
         self.https_addr
     }
 
     /// The server certificate (PEM), for pinning.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// assert!(fake.server_cert_pem().starts_with("-----BEGIN CERTIFICATE-----"));
+    /// # Ok(()) }
+    /// ```
     pub fn server_cert_pem(&self) -> String {
         self.server_id.cert_pem.clone()
     }
 
     /// A client certificate (PEM) the fake trusts.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// assert!(fake.client_cert_pem().contains("CERTIFICATE"));
+    /// assert_ne!(fake.client_cert_pem(), fake.server_cert_pem());
+    /// # Ok(()) }
+    /// ```
     pub fn client_cert_pem(&self) -> String {
         self.client_id.cert_pem.clone()
     }
 
     /// The private key (PEM) of [`FakeIncus::client_cert_pem`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// assert!(fake.client_key_pem().contains("PRIVATE KEY"));
+    /// # Ok(()) }
+    /// ```
     pub fn client_key_pem(&self) -> String {
         self.client_id.key_pem.clone()
     }
 
     /// Trusts one more client certificate (PEM).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// let other = fake_incus::FakeIncus::builder().start().await?;
+    /// fake.trust_certificate(&other.client_cert_pem())?;
+    /// assert!(fake.trust_certificate("not a certificate").is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn trust_certificate(&self, pem: &str) -> Result<(), Error> {
         let fingerprint = tls::fingerprint_pem(pem)?;
         self.app
@@ -342,40 +498,288 @@ impl FakeIncus {
         Ok(())
     }
 
-    /// Every request so far, in arrival order (websocket connections included).
+    /// The kept requests, in arrival order (websocket connections included): the last
+    /// [`DEFAULT_JOURNAL_LIMIT`] unless [`FakeIncusBuilder::journal_limit`] says otherwise.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// send(&fake, "GET", "/1.0").await;
+    /// let journal = fake.journal();
+    /// assert_eq!((journal[0].method.as_str(), journal[0].path.as_str()), ("GET", "/1.0"));
+    /// # Ok(()) }
+    /// ```
     pub fn journal(&self) -> Vec<JournalEntry> {
         self.app.journal.entries()
     }
 
-    /// Forgets the journal (sequence numbers keep counting).
+    /// The kept requests for `method` (`"*"`: any) whose path matches `pattern` (`*` within
+    /// one segment, `**` across segments), in arrival order.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// send(&fake, "GET", "/1.0/profiles/default").await;
+    /// send(&fake, "GET", "/1.0").await;
+    /// assert_eq!(fake.requests("GET", "/1.0/profiles/*").len(), 1);
+    /// assert_eq!(fake.requests("*", "/**").len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn requests(&self, method: &str, pattern: &str) -> Vec<JournalEntry> {
+        self.app
+            .journal
+            .entries()
+            .into_iter()
+            .filter(|e| e.is(method, pattern))
+            .collect()
+    }
+
+    /// Expects exactly `times` requests for `method` (`"*"`: any) and `pattern` from now on;
+    /// the returned guard panics when dropped with another count. It counts as requests
+    /// arrive, so entries the bounded journal let go still count.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// let _once = fake.expect("DELETE", "/1.0/instances/*", 0);
+    /// let twice = fake.expect("GET", "/1.0", 2);
+    /// send(&fake, "GET", "/1.0").await;
+    /// send(&fake, "GET", "/1.0").await;
+    /// assert_eq!(twice.received(), 2);
+    /// // both are checked when they drop here
+    /// # Ok(()) }
+    /// ```
+    pub fn expect(&self, method: &str, pattern: &str, times: u64) -> Expectation {
+        self.app.journal.expect(method, pattern, times)
+    }
+
+    /// The kept entries with a sequence number above `since` (0: all), with the number of
+    /// entries dropped and the last sequence number (what control `GET /journal?since=` answers).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().journal_limit(1).start().await?;
+    /// send(&fake, "GET", "/1.0").await;
+    /// send(&fake, "GET", "/").await;
+    /// let page = fake.journal_page(0);
+    /// assert_eq!((page.entries.len(), page.dropped, page.last_seq), (1, 1, 2));
+    /// assert!(fake.journal_page(page.last_seq).entries.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub fn journal_page(&self, since: u64) -> JournalPage {
+        self.app.journal.page(since)
+    }
+
+    /// Forgets the journal's entries and dropped count (sequence numbers keep counting).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// send(&fake, "GET", "/1.0").await;
+    /// fake.clear_journal();
+    /// assert!(fake.journal().is_empty());
+    /// send(&fake, "GET", "/1.0").await;
+    /// assert_eq!(fake.journal()[0].seq, 2, "sequence numbers keep counting");
+    /// # Ok(()) }
+    /// ```
     pub fn clear_journal(&self) {
         self.app.journal.clear();
     }
 
     /// Installs a fault rule after the existing ones; it is removed when the guard drops.
-    /// A rule that fails [`Rule`] validation (e.g. `nth(0)`) never selects a request.
-    pub fn add_rule(&self, rule: Rule) -> RuleGuard {
+    /// A rule that could never match or fire (see [`Rule::check`]) is refused.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// use fake_incus::{Fault, Rule};
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// let guard = fake.add_rule(Rule::new("GET", "/1.0").fault(Fault::Error { status: 503, message: "busy".into() }))?;
+    /// assert!(send(&fake, "GET", "/1.0").await.starts_with("HTTP/1.1 503"));
+    /// drop(guard);
+    /// assert!(send(&fake, "GET", "/1.0").await.starts_with("HTTP/1.1 200"));
+    /// assert!(fake.add_rule(Rule::new("GET", "/1.0").nth(0).fault(Fault::Stall)).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn add_rule(&self, rule: Rule) -> Result<RuleGuard, RuleError> {
         self.app.faults.install(rule)
     }
 
+    /// The installed rules, in install order.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// use fake_incus::{Fault, Rule};
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::CloseAfterApply))?.forget();
+    /// assert_eq!(fake.rules()[0].path(), "/1.0/instances");
+    /// # Ok(()) }
+    /// ```
+    pub fn rules(&self) -> Vec<Rule> {
+        self.app.faults.rules()
+    }
+
     /// Removes every fault rule.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// use fake_incus::{Fault, Rule};
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// fake.add_rule(Rule::new("GET", "/1.0").fault(Fault::Stall))?.forget();
+    /// fake.clear_rules();
+    /// assert!(fake.rules().is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn clear_rules(&self) {
         self.app.faults.clear();
     }
 
     /// The current state in the seed format.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder()
+    ///     .state(serde_json::json!({"instances": [{"name": "c1", "status": "Running"}]}))
+    ///     .start()
+    ///     .await?;
+    /// assert_eq!(fake.dump_state()["instances"][0]["name"], "c1");
+    /// # Ok(()) }
+    /// ```
     pub fn dump_state(&self) -> serde_json::Value {
         self.app.state().dump()
     }
 
-    /// Back to the start state; operations and journal are cleared (rules are kept).
+    /// Back to the start state: state, operations, exec sessions and the journal's entries
+    /// are cleared. Fault rules are kept, with their match counts (remove them with
+    /// [`FakeIncus::clear_rules`] or by dropping their guards); expectations keep counting.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// use fake_incus::{Fault, Rule};
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// fake.add_rule(Rule::new("GET", "/1.0/networks").fault(Fault::Stall))?.forget();
+    /// send(&fake, "GET", "/1.0").await;
+    /// fake.reset();
+    /// assert!(fake.journal().is_empty());
+    /// assert_eq!(fake.rules().len(), 1, "rules are kept");
+    /// # Ok(()) }
+    /// ```
     pub fn reset(&self) {
         self.app.reset();
     }
 
     /// A control server for this fake on a Unix socket (what `fake-incus serve --control` runs).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
+    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
+    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    /// #     s.write_all(req.as_bytes()).await.unwrap();
+    /// #     let mut out = String::new();
+    /// #     let _ = s.read_to_string(&mut out).await;
+    /// #     out
+    /// # }
+    /// let fake = fake_incus::FakeIncus::builder().start().await?;
+    /// let dir = tempfile::tempdir()?;
+    /// let control = dir.path().join("control.socket");
+    /// fake.serve_control(&control)?;
+    /// assert!(control.exists());
+    /// # Ok(()) }
+    /// ```
     pub fn serve_control(&self, path: &Path) -> Result<(), Error> {
         control::serve(Arc::clone(&self.app), path)
+            .map_err(Error::io(format!("binding {}", path.display())))
     }
 }
 

@@ -5,6 +5,7 @@ use fake_incus::{FakeIncus, Rule};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// A scriptable fake Incus daemon (Incus 6.0.4 API) for tests.
 #[derive(Parser)]
@@ -46,6 +47,15 @@ struct Serve {
     /// Serve the control socket (HTTP+JSON: rules, journal, state, reset) at this path.
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
+    /// How many journal entries to keep (the oldest go first; 0 turns the journal off).
+    #[arg(long, value_name = "N", default_value_t = fake_incus::DEFAULT_JOURNAL_LIMIT)]
+    journal_limit: usize,
+    /// How long finished operations stay visible, in milliseconds (Incus: 5000).
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    operation_retention_ms: u64,
+    /// How long exec waits for its websockets to connect, in milliseconds (Incus: 5000).
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    exec_connect_timeout_ms: u64,
 }
 
 #[tokio::main]
@@ -82,7 +92,10 @@ async fn serve(args: Serve) -> Result<(), String> {
         .ok_or("no TLS directory")?;
     let mut builder = FakeIncus::builder()
         .unix_socket(&args.unix)
-        .tls_dir(&tls_dir);
+        .tls_dir(&tls_dir)
+        .journal_limit(args.journal_limit)
+        .operation_retention(Duration::from_millis(args.operation_retention_ms))
+        .exec_connect_timeout(Duration::from_millis(args.exec_connect_timeout_ms));
     if let Some(addr) = args.https {
         builder = builder.https_address(addr);
     }

@@ -19,7 +19,7 @@
 //! bodies of the matching steps.
 //!
 //! When no real daemon answers on `INCUS_SOCKET` (default `/var/lib/incus/unix.socket`) the
-//! test prints `skipped: no real Incus at ...` and passes.
+//! test is reported as ignored, with that reason.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -27,6 +27,7 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use hyperlocal::{UnixConnector, Uri};
+use libtest_mimic::Completion;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -540,12 +541,13 @@ fn seed_with_project(dump: Value, project: &str, config: &Value) -> Value {
     state
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_answers_like_the_real_daemon_request_by_request() {
+async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
     let socket = PathBuf::from(std::env::var("INCUS_SOCKET").unwrap_or(DEFAULT_SOCKET.into()));
     if !answers(&socket).await {
-        println!("skipped: no real Incus at {}", socket.display());
-        return;
+        return Completion::ignored_with(format!(
+            "needs a real Incus daemon on INCUS_SOCKET (none answers at {})",
+            socket.display()
+        ));
     }
     let unique = uuid::Uuid::new_v4().simple().to_string();
     let project = format!("diff-{}", &unique[..8]);
@@ -590,6 +592,7 @@ async fn fake_answers_like_the_real_daemon_request_by_request() {
     };
     run_sequence(&mut probe, &project, &name).await;
     report(&probe);
+    Completion::Completed
 }
 
 /// The request sequence. Paths are identical on both sides except operation and image ids.
@@ -1283,4 +1286,30 @@ fn report(probe: &Probe) {
         "the fake diverges from the real daemon:\n{}",
         unexpected.join("\n")
     );
+}
+
+/// Runs each async trial on its own runtime; a trial that cannot run here is reported as ignored
+/// with its reason (libtest-mimic), never as passed.
+fn trial<F, Fut>(name: &str, body: F) -> libtest_mimic::Trial
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = libtest_mimic::Completion>,
+{
+    libtest_mimic::Trial::ignorable_test(name, move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| format!("tokio runtime: {e}"))?;
+        Ok(runtime.block_on(body()))
+    })
+}
+
+fn main() -> std::process::ExitCode {
+    let args = libtest_mimic::Arguments::from_args();
+    let trials = vec![trial(
+        "fake_answers_like_the_real_daemon_request_by_request",
+        fake_answers_like_the_real_daemon_request_by_request,
+    )];
+    libtest_mimic::run(&args, trials).exit_code()
 }

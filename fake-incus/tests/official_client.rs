@@ -1,9 +1,10 @@
 //! The official `incus` command-line client against the fake, over the Unix socket
 //! (`INCUS_SOCKET`) and over HTTPS (a remote with the fake's trusted client certificate).
-//! This proves that any client can use the fake. Skipped, with a message, where `incus` is not
-//! installed.
+//! This proves that any client can use the fake. Reported as ignored, with the reason, where
+//! `incus` is not installed.
 
 use fake_incus::{FakeIncus, Listener};
+use libtest_mimic::Completion;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
@@ -65,11 +66,11 @@ impl Cli {
     }
 }
 
+/// Why the official client tests cannot run here.
+const NO_CLIENT: &str = "needs the official `incus` client on PATH";
+
 async fn setup(fake: &FakeIncus) -> Option<Cli> {
-    let Some(binary) = incus_binary() else {
-        eprintln!("SKIPPED: the official `incus` client is not on PATH; official_client tests did not run");
-        return None;
-    };
+    let binary = incus_binary()?;
     let conf = tempfile::tempdir().expect("temp conf");
     Some(Cli {
         binary,
@@ -85,11 +86,10 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn official_client_manages_instances_over_the_unix_socket() {
+async fn official_client_manages_instances_over_the_unix_socket() -> Completion {
     let fake = FakeIncus::builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
-        return;
+        return Completion::ignored_with(NO_CLIENT);
     };
 
     let info = cli.ok(&["info"]).await;
@@ -216,6 +216,7 @@ async fn official_client_manages_instances_over_the_unix_socket() {
         .filter(|e| e.method == "POST" && e.path == "/1.0/instances")
         .count();
     assert_eq!(creates, 2, "each launch sent exactly one create");
+    Completion::Completed
 }
 
 fn write_conf_cert(conf: &Path, fake: &FakeIncus) {
@@ -223,11 +224,10 @@ fn write_conf_cert(conf: &Path, fake: &FakeIncus) {
     std::fs::write(conf.join("client.key"), fake.client_key_pem()).unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn official_client_works_over_https_with_a_trusted_certificate() {
+async fn official_client_works_over_https_with_a_trusted_certificate() -> Completion {
     let fake = FakeIncus::builder().https(true).start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
-        return;
+        return Completion::ignored_with(NO_CLIENT);
     };
     write_conf_cert(cli.conf.path(), &fake);
     let url = fake.https_url().unwrap();
@@ -265,4 +265,37 @@ async fn official_client_works_over_https_with_a_trusted_certificate() {
         .iter()
         .filter(|e| e.path.starts_with("/1.0/instances"))
         .all(|e| e.cert_fingerprint.is_some() && e.trusted));
+    Completion::Completed
+}
+
+/// Runs each async trial on its own runtime; a trial that cannot run here is reported as ignored
+/// with its reason (libtest-mimic), never as passed.
+fn trial<F, Fut>(name: &str, body: F) -> libtest_mimic::Trial
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = libtest_mimic::Completion>,
+{
+    libtest_mimic::Trial::ignorable_test(name, move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| format!("tokio runtime: {e}"))?;
+        Ok(runtime.block_on(body()))
+    })
+}
+
+fn main() -> std::process::ExitCode {
+    let args = libtest_mimic::Arguments::from_args();
+    let trials = vec![
+        trial(
+            "official_client_manages_instances_over_the_unix_socket",
+            official_client_manages_instances_over_the_unix_socket,
+        ),
+        trial(
+            "official_client_works_over_https_with_a_trusted_certificate",
+            official_client_works_over_https_with_a_trusted_certificate,
+        ),
+    ];
+    libtest_mimic::run(&args, trials).exit_code()
 }

@@ -118,7 +118,10 @@ impl<H: Host + 'static> Target for HostTarget<H> {
     fn add_fault(&self, rule: &Value) -> Result<(), String> {
         let rule: fake_incus::Rule = serde_json::from_value(rule.clone())
             .map_err(|e| format!("fault rule {rule} is not a fake-incus rule: {e}"))?;
-        self.fake.add_rule(rule).forget();
+        self.fake
+            .add_rule(rule)
+            .map_err(|e| format!("fault rule refused: {e}"))?
+            .forget();
         Ok(())
     }
 }

@@ -26,7 +26,7 @@ pub(super) fn route(ctx: &Ctx, mut req: Request<Bytes>) -> ApiResult {
         .param("type")
         .is_none_or(|types| types.is_empty() || types.split(',').any(|t| t == "operation"));
     let project = (!ctx.all_projects()).then(|| ctx.project());
-    let mut events = ctx.app.events.subscribe();
+    let mut events = ctx.app.lifecycle.events.subscribe();
     let shutdown = ctx.app.shutdown.clone();
     let on_upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {

@@ -85,13 +85,15 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
             class: "websocket",
             ..OpSpec::task(&project, "Executing command", instance_url)
         };
-        let (id, _) = ctx.app.create_operation(spec, None);
-        let fds = exec::start_websocket_session(
-            &ctx.app,
+        let (id, _) = ctx
+            .app
+            .create_operation(spec, ctx.operation_fault().as_ref());
+        let fds = ctx.app.exec.start_websocket_session(
             &id,
             command,
             req.interactive,
-            ctx.fault.clone(),
+            ctx.exec_faults(),
+            ctx.operation_fault(),
         );
         let metadata = json!({
             "command": req.command, "environment": environment, "fds": fds, "interactive": req.interactive,
@@ -102,12 +104,20 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
         let mut spec = OpSpec::task(&project, "Executing command", instance_url.clone());
         spec.resources
             .insert("containers".into(), vec![instance_url]);
-        let (id, _) = ctx.app.create_operation(spec, None);
+        let (id, _) = ctx
+            .app
+            .create_operation(spec, ctx.operation_fault().as_ref());
         let record = req.record_output.then(|| exec::Recording {
             project: project.clone(),
             instance: name.to_string(),
         });
-        exec::start_task_session(&ctx.app, &id, command, ctx.fault.clone(), record);
+        ctx.app.exec.start_task_session(
+            &id,
+            command,
+            ctx.exec_faults(),
+            ctx.operation_fault(),
+            record,
+        );
         operation_json(ctx, &id)
     };
     ctx.applied();

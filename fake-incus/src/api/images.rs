@@ -93,9 +93,8 @@ fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
         may_cancel: false,
         duration: std::time::Duration::ZERO,
     };
-    let op = ctx.app.start_task(
+    let op = ctx.start_task(
         spec,
-        ctx.fault.clone(),
         Box::new(move |state: &mut State| {
             state
                 .images

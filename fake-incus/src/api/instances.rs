@@ -164,10 +164,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
     }
     let instance_url = crate::state::url(&format!("/1.0/instances/{name}"), &project);
     let spec = OpSpec::task(&project, "Creating instance", instance_url);
-    let op = ctx.app.start_task(
-        spec,
-        ctx.fault.clone(),
-        Box::new(move |state: &mut State| {
+    let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             if state.instance(&project, &name).is_some() {
                 return Err(ApiError::internal(
                     "Failed creating instance record: Add instance info to the database: Failed to create \"instances\" entry: UNIQUE constraint failed: instances.project_id, instances.name",
@@ -289,9 +286,8 @@ fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
             Box::new(move |state: &mut State| restore(state, &project, &name, &req.restore)),
         )
     };
-    let op = ctx.app.start_task(
+    let op = ctx.start_task(
         OpSpec::task(&ctx.project(), description, instance_url),
-        ctx.fault.clone(),
         work,
     );
     ctx.applied();
@@ -417,9 +413,8 @@ fn delete(ctx: &Ctx, name: &str) -> ApiResult {
     };
     let name = name.to_string();
     let spec = OpSpec::task(&project, "Deleting instance", instance_url);
-    let op = ctx.app.start_task(
+    let op = ctx.start_task(
         spec,
-        ctx.fault.clone(),
         Box::new(move |state: &mut State| {
             state
                 .instances
@@ -457,9 +452,8 @@ fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     check_name(&req.name)?;
     let (old, new) = (name.to_string(), req.name);
     let spec = OpSpec::task(&project, "Renaming instance", instance_url);
-    let op = ctx.app.start_task(
+    let op = ctx.start_task(
         spec,
-        ctx.fault.clone(),
         Box::new(move |state: &mut State| {
             if state.instance(&project, &new).is_some() {
                 return Err(ApiError::internal(format!("Name \"{new}\" already in use")));

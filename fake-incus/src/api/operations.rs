@@ -1,12 +1,12 @@
 //! `/1.0/operations`: list, get, cancel (DELETE), wait (HTTP 200 at once, body when done) and
 //! the websocket endpoint of exec operations.
 
-use super::Ctx;
-use crate::app::op_not_found;
+use super::{is_upgrade, Ctx};
 use crate::envelope::{self, ApiError, ApiResult, Body};
+use crate::lifecycle::op_not_found;
 use bytes::Bytes;
 use futures_util::FutureExt;
-use http::{header, HeaderValue, Request, Response};
+use http::{header, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use serde_json::Value;
@@ -20,7 +20,7 @@ pub(super) async fn route(ctx: &Ctx, req: Request<Bytes>, rest: &[String]) -> Ap
         ([id], "GET") => get(ctx, id),
         ([id], "DELETE") => cancel(ctx, id),
         ([id, "wait"], "GET") => wait(ctx, id),
-        ([id, "websocket"], "GET") => crate::exec::connect(ctx, req, id),
+        ([id, "websocket"], "GET") => connect(ctx, req, id),
         ([] | [_] | [_, "wait" | "websocket"], _) => Err(ApiError::not_implemented()),
         _ => Err(ApiError::not_found()),
     }
@@ -112,4 +112,48 @@ fn wait(ctx: &Ctx, id: &str) -> ApiResult {
         HeaderValue::from_static("nosniff"),
     );
     Ok(resp)
+}
+
+/// `GET /1.0/operations/{id}/websocket?secret=…`.
+fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
+    let secret = ctx.param("secret").map(String::from);
+    let final_status = ctx.app.ops().get(op_id).map(|op| op.status.is_final());
+    let secret = match (final_status, secret) {
+        (None, None) => return Err(ApiError::bad_request("Missing websocket secret")),
+        (None, Some(_)) => return Err(op_not_found()),
+        (Some(_), None) => return Err(ApiError::internal("missing secret")),
+        (Some(true), Some(_)) => {
+            return Err(ApiError::internal(
+                "Only running operations can be connected",
+            ))
+        }
+        (Some(false), Some(secret)) => secret,
+    };
+    let session = ctx.app.exec.session(op_id);
+    let fd = session
+        .as_ref()
+        .and_then(|s| s.fd_for(&secret))
+        .ok_or_else(|| ApiError::new(403, "Forbidden"))?;
+    let session = session.ok_or_else(|| ApiError::new(403, "Forbidden"))?;
+    let key = req.headers().get("sec-websocket-key").cloned();
+    let Some(key) = key.filter(|_| is_upgrade(&req)) else {
+        return Ok(bad_upgrade());
+    };
+    session.accept(fd, hyper::upgrade::on(&mut req), ctx.seq);
+    Ok(envelope::switching_protocols(&key))
+}
+
+/// What a plain GET on the websocket endpoint gets.
+fn bad_upgrade() -> Response<envelope::Body> {
+    let mut body = b"Bad Request\n".to_vec();
+    let envelope = ApiError::internal("websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header").envelope();
+    body.extend(serde_json::to_vec(&envelope).unwrap_or_default());
+    body.push(b'\n');
+    let mut resp = Response::new(envelope::full(body));
+    *resp.status_mut() = StatusCode::BAD_REQUEST;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
 }

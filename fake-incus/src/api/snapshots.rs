@@ -100,10 +100,7 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     spec.resources
         .insert("instances_snapshots".into(), vec![snap_url]);
     let name = name.to_string();
-    let op = ctx.app.start_task(
-        spec,
-        ctx.fault.clone(),
-        Box::new(move |state: &mut State| {
+    let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             let instance = state.instance_mut(&project, &name).ok_or_else(|| instance_not_found(&name, &project))?;
             if instance.snapshot(&snap).is_some() {
                 return Err(ApiError::internal(format!(
@@ -141,9 +138,8 @@ fn delete(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
         ("instances_snapshots".to_string(), vec![snap_url]),
     ]);
     let (name, snap) = (name.to_string(), snap.to_string());
-    let op = ctx.app.start_task(
+    let op = ctx.start_task(
         spec,
-        ctx.fault.clone(),
         Box::new(move |state: &mut State| {
             if let Some(instance) = state.instance_mut(&project, &name) {
                 instance.snapshots.retain(|s| s.name != snap);

@@ -106,9 +106,8 @@ fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let name = name.to_string();
     let spec =
         OpSpec::task(&project, action.description(), instance_url).lasting(action.duration());
-    let op = ctx.app.start_task(
+    let op = ctx.start_task(
         spec,
-        ctx.fault.clone(),
         Box::new(move |state: &mut State| apply(state, &project, &name, action).map(|()| None)),
     );
     ctx.applied();

@@ -12,33 +12,138 @@ mod runner;
 mod sockets;
 mod task;
 
-use crate::api::{is_upgrade, Ctx};
-use crate::app::{op_not_found, App};
-use crate::envelope::{self, ApiError, ApiResult};
-use crate::faults::Fault;
+use crate::envelope::ApiError;
+use crate::faults::exec::ExecFaults;
+use crate::faults::operation::OperationFault;
+use crate::journal::Journal;
+use crate::lifecycle::Lifecycle;
 use bytes::Bytes;
-use http::{header, HeaderValue, Request, Response, StatusCode};
-use hyper::upgrade::Upgraded;
+use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::WebSocketStream;
 
 pub(crate) use interpreter::{incus_environment, ExecRequest};
 use runner::Runner;
-pub(crate) use task::{start_task_session, Recording};
+pub(crate) use task::Recording;
 
 type Ws = WebSocketStream<TokioIo<Upgraded>>;
 const SIGKILL: i32 = 9;
+
+/// Recorded exec output files per instance: (project, instance) -> file name -> bytes.
+pub(crate) type ExecLogs = BTreeMap<(String, String), BTreeMap<String, Bytes>>;
+
+/// The exec subsystem: the websocket sessions by operation id and the recorded output.
+pub(crate) struct Exec {
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    logs: Mutex<ExecLogs>,
+    lifecycle: Arc<Lifecycle>,
+    journal: Journal,
+    /// How long a websocket session waits for its fds.
+    connect_timeout: Duration,
+}
+
+impl Exec {
+    pub(crate) fn new(
+        lifecycle: Arc<Lifecycle>,
+        journal: Journal,
+        connect_timeout: Duration,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            sessions: Mutex::new(HashMap::new()),
+            logs: Mutex::new(ExecLogs::new()),
+            lifecycle,
+            journal,
+            connect_timeout,
+        })
+    }
+
+    /// The recorded exec output, locked. Never hold it across an `.await`.
+    pub(crate) fn logs(&self) -> MutexGuard<'_, ExecLogs> {
+        self.logs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Forgets every websocket session (reset).
+    pub(crate) fn clear_sessions(&self) {
+        self.sessions().clear();
+    }
+
+    /// The websocket session of operation `op_id`.
+    pub(crate) fn session(&self, op_id: &str) -> Option<Arc<Session>> {
+        self.sessions().get(op_id).cloned()
+    }
+
+    /// Registers a websocket session for operation `op_id` and starts its runner; returns the
+    /// fds and their secrets.
+    pub(crate) fn start_websocket_session(
+        self: &Arc<Self>,
+        op_id: &str,
+        req: ExecRequest,
+        interactive: bool,
+        faults: ExecFaults,
+        op_fault: Option<OperationFault>,
+    ) -> Value {
+        let fds: &[&str] = if interactive {
+            &["0", "control"]
+        } else {
+            &["0", "1", "2", "control"]
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let session = Arc::new(Session {
+            secrets: fds.iter().map(|fd| (fd.to_string(), secret())).collect(),
+            connected: Mutex::new(BTreeSet::new()),
+            sockets: tx,
+        });
+        let fds = session.fds();
+        self.sessions().insert(op_id.into(), session);
+        let (runner, ends) = Runner::new(
+            Arc::clone(self),
+            op_id.to_string(),
+            interactive,
+            faults,
+            op_fault,
+        );
+        let exec = Arc::clone(self);
+        let id = op_id.to_string();
+        tokio::spawn(async move {
+            runner.run(rx, ends, req).await;
+            exec.sessions().remove(&id);
+        });
+        fds
+    }
+
+    /// Runs a task-mode exec (see [`task`]).
+    pub(crate) fn start_task_session(
+        self: &Arc<Self>,
+        op_id: &str,
+        req: ExecRequest,
+        faults: ExecFaults,
+        op_fault: Option<OperationFault>,
+        record: Option<Recording>,
+    ) {
+        task::start_task_session(self, op_id, req, faults, op_fault, record);
+    }
+}
 
 /// One exec operation's websockets.
 pub(crate) struct Session {
     secrets: BTreeMap<String, String>,
     connected: Mutex<BTreeSet<String>>,
-    sockets: mpsc::UnboundedSender<(String, Ws)>,
+    /// Connected sockets for the runner: fd, socket, journal sequence of the upgrade.
+    sockets: mpsc::UnboundedSender<(String, Ws, u64)>,
 }
 
 /// A fresh 64-hex secret.
@@ -52,35 +157,36 @@ impl Session {
     pub(crate) fn fds(&self) -> Value {
         serde_json::to_value(&self.secrets).unwrap_or(Value::Null)
     }
-}
 
-/// Registers a websocket session for operation `op_id` and starts its runner.
-pub(crate) fn start_websocket_session(
-    app: &Arc<App>,
-    op_id: &str,
-    req: ExecRequest,
-    interactive: bool,
-    fault: Option<Fault>,
-) -> Value {
-    let fds: &[&str] = if interactive {
-        &["0", "control"]
-    } else {
-        &["0", "1", "2", "control"]
-    };
-    let (tx, rx) = mpsc::unbounded_channel();
-    let session = Arc::new(Session {
-        secrets: fds.iter().map(|fd| (fd.to_string(), secret())).collect(),
-        connected: Mutex::new(BTreeSet::new()),
-        sockets: tx,
-    });
-    let fds = session.fds();
-    app.exec
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(op_id.into(), session.clone());
-    let (runner, ends) = Runner::new(Arc::clone(app), op_id.to_string(), interactive, fault);
-    tokio::spawn(runner.run(rx, ends, req));
-    fds
+    /// The fd a secret belongs to.
+    pub(crate) fn fd_for(&self, secret: &str) -> Option<String> {
+        self.secrets
+            .iter()
+            .find(|(_, s)| *s == secret)
+            .map(|(fd, _)| fd.clone())
+    }
+
+    /// Hands the connection of `fd` to the runner once upgraded (request `seq` in the
+    /// journal). A second connection for the same fd is dropped at once, as the daemon does.
+    pub(crate) fn accept(&self, fd: String, on_upgrade: OnUpgrade, seq: u64) {
+        let duplicate = !self
+            .connected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(fd.clone());
+        let tx = self.sockets.clone();
+        tokio::spawn(async move {
+            let Ok(upgraded) = on_upgrade.await else {
+                return;
+            };
+            if duplicate {
+                return;
+            }
+            let ws =
+                WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+            let _ = tx.send((fd, ws, seq));
+        });
+    }
 }
 
 pub(super) fn start_failure_error(failure: interpreter::StartFailure) -> ApiError {
@@ -88,75 +194,4 @@ pub(super) fn start_failure_error(failure: interpreter::StartFailure) -> ApiErro
         interpreter::StartFailure::CommandNotFound => ApiError::bad_request(failure.message()),
         interpreter::StartFailure::EmptyCommand => ApiError::internal(failure.message()),
     }
-}
-
-/// `GET /1.0/operations/{id}/websocket?secret=…`.
-pub(crate) fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
-    let secret = ctx.param("secret").map(String::from);
-    let final_status = ctx.app.ops().get(op_id).map(|op| op.status.is_final());
-    let secret = match (final_status, secret) {
-        (None, None) => return Err(ApiError::bad_request("Missing websocket secret")),
-        (None, Some(_)) => return Err(op_not_found()),
-        (Some(_), None) => return Err(ApiError::internal("missing secret")),
-        (Some(true), Some(_)) => {
-            return Err(ApiError::internal(
-                "Only running operations can be connected",
-            ))
-        }
-        (Some(false), Some(secret)) => secret,
-    };
-    let session = ctx
-        .app
-        .exec
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(op_id)
-        .cloned();
-    let fd = session
-        .as_ref()
-        .and_then(|s| {
-            s.secrets
-                .iter()
-                .find(|(_, s)| **s == secret)
-                .map(|(fd, _)| fd.clone())
-        })
-        .ok_or_else(|| ApiError::new(403, "Forbidden"))?;
-    let session = session.ok_or_else(|| ApiError::new(403, "Forbidden"))?;
-    let key = req.headers().get("sec-websocket-key").cloned();
-    let Some(key) = key.filter(|_| is_upgrade(&req)) else {
-        return Ok(bad_upgrade());
-    };
-    let duplicate = !session
-        .connected
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(fd.clone());
-    let on_upgrade = hyper::upgrade::on(&mut req);
-    let tx = session.sockets.clone();
-    tokio::spawn(async move {
-        let Ok(upgraded) = on_upgrade.await else {
-            return;
-        };
-        if duplicate {
-            return; // the daemon drops a second connection for the same fd at once
-        }
-        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-        let _ = tx.send((fd, ws));
-    });
-    Ok(envelope::switching_protocols(&key))
-}
-
-/// What a plain GET on the websocket endpoint gets.
-fn bad_upgrade() -> Response<envelope::Body> {
-    let mut body = b"Bad Request\n".to_vec();
-    let envelope = ApiError::internal("websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header").envelope();
-    body.extend(serde_json::to_vec(&envelope).unwrap_or_default());
-    body.push(b'\n');
-    let mut resp = Response::new(envelope::full(body));
-    *resp.status_mut() = StatusCode::BAD_REQUEST;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    resp
 }

@@ -1,11 +1,11 @@
 //! The runner of a websocket exec session: waits for the required sockets, runs the command,
 //! pumps its output, settles the operation and closes the sockets.
 
-use super::sockets::{pump, writer, Out, Reader};
-use super::{interpreter, start_failure_error, ExecRequest, Ws, SIGKILL};
-use crate::app::App;
+use super::sockets::{pump, writer, Out, Reader, Signals};
+use super::{interpreter, start_failure_error, Exec, ExecRequest, Ws, SIGKILL};
 use crate::envelope::ApiError;
-use crate::faults::Fault;
+use crate::faults::exec::ExecFaults;
+use crate::faults::operation::{self, OperationFault};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use std::collections::{BTreeSet, HashMap};
@@ -20,10 +20,11 @@ const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 /// Drives one exec session from connection to the operation's end.
 pub(super) struct Runner {
-    app: Arc<App>,
+    exec: Arc<Exec>,
     op_id: String,
     interactive: bool,
-    fault: Option<Fault>,
+    faults: ExecFaults,
+    op_fault: Option<OperationFault>,
     /// Closes every socket of the session.
     done: CancellationToken,
     /// Per-fd close, child tokens of `done`.
@@ -37,26 +38,6 @@ pub(super) struct Runner {
     attached: BTreeSet<String>,
 }
 
-/// The signal path to the command, honouring the "ignore SIGKILL" faults.
-#[derive(Clone)]
-pub(super) struct Signals {
-    tx: mpsc::UnboundedSender<i32>,
-    ignore_kill: bool,
-    /// Set until the first SIGKILL has been ignored (`exec_ignore_first_sigkill`).
-    ignore_first_kill: Arc<AtomicBool>,
-}
-
-impl Signals {
-    pub(super) fn send(&self, signal: i32) {
-        let ignored = self.ignore_kill || self.ignore_first_kill.swap(false, Ordering::SeqCst);
-        if signal == SIGKILL && ignored {
-            tracing::debug!("exec: SIGKILL ignored by fault");
-            return;
-        }
-        let _ = self.tx.send(signal);
-    }
-}
-
 /// The command's ends of the stdin and signal channels.
 pub(super) struct CommandEnds {
     stdin: mpsc::Receiver<Bytes>,
@@ -65,30 +46,27 @@ pub(super) struct CommandEnds {
 
 impl Runner {
     pub(super) fn new(
-        app: Arc<App>,
+        exec: Arc<Exec>,
         op_id: String,
         interactive: bool,
-        fault: Option<Fault>,
+        faults: ExecFaults,
+        op_fault: Option<OperationFault>,
     ) -> (Self, CommandEnds) {
         let (stdin_tx, stdin) = mpsc::channel(16);
         let (sig_tx, signals) = mpsc::unbounded_channel();
-        let done = app.shutdown.child_token();
-        let ignore_kill = matches!(fault, Some(Fault::ExecIgnoreSigkill));
-        let ignore_first_kill = matches!(fault, Some(Fault::ExecIgnoreFirstSigkill));
+        let done = exec.lifecycle.shutdown.child_token();
+        let filter = Arc::new(faults.kill_filter());
         let runner = Self {
-            app,
+            exec,
             op_id,
             interactive,
-            fault,
+            faults,
+            op_fault,
             done,
             closers: HashMap::new(),
             writers: HashMap::new(),
             stdin_tx: Some(stdin_tx),
-            signals: Signals {
-                tx: sig_tx,
-                ignore_kill,
-                ignore_first_kill: Arc::new(AtomicBool::new(ignore_first_kill)),
-            },
+            signals: Signals::new(sig_tx, filter),
             control_connected: Arc::new(AtomicBool::new(false)),
             exited: Arc::new(AtomicBool::new(false)),
             client_eof: Arc::new(Notify::new()),
@@ -107,22 +85,25 @@ impl Runner {
 
     pub(super) async fn run(
         mut self,
-        mut sockets: mpsc::UnboundedReceiver<(String, Ws)>,
+        mut sockets: mpsc::UnboundedReceiver<(String, Ws, u64)>,
         ends: CommandEnds,
         req: ExecRequest,
     ) {
-        let deadline = tokio::time::sleep(self.app.settings.exec_connect_timeout);
+        let deadline = tokio::time::sleep(self.exec.connect_timeout);
         tokio::pin!(deadline);
         while !self.required().iter().all(|fd| self.attached.contains(*fd)) {
             tokio::select! {
-                Some((fd, ws)) = sockets.recv() => self.attach(fd, ws),
+                Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
                 () = &mut deadline => {
-                    self.app.finish_operation(&self.op_id, Err(ApiError::internal("Timed out waiting for websockets to connect")));
+                    self.exec.lifecycle.finish_operation(&self.op_id, Err(ApiError::internal("Timed out waiting for websockets to connect")));
                     self.done.cancel();
                     return;
                 }
                 () = self.done.cancelled() => return,
             }
+        }
+        if !self.paced(&mut sockets).await {
+            return;
         }
         if let Some(failure) = interpreter::start_failure(&req.command) {
             self.finish(failure.exit_status(), Some(start_failure_error(failure)));
@@ -133,7 +114,7 @@ impl Runner {
         let code = loop {
             tokio::select! {
                 code = &mut command => break code,
-                Some((fd, ws)) = sockets.recv() => self.attach(fd, ws),
+                Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
                 () = self.done.cancelled() => return,
             }
         };
@@ -146,6 +127,39 @@ impl Runner {
             }
         }
         self.finish(code, None);
+    }
+
+    /// Holds the command back as the operation fault says; settles a failing operation.
+    /// `false` when the command must not run.
+    async fn paced(&mut self, sockets: &mut mpsc::UnboundedReceiver<(String, Ws, u64)>) -> bool {
+        let Some(fault) = self.op_fault.clone() else {
+            return true;
+        };
+        let (wait_started, cancelled) = match self.exec.lifecycle.ops().get(&self.op_id) {
+            Some(op) => (op.wait_started.clone(), op.cancelled.clone()),
+            None => return false,
+        };
+        let pace = operation::pace(Some(&fault), Duration::ZERO, &wait_started);
+        tokio::pin!(pace);
+        loop {
+            tokio::select! {
+                () = &mut pace => break,
+                Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
+                () = cancelled.notified() => {
+                    self.close_later();
+                    return false;
+                }
+                () = self.done.cancelled() => return false,
+            }
+        }
+        match fault.failure() {
+            Some(err) => {
+                self.exec.lifecycle.finish_operation(&self.op_id, Err(err));
+                self.close_later();
+                false
+            }
+            None => true,
+        }
     }
 
     /// What the command needs from the session, taken when it starts.
@@ -172,28 +186,34 @@ impl Runner {
                 .then(|| self.closers.get("control").cloned())
                 .flatten(),
             pty: self.interactive,
-            exit_after: match &self.fault {
-                Some(Fault::ExecExitAfter { ms }) => Some(Duration::from_millis(*ms)),
-                _ => None,
-            },
+            faults: self.faults.clone(),
         }
     }
 
     /// Puts `return` in the metadata, settles the operation and closes every socket.
     fn finish(&self, code: i32, error: Option<ApiError>) {
-        let mut metadata = self.app.operation_metadata(&self.op_id);
+        let mut metadata = self.exec.lifecycle.operation_metadata(&self.op_id);
         if let Some(object) = metadata.as_object_mut() {
             object.insert("return".into(), code.into());
         }
         match error {
             Some(err) => {
-                self.app.set_operation_metadata(&self.op_id, metadata);
-                self.app.finish_operation(&self.op_id, Err(err));
+                self.exec
+                    .lifecycle
+                    .set_operation_metadata(&self.op_id, metadata);
+                self.exec.lifecycle.finish_operation(&self.op_id, Err(err));
             }
-            None => self.app.finish_operation(&self.op_id, Ok(Some(metadata))),
+            None => self
+                .exec
+                .lifecycle
+                .finish_operation(&self.op_id, Ok(Some(metadata))),
         }
-        // Give clients a moment to read the last frames and close their side, so that the
-        // close is a clean FIN rather than a reset; then close what is left.
+        self.close_later();
+    }
+
+    /// Gives clients a moment to read the last frames and close their side, so that the
+    /// close is a clean FIN rather than a reset; then closes what is left.
+    fn close_later(&self) {
         let done = self.done.clone();
         tokio::spawn(async move {
             tokio::time::sleep(CLOSE_GRACE).await;
@@ -202,15 +222,13 @@ impl Runner {
     }
 
     /// Starts the reader and writer of a newly connected socket.
-    fn attach(&mut self, fd: String, ws: Ws) {
+    fn attach(&mut self, fd: String, ws: Ws, seq: u64) {
         self.attached.insert(fd.clone());
-        if let Some(Fault::ExecDropWebsocket { fd: dropped }) = &self.fault {
-            if *dropped == fd {
-                tracing::debug!(%fd, "exec: websocket dropped by fault");
-                drop(ws);
-                self.on_gone(&fd);
-                return;
-            }
+        if self.faults.drops(&fd) {
+            tracing::debug!(%fd, "exec: websocket dropped by fault");
+            drop(ws);
+            self.on_gone(&fd);
+            return;
         }
         let closer = self.done.child_token();
         let (sink, stream) = ws.split();
@@ -219,6 +237,8 @@ impl Runner {
         self.writers.insert(fd.clone(), out_tx);
         let reader = Reader {
             fd: fd.clone(),
+            journal: self.exec.journal.clone(),
+            seq,
             closer: closer.clone(),
             stdin: if fd == "0" {
                 self.stdin_tx.take()
@@ -244,7 +264,9 @@ impl Runner {
                 self.stdin_tx = None;
                 self.client_eof.notify_one();
             }
-            "control" => self.signals.send(SIGKILL),
+            "control" => {
+                self.signals.send(SIGKILL);
+            }
             _ => {}
         }
     }
@@ -257,7 +279,7 @@ struct CommandPlan {
     eof: Vec<mpsc::Sender<Out>>,
     close_control: Option<CancellationToken>,
     pty: bool,
-    exit_after: Option<Duration>,
+    faults: ExecFaults,
 }
 
 /// Runs the interpreter with output pumped to the sockets; sends the EOF frames after it.
@@ -275,9 +297,7 @@ async fn run_command(plan: CommandPlan, ends: CommandEnds, req: ExecRequest) -> 
         signals: ends.signals,
     };
     let (code, _) = futures_util::future::join(interpreter::run(req, io), pumps).await;
-    if let Some(delay) = plan.exit_after {
-        tokio::time::sleep(delay).await;
-    }
+    plan.faults.after_exit().await;
     for writer in &plan.eof {
         let _ = writer.send(Out::Eof).await;
     }

@@ -1,8 +1,9 @@
 //! One exec websocket: a writer (keepalive pings, data, EOF) and a reader (stdin, control
 //! messages, disconnects), both ended by the session's close token.
 
-use super::runner::Signals;
 use super::{Ws, SIGKILL};
+use crate::faults::exec::KillFilter;
+use crate::journal::{ControlMessage, Journal};
 use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
@@ -15,6 +16,24 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 const KEEPALIVE: Duration = Duration::from_secs(10);
+
+/// The signal path to the command, through the session's SIGKILL filter (exec faults).
+#[derive(Clone)]
+pub(super) struct Signals {
+    tx: mpsc::UnboundedSender<i32>,
+    filter: Arc<KillFilter>,
+}
+
+impl Signals {
+    pub(super) fn new(tx: mpsc::UnboundedSender<i32>, filter: Arc<KillFilter>) -> Self {
+        Self { tx, filter }
+    }
+
+    /// Sends `signal` to the command; `false` when a fault ignored it or the command is gone.
+    pub(super) fn send(&self, signal: i32) -> bool {
+        self.filter.lets_through(signal) && self.tx.send(signal).is_ok()
+    }
+}
 
 /// What a socket writer sends.
 pub(super) enum Out {
@@ -92,6 +111,9 @@ pub(super) async fn writer(
 /// Reads what the client sends on one socket.
 pub(super) struct Reader {
     pub(super) fd: String,
+    /// Where control messages are recorded, on the entry of this socket's upgrade request.
+    pub(super) journal: Journal,
+    pub(super) seq: u64,
     pub(super) closer: CancellationToken,
     pub(super) stdin: Option<mpsc::Sender<Bytes>>,
     pub(super) signals: Signals,
@@ -166,14 +188,16 @@ impl Reader {
     }
 
     /// `{"command": "signal", "signal": N}`; `window-resize` is accepted; the rest is ignored.
+    /// Every message is recorded in the journal, with whether its signal reached the command.
     fn on_control(&self, text: &str) {
-        let Ok(msg) = serde_json::from_str::<Value>(text) else {
-            return;
-        };
-        if msg.get("command").and_then(Value::as_str) == Some("signal") {
-            if let Some(signal) = msg.get("signal").and_then(Value::as_i64) {
-                self.signals.send(signal as i32);
-            }
-        }
+        let msg = serde_json::from_str::<Value>(text).ok();
+        let signal = msg
+            .as_ref()
+            .filter(|m| m.get("command").and_then(Value::as_str) == Some("signal"))
+            .and_then(|m| m.get("signal").and_then(Value::as_i64))
+            .and_then(|s| i32::try_from(s).ok());
+        let delivered = signal.is_some_and(|signal| self.signals.send(signal));
+        self.journal
+            .add_control_message(self.seq, ControlMessage::new(text, signal, delivered));
     }
 }

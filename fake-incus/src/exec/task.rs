@@ -1,8 +1,8 @@
 //! Task-mode exec (`wait-for-websocket: false`): no websockets; output discarded or recorded.
 
-use super::{interpreter, start_failure_error, ExecRequest};
-use crate::app::App;
-use crate::faults::Fault;
+use super::{interpreter, start_failure_error, Exec, ExecRequest};
+use crate::faults::exec::ExecFaults;
+use crate::faults::operation::{self, OperationFault};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,19 +19,39 @@ const RECORD_LIMIT: usize = 8 << 20;
 
 /// Runs a task-mode exec (`wait-for-websocket: false`): stdin is empty; output is discarded or,
 /// with `record`, kept as the instance's `exec-output` log files.
-pub(crate) fn start_task_session(
-    app: &Arc<App>,
+pub(super) fn start_task_session(
+    exec: &Arc<Exec>,
     op_id: &str,
     req: ExecRequest,
-    fault: Option<Fault>,
+    faults: ExecFaults,
+    op_fault: Option<OperationFault>,
     record: Option<Recording>,
 ) {
-    let app = Arc::clone(app);
+    let exec = Arc::clone(exec);
     let id = op_id.to_string();
     tokio::spawn(async move {
+        let Some((wait_started, cancelled)) = exec
+            .lifecycle
+            .ops()
+            .get(&id)
+            .map(|op| (op.wait_started.clone(), op.cancelled.clone()))
+        else {
+            return;
+        };
+        tokio::select! {
+            () = operation::pace(op_fault.as_ref(), Duration::ZERO, &wait_started) => {}
+            () = cancelled.notified() => return,
+            () = exec.lifecycle.shutdown.cancelled() => return,
+        }
+        if let Some(err) = op_fault.as_ref().and_then(OperationFault::failure) {
+            exec.lifecycle.finish_operation(&id, Err(err));
+            return;
+        }
         if let Some(failure) = interpreter::start_failure(&req.command) {
-            app.set_operation_metadata(&id, serde_json::json!({"return": failure.exit_status()}));
-            app.finish_operation(&id, Err(start_failure_error(failure)));
+            exec.lifecycle
+                .set_operation_metadata(&id, serde_json::json!({"return": failure.exit_status()}));
+            exec.lifecycle
+                .finish_operation(&id, Err(start_failure_error(failure)));
             return;
         }
         let (_, stdin) = mpsc::channel(1);
@@ -47,16 +67,14 @@ pub(crate) fn start_task_session(
         };
         let ((code, (out, err)), ()) = tokio::select! {
             done = futures_util::future::join(interpreter::run(req, io), outputs) => (done, ()),
-            () = app.shutdown.cancelled() => return,
+            () = exec.lifecycle.shutdown.cancelled() => return,
         };
         drop(sig_tx);
-        if let Some(Fault::ExecExitAfter { ms }) = fault {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-        }
+        faults.after_exit().await;
         let metadata = match record {
             Some(rec) => {
                 let base = format!("/1.0/instances/{}/logs/exec-output/exec_{id}", rec.instance);
-                let mut logs = app.exec_logs();
+                let mut logs = exec.logs();
                 let files = logs.entry((rec.project, rec.instance)).or_default();
                 files.insert(format!("exec_{id}.stdout"), Bytes::from(out));
                 files.insert(format!("exec_{id}.stderr"), Bytes::from(err));
@@ -64,7 +82,7 @@ pub(crate) fn start_task_session(
             }
             None => serde_json::json!({"return": code}),
         };
-        app.finish_operation(&id, Ok(Some(metadata)));
+        exec.lifecycle.finish_operation(&id, Ok(Some(metadata)));
     });
 }
 

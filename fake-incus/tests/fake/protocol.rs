@@ -1,7 +1,7 @@
 //! Protocol conformance over the Unix socket: envelopes, status codes, keys, types, ETags and
 //! operation lifecycles, as the real Incus 6.0.4 daemon answers (see the reference captures).
 
-mod common;
+use crate::common;
 
 use common::{assert_envelope, launch, unix, unix_with, wait};
 use fake_incus::FakeIncus;

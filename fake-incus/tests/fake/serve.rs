@@ -1,7 +1,7 @@
 //! The `fake-incus serve` binary: ready line, seed state, rule script, control socket, and a
 //! clean exit on SIGTERM that removes its sockets.
 
-mod common;
+use crate::common;
 
 use common::unix_at;
 use serde_json::{json, Value};
@@ -126,8 +126,7 @@ async fn serve_prints_a_ready_line_serves_and_stops_on_sigterm() {
     );
 
     let journal = unix_at(&control, "GET", "/journal", None, &[]).await;
-    let paths: Vec<&str> = journal
-        .body
+    let paths: Vec<&str> = journal.body["entries"]
         .as_array()
         .unwrap()
         .iter()
@@ -142,6 +141,22 @@ async fn serve_prints_a_ready_line_serves_and_stops_on_sigterm() {
             "/1.0/profiles"
         ]
     );
+    assert_eq!(journal.body["dropped"], 0);
+    let last = journal.body["last_seq"].as_u64().unwrap();
+    let newer = unix_at(
+        &control,
+        "GET",
+        &format!("/journal?since={}", last - 1),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(
+        newer.body["entries"].as_array().map(Vec::len),
+        Some(1),
+        "paging: only the entries after since"
+    );
+    assert_eq!(newer.body["entries"][0]["seq"].as_u64(), Some(last));
     let state = unix_at(&control, "GET", "/state", None, &[]).await;
     assert_eq!(state.body["instances"][0]["name"], "seeded");
     let mut replaced = state.body.clone();

@@ -1,7 +1,7 @@
 //! The HTTPS listener: mutual TLS where the client certificate decides trust per request, as
 //! Incus does (reference §1.2), over HTTP/1.1 and h2, websockets included.
 
-mod common;
+use crate::common;
 
 use common::{ClientCert, Https};
 use fake_incus::{FakeIncus, Listener};

@@ -1,7 +1,6 @@
 //! Test helpers: plain HTTP clients for the fake over the Unix socket (hyperlocal) and over
 //! HTTPS (rustls with a pinned server certificate and an optional client certificate), and
 //! websocket connections for exec.
-#![allow(dead_code, unreachable_pub)]
 
 use bytes::Bytes;
 use fake_incus::FakeIncus;
@@ -20,18 +19,18 @@ use tokio_rustls::TlsConnector;
 
 /// One answer.
 #[derive(Debug)]
-pub struct Reply {
-    pub status: u16,
-    pub headers: HeaderMap,
-    pub raw: Bytes,
-    pub body: Value,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: HeaderMap,
+    pub(crate) raw: Bytes,
+    pub(crate) body: Value,
 }
 
 impl Reply {
-    pub fn metadata(&self) -> &Value {
+    pub(crate) fn metadata(&self) -> &Value {
         &self.body["metadata"]
     }
-    pub fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.headers
             .get(name)
             .map(|v| v.to_str().unwrap_or_default().to_string())
@@ -73,12 +72,12 @@ async fn read(resp: http::Response<hyper::body::Incoming>) -> Reply {
 }
 
 /// A request over the Unix socket.
-pub async fn unix(fake: &FakeIncus, method: &str, path: &str, body: Option<Value>) -> Reply {
+pub(crate) async fn unix(fake: &FakeIncus, method: &str, path: &str, body: Option<Value>) -> Reply {
     unix_with(fake, method, path, body, &[]).await
 }
 
 /// A request over the Unix socket with extra headers.
-pub async fn unix_with(
+pub(crate) async fn unix_with(
     fake: &FakeIncus,
     method: &str,
     path: &str,
@@ -89,7 +88,7 @@ pub async fn unix_with(
 }
 
 /// A request over any Unix socket (the fake's or its control socket).
-pub async fn unix_at(
+pub(crate) async fn unix_at(
     socket: &std::path::Path,
     method: &str,
     path: &str,
@@ -109,7 +108,7 @@ pub async fn unix_at(
 }
 
 /// A raw HTTP/1.1 request over a fresh Unix connection; `Err` when the connection fails.
-pub async fn unix_raw(
+pub(crate) async fn unix_raw(
     fake: &FakeIncus,
     method: &str,
     path: &str,
@@ -145,7 +144,7 @@ pub async fn unix_raw(
 }
 
 /// Waits for an operation (from a 202) and returns the wait answer.
-pub async fn wait(fake: &FakeIncus, accepted: &Reply) -> Reply {
+pub(crate) async fn wait(fake: &FakeIncus, accepted: &Reply) -> Reply {
     assert_eq!(
         accepted.status, 202,
         "expected an operation: {}",
@@ -156,7 +155,7 @@ pub async fn wait(fake: &FakeIncus, accepted: &Reply) -> Reply {
 }
 
 /// Creates (and optionally starts) an instance from the busybox alias.
-pub async fn launch(fake: &FakeIncus, name: &str, start: bool) {
+pub(crate) async fn launch(fake: &FakeIncus, name: &str, start: bool) {
     let body = serde_json::json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": start});
     let reply = unix(fake, "POST", "/1.0/instances", Some(body)).await;
     let done = wait(fake, &reply).await;
@@ -164,7 +163,7 @@ pub async fn launch(fake: &FakeIncus, name: &str, start: bool) {
 }
 
 /// The seven envelope keys with their types.
-pub fn assert_envelope(body: &Value) {
+pub(crate) fn assert_envelope(body: &Value) {
     let object = body.as_object().expect("envelope object");
     let keys: Vec<&str> = object.keys().map(String::as_str).collect();
     assert_eq!(
@@ -189,7 +188,7 @@ pub fn assert_envelope(body: &Value) {
 }
 
 /// Which client certificate an HTTPS client presents.
-pub enum ClientCert {
+pub(crate) enum ClientCert {
     /// The fake's trusted client certificate.
     Trusted,
     /// A certificate the fake does not know.
@@ -200,7 +199,7 @@ pub enum ClientCert {
 
 /// An HTTPS client for the fake.
 #[derive(Clone)]
-pub struct Https {
+pub(crate) struct Https {
     connector: TlsConnector,
     addr: std::net::SocketAddr,
 }
@@ -218,7 +217,7 @@ fn pem_key(pem: &str) -> PrivateKeyDer<'static> {
 }
 
 impl Https {
-    pub fn new(fake: &FakeIncus, cert: ClientCert, alpn_h2: bool) -> Self {
+    pub(crate) fn new(fake: &FakeIncus, cert: ClientCert, alpn_h2: bool) -> Self {
         let mut roots = rustls::RootCertStore::empty();
         for cert in pem_certs(&fake.server_cert_pem()) {
             roots.add(cert).unwrap();
@@ -259,7 +258,7 @@ impl Https {
         }
     }
 
-    pub async fn connect(&self) -> TlsStream<TcpStream> {
+    pub(crate) async fn connect(&self) -> TlsStream<TcpStream> {
         let tcp = TcpStream::connect(self.addr).await.unwrap();
         let name = ServerName::try_from("127.0.0.1").unwrap();
         self.connector
@@ -269,7 +268,7 @@ impl Https {
     }
 
     /// One request on a fresh connection (HTTP/1.1 or h2 per the ALPN offered).
-    pub async fn request(&self, method: &str, path: &str, body: Option<Value>) -> Reply {
+    pub(crate) async fn request(&self, method: &str, path: &str, body: Option<Value>) -> Reply {
         let tls = self.connect().await;
         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
         let uri: http::Uri = format!("https://127.0.0.1{path}").parse().unwrap();
@@ -298,10 +297,10 @@ impl Https {
 }
 
 /// An exec websocket over the Unix socket.
-pub type UnixWs = tokio_tungstenite::WebSocketStream<UnixStream>;
+pub(crate) type UnixWs = tokio_tungstenite::WebSocketStream<UnixStream>;
 
 /// Connects one exec fd's websocket over the Unix socket.
-pub async fn ws_unix(fake: &FakeIncus, op_id: &str, secret: &str) -> UnixWs {
+pub(crate) async fn ws_unix(fake: &FakeIncus, op_id: &str, secret: &str) -> UnixWs {
     let stream = UnixStream::connect(fake.unix_socket()).await.unwrap();
     let url = format!("ws://unix.socket/1.0/operations/{op_id}/websocket?secret={secret}");
     let (ws, resp) = tokio_tungstenite::client_async(url, stream)
@@ -312,7 +311,7 @@ pub async fn ws_unix(fake: &FakeIncus, op_id: &str, secret: &str) -> UnixWs {
 }
 
 /// Everything a socket receives until the server ends it: (data bytes, text frames, pings).
-pub async fn drain<S>(
+pub(crate) async fn drain<S>(
     ws: &mut tokio_tungstenite::WebSocketStream<S>,
 ) -> (Vec<u8>, Vec<String>, usize)
 where

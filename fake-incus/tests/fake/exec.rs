@@ -2,7 +2,7 @@
 //! pings, binary data, empty text frames as EOF, control messages, exit codes and the connect
 //! deadline.
 
-mod common;
+use crate::common;
 
 use common::{drain, launch, unix, wait, ws_unix};
 use fake_incus::{FakeIncus, Fault, Rule};
@@ -549,4 +549,81 @@ async fn exec_record_output_keeps_stdout_and_stderr_as_log_files() {
             .status,
         404
     );
+}
+
+#[tokio::test]
+async fn the_journal_records_each_control_message_and_whether_its_signal_reached_the_command() {
+    let fake = running().await;
+    let _rule = fake
+        .add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::ExecIgnoreFirstSigkill));
+    let (e, mut control, _io) = sigkill_survived(&fake).await;
+    let sigkill = json!({"command": "signal", "signal": 9}).to_string();
+    control.send(Message::Text(sigkill.into())).await.unwrap();
+    final_op(&fake, &e).await;
+    let control_entry = fake
+        .requests("GET", "/1.0/operations/*/websocket")
+        .into_iter()
+        .find(|entry| !entry.control.is_empty())
+        .expect("the control websocket's entry holds its messages");
+    let signals: Vec<_> = control_entry
+        .control
+        .iter()
+        .map(|m| (m.signal, m.delivered))
+        .collect();
+    assert_eq!(signals, [(Some(9), false), (Some(9), true)]);
+    assert_eq!(
+        control_entry.signals_delivered(9),
+        1,
+        "one SIGKILL reached the command"
+    );
+}
+
+#[tokio::test]
+async fn operation_faults_apply_to_exec_operations() {
+    let fake = running().await;
+    let failing = fake.add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(
+        Fault::OperationFail {
+            message: "exec refused".into(),
+        },
+    ));
+    let body = json!({"command": ["echo", "hi"], "wait-for-websocket": false});
+    let accepted = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(body.clone())).await;
+    let done = wait(&fake, &accepted).await;
+    assert_eq!(done.body["error"], "exec refused", "{}", done.body);
+    drop(failing);
+    let _never = fake
+        .add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::OperationCancellable));
+    let accepted = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    assert_eq!(accepted.metadata()["may_cancel"], true);
+    let id = accepted.metadata()["id"].as_str().unwrap().to_string();
+    let still = unix(
+        &fake,
+        "GET",
+        &format!("/1.0/operations/{id}/wait?timeout=0"),
+        None,
+    )
+    .await;
+    assert_eq!(still.body["error"], "context deadline exceeded");
+    let cancel = unix(&fake, "DELETE", &format!("/1.0/operations/{id}"), None).await;
+    assert_eq!(cancel.status, 200, "{}", cancel.body);
+    let op = unix(&fake, "GET", &format!("/1.0/operations/{id}"), None).await;
+    assert_eq!(op.metadata()["status"], "Cancelled");
+}
+
+#[tokio::test]
+async fn operation_fail_on_a_websocket_exec_fails_once_the_sockets_connect_and_runs_nothing() {
+    let fake = running().await;
+    let _rule = fake.add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(
+        Fault::OperationFail {
+            message: "no exec".into(),
+        },
+    ));
+    let e = exec(&fake, &["echo", "hi"], false).await;
+    let _io = [
+        ws_unix(&fake, &e.id, &e.secret("0")).await,
+        ws_unix(&fake, &e.id, &e.secret("1")).await,
+        ws_unix(&fake, &e.id, &e.secret("2")).await,
+    ];
+    let done = final_op(&fake, &e).await;
+    assert_eq!(done.body["error"], "no exec", "{}", done.body);
 }

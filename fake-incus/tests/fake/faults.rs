@@ -1,6 +1,6 @@
 //! Every fault type, scripted per rule, and the journal that proves what was sent and applied.
 
-mod common;
+use crate::common;
 
 use common::{unix, unix_raw, wait, ClientCert, Https};
 use fake_incus::{Answer, FakeIncus, Fault, Rule, Which};
@@ -215,7 +215,7 @@ async fn fault_rules_select_nth_first_and_every_in_install_order() {
         status: 500,
         message: "x".into(),
     }));
-    kept.forget();
+    kept.expect("a valid rule").forget();
     assert_eq!(unix(&fake, "GET", "/1.0/profiles", None).await.status, 500);
     fake.clear_rules();
     assert_eq!(unix(&fake, "GET", "/1.0/profiles", None).await.status, 200);
@@ -229,13 +229,13 @@ async fn fault_rules_round_trip_through_the_json_rule_format() {
         {"path": "/1.0/instances/*/exec", "which": {"first": 1}, "fault": {"kind": "exec_drop_websocket", "fd": "control"}}
     ]"#;
     let rules: Vec<Rule> = serde_json::from_str(text).unwrap();
-    assert_eq!(rules[0].which, Which::Nth(2));
-    assert_eq!(rules[1].method, None);
+    assert_eq!(rules[0].which(), Which::Nth(2));
+    assert_eq!(rules[1].method(), None);
     assert_eq!(
-        rules[2].fault,
-        Fault::ExecDropWebsocket {
+        rules[2].faults(),
+        [Fault::ExecDropWebsocket {
             fd: "control".into()
-        }
+        }]
     );
     let again: Vec<Rule> = serde_json::from_value(serde_json::to_value(&rules).unwrap()).unwrap();
     assert_eq!(again, rules);
@@ -243,7 +243,7 @@ async fn fault_rules_round_trip_through_the_json_rule_format() {
         serde_json::from_str::<Rule>(r#"{"path": "/x", "fault": {"kind": "explode"}}"#).is_err()
     );
     let bad = FakeIncus::builder()
-        .rule(Rule::new("GET", "/x").nth(0))
+        .rule(Rule::new("GET", "/x").nth(0).fault(Fault::Stall))
         .start()
         .await
         .unwrap_err();
@@ -370,4 +370,108 @@ async fn journal_records_every_request_in_arrival_order() {
         3,
         "numbers keep counting after a clear"
     );
+}
+
+#[tokio::test]
+async fn fault_respond_answers_with_the_chosen_status_headers_and_body() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::Respond {
+        status: 418,
+        headers: [("x-fake".to_string(), "teapot".to_string())].into(),
+        body: "{\"short\": true}".into(),
+        apply: false,
+    }));
+    let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("r1"))).await;
+    assert_eq!(reply.status, 418);
+    assert_eq!(reply.header("x-fake").as_deref(), Some("teapot"));
+    assert_eq!(reply.body, json!({"short": true}));
+    assert!(!instance_exists(&fake, "r1").await, "nothing applied");
+    let entry = fake.requests("POST", "/1.0/instances").pop().unwrap();
+    assert!(!entry.applied);
+    assert_eq!(entry.faults, ["respond"]);
+}
+
+#[tokio::test]
+async fn one_rule_can_delay_a_request_and_fail_its_operation() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("POST", "/1.0/instances").faults([
+        Fault::Delay { ms: 200 },
+        Fault::OperationFail {
+            message: "disk full".into(),
+        },
+    ]));
+    let started = Instant::now();
+    let accepted = unix(&fake, "POST", "/1.0/instances", Some(create_body("d1"))).await;
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert_eq!(accepted.status, 202);
+    let done = wait(&fake, &accepted).await;
+    assert_eq!(done.body["error"], "disk full");
+    let entry = fake.requests("POST", "/1.0/instances").pop().unwrap();
+    assert_eq!(entry.faults, ["delay", "operation_fail"]);
+}
+
+#[tokio::test]
+async fn rules_that_can_never_fire_are_refused_by_add_rule_the_builder_and_the_control_socket() {
+    let fake = fake().await;
+    let err = fake
+        .add_rule(
+            Rule::new("GET", "/1.0/instances")
+                .first(0)
+                .fault(Fault::Stall),
+        )
+        .unwrap_err();
+    assert_eq!(err.to_string(), "first counts from 1; 0 selects no request");
+    let err = fake
+        .add_rule(Rule::new("GET", "/1.0/instances?recursion=1").fault(Fault::Stall))
+        .unwrap_err();
+    assert!(err.to_string().contains("query"), "{err}");
+    assert!(fake.rules().is_empty(), "nothing was installed");
+    let dir = tempfile::tempdir().unwrap();
+    let control = dir.path().join("control.socket");
+    fake.serve_control(&control).unwrap();
+    let refused = common::unix_at(
+        &control,
+        "POST",
+        "/rules",
+        Some(json!({"path": "/x", "which": {"first": 0}, "fault": {"kind": "stall"}})),
+        &[],
+    )
+    .await;
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("first counts from 1")),
+        "{}",
+        refused.body
+    );
+}
+
+#[tokio::test]
+async fn reset_keeps_the_rules_and_clears_state_operations_and_journal() {
+    let fake = fake().await;
+    let _rule = fake.add_rule(Rule::new("GET", "/1.0/networks").fault(Fault::Error {
+        status: 503,
+        message: "down".into(),
+    }));
+    unix(&fake, "POST", "/1.0/instances", Some(create_body("k1"))).await;
+    fake.reset();
+    assert!(fake.journal().is_empty());
+    assert_eq!(fake.rules().len(), 1, "rules are kept");
+    assert_eq!(unix(&fake, "GET", "/1.0/networks", None).await.status, 503);
+    assert!(!instance_exists(&fake, "k1").await);
+}
+
+#[tokio::test]
+async fn the_journal_limit_keeps_the_last_entries_and_expectations_count_them_all() {
+    let fake = FakeIncus::builder().journal_limit(2).start().await.unwrap();
+    let three = fake.expect("GET", "/1.0/*", 3);
+    for path in ["/1.0/networks", "/1.0/profiles", "/1.0/projects"] {
+        unix(&fake, "GET", path, None).await;
+    }
+    let page = fake.journal_page(0);
+    assert_eq!(page.dropped, 1);
+    assert_eq!(page.entries.len(), 2);
+    assert_eq!(fake.journal_page(page.last_seq - 1).entries.len(), 1);
+    assert_eq!(three.finish(), Ok(()));
 }

@@ -1,0 +1,185 @@
+//! Operation lifecycles: registering, settling, cancelling, waiting for and expiring the
+//! operations, and their events. The work of task operations is run by [`crate::app::App`],
+//! exec sessions by [`crate::exec`]; both settle through here.
+
+use crate::envelope::ApiError;
+use crate::faults::operation::OperationFault;
+use crate::state::operations::{OpSpec, OpStatus, Operation};
+use crate::state::Operations;
+use serde_json::Value;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The operations and their events.
+pub(crate) struct Lifecycle {
+    ops: Mutex<Operations>,
+    /// Operation events for `/1.0/events` listeners: (project, event).
+    pub(crate) events: tokio::sync::broadcast::Sender<(String, Value)>,
+    /// How long a final operation stays visible.
+    retention: Duration,
+    /// Cancelled when the fake stops.
+    pub(crate) shutdown: CancellationToken,
+}
+
+impl Lifecycle {
+    pub(crate) fn new(retention: Duration, shutdown: CancellationToken) -> Arc<Self> {
+        Arc::new(Self {
+            ops: Mutex::new(Operations::default()),
+            events: tokio::sync::broadcast::channel(1024).0,
+            retention,
+            shutdown,
+        })
+    }
+
+    /// The operations, locked. Never hold it across an `.await`.
+    pub(crate) fn ops(&self) -> MutexGuard<'_, Operations> {
+        self.ops
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Sends an operation event to `/1.0/events` listeners.
+    fn emit(&self, op: &Operation) {
+        let event = serde_json::json!({
+            "type": "operation", "timestamp": crate::state::clock::now(), "metadata": op.to_json(),
+            "location": "none", "project": op.spec.project,
+        });
+        let _ = self.events.send((op.spec.project.clone(), event));
+    }
+
+    /// Registers a running operation and returns its id and JSON.
+    pub(crate) fn create_operation(
+        &self,
+        mut spec: OpSpec,
+        fault: Option<&OperationFault>,
+    ) -> (String, Value) {
+        if fault.is_some_and(OperationFault::may_cancel) {
+            spec.may_cancel = true;
+        }
+        let op = Operation::new(spec);
+        let out = (op.id.clone(), op.to_json());
+        self.emit(&op);
+        self.ops().list.push(op);
+        out
+    }
+
+    /// Settles an operation: Success with the new metadata, or Failure with the error.
+    pub(crate) fn finish_operation(
+        self: &Arc<Self>,
+        id: &str,
+        outcome: Result<Option<Value>, ApiError>,
+    ) {
+        let settled = {
+            let mut ops = self.ops();
+            let Some(op) = ops.get_mut(id) else { return };
+            match outcome {
+                Ok(metadata) => {
+                    if let Some(metadata) = metadata {
+                        op.set_metadata(metadata);
+                    }
+                    op.settle(OpStatus::Success, None)
+                }
+                Err(err) => op.settle(OpStatus::Failure, Some((err.status, err.message))),
+            }
+            .then(|| self.emit(op))
+            .is_some()
+        };
+        if settled {
+            self.expire_later(id);
+        }
+    }
+
+    /// Replaces an operation's metadata (exec adds `return` before it settles).
+    pub(crate) fn set_operation_metadata(&self, id: &str, metadata: Value) {
+        if let Some(op) = self.ops().get_mut(id) {
+            op.set_metadata(metadata);
+            self.emit(op);
+        }
+    }
+
+    /// Sets the metadata an operation starts with (`updated_at` unchanged).
+    pub(crate) fn init_operation_metadata(&self, id: &str, metadata: Value) {
+        if let Some(op) = self.ops().get_mut(id) {
+            op.metadata = metadata;
+        }
+    }
+
+    /// The metadata of an operation (`Null` when unknown).
+    pub(crate) fn operation_metadata(&self, id: &str) -> Value {
+        self.ops()
+            .get(id)
+            .map(|op| op.metadata.clone())
+            .unwrap_or(Value::Null)
+    }
+
+    /// Cancels a running cancellable operation (`DELETE /1.0/operations/{id}`).
+    pub(crate) fn cancel_operation(self: &Arc<Self>, id: &str) -> Result<(), ApiError> {
+        {
+            let mut ops = self.ops();
+            let op = ops.get_mut(id).ok_or_else(op_not_found)?;
+            if op.status.is_final() {
+                return Err(ApiError::bad_request(
+                    "Only running operations can be cancelled",
+                ));
+            }
+            if !op.spec.may_cancel {
+                return Err(ApiError::bad_request("This operation can't be cancelled"));
+            }
+            op.settle(OpStatus::Cancelled, None);
+            op.cancelled.notify_one();
+            self.emit(op);
+        }
+        self.expire_later(id);
+        Ok(())
+    }
+
+    /// Waits until the operation is final or `timeout` passes (`None`: no limit).
+    /// `Ok(json)` = final operation; `Err` = the wait's error envelope content.
+    pub(crate) async fn wait_operation(
+        &self,
+        id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ApiError> {
+        let mut rx = {
+            let ops = self.ops();
+            let op = ops.get(id).ok_or_else(op_not_found)?;
+            op.wait_started.notify_one();
+            op.watch.subscribe()
+        };
+        let done = async { rx.wait_for(|s| s.is_final()).await.map(|_| ()) };
+        let finished = match timeout {
+            None => tokio::select! {
+                r = done => r.is_ok(),
+                () = self.shutdown.cancelled() => false,
+            },
+            Some(limit) => matches!(tokio::time::timeout(limit, done).await, Ok(Ok(()))),
+        };
+        let ops = self.ops();
+        let op = ops.get(id).ok_or_else(op_not_found)?;
+        if !finished || !op.status.is_final() {
+            return Err(ApiError::internal("context deadline exceeded"));
+        }
+        match op.status {
+            OpStatus::Failure => Err(ApiError::new(op.err_code, op.err.clone())),
+            _ => Ok(op.to_json()),
+        }
+    }
+
+    fn expire_later(self: &Arc<Self>, id: &str) {
+        let lifecycle = Arc::downgrade(self);
+        let id = id.to_string();
+        let retention = self.retention;
+        tokio::spawn(async move {
+            tokio::time::sleep(retention).await;
+            if let Some(lifecycle) = lifecycle.upgrade() {
+                lifecycle.ops().remove(&id);
+            }
+        });
+    }
+}
+
+/// The daemon's answer for unknown operations.
+pub(crate) fn op_not_found() -> ApiError {
+    ApiError::new(404, "Operation not found")
+}

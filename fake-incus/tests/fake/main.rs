@@ -1,0 +1,10 @@
+//! The fake's own tests, in one binary (one link instead of five): each module is the former
+//! test file of that name, and its tests keep their names under the module path
+//! (`exec::exec_operation_lists_fds_with_64_hex_secrets`).
+
+mod common;
+mod exec;
+mod faults;
+mod https;
+mod protocol;
+mod serve;
