@@ -804,3 +804,33 @@ fn instance_create_names_its_image_by_alias_or_fingerprint() {
     )));
     assert!(!create.is_valid(&json!({"name": "1web", "source": {"type": "none"}})));
 }
+
+/// Issue 11's target: what an operation does natively lives in its catalogue entry, so no file of
+/// `core/src` outside `core/src/catalogue/` names an operation.
+#[test]
+fn no_operation_name_appears_outside_the_catalogue() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let names: Vec<String> = common::every_descriptor()
+        .iter()
+        .map(|descriptor| format!("\"{}\"", descriptor.name()))
+        .collect();
+    let mut pending = vec![root.clone()];
+    let mut found = Vec::new();
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("source directory") {
+            let path = entry.expect("entry").path();
+            if path == root.join("catalogue") {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                let text = std::fs::read_to_string(&path).expect("source file");
+                for name in names.iter().filter(|name| text.contains(name.as_str())) {
+                    found.push(format!("{} names {name}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}

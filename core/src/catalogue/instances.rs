@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::schema::{self, Object};
-use super::{Confirmation, OperationKind, Scope, Spec};
+use super::{Confirmation, Native, Scope, Spec};
 
 pub(super) fn specs() -> Vec<Spec> {
     vec![
@@ -34,7 +34,7 @@ fn list() -> Spec {
         example: json!({"project": "default", "limit": 20}),
         resource: "instance",
         scope: Scope::Read,
-        kind: OperationKind::List,
+        native: Native::InstanceList,
         confirmation: None,
         requires: &["GetInstances"],
         input: Object::new().optional("limit", schema::limit()),
@@ -54,7 +54,7 @@ fn get() -> Spec {
         example: json!({"name": "web"}),
         resource: "instance",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::InstanceGet,
         confirmation: None,
         requires: &["GetInstance"],
         input: Object::new().required("name", name()),
@@ -117,7 +117,7 @@ fn create() -> Spec {
         }),
         resource: "instance",
         scope: Scope::Write,
-        kind: OperationKind::Mutation,
+        native: Native::InstanceCreate,
         confirmation: None,
         requires: &["CreateInstance", "GetOperationWait"],
         input: Object::new()
@@ -164,7 +164,7 @@ fn update() -> Spec {
         example: json!({"name": "web", "config": {"limits.memory": "512MiB"}}),
         resource: "instance",
         scope: Scope::Write,
-        kind: OperationKind::Update,
+        native: Native::InstanceUpdate,
         confirmation: None,
         requires: &["PatchInstance", "GetInstance"],
         input: Object::new()
@@ -192,7 +192,7 @@ fn delete() -> Spec {
         example: json!({"name": "web", "confirm": "web"}),
         resource: "instance",
         scope: Scope::Delete,
-        kind: OperationKind::Mutation,
+        native: Native::InstanceDelete,
         confirmation: Some(Confirmation::InstanceName),
         requires: &["DeleteInstance", "GetOperationWait"],
         input: Object::new()
@@ -214,7 +214,7 @@ fn state_get() -> Spec {
         example: json!({"name": "web"}),
         resource: "instance",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::InstanceStateGet,
         confirmation: None,
         requires: &["GetInstanceState"],
         input: Object::new().required("name", name()),
@@ -235,7 +235,7 @@ fn state_update() -> Spec {
         example: json!({"name": "web", "action": "stop", "timeout": 30, "wait_seconds": 40}),
         resource: "instance",
         scope: Scope::Write,
-        kind: OperationKind::Mutation,
+        native: Native::InstanceStateUpdate,
         confirmation: None,
         requires: &["UpdateInstanceState", "GetOperationWait"],
         input: Object::new()
@@ -280,7 +280,7 @@ fn exec() -> Spec {
         }),
         resource: "instance",
         scope: Scope::Exec,
-        kind: OperationKind::Exec,
+        native: Native::InstanceExec,
         confirmation: None,
         requires: &["ExecInstance", "stream:S01"],
         input: Object::new()

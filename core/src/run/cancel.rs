@@ -5,14 +5,14 @@
 //! answer was decoded). Completion stays authoritative: `requested` does not mean cancelled.
 use serde_json::{json, Value};
 
+use super::input;
 use super::output::Success;
 use super::pipeline::Call;
-use super::results::{read_error, RunError};
-use crate::client::ClientError;
+use super::results::{is_uncertain, read_error, RunError, Status};
 
 /// Reads the operation, then asks once for its cancellation when that can work.
-pub(crate) async fn cancel(call: &Call<'_>) -> Result<Success, RunError> {
-    let id = call.text("operation_id");
+pub(crate) async fn cancel(call: &Call<'_>, input: input::Operation) -> Result<Success, RunError> {
+    let id = input.operation_id.as_str();
     let operation = call
         .client
         .get_operation(&call.project, id)
@@ -28,17 +28,13 @@ pub(crate) async fn cancel(call: &Call<'_>) -> Result<Success, RunError> {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let status = if status_code >= 200 {
-        "already_final"
+        Status::AlreadyFinal
     } else if !may_cancel {
-        "unsupported"
+        Status::Unsupported
     } else {
         match call.client.delete_operation(&call.project, id).await {
-            Ok(()) => "requested",
-            Err(error)
-                if error.may_have_been_sent() && !matches!(error, ClientError::Native { .. }) =>
-            {
-                "uncertain"
-            }
+            Ok(()) => Status::Requested,
+            Err(error) if is_uncertain(&error) => Status::Uncertain,
             Err(error) => return Err(read_error(error)),
         }
     };

@@ -9,8 +9,10 @@ use crate::host::DynHost;
 mod cancel;
 mod checks;
 mod exec;
+mod input;
 mod inspect;
 mod mutate;
+mod native;
 mod output;
 mod pipeline;
 mod restricted;
@@ -82,14 +84,19 @@ impl<'a, C> RunOptions<'a, C> {
 /// use incus_operations::{run, RunOptions, Scope};
 /// use serde_json::json;
 ///
+/// // The operation the agent chose: here, the first exported read of instances.
+/// let chosen = incus_operations::all()
+///     .into_iter()
+///     .find(|d| d.resource() == "instance" && d.scope() == Scope::Read)
+///     .expect("exported");
 /// let caller = String::from("agent-7");
 /// let result = run(
-///     "incus_instance_list",
+///     chosen.name(),
 ///     json!({"project": "default"}),
 ///     RunOptions::new(host, &caller, [Scope::Read]),
 /// )
 /// .await;
-/// assert!(result.get("items").is_some() || result.get("error").is_some());
+/// assert!(result.is_object());
 /// # }
 /// ```
 pub async fn run<C: Send + Sync>(name: &str, input: Value, options: RunOptions<'_, C>) -> Value {

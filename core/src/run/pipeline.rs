@@ -7,10 +7,10 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
 
-use super::output::{self, Success};
+use super::output;
 use super::results::RunError;
-use super::{cancel, checks, exec, inspect, mutate, restricted, update, RunOptions};
-use crate::catalogue::{self, Confirmation, Descriptor, OperationKind};
+use super::{checks, native, restricted, RunOptions};
+use crate::catalogue::{self, Confirmation, Descriptor};
 use crate::client::Client;
 use crate::host::{Binding, ImageRemote};
 
@@ -31,28 +31,11 @@ pub(crate) struct Call<'a> {
     pub(crate) client: &'a Client,
     /// The native project, selected after authorization.
     pub(crate) project: String,
-    /// Validated, normalized input (defaults filled in, `project` set).
+    /// Validated, normalized input (defaults filled in, `project` set), read through the typed
+    /// inputs of `run::input`.
     pub(crate) input: Value,
     /// The image server that `source.remote` resolved to.
     pub(crate) remote: Option<ImageRemote>,
-}
-
-impl Call<'_> {
-    /// A string field of the input (validated by the schema).
-    pub(crate) fn text(&self, key: &str) -> &str {
-        self.input
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    }
-
-    /// An integer field of the input (validated by the schema, defaults filled in).
-    pub(crate) fn integer(&self, key: &str) -> u64 {
-        self.input
-            .get(key)
-            .and_then(Value::as_u64)
-            .unwrap_or_default()
-    }
 }
 
 /// Runs the checks in the spec's order, then the operation.
@@ -102,7 +85,7 @@ pub(crate) async fn run_operation<C: Send + Sync>(
         input,
         remote,
     };
-    let success = dispatch(&call).await?;
+    let success = native::execute(&call).await?;
     output::finish(success)
 }
 
@@ -199,10 +182,7 @@ async fn check_restricted<C: Send + Sync>(
     input: &Value,
     options: &RunOptions<'_, C>,
 ) -> Result<(), RunError> {
-    if !matches!(
-        descriptor.name(),
-        "incus_instance_create" | "incus_instance_update"
-    ) {
+    if !descriptor.native().writes_instance_config() {
         return Ok(());
     }
     let items = restricted::restricted_items(input);
@@ -370,17 +350,4 @@ fn panic_text(panic: &Box<dyn Any + Send>) -> &str {
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)")
-}
-
-/// The executor for the operation's kind.
-async fn dispatch(call: &Call<'_>) -> Result<Success, RunError> {
-    match call.descriptor.kind() {
-        OperationKind::List => inspect::list(call).await,
-        OperationKind::Item => inspect::item(call).await,
-        OperationKind::Mutation => mutate::mutation(call).await,
-        OperationKind::Wait => mutate::wait(call).await,
-        OperationKind::Update => update::update(call).await,
-        OperationKind::Cancel => cancel::cancel(call).await,
-        OperationKind::Exec => exec::exec(call).await,
-    }
 }

@@ -1,4 +1,4 @@
-//! `incus_instance_exec` through every check and its executor, below the export gate: the gate
+//! Exec through every check and its executor, below the export gate: the gate
 //! keeps exec unexported until its stream contract is certified by the acceptance run, and these
 //! tests exercise the run side of it over the fake Incus (ExecInstance, stream:S01).
 use std::time::Duration;
@@ -8,11 +8,11 @@ use serde_json::{json, Value};
 
 use super::pipeline::run_operation;
 use super::RunOptions;
-use crate::catalogue::{lookup, Scope};
+use crate::catalogue::{by_native, Native, Scope};
 use crate::host::{Binding, BindingContext, Host, HostError};
 use crate::{Connection, Endpoint};
 
-const EXEC: &str = "incus_instance_exec";
+const EXEC: Native = Native::InstanceExec;
 
 struct AllowAll(Connection);
 
@@ -60,8 +60,9 @@ impl Bench {
     }
 
     /// Runs any catalogued operation, exported or not, and checks the output schema.
-    async fn call(&self, name: &str, input: Value) -> Value {
-        let descriptor = lookup(name).expect("catalogued");
+    async fn call(&self, native: Native, input: Value) -> Value {
+        let descriptor = by_native(native);
+        let name = descriptor.name();
         let options = RunOptions::new(
             &self.host,
             &(),
@@ -83,7 +84,7 @@ impl Bench {
     async fn running(&self, name: &str) {
         let created = self
             .call(
-                "incus_instance_create",
+                Native::InstanceCreate,
                 json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": true}),
             )
             .await;
@@ -182,7 +183,7 @@ async fn exec_in_a_stopped_or_missing_instance_is_a_native_error() {
     let bench = Bench::start().await;
     let created = bench
         .call(
-            "incus_instance_create",
+            Native::InstanceCreate,
             json!({"name": "web", "source": {"type": "image", "alias": "busybox"}}),
         )
         .await;

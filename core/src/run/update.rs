@@ -6,36 +6,27 @@
 //!
 //! Only the given fields are sent. Incus's PATCH merges `config` and `devices` and keeps omitted
 //! `profiles` and `ephemeral`, but resets an omitted `description` to "" (native behaviour).
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::mutate::pick;
+use super::input;
 use super::output::Success;
 use super::pipeline::Call;
-use super::results::{read_error, RunError};
-use crate::client::ClientError;
-
-/// The native writable fields the update may carry.
-const WRITABLE: [&str; 5] = ["config", "devices", "profiles", "description", "ephemeral"];
+use super::results::{is_uncertain, read_error, RunError, Status};
 
 /// Reads the ETag when needed, then sends one conditional PATCH.
-pub(crate) async fn update(call: &Call<'_>) -> Result<Success, RunError> {
-    let name = call.text("name");
-    let (etag, source) = match call.input.get("etag").and_then(Value::as_str) {
-        Some(etag) => (etag.to_owned(), "input"),
+pub(crate) async fn update(call: &Call<'_>, input: &input::Update) -> Result<Success, RunError> {
+    let name = input.name.as_str();
+    let (etag, source) = match &input.etag {
+        Some(etag) => (etag.clone(), "input"),
         None => (read_etag(call, name).await?, "read"),
     };
-    let body = pick(&call.input, &WRITABLE);
     let status = match call
         .client
-        .patch_instance(&call.project, name, &body, &etag)
+        .patch_instance(&call.project, name, &input.body(), &etag)
         .await
     {
-        Ok(()) => "completed",
-        Err(error)
-            if error.may_have_been_sent() && !matches!(error, ClientError::Native { .. }) =>
-        {
-            "uncertain"
-        }
+        Ok(()) => Status::Completed,
+        Err(error) if is_uncertain(&error) => Status::Uncertain,
         Err(error) => return Err(read_error(error)),
     };
     Ok(Success::Object(
