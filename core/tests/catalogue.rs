@@ -834,3 +834,34 @@ fn no_operation_name_appears_outside_the_catalogue() {
     }
     assert!(found.is_empty(), "{found:#?}");
 }
+
+/// Issue 10 item 6: an uncertain update, cancel or exec says why in `reason` (mutations say it in
+/// `wait_error`); `reason` appears on no other status.
+#[test]
+fn uncertain_results_carry_their_reason_and_only_they_do() {
+    let reason = json!("transport error while talking to Incus: connection closed");
+    for name in [
+        "incus_instance_update",
+        "incus_operation_cancel",
+        "incus_instance_exec",
+    ] {
+        let validator = compile(descriptor(name).output_schema());
+        let mut uncertain = sample_success(name);
+        uncertain["status"] = json!("uncertain");
+        let mut with_reason = uncertain.clone();
+        with_reason["reason"] = reason.clone();
+        assert!(validator.is_valid(&with_reason), "{name}: {with_reason}");
+        let mut settled = sample_success(name);
+        settled["reason"] = reason.clone();
+        assert!(
+            !validator.is_valid(&settled),
+            "{name}: reason without uncertain"
+        );
+        // Update and cancel always know why; exec may not when its streams were never attached.
+        assert_eq!(
+            validator.is_valid(&uncertain),
+            name == "incus_instance_exec",
+            "{name}: uncertain without reason"
+        );
+    }
+}

@@ -158,7 +158,7 @@ fn update() -> Spec {
             "Sends one conditional PATCH of only the given fields: config keys are added or overwritten (a key set to \"\" is removed), devices are merged by name, profiles are replaced, description and ephemeral are set. The current description is kept when description is absent.",
             " Pass etag from incus_instance_get to refuse the update if the instance changed since (a native error with http_status 412); without etag the current ETag is read first.",
             " Restricted config keys and devices are refused with restricted_input unless the host allows them.",
-            " Returns {\"status\": \"completed\"|\"uncertain\", \"etag_source\": \"input\"|\"read\", \"etag\": <the ETag sent>}; uncertain means the PATCH may have been applied but no response was decoded (nothing is resent).",
+            " Returns {\"status\": \"completed\"|\"uncertain\", \"etag_source\": \"input\"|\"read\", \"etag\": <the ETag sent>}; uncertain means the PATCH may have been applied but no response was decoded (nothing is resent), and then \"reason\" says why.",
             project_note!()
         ),
         example: json!({"name": "web", "config": {"limits.memory": "512MiB"}}),
@@ -269,7 +269,7 @@ fn exec() -> Spec {
             "Runs one command (argv, no shell unless you call one, no PTY, nothing recorded) in a running instance and collects its exit code, stdout and stderr.",
             " Bounds: command is 1 to 64 arguments of at most 4096 characters; environment at most 64 variables; stdin at most 64 KiB of UTF-8, then closed; timeout_seconds default 30, at most 300 (also capped by the host connection's stream timeout minus a 5 s kill grace). The serialized input is at most 1 MiB.",
             " Returns {\"status\", \"exit_code\", \"stdout\", \"stderr\", \"duration_ms\", \"timeout_seconds\", \"operation_id\", \"operation\"}. Each stream is {\"data\", \"encoding\": \"utf-8\"|\"base64\" (base64 when not UTF-8), \"bytes\" (total seen), \"captured_bytes\" (first 64 KiB), \"truncated\"}.",
-            " status: completed (exit observed; a nonzero exit_code is not an error), timed_out (SIGKILL sent once at the duration), output_limited (SIGKILL sent once past 64 MiB of output, or half the connection's max_stream_bytes), running (exit not observed; use operation_id), uncertain (the request may have started the command but no response was decoded). Nothing is resent.",
+            " status: completed (exit observed; a nonzero exit_code is not an error), timed_out (SIGKILL sent once at the duration), output_limited (SIGKILL sent once past 64 MiB of output, or half the connection's max_stream_bytes), running (exit not observed; use operation_id), uncertain (the request may have started the command but no response was decoded; \"reason\" says why when it is known). Nothing is resent.",
             project_note!()
         ),
         example: json!({

@@ -74,7 +74,7 @@ fn cancel() -> Spec {
         name: "incus_operation_cancel",
         title: "Request cancellation of an Incus operation",
         description: concat!(
-            "Reads the operation first, then sends at most one native cancel request. Returns {\"status\", \"operation_id\", \"operation\"} with operation = the object read first: already_final (it had finished; nothing sent), unsupported (may_cancel is false; nothing sent), requested (one cancel was accepted) or uncertain (the cancel may have been accepted but no response was decoded). The operation's own completion stays authoritative: check it with incus_operation_get.",
+            "Reads the operation first, then sends at most one native cancel request. Returns {\"status\", \"operation_id\", \"operation\"} with operation = the object read first: already_final (it had finished; nothing sent), unsupported (may_cancel is false; nothing sent), requested (one cancel was accepted) or uncertain (the cancel may have been accepted but no response was decoded; \"reason\" then says why). The operation's own completion stays authoritative: check it with incus_operation_get.",
             " Most Incus operations (create, delete, state changes, snapshots, exec) are not cancellable."
         ),
         example: json!({"operation_id": "f4031b3c-f39e-4a3a-aba8-81ec55003bd1"}),

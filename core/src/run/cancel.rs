@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::input;
 use super::output::Success;
 use super::pipeline::Call;
-use super::results::{is_uncertain, read_error, RunError, Status};
+use super::results::{read_error, uncertain_or_error, RunError, Status};
 
 /// Reads the operation, then asks once for its cancellation when that can work.
 pub(crate) async fn cancel(call: &Call<'_>, input: input::Operation) -> Result<Success, RunError> {
@@ -27,18 +27,19 @@ pub(crate) async fn cancel(call: &Call<'_>, input: input::Operation) -> Result<S
         .get("may_cancel")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let status = if status_code >= 200 {
-        Status::AlreadyFinal
+    let (status, reason) = if status_code >= 200 {
+        (Status::AlreadyFinal, None)
     } else if !may_cancel {
-        Status::Unsupported
+        (Status::Unsupported, None)
     } else {
         match call.client.delete_operation(&call.project, id).await {
-            Ok(()) => Status::Requested,
-            Err(error) if is_uncertain(&error) => Status::Uncertain,
-            Err(error) => return Err(read_error(error)),
+            Ok(()) => (Status::Requested, None),
+            Err(error) => (Status::Uncertain, Some(uncertain_or_error(error)?.reason)),
         }
     };
-    Ok(Success::Object(
-        json!({"status": status, "operation_id": id, "operation": operation}),
-    ))
+    let mut result = json!({"status": status, "operation_id": id, "operation": operation});
+    if let Some(reason) = reason {
+        result["reason"] = json!(reason);
+    }
+    Ok(Success::Object(result))
 }

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::input;
 use super::output::Success;
 use super::pipeline::Call;
-use super::results::{is_uncertain, read_error, RunError, Status};
+use super::results::{uncertain_or_error, RunError, Status, Uncertain};
 use crate::client::{exec_duration_cap, ExecRequest};
 
 /// Runs the command and reports what was observed.
@@ -26,14 +26,14 @@ pub(crate) async fn exec(call: &Call<'_>, input: input::Exec) -> Result<Success,
         .await
     {
         Ok(outcome) => Ok(Success::Object(outcome.to_json())),
-        Err(error) if is_uncertain(&error) => {
+        Err(error) => {
+            let Uncertain { reason } = uncertain_or_error(error)?;
             let timeout_seconds = exec_duration_cap(
                 request.timeout_seconds,
                 call.client.connection().stream_timeout(),
             );
-            Ok(Success::Object(uncertain(started, timeout_seconds)))
+            Ok(Success::Object(uncertain(started, timeout_seconds, reason)))
         }
-        Err(error) => Err(read_error(error)),
     }
 }
 
@@ -51,7 +51,7 @@ fn request(input: input::Exec) -> ExecRequest {
 }
 
 /// The exec may have been accepted (and the command started), but no answer was decoded.
-fn uncertain(started: Instant, timeout_seconds: u64) -> Value {
+fn uncertain(started: Instant, timeout_seconds: u64, reason: String) -> Value {
     let empty = json!({"data": "", "encoding": "utf-8", "bytes": 0, "captured_bytes": 0, "truncated": false});
     json!({
         "status": Status::Uncertain,
@@ -62,5 +62,6 @@ fn uncertain(started: Instant, timeout_seconds: u64) -> Value {
         "timeout_seconds": timeout_seconds,
         "operation_id": null,
         "operation": null,
+        "reason": reason,
     })
 }

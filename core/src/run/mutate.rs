@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use super::input;
 use super::output::Success;
 use super::pipeline::Call;
-use super::results::{is_uncertain, read_error, RunError, Status};
+use super::results::{read_error, uncertain_or_error, RunError, Status, Uncertain};
 use crate::client::{effective_wait, Accepted, ClientError, WaitOutcome};
 
 /// The wait endpoint's text for "the operation is still running".
@@ -39,10 +39,7 @@ pub(crate) async fn mutation(
 ) -> Result<Success, RunError> {
     let accepted = match send.await {
         Ok(accepted) => accepted,
-        Err(error) if is_uncertain(&error) => {
-            return Ok(Success::Object(uncertain(&error)));
-        }
-        Err(error) => return Err(read_error(error)),
+        Err(error) => return Ok(Success::Object(uncertain(uncertain_or_error(error)?))),
     };
     let Accepted { id, operation } = accepted;
     let waited = effective(call, wait_seconds);
@@ -154,13 +151,13 @@ fn mutation_result(id: &str, observed: Observed, waited: u64) -> Value {
     })
 }
 
-/// The request may have been accepted, but no response was decoded.
-fn uncertain(error: &ClientError) -> Value {
+/// The request may have been accepted, but no response was decoded: the reason is `wait_error`.
+fn uncertain(uncertain: Uncertain) -> Value {
     json!({
         "status": Status::Uncertain,
         "operation_id": null,
         "operation": null,
         "waited_seconds": 0,
-        "wait_error": error.to_string(),
+        "wait_error": uncertain.reason,
     })
 }

@@ -105,7 +105,7 @@ pub(crate) enum Status {
     Failed,
     /// The outcome was not observed within the wait; nothing was cancelled.
     Running,
-    /// The request may have been accepted, but no answer was decoded ([`is_uncertain`]).
+    /// The request may have been accepted, but no answer was decoded ([`Uncertain`]).
     Uncertain,
     /// Cancel: the operation had finished; nothing was sent.
     AlreadyFinal,
@@ -119,8 +119,28 @@ pub(crate) enum Status {
 /// and got no decoded answer. A native error is an answer (the request was refused before it was
 /// accepted), so it is an error result; a request surely not sent is an error result too. Nothing
 /// uncertain is ever resent.
-pub(crate) fn is_uncertain(error: &ClientError) -> bool {
+fn is_uncertain(error: &ClientError) -> bool {
     error.may_have_been_sent() && !matches!(error, ClientError::Native { .. })
+}
+
+/// A request that may have reached Incus without a decoded answer: its result is `uncertain` and
+/// carries `reason`, and nothing is resent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Uncertain {
+    /// Why the outcome is unknown (the error after the request may have been sent).
+    pub(crate) reason: String,
+}
+
+/// Applies the one rule to a failed request that may change something: [`Uncertain`] with its
+/// reason, or the error result when the request was refused or surely not sent.
+pub(crate) fn uncertain_or_error(error: ClientError) -> Result<Uncertain, RunError> {
+    if is_uncertain(&error) {
+        Ok(Uncertain {
+            reason: error.to_string(),
+        })
+    } else {
+        Err(read_error(error))
+    }
 }
 
 /// A failed read (or a mutation that was surely not sent, or rejected natively).
@@ -210,6 +230,16 @@ mod tests {
         assert!(is_uncertain(&after_send));
         assert!(!is_uncertain(&before_send));
         assert!(!is_uncertain(&native));
+        let reason = uncertain_or_error(after_send).unwrap().reason;
+        assert!(reason.contains("reset"), "{reason}");
+        assert_eq!(
+            uncertain_or_error(before_send).unwrap_err().kind(),
+            ErrorKind::Transport
+        );
+        assert_eq!(
+            uncertain_or_error(native).unwrap_err().kind(),
+            ErrorKind::Native
+        );
     }
 
     #[test]

@@ -212,6 +212,8 @@ async fn exec_without_a_decoded_answer_is_uncertain_and_not_resent() {
     assert_eq!(result["status"], "uncertain", "{result}");
     assert_eq!(result["exit_code"], Value::Null);
     assert_eq!(result["operation_id"], Value::Null);
+    let reason = result["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("transport error"), "{result}");
     assert_eq!(bench.execs("web"), 1);
 }
 

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::input;
 use super::output::Success;
 use super::pipeline::Call;
-use super::results::{is_uncertain, read_error, RunError, Status};
+use super::results::{read_error, uncertain_or_error, RunError, Status};
 
 /// Reads the ETag when needed, then sends one conditional PATCH.
 pub(crate) async fn update(call: &Call<'_>, input: &input::Update) -> Result<Success, RunError> {
@@ -20,18 +20,18 @@ pub(crate) async fn update(call: &Call<'_>, input: &input::Update) -> Result<Suc
         Some(etag) => (etag.clone(), "input"),
         None => (read_etag(call, name).await?, "read"),
     };
-    let status = match call
+    let sent = call
         .client
         .patch_instance(&call.project, name, &input.body(), &etag)
-        .await
-    {
-        Ok(()) => Status::Completed,
-        Err(error) if is_uncertain(&error) => Status::Uncertain,
-        Err(error) => return Err(read_error(error)),
+        .await;
+    let result = match sent {
+        Ok(()) => json!({"status": Status::Completed, "etag_source": source, "etag": etag}),
+        Err(error) => {
+            let uncertain = uncertain_or_error(error)?;
+            json!({"status": Status::Uncertain, "etag_source": source, "etag": etag, "reason": uncertain.reason})
+        }
     };
-    Ok(Success::Object(
-        json!({"status": status, "etag_source": source, "etag": etag}),
-    ))
+    Ok(Success::Object(result))
 }
 
 async fn read_etag(call: &Call<'_>, name: &str) -> Result<String, RunError> {
