@@ -18,6 +18,8 @@ mod pipeline;
 mod restricted;
 mod results;
 #[cfg(test)]
+mod spelling_tests;
+#[cfg(test)]
 mod tests;
 mod update;
 
