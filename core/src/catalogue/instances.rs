@@ -103,7 +103,7 @@ fn create() -> Spec {
         title: "Create an instance",
         description: concat!(
             "Creates a container or virtual machine from an image (source.alias or source.fingerprint, optionally on a host-approved source.remote named by the host) or empty (source.type none), with native config, devices, profiles, description and ephemeral. Set start to start it once created.",
-            " Restricted config keys and devices (raw.*, volatile.*, security.privileged, security.idmap.*, security.syscalls.*, linux.kernel_modules; devices other than a pool disk without a host-path source or a network nic without nictype or parent) are refused with restricted_input unless the host allows them.",
+            " Restricted config keys and devices (raw.*, volatile.*, security.privileged, security.idmap.*, security.syscalls.*, linux.kernel_modules; devices other than a pool disk without a host-path source or a network nic without nictype or parent), in the input or in the profiles it names, are refused with restricted_input unless the host allows them.",
             " A duplicate name or an unknown alias is reported by Incus inside the operation (status failed).",
             mutation_returns!(),
             project_note!()
@@ -157,7 +157,7 @@ fn update() -> Spec {
         description: concat!(
             "Sends one conditional PATCH of only the given fields: config keys are added or overwritten (a key set to \"\" is removed), devices are merged by name, profiles are replaced, description and ephemeral are set. The current description is kept when description is absent.",
             " Pass etag from incus_instance_get to refuse the update if the instance changed since (a native error with http_status 412); without etag the current ETag is read first.",
-            " Restricted config keys and devices are refused with restricted_input unless the host allows them.",
+            " Restricted config keys and devices, in the input or in the profiles it names, are refused with restricted_input unless the host allows them.",
             " Returns {\"status\": \"completed\"|\"uncertain\", \"etag_source\": \"input\"|\"read\", \"etag\": <the ETag sent>}; uncertain means the PATCH may have been applied but no response was decoded (nothing is resent), and then \"reason\" says why.",
             project_note!()
         ),

@@ -347,6 +347,15 @@ impl Update {
     }
 }
 
+/// What create and update write into an instance: the restricted-input rule reads these (a view
+/// of [`Create`] or [`Update`], so it ignores their other fields).
+#[derive(Debug, Deserialize)]
+pub(crate) struct InstanceWrites {
+    pub(crate) config: Option<Map<String, Value>>,
+    pub(crate) devices: Option<Map<String, Value>>,
+    pub(crate) profiles: Option<Vec<String>>,
+}
+
 /// `incus_instance_exec`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

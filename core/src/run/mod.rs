@@ -76,10 +76,13 @@ impl<'a, C> RunOptions<'a, C> {
 /// 6. the host's `binding` (`binding_denied`);
 /// 7. the host's `authorize`, with validated, normalized input (`unauthorized`);
 /// 8. the image remote named by `source.remote`, through the host (`unknown_remote`);
-/// 9. discovery, when the binding is a connection (`discovery_failed`).
+/// 9. discovery, when the binding is a connection (`discovery_failed`);
+/// 10. for create and update, the profiles the input names, read from Incus: their effective
+///     config and devices pass the same restricted rule unless the host allows them
+///     (`restricted_input`).
 ///
-/// Nothing before the native calls makes a backend request, and the native project is selected
-/// only after authorization.
+/// Nothing before the native calls makes a backend request except discovery and the profile reads
+/// of check 10, and the native project is selected only after authorization.
 ///
 /// ```no_run
 /// # async fn example(host: &impl incus_operations::Host<Caller = String>) {

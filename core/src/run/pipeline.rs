@@ -8,11 +8,11 @@ use futures_util::FutureExt;
 use serde_json::{Map, Value};
 
 use super::output;
-use super::results::RunError;
-use super::{checks, native, restricted, RunOptions};
+use super::results::{read_error, RunError};
+use super::{checks, input, native, restricted, RunOptions};
 use crate::catalogue::{self, Confirmation, Descriptor};
 use crate::client::Client;
-use crate::host::{Binding, ImageRemote};
+use crate::host::{Binding, ImageRemote, RestrictedItem};
 
 /// The project used when neither the input nor the binding names one.
 const DEFAULT_PROJECT: &str = "default";
@@ -85,6 +85,7 @@ pub(crate) async fn run_operation<C: Send + Sync>(
         input,
         remote,
     };
+    check_profiles(&call, options).await?;
     let success = native::execute(&call).await?;
     output::finish(success)
 }
@@ -189,15 +190,64 @@ async fn check_restricted<C: Send + Sync>(
     if items.is_empty() {
         return Ok(());
     }
+    approve_restricted(descriptor, &items, restricted::describe(&items), options).await
+}
+
+/// The profiles that create or update input names must pass the same rule: read after
+/// authorization, before the mutation, in the call's project.
+async fn check_profiles<C: Send + Sync>(
+    call: &Call<'_>,
+    options: &RunOptions<'_, C>,
+) -> Result<(), RunError> {
+    if !call.descriptor.native().writes_instance_config() {
+        return Ok(());
+    }
+    let writes: input::InstanceWrites = input::parse(&call.input)?;
+    let Some(names) = &writes.profiles else {
+        return Ok(());
+    };
+    let mut profiles = Vec::with_capacity(names.len());
+    for name in names {
+        let profile = call
+            .client
+            .get_profile(&call.project, name)
+            .await
+            .map_err(read_error)?;
+        profiles.push((name.clone(), profile.value));
+    }
+    let found = restricted::profile_items(&profiles, &writes);
+    if found.is_empty() {
+        return Ok(());
+    }
+    let described = found
+        .iter()
+        .map(|(profile, item)| {
+            format!(
+                "{} from profile {profile:?}",
+                restricted::describe(std::slice::from_ref(item))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let items: Vec<RestrictedItem> = found.into_iter().map(|(_, item)| item).collect();
+    approve_restricted(call.descriptor, &items, described, options).await
+}
+
+/// Asks the host, bounded, whether it allows these restricted items.
+async fn approve_restricted<C: Send + Sync>(
+    descriptor: &Descriptor,
+    items: &[RestrictedItem],
+    described: String,
+    options: &RunOptions<'_, C>,
+) -> Result<(), RunError> {
     let allowed = options
         .host
-        .allow_restricted(options.caller, descriptor.name(), &items);
+        .allow_restricted(options.caller, descriptor.name(), items);
     match bounded(options.callback_timeout, allowed).await {
         Ok(true) => Ok(()),
-        Ok(false) => Err(RunError::RestrictedInput(restricted::describe(&items))),
+        Ok(false) => Err(RunError::RestrictedInput(described)),
         Err(failure) => Err(RunError::RestrictedInput(format!(
-            "{} (allow_restricted {failure})",
-            restricted::describe(&items)
+            "{described} (allow_restricted {failure})"
         ))),
     }
 }
