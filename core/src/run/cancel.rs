@@ -32,6 +32,10 @@ pub(crate) async fn cancel(call: &Call<'_>, input: input::Operation) -> Result<S
     } else if !may_cancel {
         (Status::Unsupported, None)
     } else {
+        call.progress.record(
+            json!({"status": Status::Uncertain, "operation_id": id, "operation": operation, "reason": ""}),
+            "reason",
+        );
         match call.client.delete_operation(&call.project, id).await {
             Ok(()) => (Status::Requested, None),
             Err(error) => (Status::Uncertain, Some(uncertain_or_error(error)?.reason)),

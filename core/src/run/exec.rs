@@ -20,6 +20,12 @@ pub(crate) async fn exec(call: &Call<'_>, input: input::Exec) -> Result<Success,
     let name = input.name.clone();
     let request = request(input);
     let started = Instant::now();
+    let cap = exec_duration_cap(
+        request.timeout_seconds,
+        call.client.connection().stream_timeout(),
+    );
+    call.progress
+        .record_timed(uncertain(started, cap, String::new()), "reason", started);
     match call
         .client
         .exec_instance(&call.project, &name, &request)

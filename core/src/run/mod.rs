@@ -8,6 +8,7 @@ use crate::host::DynHost;
 
 mod cancel;
 mod checks;
+mod deadline;
 mod exec;
 mod input;
 mod inspect;
@@ -26,6 +27,10 @@ mod update;
 /// How long a host callback may take before it counts as a denial, unless configured.
 pub const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The bound on a whole call, unless configured: 90 s, over the longest default wait (29 s) and
+/// exec session (65 s) with room for the host callbacks and the reads around them.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(90);
+
 /// Who runs an operation, through which host, with which verified scopes.
 #[non_exhaustive]
 pub struct RunOptions<'a, C> {
@@ -37,6 +42,9 @@ pub struct RunOptions<'a, C> {
     pub scopes: Vec<Scope>,
     /// The bound on each host callback ([`DEFAULT_CALLBACK_TIMEOUT`] by default).
     pub callback_timeout: Duration,
+    /// The bound on the whole call, checks, host callbacks and native requests included
+    /// ([`DEFAULT_CALL_TIMEOUT`] by default). See [`run`] for what a call cut by it reports.
+    pub call_timeout: Duration,
 }
 
 impl<'a, C> RunOptions<'a, C> {
@@ -51,12 +59,19 @@ impl<'a, C> RunOptions<'a, C> {
             caller,
             scopes: scopes.into_iter().collect(),
             callback_timeout: DEFAULT_CALLBACK_TIMEOUT,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
         }
     }
 
     /// Sets the bound on each host callback.
     pub fn callback_timeout(mut self, bound: Duration) -> Self {
         self.callback_timeout = bound;
+        self
+    }
+
+    /// Sets the bound on the whole call.
+    pub fn call_timeout(mut self, bound: Duration) -> Self {
+        self.call_timeout = bound;
         self
     }
 }
@@ -83,6 +98,12 @@ impl<'a, C> RunOptions<'a, C> {
 ///
 /// Nothing before the native calls makes a backend request except discovery and the profile reads
 /// of check 10, and the native project is selected only after authorization.
+///
+/// The whole call is bounded by [`RunOptions::call_timeout`]. A call cut by it before anything that
+/// changes state was sent is a `timeout` error; one cut while a mutation, update, cancel or exec
+/// request may have been sent is `uncertain` (the reason in `wait_error` for mutations, in `reason`
+/// otherwise); one cut while a mutation's wait was under way is `running` with its operation.
+/// Nothing is resent.
 ///
 /// ```no_run
 /// # async fn example(host: &impl incus_operations::Host<Caller = String>) {

@@ -37,12 +37,19 @@ pub(crate) async fn mutation(
     wait_seconds: u64,
     send: impl Future<Output = Result<Accepted, ClientError>>,
 ) -> Result<Success, RunError> {
+    call.progress.record(
+        uncertain(Uncertain {
+            reason: String::new(),
+        }),
+        "wait_error",
+    );
     let accepted = match send.await {
         Ok(accepted) => accepted,
         Err(error) => return Ok(Success::Object(uncertain(uncertain_or_error(error)?))),
     };
     let Accepted { id, operation } = accepted;
     let waited = effective(call, wait_seconds);
+    record_running(call, &id, Some(operation.clone()), waited);
     let observed = match call
         .client
         .get_operation_wait(&call.project, &id, waited)
@@ -67,6 +74,7 @@ pub(crate) async fn wait(
 ) -> Result<Success, RunError> {
     let id = input.operation_id;
     let waited = effective(call, input.wait_seconds);
+    record_running(call, &id, None, waited);
     let observed = match call
         .client
         .get_operation_wait(&call.project, &id, waited)
@@ -82,6 +90,17 @@ pub(crate) async fn wait(
         Err(error) => return Err(read_error(error)),
     };
     Ok(Success::Object(mutation_result(&id, observed, waited)))
+}
+
+/// From now on, a call cut by its bound reports the operation as `running` (not observed).
+fn record_running(call: &Call<'_>, id: &str, operation: Option<Value>, waited: u64) {
+    let observed = Observed {
+        status: Status::Running,
+        operation,
+        wait_error: None,
+    };
+    call.progress
+        .record(mutation_result(id, observed, waited), "wait_error");
 }
 
 /// `min(wait_seconds, floor(timeout / 1000) - 1)`, never below 0.

@@ -7,7 +7,8 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
 
-use super::output;
+use super::deadline::Progress;
+use super::output::{self, Success};
 use super::results::{read_error, RunError};
 use super::{checks, input, native, restricted, RunOptions};
 use crate::catalogue::{self, Confirmation, Descriptor};
@@ -36,6 +37,8 @@ pub(crate) struct Call<'a> {
     pub(crate) input: Value,
     /// The image server that `source.remote` resolved to.
     pub(crate) remote: Option<ImageRemote>,
+    /// What to report if the call's bound passes from now on.
+    pub(crate) progress: &'a Progress,
 }
 
 /// Runs the checks in the spec's order, then the operation.
@@ -55,12 +58,38 @@ pub(crate) async fn run<C: Send + Sync>(
     run_operation(descriptor, input, options).await
 }
 
-/// Runs every check after the export gate, then the operation (tests use it directly for
-/// operations the gate does not export yet).
+/// Runs every check after the export gate, then the operation, within the call's bound (tests use
+/// it directly for operations the gate does not export yet).
 pub(crate) async fn run_operation<C: Send + Sync>(
     descriptor: &'static Descriptor,
     input: Value,
     options: &RunOptions<'_, C>,
+) -> Result<Value, RunError> {
+    let progress = Progress::default();
+    let bound = options.call_timeout;
+    match tokio::time::timeout(bound, checked(descriptor, input, options, &progress)).await {
+        Ok(result) => result,
+        Err(_) => {
+            let reason = format!(
+                "the call did not finish within its bound of {} ms",
+                bound.as_millis()
+            );
+            match progress.take(&reason) {
+                Some(result) => output::finish(Success::Object(result)),
+                None => Err(RunError::Timeout(format!(
+                    "{reason}; nothing that changes state was sent"
+                ))),
+            }
+        }
+    }
+}
+
+/// The checks and the operation, recording in `progress` what to report if the bound passes.
+async fn checked<C: Send + Sync>(
+    descriptor: &'static Descriptor,
+    input: Value,
+    options: &RunOptions<'_, C>,
+    progress: &Progress,
 ) -> Result<Value, RunError> {
     checks::scope(descriptor, &options.scopes)?;
     checks::input_bytes(descriptor, &input)?;
@@ -84,6 +113,7 @@ pub(crate) async fn run_operation<C: Send + Sync>(
         project,
         input,
         remote,
+        progress,
     };
     check_profiles(&call, options).await?;
     let success = native::execute(&call).await?;

@@ -292,3 +292,27 @@ async fn exec_whose_exit_is_not_observed_is_running_with_its_operation() {
     assert!(result["operation_id"].is_string());
     assert_eq!(result["operation"]["id"], result["operation_id"]);
 }
+
+#[tokio::test]
+async fn exec_cut_by_the_call_bound_while_its_request_is_in_flight_is_uncertain_and_not_resent() {
+    let bench = Bench::start().await;
+    bench.running("web").await;
+    let _slow = bench.fake.add_rule(
+        Rule::new("POST", "/1.0/instances/web/exec").fault(Fault::Delay { ms: 3000 }),
+    );
+    let options = RunOptions::new(&bench.host, &(), [Scope::Exec])
+        .call_timeout(Duration::from_millis(400));
+    let input = json!({"name": "web", "command": ["true"]});
+    let started = std::time::Instant::now();
+    let result = run_operation(by_native(EXEC), input, &options)
+        .await
+        .expect("a result");
+    let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap();
+    assert_eq!(result["status"], "uncertain", "{result}");
+    let reason = result["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("400 ms"), "{result}");
+    // Measured from the exec request to the cut, not frozen when the request was sent.
+    let duration = result["duration_ms"].as_u64().unwrap_or(u64::MAX);
+    assert!(duration <= elapsed, "{result} after {elapsed} ms");
+    assert_eq!(bench.execs("web"), 1);
+}

@@ -20,6 +20,10 @@ pub(crate) async fn update(call: &Call<'_>, input: &input::Update) -> Result<Suc
         Some(etag) => (etag.clone(), "input"),
         None => (read_etag(call, name).await?, "read"),
     };
+    call.progress.record(
+        json!({"status": Status::Uncertain, "etag_source": source, "etag": etag, "reason": ""}),
+        "reason",
+    );
     let sent = call
         .client
         .patch_instance(&call.project, name, &input.body(), &etag)

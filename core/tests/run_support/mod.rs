@@ -216,6 +216,17 @@ pub async fn call_with(host: &TestHost, name: &str, input: Value, scopes: &[Scop
     result
 }
 
+/// Runs an operation with every scope and a bound on the whole call.
+pub async fn call_bounded(host: &TestHost, name: &str, input: Value, bound: Duration) -> Value {
+    let caller = String::from("agent");
+    let options = RunOptions::new(host, &caller, ALL)
+        .callback_timeout(Duration::from_millis(300))
+        .call_timeout(bound);
+    let result = run(name, input, options).await;
+    assert_valid(name, &result);
+    result
+}
+
 /// Asserts that `result` validates against the output schema of `name`.
 pub fn assert_valid(name: &str, result: &Value) {
     static VALIDATORS: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> =
