@@ -297,11 +297,11 @@ async fn exec_whose_exit_is_not_observed_is_running_with_its_operation() {
 async fn exec_cut_by_the_call_bound_while_its_request_is_in_flight_is_uncertain_and_not_resent() {
     let bench = Bench::start().await;
     bench.running("web").await;
-    let _slow = bench.fake.add_rule(
-        Rule::new("POST", "/1.0/instances/web/exec").fault(Fault::Delay { ms: 3000 }),
-    );
-    let options = RunOptions::new(&bench.host, &(), [Scope::Exec])
-        .call_timeout(Duration::from_millis(400));
+    let _slow = bench
+        .fake
+        .add_rule(Rule::new("POST", "/1.0/instances/web/exec").fault(Fault::Delay { ms: 3000 }));
+    let options =
+        RunOptions::new(&bench.host, &(), [Scope::Exec]).call_timeout(Duration::from_millis(400));
     let input = json!({"name": "web", "command": ["true"]});
     let started = std::time::Instant::now();
     let result = run_operation(by_native(EXEC), input, &options)

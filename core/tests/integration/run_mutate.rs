@@ -3,7 +3,7 @@
 //!
 //! Client evidence exercised through `run`: CreateInstance, UpdateInstanceState, CreateInstanceSnapshot, UpdateInstance (restore),
 //! DeleteInstanceSnapshot, DeleteInstance, DeleteImage, GetOperationWait.
-mod run_support;
+use crate::run_support;
 
 use std::time::Duration;
 
@@ -476,7 +476,7 @@ mod call_bound {
     use fake_incus::{Fault, Rule};
     use serde_json::{json, Value};
 
-    use super::run_support::{call_bounded, kind, Bench};
+    use crate::run_support::{call_bounded, kind, Bench};
 
     const BOUND: Duration = Duration::from_millis(400);
     /// How long past the bound a cut call may take to return.

@@ -1,7 +1,7 @@
 //! The catalogue against the spec: the table of operations, scopes, confirmation and evidence, the
 //! input and output schemas, the bounds and the evidence gate's public face.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

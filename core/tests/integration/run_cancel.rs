@@ -1,7 +1,7 @@
 //! `incus_operation_cancel`: read first, then at most one DELETE.
 //!
 //! Client evidence exercised through `run`: GetOperation, DeleteOperation.
-mod run_support;
+use crate::run_support;
 
 use fake_incus::{Fault, Rule};
 use run_support::{kind, Bench};

@@ -3,7 +3,7 @@
 //!
 //! Client evidence exercised through `run`: none: every refusal here is proven to make no backend
 //! request. (Exec's own bounds are tested below the evidence gate, in `core/src/run/tests.rs`.)
-mod run_support;
+use crate::run_support;
 
 use fake_incus::FakeIncus;
 use incus_operations::Scope;

@@ -2,7 +2,7 @@
 //! input or read first.
 //!
 //! Client evidence exercised through `run`: PatchInstance, GetInstance.
-mod run_support;
+use crate::run_support;
 
 use fake_incus::{Fault, Rule};
 use run_support::{kind, Bench};
