@@ -480,7 +480,7 @@ mod call_bound {
 
     const BOUND: Duration = Duration::from_millis(400);
     /// How long past the bound a cut call may take to return.
-    const SLACK: Duration = Duration::from_millis(600);
+    const SLACK: Duration = Duration::from_millis(1500);
 
     fn delay(method: &str, path: &str) -> Rule {
         Rule::new(method, path).fault(Fault::Delay { ms: 3000 })
