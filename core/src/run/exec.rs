@@ -34,11 +34,7 @@ pub(crate) async fn exec(call: &Call<'_>, input: input::Exec) -> Result<Success,
         Ok(outcome) => Ok(Success::Object(outcome.to_json())),
         Err(error) => {
             let Uncertain { reason } = uncertain_or_error(error)?;
-            let timeout_seconds = exec_duration_cap(
-                request.timeout_seconds,
-                call.client.connection().stream_timeout(),
-            );
-            Ok(Success::Object(uncertain(started, timeout_seconds, reason)))
+            Ok(Success::Object(uncertain(started, cap, reason)))
         }
     }
 }
