@@ -37,7 +37,8 @@ pub enum ErrorKind {
     /// The request could not be sent or the answer not read (reads, and mutations that were surely not
     /// sent).
     Transport,
-    /// A read did not answer within the connection's timeout.
+    /// A read did not answer within the connection's timeout, or the call passed its bound
+    /// before anything that changes state was sent.
     Timeout,
     /// The result would exceed the 256 KiB output bound even with no list items.
     OutputLimit,
@@ -128,7 +129,9 @@ impl ErrorKind {
             ErrorKind::Transport => {
                 "The request could not be sent or the answer not read (reads, and mutations that were surely not sent)."
             }
-            ErrorKind::Timeout => "A read did not answer within the connection's timeout.",
+            ErrorKind::Timeout => {
+                "A read did not answer within the connection's timeout, or the whole call passed its bound before anything that changes state was sent."
+            }
             ErrorKind::OutputLimit => {
                 "The result would exceed the 256 KiB output bound even with no list items."
             }

@@ -132,7 +132,8 @@ pub enum RestrictedItem {
 ///     }
 ///
 ///     async fn authorize(&self, _caller: &String, operation: &str, _input: &Value) -> Result<(), HostError> {
-///         if operation == "incus_image_delete" {
+///         let descriptor = incus_operations::fetch(operation);
+///         if descriptor.is_some_and(|d| d.resource() == "image" && d.destructive()) {
 ///             return Err(HostError::Denied("images are managed centrally".into()));
 ///         }
 ///         Ok(())

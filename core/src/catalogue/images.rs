@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::schema::{self, Object};
-use super::{Confirmation, OperationKind, Scope, Spec};
+use super::{Confirmation, Native, Scope, Spec};
 
 pub(super) fn specs() -> Vec<Spec> {
     vec![list(), get(), alias_list(), delete()]
@@ -21,7 +21,7 @@ fn list() -> Spec {
         example: json!({"limit": 50}),
         resource: "image",
         scope: Scope::Read,
-        kind: OperationKind::List,
+        native: Native::ImageList,
         confirmation: None,
         requires: &["GetImages"],
         input: Object::new().optional("limit", schema::limit()),
@@ -41,7 +41,7 @@ fn get() -> Spec {
         example: json!({"fingerprint": "2f3b1d6e8a7c"}),
         resource: "image",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::ImageGet,
         confirmation: None,
         requires: &["GetImage"],
         input: Object::new().required("fingerprint", schema::fingerprint_prefix()),
@@ -61,7 +61,7 @@ fn alias_list() -> Spec {
         example: json!({"project": "default"}),
         resource: "image",
         scope: Scope::Read,
-        kind: OperationKind::List,
+        native: Native::ImageAliasList,
         confirmation: None,
         requires: &["GetImageAliases"],
         input: Object::new().optional("limit", schema::limit()),
@@ -84,7 +84,7 @@ fn delete() -> Spec {
         }),
         resource: "image",
         scope: Scope::Delete,
-        kind: OperationKind::Mutation,
+        native: Native::ImageDelete,
         confirmation: Some(Confirmation::Fingerprint),
         requires: &["DeleteImage", "GetOperationWait"],
         input: Object::new()

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::schema::{self, Object};
-use super::{Confirmation, OperationKind, Scope, Spec};
+use super::{Confirmation, Native, Scope, Spec};
 
 pub(super) fn specs() -> Vec<Spec> {
     vec![
@@ -34,7 +34,7 @@ fn list() -> Spec {
         example: json!({"project": "default", "limit": 20}),
         resource: "instance",
         scope: Scope::Read,
-        kind: OperationKind::List,
+        native: Native::InstanceList,
         confirmation: None,
         requires: &["GetInstances"],
         input: Object::new().optional("limit", schema::limit()),
@@ -54,7 +54,7 @@ fn get() -> Spec {
         example: json!({"name": "web"}),
         resource: "instance",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::InstanceGet,
         confirmation: None,
         requires: &["GetInstance"],
         input: Object::new().required("name", name()),
@@ -103,7 +103,7 @@ fn create() -> Spec {
         title: "Create an instance",
         description: concat!(
             "Creates a container or virtual machine from an image (source.alias or source.fingerprint, optionally on a host-approved source.remote named by the host) or empty (source.type none), with native config, devices, profiles, description and ephemeral. Set start to start it once created.",
-            " Restricted config keys and devices (raw.*, volatile.*, security.privileged, security.idmap.*, security.syscalls.*, linux.kernel_modules; devices other than a pool disk without a host-path source or a network nic without nictype or parent) are refused with restricted_input unless the host allows them.",
+            " Restricted config keys and devices (raw.*, volatile.*, security.privileged, security.idmap.*, security.syscalls.*, linux.kernel_modules; devices other than a pool disk without a host-path source or a network nic without nictype or parent), in the input or in the profiles it names, are refused with restricted_input unless the host allows them.",
             " A duplicate name or an unknown alias is reported by Incus inside the operation (status failed).",
             mutation_returns!(),
             project_note!()
@@ -117,7 +117,7 @@ fn create() -> Spec {
         }),
         resource: "instance",
         scope: Scope::Write,
-        kind: OperationKind::Mutation,
+        native: Native::InstanceCreate,
         confirmation: None,
         requires: &["CreateInstance", "GetOperationWait"],
         input: Object::new()
@@ -157,14 +157,14 @@ fn update() -> Spec {
         description: concat!(
             "Sends one conditional PATCH of only the given fields: config keys are added or overwritten (a key set to \"\" is removed), devices are merged by name, profiles are replaced, description and ephemeral are set. The current description is kept when description is absent.",
             " Pass etag from incus_instance_get to refuse the update if the instance changed since (a native error with http_status 412); without etag the current ETag is read first.",
-            " Restricted config keys and devices are refused with restricted_input unless the host allows them.",
-            " Returns {\"status\": \"completed\"|\"uncertain\", \"etag_source\": \"input\"|\"read\", \"etag\": <the ETag sent>}; uncertain means the PATCH may have been applied but no response was decoded (nothing is resent).",
+            " Restricted config keys and devices, in the input or in the profiles it names, are refused with restricted_input unless the host allows them.",
+            " Returns {\"status\": \"completed\"|\"uncertain\", \"etag_source\": \"input\"|\"read\", \"etag\": <the ETag sent>}; uncertain means the PATCH may have been applied but no response was decoded (nothing is resent), and then \"reason\" says why.",
             project_note!()
         ),
         example: json!({"name": "web", "config": {"limits.memory": "512MiB"}}),
         resource: "instance",
         scope: Scope::Write,
-        kind: OperationKind::Update,
+        native: Native::InstanceUpdate,
         confirmation: None,
         requires: &["PatchInstance", "GetInstance"],
         input: Object::new()
@@ -192,7 +192,7 @@ fn delete() -> Spec {
         example: json!({"name": "web", "confirm": "web"}),
         resource: "instance",
         scope: Scope::Delete,
-        kind: OperationKind::Mutation,
+        native: Native::InstanceDelete,
         confirmation: Some(Confirmation::InstanceName),
         requires: &["DeleteInstance", "GetOperationWait"],
         input: Object::new()
@@ -214,7 +214,7 @@ fn state_get() -> Spec {
         example: json!({"name": "web"}),
         resource: "instance",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::InstanceStateGet,
         confirmation: None,
         requires: &["GetInstanceState"],
         input: Object::new().required("name", name()),
@@ -235,7 +235,7 @@ fn state_update() -> Spec {
         example: json!({"name": "web", "action": "stop", "timeout": 30, "wait_seconds": 40}),
         resource: "instance",
         scope: Scope::Write,
-        kind: OperationKind::Mutation,
+        native: Native::InstanceStateUpdate,
         confirmation: None,
         requires: &["UpdateInstanceState", "GetOperationWait"],
         input: Object::new()
@@ -269,7 +269,7 @@ fn exec() -> Spec {
             "Runs one command (argv, no shell unless you call one, no PTY, nothing recorded) in a running instance and collects its exit code, stdout and stderr.",
             " Bounds: command is 1 to 64 arguments of at most 4096 characters; environment at most 64 variables; stdin at most 64 KiB of UTF-8, then closed; timeout_seconds default 30, at most 300 (also capped by the host connection's stream timeout minus a 5 s kill grace). The serialized input is at most 1 MiB.",
             " Returns {\"status\", \"exit_code\", \"stdout\", \"stderr\", \"duration_ms\", \"timeout_seconds\", \"operation_id\", \"operation\"}. Each stream is {\"data\", \"encoding\": \"utf-8\"|\"base64\" (base64 when not UTF-8), \"bytes\" (total seen), \"captured_bytes\" (first 64 KiB), \"truncated\"}.",
-            " status: completed (exit observed; a nonzero exit_code is not an error), timed_out (SIGKILL sent once at the duration), output_limited (SIGKILL sent once past 64 MiB of output, or half the connection's max_stream_bytes), running (exit not observed; use operation_id), uncertain (the request may have started the command but no response was decoded). Nothing is resent.",
+            " status: completed (exit observed; a nonzero exit_code is not an error), timed_out (SIGKILL sent once at the duration), output_limited (SIGKILL sent once past 64 MiB of output, or half the connection's max_stream_bytes), running (exit not observed; use operation_id), uncertain (the request may have started the command but no response was decoded; \"reason\" says why when it is known). Nothing is resent.",
             project_note!()
         ),
         example: json!({
@@ -280,7 +280,7 @@ fn exec() -> Spec {
         }),
         resource: "instance",
         scope: Scope::Exec,
-        kind: OperationKind::Exec,
+        native: Native::InstanceExec,
         confirmation: None,
         requires: &["ExecInstance", "stream:S01"],
         input: Object::new()

@@ -27,6 +27,7 @@ macro_rules! project_note {
 
 mod images;
 mod instances;
+mod native;
 mod networks;
 mod operations;
 mod profiles;
@@ -43,6 +44,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::evidence::{self, MissingRequirement};
+
+pub(crate) use native::Native;
 
 /// The scope (host-verified grant) an operation needs. Never taken from tool input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -220,7 +223,7 @@ pub struct Descriptor {
     description: String,
     resource: &'static str,
     scope: Scope,
-    kind: OperationKind,
+    native: Native,
     confirmation: Option<Confirmation>,
     requires: &'static [&'static str],
     bounds: Bounds,
@@ -240,7 +243,8 @@ struct Spec {
     example: Value,
     resource: &'static str,
     scope: Scope,
-    kind: OperationKind,
+    /// What the operation does natively (and so how its result is shaped).
+    native: Native,
     confirmation: Option<Confirmation>,
     requires: &'static [&'static str],
     /// The operation-specific input properties (`project`, and `confirm` where needed, are added).
@@ -255,7 +259,7 @@ pub(crate) const MAX_OUTPUT_BYTES: u64 = 256 * KIB;
 
 impl Descriptor {
     fn from_spec(spec: Spec) -> Descriptor {
-        let bounds = bounds_for(spec.scope, spec.kind);
+        let bounds = bounds_for(spec.scope, spec.native.kind());
         let mut input = spec.input;
         if spec.confirmation.is_some() {
             input = input.required(Confirmation::FIELD, schema::confirm());
@@ -273,7 +277,7 @@ impl Descriptor {
             description,
             resource: spec.resource,
             scope: spec.scope,
-            kind: spec.kind,
+            native: spec.native,
             confirmation: spec.confirmation,
             requires: spec.requires,
             bounds,
@@ -361,14 +365,18 @@ impl Descriptor {
         })
     }
 
-    /// How the run pipeline executes this operation.
-    #[allow(dead_code)] // read by the run pipeline
+    /// What the operation does natively: the run pipeline's one dispatch.
+    pub(crate) fn native(&self) -> Native {
+        self.native
+    }
+
+    /// How the run pipeline shapes this operation's result.
+    #[cfg(test)]
     pub(crate) fn kind(&self) -> OperationKind {
-        self.kind
+        self.native.kind()
     }
 
     /// The serialized input bound in bytes (16 KiB reads, 64 KiB mutations, 1 MiB exec).
-    #[allow(dead_code)] // read by the run pipeline
     pub(crate) fn max_input_bytes(&self) -> u64 {
         self.bounds.max_input_bytes
     }
@@ -379,7 +387,6 @@ impl Descriptor {
     }
 
     /// The compiled input schema, built on first use.
-    #[allow(dead_code)] // read by the run pipeline
     pub(crate) fn input_validator(&self) -> &jsonschema::Validator {
         self.input_validator.get_or_init(|| {
             jsonschema::draft202012::new(&self.input_schema)
@@ -461,12 +468,21 @@ pub(crate) fn error_schema() -> Value {
 }
 
 /// Any catalogued descriptor, exported or not (for the run pipeline, which checks exportedness itself).
-#[allow(dead_code)] // read by the run pipeline
 pub(crate) fn lookup(name: &str) -> Option<&'static Descriptor> {
     CATALOGUE
         .binary_search_by(|descriptor| descriptor.name.cmp(name))
         .ok()
         .map(|index| &CATALOGUE[index])
+}
+
+/// The one descriptor whose native call is `native` (for tests that name an operation by its
+/// behaviour rather than by a string).
+#[cfg(test)]
+pub(crate) fn by_native(native: Native) -> &'static Descriptor {
+    CATALOGUE
+        .iter()
+        .find(|descriptor| descriptor.native == native)
+        .expect("every native call has its descriptor (tested)")
 }
 
 /// Every catalogued descriptor, exported or not, sorted by name.
@@ -609,6 +625,25 @@ mod tests {
         }
         assert!(lookup("incus_instance_copy").is_none());
         assert!(lookup("").is_none());
+    }
+
+    #[test]
+    fn each_native_call_belongs_to_exactly_one_operation() {
+        let mut natives: Vec<Native> = catalogue().iter().map(Descriptor::native).collect();
+        let total = natives.len();
+        natives.sort_by_key(|native| format!("{native:?}"));
+        natives.dedup();
+        assert_eq!(natives.len(), total, "two operations share a native call");
+        for descriptor in catalogue() {
+            assert!(std::ptr::eq(by_native(descriptor.native()), descriptor));
+            // The variant is the operation's name in CamelCase, so a catalogue entry cannot
+            // name another operation's behaviour by mistake.
+            let camel: String = descriptor.name()["incus_".len()..]
+                .split('_')
+                .map(|word| word[..1].to_uppercase() + &word[1..])
+                .collect();
+            assert_eq!(format!("{:?}", descriptor.native()), camel);
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::schema::{self, Object};
-use super::{OperationKind, Scope, Spec};
+use super::{Native, Scope, Spec};
 
 pub(super) fn specs() -> Vec<Spec> {
     vec![list(), get(), wait(), cancel()]
@@ -21,7 +21,7 @@ fn list() -> Spec {
         example: json!({"limit": 25}),
         resource: "operation",
         scope: Scope::Read,
-        kind: OperationKind::List,
+        native: Native::OperationList,
         confirmation: None,
         requires: &["GetOperations"],
         input: Object::new().optional("limit", schema::limit()),
@@ -40,7 +40,7 @@ fn get() -> Spec {
         example: json!({"operation_id": "f4031b3c-f39e-4a3a-aba8-81ec55003bd1"}),
         resource: "operation",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::OperationGet,
         confirmation: None,
         requires: &["GetOperation"],
         input: Object::new().required("operation_id", schema::operation_id()),
@@ -59,7 +59,7 @@ fn wait() -> Spec {
         example: json!({"operation_id": "f4031b3c-f39e-4a3a-aba8-81ec55003bd1", "wait_seconds": 60}),
         resource: "operation",
         scope: Scope::Read,
-        kind: OperationKind::Wait,
+        native: Native::OperationWait,
         confirmation: None,
         requires: &["GetOperationWait"],
         input: Object::new()
@@ -74,13 +74,13 @@ fn cancel() -> Spec {
         name: "incus_operation_cancel",
         title: "Request cancellation of an Incus operation",
         description: concat!(
-            "Reads the operation first, then sends at most one native cancel request. Returns {\"status\", \"operation_id\", \"operation\"} with operation = the object read first: already_final (it had finished; nothing sent), unsupported (may_cancel is false; nothing sent), requested (one cancel was accepted) or uncertain (the cancel may have been accepted but no response was decoded). The operation's own completion stays authoritative: check it with incus_operation_get.",
+            "Reads the operation first, then sends at most one native cancel request. Returns {\"status\", \"operation_id\", \"operation\"} with operation = the object read first: already_final (it had finished; nothing sent), unsupported (may_cancel is false; nothing sent), requested (one cancel was accepted) or uncertain (the cancel may have been accepted but no response was decoded; \"reason\" then says why). The operation's own completion stays authoritative: check it with incus_operation_get.",
             " Most Incus operations (create, delete, state changes, snapshots, exec) are not cancellable."
         ),
         example: json!({"operation_id": "f4031b3c-f39e-4a3a-aba8-81ec55003bd1"}),
         resource: "operation",
         scope: Scope::Write,
-        kind: OperationKind::Cancel,
+        native: Native::OperationCancel,
         confirmation: None,
         requires: &["GetOperation", "DeleteOperation"],
         input: Object::new().required("operation_id", schema::operation_id()),

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::schema::{self, Object};
-use super::{OperationKind, Scope, Spec};
+use super::{Native, Scope, Spec};
 
 pub(super) fn specs() -> Vec<Spec> {
     vec![list(), get()]
@@ -21,7 +21,7 @@ fn list() -> Spec {
         example: json!({"project": "default"}),
         resource: "profile",
         scope: Scope::Read,
-        kind: OperationKind::List,
+        native: Native::ProfileList,
         confirmation: None,
         requires: &["GetProfiles"],
         input: Object::new().optional("limit", schema::limit()),
@@ -41,7 +41,7 @@ fn get() -> Spec {
         example: json!({"name": "default"}),
         resource: "profile",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::ProfileGet,
         confirmation: None,
         requires: &["GetProfile"],
         input: Object::new().required("name", schema::object_name("Profile name.")),

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::schema::{self, Object};
-use super::{OperationKind, Scope, Spec};
+use super::{Native, Scope, Spec};
 
 pub(super) fn specs() -> Vec<Spec> {
     vec![list(), get()]
@@ -20,7 +20,7 @@ fn list() -> Spec {
         example: json!({"limit": 10}),
         resource: "project",
         scope: Scope::Read,
-        kind: OperationKind::List,
+        native: Native::ProjectList,
         confirmation: None,
         requires: &["GetProjects"],
         input: Object::new().optional("limit", schema::limit()),
@@ -39,7 +39,7 @@ fn get() -> Spec {
         example: json!({"name": "default"}),
         resource: "project",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::ProjectGet,
         confirmation: None,
         requires: &["GetProject"],
         input: Object::new().required(

@@ -260,6 +260,22 @@ fn closed(properties: Value) -> Value {
     })
 }
 
+/// Adds `reason` to a closed result whose `status` may be `uncertain`: a string that says why the
+/// outcome is unknown (the error after the request may have been sent), allowed only when the
+/// status is `uncertain`. Mutations carry the same text in `wait_error` instead.
+fn with_uncertain_reason(mut result: Value, required_when_uncertain: bool) -> Value {
+    result["properties"]["reason"] = json!({
+        "type": "string",
+        "description": "Only when status is uncertain: why the outcome is unknown (the error after the request may have been sent). Nothing was resent.",
+    });
+    result["if"] = json!({"properties": {"status": {"const": "uncertain"}}});
+    if required_when_uncertain {
+        result["then"] = json!({"required": ["reason"]});
+    }
+    result["else"] = json!({"not": {"required": ["reason"]}});
+    result
+}
+
 /// `{"items", "count", "truncated"}`.
 pub(super) fn list_success() -> Value {
     closed(json!({
@@ -296,29 +312,31 @@ pub(super) fn mutation_success() -> Value {
         "operation_id": {"type": ["string", "null"], "description": "The native operation ID, when known."},
         "operation": nullable_native_object("The last native operation object seen, when any."),
         "waited_seconds": {"type": "integer", "minimum": 0, "description": "The effective server-side wait."},
-        "wait_error": {"type": ["string", "null"], "description": "The native wait error text, when the wait ended in one."},
+        "wait_error": {"type": ["string", "null"], "description": "The native wait error text, when the wait ended in one; for uncertain, why no response was decoded."},
     }))
 }
 
 /// The `incus_instance_update` result.
 pub(super) fn update_success() -> Value {
-    closed(json!({
+    let result = closed(json!({
         "status": {"enum": ["completed", "uncertain"]},
         "etag_source": {"enum": ["input", "read"], "description": "Whether the ETag came from the input or was read first."},
         "etag": {"type": "string", "description": "The ETag the conditional PATCH was sent with."},
-    }))
+    }));
+    with_uncertain_reason(result, true)
 }
 
 /// The `incus_operation_cancel` result.
 pub(super) fn cancel_success() -> Value {
-    closed(json!({
+    let result = closed(json!({
         "status": {
             "enum": ["already_final", "unsupported", "requested", "uncertain"],
             "description": "already_final: nothing to cancel; unsupported: may_cancel is false; requested: one native DELETE was accepted; uncertain: the DELETE may have been accepted.",
         },
         "operation_id": {"type": "string"},
         "operation": nullable_native_object("The native operation object read first."),
-    }))
+    }));
+    with_uncertain_reason(result, true)
 }
 
 fn exec_stream() -> Value {
@@ -333,7 +351,7 @@ fn exec_stream() -> Value {
 
 /// The `incus_instance_exec` result.
 pub(super) fn exec_success() -> Value {
-    closed(json!({
+    let result = closed(json!({
         "status": {
             "enum": ["completed", "timed_out", "output_limited", "running", "uncertain"],
         },
@@ -344,7 +362,10 @@ pub(super) fn exec_success() -> Value {
         "timeout_seconds": {"type": "integer", "minimum": 0, "description": "The effective duration bound."},
         "operation_id": {"type": ["string", "null"]},
         "operation": nullable_native_object("The last native operation object seen, when any."),
-    }))
+    }));
+    // An exec whose streams could not be attached is uncertain in the client's own outcome,
+    // which does not carry the attach error yet: there `reason` may be absent.
+    with_uncertain_reason(result, false)
 }
 
 /// The error shape shared by every operation.

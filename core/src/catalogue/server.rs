@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::schema::Object;
-use super::{schema, OperationKind, Scope, Spec};
+use super::{schema, Native, Scope, Spec};
 
 pub(super) fn specs() -> Vec<Spec> {
     vec![get()]
@@ -21,7 +21,7 @@ fn get() -> Spec {
         example: json!({}),
         resource: "server",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::ServerGet,
         confirmation: None,
         requires: &["helper:connect"],
         input: Object::new(),

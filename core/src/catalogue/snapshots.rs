@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::schema::{self, Object};
-use super::{Confirmation, OperationKind, Scope, Spec};
+use super::{Confirmation, Native, Scope, Spec};
 
 pub(super) fn specs() -> Vec<Spec> {
     vec![list(), get(), create(), delete(), restore()]
@@ -29,7 +29,7 @@ fn list() -> Spec {
         example: json!({"instance": "web"}),
         resource: "snapshot",
         scope: Scope::Read,
-        kind: OperationKind::List,
+        native: Native::InstanceSnapshotList,
         confirmation: None,
         requires: &["GetInstanceSnapshots"],
         input: Object::new()
@@ -51,7 +51,7 @@ fn get() -> Spec {
         example: json!({"instance": "web", "snapshot": "snap0"}),
         resource: "snapshot",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::InstanceSnapshotGet,
         confirmation: None,
         requires: &["GetInstanceSnapshot"],
         input: Object::new()
@@ -73,7 +73,7 @@ fn create() -> Spec {
         example: json!({"instance": "web", "snapshot": "before-upgrade"}),
         resource: "snapshot",
         scope: Scope::Write,
-        kind: OperationKind::Mutation,
+        native: Native::InstanceSnapshotCreate,
         confirmation: None,
         requires: &["CreateInstanceSnapshot", "GetOperationWait"],
         input: Object::new()
@@ -100,7 +100,7 @@ fn delete() -> Spec {
         example: json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0"}),
         resource: "snapshot",
         scope: Scope::Delete,
-        kind: OperationKind::Mutation,
+        native: Native::InstanceSnapshotDelete,
         confirmation: Some(Confirmation::InstanceSnapshot),
         requires: &["DeleteInstanceSnapshot", "GetOperationWait"],
         input: Object::new()
@@ -123,7 +123,7 @@ fn restore() -> Spec {
         example: json!({"instance": "web", "snapshot": "snap0", "confirm": "web/snap0", "wait_seconds": 60}),
         resource: "snapshot",
         scope: Scope::Delete,
-        kind: OperationKind::Mutation,
+        native: Native::InstanceSnapshotRestore,
         confirmation: Some(Confirmation::InstanceSnapshot),
         requires: &["UpdateInstance", "GetOperationWait"],
         input: Object::new()

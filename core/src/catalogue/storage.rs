@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::schema::{self, Object};
-use super::{OperationKind, Scope, Spec};
+use super::{Native, Scope, Spec};
 
 pub(super) fn specs() -> Vec<Spec> {
     vec![pool_list(), pool_get(), volume_list(), volume_get()]
@@ -25,7 +25,7 @@ fn pool_list() -> Spec {
         example: json!({}),
         resource: "storage",
         scope: Scope::Read,
-        kind: OperationKind::List,
+        native: Native::StoragePoolList,
         confirmation: None,
         requires: &["GetStoragePools"],
         input: Object::new().optional("limit", schema::limit()),
@@ -45,7 +45,7 @@ fn pool_get() -> Spec {
         example: json!({"pool": "default"}),
         resource: "storage",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::StoragePoolGet,
         confirmation: None,
         requires: &["GetStoragePool"],
         input: Object::new().required("pool", pool()),
@@ -65,7 +65,7 @@ fn volume_list() -> Spec {
         example: json!({"pool": "default", "limit": 100}),
         resource: "storage",
         scope: Scope::Read,
-        kind: OperationKind::List,
+        native: Native::StorageVolumeList,
         confirmation: None,
         requires: &["GetStoragePoolVolumes"],
         input: Object::new()
@@ -87,7 +87,7 @@ fn volume_get() -> Spec {
         example: json!({"pool": "default", "type": "custom", "name": "data"}),
         resource: "storage",
         scope: Scope::Read,
-        kind: OperationKind::Item,
+        native: Native::StorageVolumeGet,
         confirmation: None,
         requires: &["GetStoragePoolVolume"],
         input: Object::new()

@@ -40,7 +40,7 @@ pub use connection::{
 pub use error::ClientError;
 pub(crate) use exec::ExecRequest;
 pub(crate) use operations::WaitOutcome;
-pub(crate) use query::{json_len, Accepted};
+pub(crate) use query::{json_len, Accepted, ListItem, Single};
 pub use tls::client_config as tls_client_config;
 
 /// The kill grace of exec: after `SIGKILL`, collection has this long to observe the exit.

@@ -5,14 +5,14 @@
 //! answer was decoded). Completion stays authoritative: `requested` does not mean cancelled.
 use serde_json::{json, Value};
 
+use super::input;
 use super::output::Success;
 use super::pipeline::Call;
-use super::results::{read_error, RunError};
-use crate::client::ClientError;
+use super::results::{read_error, uncertain_or_error, RunError, Status};
 
 /// Reads the operation, then asks once for its cancellation when that can work.
-pub(crate) async fn cancel(call: &Call<'_>) -> Result<Success, RunError> {
-    let id = call.text("operation_id");
+pub(crate) async fn cancel(call: &Call<'_>, input: input::Operation) -> Result<Success, RunError> {
+    let id = input.operation_id.as_str();
     let operation = call
         .client
         .get_operation(&call.project, id)
@@ -27,22 +27,23 @@ pub(crate) async fn cancel(call: &Call<'_>) -> Result<Success, RunError> {
         .get("may_cancel")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let status = if status_code >= 200 {
-        "already_final"
+    let (status, reason) = if status_code >= 200 {
+        (Status::AlreadyFinal, None)
     } else if !may_cancel {
-        "unsupported"
+        (Status::Unsupported, None)
     } else {
+        call.progress.record(
+            json!({"status": Status::Uncertain, "operation_id": id, "operation": operation, "reason": ""}),
+            "reason",
+        );
         match call.client.delete_operation(&call.project, id).await {
-            Ok(()) => "requested",
-            Err(error)
-                if error.may_have_been_sent() && !matches!(error, ClientError::Native { .. }) =>
-            {
-                "uncertain"
-            }
-            Err(error) => return Err(read_error(error)),
+            Ok(()) => (Status::Requested, None),
+            Err(error) => (Status::Uncertain, Some(uncertain_or_error(error)?.reason)),
         }
     };
-    Ok(Success::Object(
-        json!({"status": status, "operation_id": id, "operation": operation}),
-    ))
+    let mut result = json!({"status": status, "operation_id": id, "operation": operation});
+    if let Some(reason) = reason {
+        result["reason"] = json!(reason);
+    }
+    Ok(Success::Object(result))
 }

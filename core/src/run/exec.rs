@@ -10,83 +10,57 @@
 //! (`ExecOutcome::to_json_within`).
 use std::time::Instant;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use super::input;
 use super::output::{Success, OUTPUT_BYTES};
 use super::pipeline::Call;
-use super::results::{read_error, RunError};
-use crate::client::{exec_duration_cap, ClientError, ExecRequest};
+use super::results::{uncertain_or_error, RunError, Status, Uncertain};
+use crate::client::{exec_duration_cap, ExecRequest};
 
 /// Runs the command and reports what was observed.
-pub(crate) async fn exec(call: &Call<'_>) -> Result<Success, RunError> {
-    let request = request(call)?;
+pub(crate) async fn exec(call: &Call<'_>, input: input::Exec) -> Result<Success, RunError> {
+    let name = input.name.clone();
+    let request = request(input);
     let started = Instant::now();
+    let cap = exec_duration_cap(
+        request.timeout_seconds,
+        call.client.connection().stream_timeout(),
+    );
+    call.progress
+        .record_timed(uncertain(started, cap, String::new()), "reason", started);
     match call
         .client
-        .exec_instance(&call.project, call.text("name"), &request)
+        .exec_instance(&call.project, &name, &request)
         .await
     {
         Ok(outcome) => Ok(Success::Object(outcome.to_json_within(OUTPUT_BYTES))),
-        Err(error)
-            if error.may_have_been_sent() && !matches!(error, ClientError::Native { .. }) =>
-        {
-            let timeout_seconds = exec_duration_cap(
-                request.timeout_seconds,
-                call.client.connection().stream_timeout(),
-            );
-            Ok(Success::Object(uncertain(started, timeout_seconds)))
+        Err(error) => {
+            let Uncertain { reason } = uncertain_or_error(error)?;
+            Ok(Success::Object(uncertain(started, cap, reason)))
         }
-        Err(error) => Err(read_error(error)),
     }
 }
 
 /// The validated input as the client's request.
-fn request(call: &Call<'_>) -> Result<ExecRequest, RunError> {
-    let input = &call.input;
-    let command = input
-        .get("command")
-        .and_then(Value::as_array)
-        .map(|argv| {
-            argv.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    let environment = input
-        .get("environment")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_else(Map::new);
-    let id = |key: &str| -> Result<Option<u32>, RunError> {
-        input
-            .get(key)
-            .and_then(Value::as_u64)
-            .map(|id| {
-                u32::try_from(id).map_err(|_| RunError::InvalidInput {
-                    message: format!("{key} must fit in 32 bits"),
-                    pointer: format!("/{key}"),
-                })
-            })
-            .transpose()
-    };
-    Ok(ExecRequest {
-        command,
-        environment,
-        cwd: input.get("cwd").and_then(Value::as_str).map(str::to_owned),
-        user: id("user")?,
-        group: id("group")?,
-        stdin: call.text("stdin").as_bytes().to_vec(),
-        timeout_seconds: call.integer("timeout_seconds"),
-    })
+fn request(input: input::Exec) -> ExecRequest {
+    ExecRequest {
+        command: input.command,
+        environment: input.environment.unwrap_or_default(),
+        cwd: input.cwd,
+        user: input.user,
+        group: input.group,
+        stdin: input.stdin.map(String::into_bytes).unwrap_or_default(),
+        timeout_seconds: input.timeout_seconds,
+    }
 }
 
 /// The exec may have been accepted (and the command started), but no answer was decoded. No
 /// stream was read, so neither is known to be whole: `truncated` is `true`.
-fn uncertain(started: Instant, timeout_seconds: u64) -> Value {
+fn uncertain(started: Instant, timeout_seconds: u64, reason: String) -> Value {
     let unread = json!({"data": "", "encoding": "utf-8", "bytes": 0, "captured_bytes": 0, "truncated": true});
     json!({
-        "status": "uncertain",
+        "status": Status::Uncertain,
         "exit_code": null,
         "stdout": unread,
         "stderr": unread,
@@ -94,5 +68,6 @@ fn uncertain(started: Instant, timeout_seconds: u64) -> Value {
         "timeout_seconds": timeout_seconds,
         "operation_id": null,
         "operation": null,
+        "reason": reason,
     })
 }

@@ -8,19 +8,28 @@ use crate::host::DynHost;
 
 mod cancel;
 mod checks;
+mod deadline;
 mod exec;
+mod input;
 mod inspect;
 mod mutate;
+mod native;
 mod output;
 mod pipeline;
 mod restricted;
 mod results;
+#[cfg(test)]
+mod spelling_tests;
 #[cfg(test)]
 mod tests;
 mod update;
 
 /// How long a host callback may take before it counts as a denial, unless configured.
 pub const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The bound on a whole call, unless configured: 90 s, over the longest default wait (29 s) and
+/// exec session (65 s) with room for the host callbacks and the reads around them.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Who runs an operation, through which host, with which verified scopes.
 #[non_exhaustive]
@@ -33,6 +42,9 @@ pub struct RunOptions<'a, C> {
     pub scopes: Vec<Scope>,
     /// The bound on each host callback ([`DEFAULT_CALLBACK_TIMEOUT`] by default).
     pub callback_timeout: Duration,
+    /// The bound on the whole call, checks, host callbacks and native requests included
+    /// ([`DEFAULT_CALL_TIMEOUT`] by default). See [`run`] for what a call cut by it reports.
+    pub call_timeout: Duration,
 }
 
 impl<'a, C> RunOptions<'a, C> {
@@ -47,12 +59,19 @@ impl<'a, C> RunOptions<'a, C> {
             caller,
             scopes: scopes.into_iter().collect(),
             callback_timeout: DEFAULT_CALLBACK_TIMEOUT,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
         }
     }
 
     /// Sets the bound on each host callback.
     pub fn callback_timeout(mut self, bound: Duration) -> Self {
         self.callback_timeout = bound;
+        self
+    }
+
+    /// Sets the bound on the whole call.
+    pub fn call_timeout(mut self, bound: Duration) -> Self {
+        self.call_timeout = bound;
         self
     }
 }
@@ -72,24 +91,38 @@ impl<'a, C> RunOptions<'a, C> {
 /// 6. the host's `binding` (`binding_denied`);
 /// 7. the host's `authorize`, with validated, normalized input (`unauthorized`);
 /// 8. the image remote named by `source.remote`, through the host (`unknown_remote`);
-/// 9. discovery, when the binding is a connection (`discovery_failed`).
+/// 9. discovery, when the binding is a connection (`discovery_failed`);
+/// 10. for create and update, the profiles the input names, read from Incus: their effective
+///     config and devices pass the same restricted rule unless the host allows them
+///     (`restricted_input`).
 ///
-/// Nothing before the native calls makes a backend request, and the native project is selected
-/// only after authorization.
+/// Nothing before the native calls makes a backend request except discovery and the profile reads
+/// of check 10, and the native project is selected only after authorization.
+///
+/// The whole call is bounded by [`RunOptions::call_timeout`]. A call cut by it before anything that
+/// changes state was sent is a `timeout` error; one cut while a mutation, update, cancel or exec
+/// request may have been sent is `uncertain` (the reason in `wait_error` for mutations, in `reason`
+/// otherwise); one cut while a mutation's wait was under way is `running` with its operation.
+/// Nothing is resent.
 ///
 /// ```no_run
 /// # async fn example(host: &impl incus_operations::Host<Caller = String>) {
 /// use incus_operations::{run, RunOptions, Scope};
 /// use serde_json::json;
 ///
+/// // The operation the agent chose: here, the first exported read of instances.
+/// let chosen = incus_operations::all()
+///     .into_iter()
+///     .find(|d| d.resource() == "instance" && d.scope() == Scope::Read)
+///     .expect("exported");
 /// let caller = String::from("agent-7");
 /// let result = run(
-///     "incus_instance_list",
+///     chosen.name(),
 ///     json!({"project": "default"}),
 ///     RunOptions::new(host, &caller, [Scope::Read]),
 /// )
 /// .await;
-/// assert!(result.get("items").is_some() || result.get("error").is_some());
+/// assert!(result.is_object());
 /// # }
 /// ```
 pub async fn run<C: Send + Sync>(name: &str, input: Value, options: RunOptions<'_, C>) -> Value {

@@ -11,12 +11,14 @@
 //!
 //! The effective server-side wait is `min(wait_seconds, floor(timeout / 1000) - 1)` (never
 //! below 0), reported as `waited_seconds`, so that the wait ends before the request's own bound.
-use serde_json::{json, Map, Value};
+use std::future::Future;
 
-use super::inspect::unknown_executor;
+use serde_json::{json, Value};
+
+use super::input;
 use super::output::Success;
 use super::pipeline::Call;
-use super::results::{read_error, RunError};
+use super::results::{read_error, uncertain_or_error, RunError, Status, Uncertain};
 use crate::client::{effective_wait, Accepted, ClientError, WaitOutcome};
 
 /// The wait endpoint's text for "the operation is still running".
@@ -24,22 +26,30 @@ const DEADLINE_EXCEEDED: &str = "context deadline exceeded";
 
 /// What a wait observed.
 struct Observed {
-    status: &'static str,
+    status: Status,
     operation: Option<Value>,
     wait_error: Option<String>,
 }
 
-/// A mutation: send once, then wait up to the effective wait.
-pub(crate) async fn mutation(call: &Call<'_>) -> Result<Success, RunError> {
-    let accepted = match send(call).await {
+/// A mutation: send its one native request once, then wait up to the effective wait.
+pub(crate) async fn mutation(
+    call: &Call<'_>,
+    wait_seconds: u64,
+    send: impl Future<Output = Result<Accepted, ClientError>>,
+) -> Result<Success, RunError> {
+    call.progress.record(
+        uncertain(Uncertain {
+            reason: String::new(),
+        }),
+        "wait_error",
+    );
+    let accepted = match send.await {
         Ok(accepted) => accepted,
-        Err(error) if error.may_have_been_sent() && !is_native(&error) => {
-            return Ok(Success::Object(uncertain(&error)));
-        }
-        Err(error) => return Err(read_error(error)),
+        Err(error) => return Ok(Success::Object(uncertain(uncertain_or_error(error)?))),
     };
     let Accepted { id, operation } = accepted;
-    let waited = wait_seconds(call);
+    let waited = effective(call, wait_seconds);
+    record_running(call, &id, Some(operation.clone()), waited);
     let observed = match call
         .client
         .get_operation_wait(&call.project, &id, waited)
@@ -49,7 +59,7 @@ pub(crate) async fn mutation(call: &Call<'_>) -> Result<Success, RunError> {
         // Accepted, but the outcome was not observed: a local deadline or a broken wait never
         // cancels anything, and nothing is resent.
         Err(error) => Observed {
-            status: "running",
+            status: Status::Running,
             operation: Some(operation),
             wait_error: Some(error.to_string()),
         },
@@ -58,9 +68,13 @@ pub(crate) async fn mutation(call: &Call<'_>) -> Result<Success, RunError> {
 }
 
 /// `incus_operation_wait`: a bounded wait on an existing operation.
-pub(crate) async fn wait(call: &Call<'_>) -> Result<Success, RunError> {
-    let id = call.text("operation_id").to_owned();
-    let waited = wait_seconds(call);
+pub(crate) async fn wait(
+    call: &Call<'_>,
+    input: input::OperationWait,
+) -> Result<Success, RunError> {
+    let id = input.operation_id;
+    let waited = effective(call, input.wait_seconds);
+    record_running(call, &id, None, waited);
     let observed = match call
         .client
         .get_operation_wait(&call.project, &id, waited)
@@ -69,7 +83,7 @@ pub(crate) async fn wait(call: &Call<'_>) -> Result<Success, RunError> {
         Ok(outcome) => observe(call, &id, outcome, None).await,
         // The local deadline passed before the server-side wait ended: not observed.
         Err(error @ ClientError::Timeout { .. }) => Observed {
-            status: "running",
+            status: Status::Running,
             operation: None,
             wait_error: Some(error.to_string()),
         },
@@ -78,84 +92,20 @@ pub(crate) async fn wait(call: &Call<'_>) -> Result<Success, RunError> {
     Ok(Success::Object(mutation_result(&id, observed, waited)))
 }
 
-/// The one native request of a mutation.
-async fn send(call: &Call<'_>) -> Result<Accepted, ClientError> {
-    let client = call.client;
-    let project = call.project.as_str();
-    match call.descriptor.name() {
-        "incus_instance_create" => client.create_instance(project, &create_body(call)).await,
-        "incus_instance_delete" => client.delete_instance(project, call.text("name")).await,
-        "incus_instance_state_update" => {
-            let body = pick(&call.input, &["action", "timeout", "force", "stateful"]);
-            client
-                .update_instance_state(project, call.text("name"), &body)
-                .await
-        }
-        "incus_instance_snapshot_create" => {
-            // Without a snapshot name, Incus picks the first free snapN.
-            let mut body = pick(&call.input, &["stateful"]);
-            body["name"] = json!(call.text("snapshot"));
-            client
-                .create_instance_snapshot(project, call.text("instance"), &body)
-                .await
-        }
-        "incus_instance_snapshot_delete" => {
-            client
-                .delete_instance_snapshot(project, call.text("instance"), call.text("snapshot"))
-                .await
-        }
-        "incus_instance_snapshot_restore" => {
-            let body = json!({"restore": call.text("snapshot")});
-            client
-                .update_instance(project, call.text("instance"), &body, None)
-                .await
-        }
-        "incus_image_delete" => client.delete_image(project, call.text("fingerprint")).await,
-        other => Err(ClientError::InvalidRequest {
-            message: unknown_executor(other).to_string(),
-        }),
-    }
-}
-
-/// The native create body: the input's native fields, with `source.remote` replaced by the
-/// host-approved server and protocol.
-fn create_body(call: &Call<'_>) -> Value {
-    let mut body = call.input.clone();
-    if let Some(fields) = body.as_object_mut() {
-        for key in ["project", "wait_seconds"] {
-            fields.remove(key);
-        }
-    }
-    if let (Some(remote), Some(source)) = (
-        &call.remote,
-        body.get_mut("source").and_then(Value::as_object_mut),
-    ) {
-        source.remove("remote");
-        source.insert("server".into(), json!(remote.server));
-        source.insert("protocol".into(), json!(remote.protocol));
-    }
-    body
-}
-
-/// The given fields of the input, as a native body.
-pub(crate) fn pick(input: &Value, keys: &[&str]) -> Value {
-    let fields: Map<String, Value> = keys
-        .iter()
-        .filter_map(|key| Some(((*key).to_owned(), input.get(*key)?.clone())))
-        .collect();
-    Value::Object(fields)
+/// From now on, a call cut by its bound reports the operation as `running` (not observed).
+fn record_running(call: &Call<'_>, id: &str, operation: Option<Value>, waited: u64) {
+    let observed = Observed {
+        status: Status::Running,
+        operation,
+        wait_error: None,
+    };
+    call.progress
+        .record(mutation_result(id, observed, waited), "wait_error");
 }
 
 /// `min(wait_seconds, floor(timeout / 1000) - 1)`, never below 0.
-fn wait_seconds(call: &Call<'_>) -> u64 {
-    effective_wait(
-        call.integer("wait_seconds"),
-        call.client.connection().timeout(),
-    )
-}
-
-fn is_native(error: &ClientError) -> bool {
-    matches!(error, ClientError::Native { .. })
+fn effective(call: &Call<'_>, wait_seconds: u64) -> u64 {
+    effective_wait(wait_seconds, call.client.connection().timeout())
 }
 
 /// What the wait observed: the final operation, its failure, or nothing yet.
@@ -174,13 +124,13 @@ async fn observe(
                 Err(_) => last_seen,
             };
             Observed {
-                status: "failed",
+                status: Status::Failed,
                 operation,
                 wait_error: Some(message),
             }
         }
         WaitOutcome::NotFinished => Observed {
-            status: "running",
+            status: Status::Running,
             operation: last_seen,
             wait_error: Some(DEADLINE_EXCEEDED.to_owned()),
         },
@@ -194,9 +144,9 @@ fn final_status(operation: Value) -> Observed {
         .and_then(Value::as_u64)
         .unwrap_or_default();
     let status = match code {
-        200 => "completed",
-        code if code > 200 => "failed",
-        _ => "running",
+        200 => Status::Completed,
+        code if code > 200 => Status::Failed,
+        _ => Status::Running,
     };
     let wait_error = operation
         .get("err")
@@ -220,13 +170,13 @@ fn mutation_result(id: &str, observed: Observed, waited: u64) -> Value {
     })
 }
 
-/// The request may have been accepted, but no response was decoded.
-fn uncertain(error: &ClientError) -> Value {
+/// The request may have been accepted, but no response was decoded: the reason is `wait_error`.
+fn uncertain(uncertain: Uncertain) -> Value {
     json!({
-        "status": "uncertain",
+        "status": Status::Uncertain,
         "operation_id": null,
         "operation": null,
         "waited_seconds": 0,
-        "wait_error": error.to_string(),
+        "wait_error": uncertain.reason,
     })
 }

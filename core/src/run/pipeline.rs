@@ -7,12 +7,13 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
 
+use super::deadline::Progress;
 use super::output::{self, Success};
-use super::results::RunError;
-use super::{cancel, checks, exec, inspect, mutate, restricted, update, RunOptions};
-use crate::catalogue::{self, Confirmation, Descriptor, OperationKind};
+use super::results::{read_error, RunError};
+use super::{checks, input, native, restricted, RunOptions};
+use crate::catalogue::{self, Confirmation, Descriptor};
 use crate::client::Client;
-use crate::host::{Binding, ImageRemote};
+use crate::host::{Binding, ImageRemote, RestrictedItem};
 
 /// The project used when neither the input nor the binding names one.
 const DEFAULT_PROJECT: &str = "default";
@@ -31,28 +32,13 @@ pub(crate) struct Call<'a> {
     pub(crate) client: &'a Client,
     /// The native project, selected after authorization.
     pub(crate) project: String,
-    /// Validated, normalized input (defaults filled in, `project` set).
+    /// Validated, normalized input (defaults filled in, `project` set), read through the typed
+    /// inputs of `run::input`.
     pub(crate) input: Value,
     /// The image server that `source.remote` resolved to.
     pub(crate) remote: Option<ImageRemote>,
-}
-
-impl Call<'_> {
-    /// A string field of the input (validated by the schema).
-    pub(crate) fn text(&self, key: &str) -> &str {
-        self.input
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    }
-
-    /// An integer field of the input (validated by the schema, defaults filled in).
-    pub(crate) fn integer(&self, key: &str) -> u64 {
-        self.input
-            .get(key)
-            .and_then(Value::as_u64)
-            .unwrap_or_default()
-    }
+    /// What to report if the call's bound passes from now on.
+    pub(crate) progress: &'a Progress,
 }
 
 /// Runs the checks in the spec's order, then the operation.
@@ -72,12 +58,38 @@ pub(crate) async fn run<C: Send + Sync>(
     run_operation(descriptor, input, options).await
 }
 
-/// Runs every check after the export gate, then the operation (tests use it directly for
-/// operations the gate does not export yet).
+/// Runs every check after the export gate, then the operation, within the call's bound (tests use
+/// it directly for operations the gate does not export yet).
 pub(crate) async fn run_operation<C: Send + Sync>(
     descriptor: &'static Descriptor,
     input: Value,
     options: &RunOptions<'_, C>,
+) -> Result<Value, RunError> {
+    let progress = Progress::default();
+    let bound = options.call_timeout;
+    match tokio::time::timeout(bound, checked(descriptor, input, options, &progress)).await {
+        Ok(result) => result,
+        Err(_) => {
+            let reason = format!(
+                "the call did not finish within its bound of {} ms",
+                bound.as_millis()
+            );
+            match progress.take(&reason) {
+                Some(result) => output::finish(Success::Object(result)),
+                None => Err(RunError::Timeout(format!(
+                    "{reason}; nothing that changes state was sent"
+                ))),
+            }
+        }
+    }
+}
+
+/// The checks and the operation, recording in `progress` what to report if the bound passes.
+async fn checked<C: Send + Sync>(
+    descriptor: &'static Descriptor,
+    input: Value,
+    options: &RunOptions<'_, C>,
+    progress: &Progress,
 ) -> Result<Value, RunError> {
     checks::scope(descriptor, &options.scopes)?;
     checks::input_bytes(descriptor, &input)?;
@@ -101,8 +113,10 @@ pub(crate) async fn run_operation<C: Send + Sync>(
         project,
         input,
         remote,
+        progress,
     };
-    let success = dispatch(&call).await?;
+    check_profiles(&call, options).await?;
+    let success = native::execute(&call).await?;
     output::finish(success)
 }
 
@@ -199,25 +213,71 @@ async fn check_restricted<C: Send + Sync>(
     input: &Value,
     options: &RunOptions<'_, C>,
 ) -> Result<(), RunError> {
-    if !matches!(
-        descriptor.name(),
-        "incus_instance_create" | "incus_instance_update"
-    ) {
+    if !descriptor.native().writes_instance_config() {
         return Ok(());
     }
     let items = restricted::restricted_items(input);
     if items.is_empty() {
         return Ok(());
     }
+    approve_restricted(descriptor, &items, restricted::describe(&items), options).await
+}
+
+/// The profiles that create or update input names must pass the same rule: read after
+/// authorization, before the mutation, in the call's project.
+async fn check_profiles<C: Send + Sync>(
+    call: &Call<'_>,
+    options: &RunOptions<'_, C>,
+) -> Result<(), RunError> {
+    if !call.descriptor.native().writes_instance_config() {
+        return Ok(());
+    }
+    let writes: input::InstanceWrites = input::parse(&call.input)?;
+    let Some(names) = &writes.profiles else {
+        return Ok(());
+    };
+    let mut profiles = Vec::with_capacity(names.len());
+    for name in names {
+        let profile = call
+            .client
+            .get_profile(&call.project, name)
+            .await
+            .map_err(read_error)?;
+        profiles.push((name.clone(), profile.value));
+    }
+    let found = restricted::profile_items(&profiles, &writes);
+    if found.is_empty() {
+        return Ok(());
+    }
+    let described = found
+        .iter()
+        .map(|(profile, item)| {
+            format!(
+                "{} from profile {profile:?}",
+                restricted::describe(std::slice::from_ref(item))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let items: Vec<RestrictedItem> = found.into_iter().map(|(_, item)| item).collect();
+    approve_restricted(call.descriptor, &items, described, options).await
+}
+
+/// Asks the host, bounded, whether it allows these restricted items.
+async fn approve_restricted<C: Send + Sync>(
+    descriptor: &Descriptor,
+    items: &[RestrictedItem],
+    described: String,
+    options: &RunOptions<'_, C>,
+) -> Result<(), RunError> {
     let allowed = options
         .host
-        .allow_restricted(options.caller, descriptor.name(), &items);
+        .allow_restricted(options.caller, descriptor.name(), items);
     match bounded(options.callback_timeout, allowed).await {
         Ok(true) => Ok(()),
-        Ok(false) => Err(RunError::RestrictedInput(restricted::describe(&items))),
+        Ok(false) => Err(RunError::RestrictedInput(described)),
         Err(failure) => Err(RunError::RestrictedInput(format!(
-            "{} (allow_restricted {failure})",
-            restricted::describe(&items)
+            "{described} (allow_restricted {failure})"
         ))),
     }
 }
@@ -370,17 +430,4 @@ fn panic_text(panic: &Box<dyn Any + Send>) -> &str {
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)")
-}
-
-/// The executor for the operation's kind.
-async fn dispatch(call: &Call<'_>) -> Result<Success, RunError> {
-    match call.descriptor.kind() {
-        OperationKind::List => inspect::list(call).await,
-        OperationKind::Item => inspect::item(call).await,
-        OperationKind::Mutation => mutate::mutation(call).await,
-        OperationKind::Wait => mutate::wait(call).await,
-        OperationKind::Update => update::update(call).await,
-        OperationKind::Cancel => cancel::cancel(call).await,
-        OperationKind::Exec => exec::exec(call).await,
-    }
 }

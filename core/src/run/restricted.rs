@@ -6,8 +6,15 @@
 //! Incus would reject anyway is not let through on a technicality).
 //! Every device is restricted except a `disk` with a `pool` and no host-path `source`, and a `nic`
 //! with a `network` and neither `nictype` nor `parent`.
-use serde_json::{Map, Value};
+//!
+//! The same rule covers the profiles that create or update input names: their effective config and
+//! devices (merged in the listed order, a later profile's key or device replacing an earlier one's,
+//! and the input's own keys and devices replacing both, as Incus expands them) must pass it too.
+use std::collections::HashMap;
 
+use serde_json::{json, Map, Value};
+
+use super::input::InstanceWrites;
 use crate::host::RestrictedItem;
 
 /// The restricted items of create or update input, in input order.
@@ -38,6 +45,54 @@ pub(crate) fn restricted_items(input: &Value) -> Vec<RestrictedItem> {
         }));
     }
     items
+}
+
+/// The restricted items that the named profiles bring into the instance, each with the profile it
+/// comes from: the profiles' effective config and devices, without the keys and devices that the
+/// input sets itself (the input check saw those, and they replace the profiles' ones).
+pub(crate) fn profile_items(
+    profiles: &[(String, Value)],
+    input: &InstanceWrites,
+) -> Vec<(String, RestrictedItem)> {
+    // Each key and device with its value and the profile it came from; a later profile replaces.
+    let mut config: Map<String, Value> = Map::new();
+    let mut devices: Map<String, Value> = Map::new();
+    let mut config_from: HashMap<&str, &str> = HashMap::new();
+    let mut device_from: HashMap<&str, &str> = HashMap::new();
+    for (profile, object) in profiles {
+        let fields = |key: &str| {
+            object
+                .get(key)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+        };
+        for (key, value) in fields("config") {
+            config.insert(key.clone(), value.clone());
+            config_from.insert(key, profile);
+        }
+        for (name, device) in fields("devices") {
+            devices.insert(name.clone(), device.clone());
+            device_from.insert(name, profile);
+        }
+    }
+    for key in input.config.iter().flat_map(Map::keys) {
+        config.remove(key);
+    }
+    for name in input.devices.iter().flat_map(Map::keys) {
+        devices.remove(name);
+    }
+    let effective = json!({"config": config, "devices": devices});
+    restricted_items(&effective)
+        .into_iter()
+        .map(|item| {
+            let profile = match &item {
+                RestrictedItem::ConfigKey(key) => config_from.get(key.as_str()),
+                RestrictedItem::Device { name, .. } => device_from.get(name.as_str()),
+            };
+            (profile.copied().unwrap_or_default().to_owned(), item)
+        })
+        .collect()
 }
 
 /// Whether a config key is restricted.
@@ -90,9 +145,55 @@ pub(crate) fn describe(items: &[RestrictedItem]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
+
+    fn writes(input: Value) -> InstanceWrites {
+        serde_json::from_value(input).unwrap()
+    }
+
+    #[test]
+    fn profiles_are_checked_as_incus_expands_them() {
+        let profiles = vec![
+            (
+                "base".to_owned(),
+                json!({"config": {"raw.lxc": "x", "limits.cpu": "1"},
+                       "devices": {"data": {"type": "disk", "source": "/srv", "path": "/srv"},
+                                   "eth0": {"type": "nic", "nictype": "bridged", "parent": "br0"}}}),
+            ),
+            (
+                "later".to_owned(),
+                json!({"config": {"security.privileged": "true"},
+                       "devices": {"eth0": {"type": "nic", "network": "incusbr0"}}}),
+            ),
+        ];
+        let found = profile_items(&profiles, &writes(json!({})));
+        assert_eq!(
+            found,
+            [
+                (
+                    "base".to_owned(),
+                    RestrictedItem::ConfigKey("raw.lxc".into())
+                ),
+                (
+                    "later".to_owned(),
+                    RestrictedItem::ConfigKey("security.privileged".into())
+                ),
+                (
+                    "base".to_owned(),
+                    RestrictedItem::Device {
+                        name: "data".into(),
+                        device_type: "disk".into()
+                    }
+                ),
+            ]
+        );
+        // The input's own device replaces the profile's host-path disk.
+        let own = writes(
+            json!({"devices": {"data": {"type": "disk", "pool": "default", "path": "/srv"}}}),
+        );
+        let found = profile_items(&profiles, &own);
+        assert_eq!(found.len(), 2, "{found:?}");
+    }
 
     #[test]
     fn restricted_config_keys_are_found() {

@@ -95,6 +95,54 @@ impl RunError {
     }
 }
 
+/// The status of a success result (exec's own statuses come from the client's exec outcome).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Status {
+    /// The native outcome was observed and it succeeded (or a synchronous request was answered).
+    Completed,
+    /// The native outcome was observed and it failed.
+    Failed,
+    /// The outcome was not observed within the wait; nothing was cancelled.
+    Running,
+    /// The request may have been accepted, but no answer was decoded ([`Uncertain`]).
+    Uncertain,
+    /// Cancel: the operation had finished; nothing was sent.
+    AlreadyFinal,
+    /// Cancel: `may_cancel` is false; nothing was sent.
+    Unsupported,
+    /// Cancel: one native DELETE was accepted.
+    Requested,
+}
+
+/// The one rule for "may have been sent, so uncertain": a request that may have reached Incus
+/// and got no decoded answer. A native error is an answer (the request was refused before it was
+/// accepted), so it is an error result; a request surely not sent is an error result too. Nothing
+/// uncertain is ever resent.
+fn is_uncertain(error: &ClientError) -> bool {
+    error.may_have_been_sent() && !matches!(error, ClientError::Native { .. })
+}
+
+/// A request that may have reached Incus without a decoded answer: its result is `uncertain` and
+/// carries `reason`, and nothing is resent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Uncertain {
+    /// Why the outcome is unknown (the error after the request may have been sent).
+    pub(crate) reason: String,
+}
+
+/// Applies the one rule to a failed request that may change something: [`Uncertain`] with its
+/// reason, or the error result when the request was refused or surely not sent.
+pub(crate) fn uncertain_or_error(error: ClientError) -> Result<Uncertain, RunError> {
+    if is_uncertain(&error) {
+        Ok(Uncertain {
+            reason: error.to_string(),
+        })
+    } else {
+        Err(read_error(error))
+    }
+}
+
 /// A failed read (or a mutation that was surely not sent, or rejected natively).
 pub(crate) fn read_error(error: ClientError) -> RunError {
     let message = error.to_string();
@@ -133,6 +181,64 @@ mod tests {
             result,
             json!({"error": {"kind": "native", "message": "Instance not found",
                              "http_status": 404, "error_code": 404}})
+        );
+    }
+
+    #[test]
+    fn statuses_serialize_as_the_spec_spells_them() {
+        let spelled: Vec<Value> = [
+            Status::Completed,
+            Status::Failed,
+            Status::Running,
+            Status::Uncertain,
+            Status::AlreadyFinal,
+            Status::Unsupported,
+            Status::Requested,
+        ]
+        .iter()
+        .map(|status| json!(status))
+        .collect();
+        assert_eq!(
+            spelled,
+            [
+                "completed",
+                "failed",
+                "running",
+                "uncertain",
+                "already_final",
+                "unsupported",
+                "requested"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_a_request_that_may_have_been_sent_without_an_answer_is_uncertain() {
+        let after_send = ClientError::Transport {
+            message: "reset".into(),
+            may_have_been_sent: true,
+        };
+        let before_send = ClientError::Transport {
+            message: "refused".into(),
+            may_have_been_sent: false,
+        };
+        let native = ClientError::Native {
+            http_status: 400,
+            error_code: 400,
+            message: "no".into(),
+        };
+        assert!(is_uncertain(&after_send));
+        assert!(!is_uncertain(&before_send));
+        assert!(!is_uncertain(&native));
+        let reason = uncertain_or_error(after_send).unwrap().reason;
+        assert!(reason.contains("reset"), "{reason}");
+        assert_eq!(
+            uncertain_or_error(before_send).unwrap_err().kind(),
+            ErrorKind::Transport
+        );
+        assert_eq!(
+            uncertain_or_error(native).unwrap_err().kind(),
+            ErrorKind::Native
         );
     }
 

@@ -1,4 +1,4 @@
-//! `incus_instance_exec` through every check and its executor, below the export gate: the gate
+//! Exec through every check and its executor, below the export gate: the gate
 //! keeps exec unexported until its stream contract is certified by the acceptance run, and these
 //! tests exercise the run side of it over the fake Incus (ExecInstance, stream:S01).
 use std::time::Duration;
@@ -8,11 +8,11 @@ use serde_json::{json, Value};
 
 use super::pipeline::run_operation;
 use super::RunOptions;
-use crate::catalogue::{lookup, Scope};
+use crate::catalogue::{by_native, Native, Scope};
 use crate::host::{Binding, BindingContext, Host, HostError};
 use crate::{Connection, Endpoint};
 
-const EXEC: &str = "incus_instance_exec";
+const EXEC: Native = Native::InstanceExec;
 
 struct AllowAll(Connection);
 
@@ -60,8 +60,9 @@ impl Bench {
     }
 
     /// Runs any catalogued operation, exported or not, and checks the output schema.
-    async fn call(&self, name: &str, input: Value) -> Value {
-        let descriptor = lookup(name).expect("catalogued");
+    async fn call(&self, native: Native, input: Value) -> Value {
+        let descriptor = by_native(native);
+        let name = descriptor.name();
         let options = RunOptions::new(
             &self.host,
             &(),
@@ -83,7 +84,7 @@ impl Bench {
     async fn running(&self, name: &str) {
         let created = self
             .call(
-                "incus_instance_create",
+                Native::InstanceCreate,
                 json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": true}),
             )
             .await;
@@ -182,7 +183,7 @@ async fn exec_in_a_stopped_or_missing_instance_is_a_native_error() {
     let bench = Bench::start().await;
     let created = bench
         .call(
-            "incus_instance_create",
+            Native::InstanceCreate,
             json!({"name": "web", "source": {"type": "image", "alias": "busybox"}}),
         )
         .await;
@@ -211,6 +212,8 @@ async fn exec_without_a_decoded_answer_is_uncertain_and_not_resent() {
     assert_eq!(result["status"], "uncertain", "{result}");
     assert_eq!(result["exit_code"], Value::Null);
     assert_eq!(result["operation_id"], Value::Null);
+    let reason = result["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("transport error"), "{result}");
     assert_eq!(bench.execs("web"), 1);
 }
 
@@ -288,4 +291,28 @@ async fn exec_whose_exit_is_not_observed_is_running_with_its_operation() {
     assert_eq!(result["exit_code"], Value::Null);
     assert!(result["operation_id"].is_string());
     assert_eq!(result["operation"]["id"], result["operation_id"]);
+}
+
+#[tokio::test]
+async fn exec_cut_by_the_call_bound_while_its_request_is_in_flight_is_uncertain_and_not_resent() {
+    let bench = Bench::start().await;
+    bench.running("web").await;
+    let _slow = bench
+        .fake
+        .add_rule(Rule::new("POST", "/1.0/instances/web/exec").fault(Fault::Delay { ms: 3000 }));
+    let options =
+        RunOptions::new(&bench.host, &(), [Scope::Exec]).call_timeout(Duration::from_millis(400));
+    let input = json!({"name": "web", "command": ["true"]});
+    let started = std::time::Instant::now();
+    let result = run_operation(by_native(EXEC), input, &options)
+        .await
+        .expect("a result");
+    let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap();
+    assert_eq!(result["status"], "uncertain", "{result}");
+    let reason = result["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("400 ms"), "{result}");
+    // Measured from the exec request to the cut, not frozen when the request was sent.
+    let duration = result["duration_ms"].as_u64().unwrap_or(u64::MAX);
+    assert!(duration <= elapsed, "{result} after {elapsed} ms");
+    assert_eq!(bench.execs("web"), 1);
 }

@@ -6,41 +6,36 @@
 //!
 //! Only the given fields are sent. Incus's PATCH merges `config` and `devices` and keeps omitted
 //! `profiles` and `ephemeral`, but resets an omitted `description` to "" (native behaviour).
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::mutate::pick;
+use super::input;
 use super::output::Success;
 use super::pipeline::Call;
-use super::results::{read_error, RunError};
-use crate::client::ClientError;
-
-/// The native writable fields the update may carry.
-const WRITABLE: [&str; 5] = ["config", "devices", "profiles", "description", "ephemeral"];
+use super::results::{read_error, uncertain_or_error, RunError, Status};
 
 /// Reads the ETag when needed, then sends one conditional PATCH.
-pub(crate) async fn update(call: &Call<'_>) -> Result<Success, RunError> {
-    let name = call.text("name");
-    let (etag, source) = match call.input.get("etag").and_then(Value::as_str) {
-        Some(etag) => (etag.to_owned(), "input"),
+pub(crate) async fn update(call: &Call<'_>, input: &input::Update) -> Result<Success, RunError> {
+    let name = input.name.as_str();
+    let (etag, source) = match &input.etag {
+        Some(etag) => (etag.clone(), "input"),
         None => (read_etag(call, name).await?, "read"),
     };
-    let body = pick(&call.input, &WRITABLE);
-    let status = match call
+    call.progress.record(
+        json!({"status": Status::Uncertain, "etag_source": source, "etag": etag, "reason": ""}),
+        "reason",
+    );
+    let sent = call
         .client
-        .patch_instance(&call.project, name, &body, &etag)
-        .await
-    {
-        Ok(()) => "completed",
-        Err(error)
-            if error.may_have_been_sent() && !matches!(error, ClientError::Native { .. }) =>
-        {
-            "uncertain"
+        .patch_instance(&call.project, name, &input.body(), &etag)
+        .await;
+    let result = match sent {
+        Ok(()) => json!({"status": Status::Completed, "etag_source": source, "etag": etag}),
+        Err(error) => {
+            let uncertain = uncertain_or_error(error)?;
+            json!({"status": Status::Uncertain, "etag_source": source, "etag": etag, "reason": uncertain.reason})
         }
-        Err(error) => return Err(read_error(error)),
     };
-    Ok(Success::Object(
-        json!({"status": status, "etag_source": source, "etag": etag}),
-    ))
+    Ok(Success::Object(result))
 }
 
 async fn read_etag(call: &Call<'_>, name: &str) -> Result<String, RunError> {

@@ -1,7 +1,7 @@
 //! Client tests against the fake Incus (`fake-incus`): what each native call sends (seen in the
 //! fake's journal) and what it returns. They are unit tests because the native calls are
 //! crate-internal; the public surface (`Client::connect`, `Connection`) is also tested from
-//! `core/tests/client_connect.rs`.
+//! `core/tests/integration/client_connect.rs`.
 
 use std::time::Duration;
 

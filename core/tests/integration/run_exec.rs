@@ -2,7 +2,7 @@
 //! contract (stream:S01) must be certified. Until then `run` refuses it as an unknown
 //! operation, before any backend request. The executor itself is tested below the gate in
 //! `core/src/run/tests.rs` (ExecInstance, stream:S01).
-mod run_support;
+use crate::run_support;
 
 use run_support::{kind, Bench};
 use serde_json::json;

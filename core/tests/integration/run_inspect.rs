@@ -5,7 +5,7 @@
 //! GetProjects, GetStoragePools, GetStoragePoolVolumes, GetOperations, GetInstance, GetInstanceState,
 //! GetInstanceSnapshot, GetImage, GetNetwork, GetProfile, GetProject, GetStoragePool,
 //! GetStoragePoolVolume, GetOperation, helper:connect.
-mod run_support;
+use crate::run_support;
 
 use std::time::Duration;
 

@@ -1,5 +1,4 @@
 //! Helpers shared by the catalogue tests.
-#![allow(dead_code)]
 
 use incus_operations::Descriptor;
 use serde_json::Value;

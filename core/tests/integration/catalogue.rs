@@ -1,7 +1,7 @@
 //! The catalogue against the spec: the table of operations, scopes, confirmation and evidence, the
 //! input and output schemas, the bounds and the evidence gate's public face.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 
@@ -803,4 +803,65 @@ fn instance_create_names_its_image_by_alias_or_fingerprint() {
         json!({"type": "image", "alias": "a", "remote": "https://x"})
     )));
     assert!(!create.is_valid(&json!({"name": "1web", "source": {"type": "none"}})));
+}
+
+/// Issue 11's target: what an operation does natively lives in its catalogue entry, so no file of
+/// `core/src` outside `core/src/catalogue/` names an operation.
+#[test]
+fn no_operation_name_appears_outside_the_catalogue() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let names: Vec<String> = common::every_descriptor()
+        .iter()
+        .map(|descriptor| format!("\"{}\"", descriptor.name()))
+        .collect();
+    let mut pending = vec![root.clone()];
+    let mut found = Vec::new();
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("source directory") {
+            let path = entry.expect("entry").path();
+            if path == root.join("catalogue") {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                let text = std::fs::read_to_string(&path).expect("source file");
+                for name in names.iter().filter(|name| text.contains(name.as_str())) {
+                    found.push(format!("{} names {name}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+/// Issue 10 item 6: an uncertain update, cancel or exec says why in `reason` (mutations say it in
+/// `wait_error`); `reason` appears on no other status.
+#[test]
+fn uncertain_results_carry_their_reason_and_only_they_do() {
+    let reason = json!("transport error while talking to Incus: connection closed");
+    for name in [
+        "incus_instance_update",
+        "incus_operation_cancel",
+        "incus_instance_exec",
+    ] {
+        let validator = compile(descriptor(name).output_schema());
+        let mut uncertain = sample_success(name);
+        uncertain["status"] = json!("uncertain");
+        let mut with_reason = uncertain.clone();
+        with_reason["reason"] = reason.clone();
+        assert!(validator.is_valid(&with_reason), "{name}: {with_reason}");
+        let mut settled = sample_success(name);
+        settled["reason"] = reason.clone();
+        assert!(
+            !validator.is_valid(&settled),
+            "{name}: reason without uncertain"
+        );
+        // Update and cancel always know why; exec may not when its streams were never attached.
+        assert_eq!(
+            validator.is_valid(&uncertain),
+            name == "incus_instance_exec",
+            "{name}: uncertain without reason"
+        );
+    }
 }

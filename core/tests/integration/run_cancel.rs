@@ -1,7 +1,7 @@
 //! `incus_operation_cancel`: read first, then at most one DELETE.
 //!
 //! Client evidence exercised through `run`: GetOperation, DeleteOperation.
-mod run_support;
+use crate::run_support;
 
 use fake_incus::{Fault, Rule};
 use run_support::{kind, Bench};
@@ -84,6 +84,8 @@ async fn cancel_without_a_decoded_answer_is_uncertain_and_not_resent() {
         .call("incus_operation_cancel", json!({"operation_id": id}))
         .await;
     assert_eq!(result["status"], "uncertain", "{result}");
+    let reason = result["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("transport error"), "{result}");
     assert_eq!(deletes(&bench, &id), 1);
 }
 

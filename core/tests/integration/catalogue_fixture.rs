@@ -1,8 +1,8 @@
 //! The pinned catalogue: `fixtures/operations-catalogue.json` holds `describe()` of every operation
 //! (exported or not). Any drift fails with a readable diff; `BLESS=1 cargo test -p incus-operations
-//! --test catalogue_fixture` rewrites the fixture after a deliberate change.
+//! --test integration catalogue_fixture` rewrites the fixture after a deliberate change.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //!
 //! Client evidence exercised through `run`: helper:connect, GetInstances, CreateInstance,
 //! GetOperationWait.
-mod run_support;
+use crate::run_support;
 
 use fake_incus::FakeIncus;
 use incus_operations::{Connection, Endpoint};

@@ -1,6 +1,5 @@
 //! Shared by the `run_*` tests: a fake Incus, a scriptable host, and a `call` that checks every
 //! result against the operation's output schema.
-#![allow(dead_code, unreachable_pub, missing_docs)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -14,14 +13,14 @@ use incus_operations::{
 use serde_json::{json, Value};
 
 /// Every scope.
-pub const ALL: [Scope; 4] = [Scope::Read, Scope::Write, Scope::Exec, Scope::Delete];
+pub(crate) const ALL: [Scope; 4] = [Scope::Read, Scope::Write, Scope::Exec, Scope::Delete];
 
 /// The per-request timeout the tests' connections use (so the effective wait is at most 4 s).
-pub const TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How a scripted callback behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Act {
+pub(crate) enum Act {
     Allow,
     Deny,
     Panic,
@@ -31,19 +30,19 @@ pub enum Act {
 }
 
 /// A host whose callbacks do what the test says, and that records what `authorize` saw.
-pub struct TestHost {
-    pub connection: Connection,
-    pub binding: Act,
-    pub authorize: Act,
-    pub image_remote: Act,
-    pub restricted: Act,
-    pub default_project: Option<String>,
-    pub authorized: Mutex<Vec<Value>>,
-    pub calls: Mutex<Vec<&'static str>>,
+pub(crate) struct TestHost {
+    pub(crate) connection: Connection,
+    pub(crate) binding: Act,
+    pub(crate) authorize: Act,
+    pub(crate) image_remote: Act,
+    pub(crate) restricted: Act,
+    pub(crate) default_project: Option<String>,
+    pub(crate) authorized: Mutex<Vec<Value>>,
+    pub(crate) calls: Mutex<Vec<&'static str>>,
 }
 
 impl TestHost {
-    pub fn new(connection: Connection) -> Self {
+    pub(crate) fn new(connection: Connection) -> Self {
         TestHost {
             connection,
             binding: Act::Allow,
@@ -60,7 +59,7 @@ impl TestHost {
         self.calls.lock().unwrap().push(callback);
     }
 
-    pub fn callbacks(&self) -> Vec<&'static str> {
+    pub(crate) fn callbacks(&self) -> Vec<&'static str> {
         self.calls.lock().unwrap().clone()
     }
 }
@@ -131,21 +130,24 @@ impl Host for TestHost {
 }
 
 /// A fake Incus and a connection to its Unix socket.
-pub struct Bench {
-    pub fake: FakeIncus,
-    pub connection: Connection,
+pub(crate) struct Bench {
+    pub(crate) fake: FakeIncus,
+    pub(crate) connection: Connection,
 }
 
 impl Bench {
-    pub async fn start() -> Bench {
+    pub(crate) async fn start() -> Bench {
         Bench::with(FakeIncus::builder()).await
     }
 
-    pub async fn with(builder: fake_incus::FakeIncusBuilder) -> Bench {
+    pub(crate) async fn with(builder: fake_incus::FakeIncusBuilder) -> Bench {
         Bench::with_timeout(builder, TIMEOUT).await
     }
 
-    pub async fn with_timeout(builder: fake_incus::FakeIncusBuilder, timeout: Duration) -> Bench {
+    pub(crate) async fn with_timeout(
+        builder: fake_incus::FakeIncusBuilder,
+        timeout: Duration,
+    ) -> Bench {
         let fake = builder.start().await.expect("fake starts");
         let connection = Connection::builder(Endpoint::unix(fake.unix_socket()))
             .timeout(timeout)
@@ -154,18 +156,18 @@ impl Bench {
         Bench { fake, connection }
     }
 
-    pub fn host(&self) -> TestHost {
+    pub(crate) fn host(&self) -> TestHost {
         TestHost::new(self.connection.clone())
     }
 
     /// Runs an operation with every scope through a host that allows everything.
-    pub async fn call(&self, name: &str, input: Value) -> Value {
+    pub(crate) async fn call(&self, name: &str, input: Value) -> Value {
         let host = self.host();
         call_with(&host, name, input, &ALL).await
     }
 
     /// The journal without the discovery requests (`GET /1.0`).
-    pub fn requests(&self) -> Vec<JournalEntry> {
+    pub(crate) fn requests(&self) -> Vec<JournalEntry> {
         self.fake
             .journal()
             .into_iter()
@@ -174,7 +176,7 @@ impl Bench {
     }
 
     /// How many journal entries match a method and path.
-    pub fn count(&self, method: &str, path: &str) -> usize {
+    pub(crate) fn count(&self, method: &str, path: &str) -> usize {
         self.fake
             .journal()
             .iter()
@@ -183,7 +185,7 @@ impl Bench {
     }
 
     /// Creates a stopped busybox instance through `run`.
-    pub async fn instance(&self, name: &str) {
+    pub(crate) async fn instance(&self, name: &str) {
         let result = self
             .call(
                 "incus_instance_create",
@@ -194,7 +196,7 @@ impl Bench {
     }
 
     /// Creates and starts a busybox instance through `run`.
-    pub async fn running_instance(&self, name: &str) {
+    pub(crate) async fn running_instance(&self, name: &str) {
         let result = self
             .call(
                 "incus_instance_create",
@@ -207,7 +209,12 @@ impl Bench {
 
 /// Runs an operation through `host` with `scopes`, asserting the result matches the output
 /// schema (or, for an unknown name, the error shape).
-pub async fn call_with(host: &TestHost, name: &str, input: Value, scopes: &[Scope]) -> Value {
+pub(crate) async fn call_with(
+    host: &TestHost,
+    name: &str,
+    input: Value,
+    scopes: &[Scope],
+) -> Value {
     let caller = String::from("agent");
     let options = RunOptions::new(host, &caller, scopes.iter().copied())
         .callback_timeout(Duration::from_millis(300));
@@ -216,8 +223,24 @@ pub async fn call_with(host: &TestHost, name: &str, input: Value, scopes: &[Scop
     result
 }
 
+/// Runs an operation with every scope and a bound on the whole call.
+pub(crate) async fn call_bounded(
+    host: &TestHost,
+    name: &str,
+    input: Value,
+    bound: Duration,
+) -> Value {
+    let caller = String::from("agent");
+    let options = RunOptions::new(host, &caller, ALL)
+        .callback_timeout(Duration::from_millis(300))
+        .call_timeout(bound);
+    let result = run(name, input, options).await;
+    assert_valid(name, &result);
+    result
+}
+
 /// Asserts that `result` validates against the output schema of `name`.
-pub fn assert_valid(name: &str, result: &Value) {
+pub(crate) fn assert_valid(name: &str, result: &Value) {
     static VALIDATORS: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> =
         OnceLock::new();
     let Some(described) = incus_operations::describe(name) else {
@@ -248,6 +271,6 @@ pub fn assert_valid(name: &str, result: &Value) {
 }
 
 /// The error kind of a result, or "" for a success.
-pub fn kind(result: &Value) -> &str {
+pub(crate) fn kind(result: &Value) -> &str {
     result["error"]["kind"].as_str().unwrap_or_default()
 }

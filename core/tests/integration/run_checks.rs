@@ -3,8 +3,9 @@
 //!
 //! Client evidence exercised through `run`: none: every refusal here is proven to make no backend
 //! request. (Exec's own bounds are tested below the evidence gate, in `core/src/run/tests.rs`.)
-mod run_support;
+use crate::run_support;
 
+use fake_incus::FakeIncus;
 use incus_operations::Scope;
 use run_support::{call_with, kind, Act, Bench, ALL};
 use serde_json::{json, Value};
@@ -553,4 +554,107 @@ async fn integers_written_as_floats_mean_their_value() {
         waits.iter().all(|query| !query.contains('.')),
         "a float reached the daemon as a query parameter: {waits:?}"
     );
+}
+
+/// Profiles with restricted config or devices, beside a plain one and the default one.
+fn restricted_profiles() -> Value {
+    json!({
+        "instances": [{"name": "web", "status": "Stopped"}],
+        "profiles": [
+            {"project": "default", "name": "default", "description": "", "config": {},
+             "devices": {"root": {"type": "disk", "pool": "default", "path": "/"}}},
+            {"project": "default", "name": "privileged", "description": "", "config": {"security.privileged": "true"}, "devices": {}},
+            {"project": "default", "name": "rawlxc", "description": "", "config": {"raw.lxc": "lxc.apparmor.profile=unconfined"}, "devices": {}},
+            {"project": "default", "name": "hostdisk", "description": "", "config": {},
+             "devices": {"host": {"type": "disk", "source": "/etc", "path": "/mnt"}}},
+            {"project": "default", "name": "plain", "description": "", "config": {"limits.cpu": "1"}, "devices": {}},
+        ],
+    })
+}
+
+/// Issue 10 item 2: attaching a profile does not bypass the restricted-input rule. A named
+/// profile's config and devices are read after authorization and must pass the same rule before
+/// the mutation; denied calls send no mutation (the journal shows only the profile reads).
+#[tokio::test]
+async fn a_named_profile_with_restricted_config_or_devices_is_denied_on_create_and_update() {
+    let bench = Bench::with(FakeIncus::builder().state(restricted_profiles())).await;
+    for profile in ["privileged", "rawlxc", "hostdisk"] {
+        let host = bench.host();
+        bench.fake.clear_journal();
+        let profiles = json!(["default", profile]);
+        let create = json!({"name": "new", "source": {"type": "image", "alias": "busybox"}, "profiles": profiles});
+        let update = json!({"name": "web", "profiles": profiles});
+        for (name, input) in [
+            ("incus_instance_create", create),
+            ("incus_instance_update", update),
+        ] {
+            let result = call_with(&host, name, input, &ALL).await;
+            assert_eq!(
+                kind(&result),
+                "restricted_input",
+                "{name} {profile}: {result}"
+            );
+            let message = result["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains(&format!("profile {profile:?}")),
+                "{message}"
+            );
+        }
+        // Read after authorization: the host was asked in order, and allow_restricted last.
+        assert_eq!(
+            host.callbacks(),
+            [
+                "binding",
+                "authorize",
+                "allow_restricted",
+                "binding",
+                "authorize",
+                "allow_restricted"
+            ],
+            "{profile}"
+        );
+        let mutations: Vec<String> = bench
+            .requests()
+            .iter()
+            .filter(|entry| entry.method != "GET")
+            .map(|entry| format!("{} {}", entry.method, entry.path))
+            .collect();
+        assert!(mutations.is_empty(), "{profile}: {mutations:?}");
+        assert_eq!(bench.count("GET", &format!("/1.0/profiles/{profile}")), 2);
+    }
+}
+
+#[tokio::test]
+async fn plain_named_profiles_pass_and_a_host_may_allow_restricted_ones() {
+    let bench = Bench::with(FakeIncus::builder().state(restricted_profiles())).await;
+    let host = bench.host();
+    let plain = json!({"name": "a", "source": {"type": "image", "alias": "busybox"}, "profiles": ["default", "plain"]});
+    let result = call_with(&host, "incus_instance_create", plain, &ALL).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert!(!host.callbacks().contains(&"allow_restricted"));
+    let mut allowing = bench.host();
+    allowing.restricted = Act::Allow;
+    let privileged = json!({"name": "b", "source": {"type": "image", "alias": "busybox"}, "profiles": ["default", "privileged"]});
+    let result = call_with(&allowing, "incus_instance_create", privileged, &ALL).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let update = json!({"name": "web", "profiles": ["default", "hostdisk"]});
+    let result = call_with(&allowing, "incus_instance_update", update, &ALL).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(bench.count("POST", "/1.0/instances"), 2);
+    assert_eq!(bench.count("PATCH", "/1.0/instances/web"), 1);
+}
+
+#[tokio::test]
+async fn an_input_device_that_replaces_a_profile_device_is_judged_as_the_input_wrote_it() {
+    let bench = Bench::with(FakeIncus::builder().state(restricted_profiles())).await;
+    let host = bench.host();
+    let input = json!({
+        "name": "c",
+        "source": {"type": "image", "alias": "busybox"},
+        "profiles": ["default", "hostdisk"],
+        "devices": {"host": {"type": "disk", "pool": "default", "path": "/mnt"}}
+    });
+    let result = call_with(&host, "incus_instance_create", input, &ALL).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert!(!host.callbacks().contains(&"allow_restricted"));
 }

@@ -2,7 +2,7 @@
 //! input or read first.
 //!
 //! Client evidence exercised through `run`: PatchInstance, GetInstance.
-mod run_support;
+use crate::run_support;
 
 use fake_incus::{Fault, Rule};
 use run_support::{kind, Bench};
@@ -130,6 +130,9 @@ async fn update_without_a_decoded_answer_is_uncertain_and_not_resent() {
         .await;
     assert_eq!(result["status"], "uncertain", "{result}");
     assert_eq!(result["etag_source"], "read");
+    // The reason, as mutations carry theirs in wait_error.
+    let reason = result["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("transport error"), "{result}");
     assert_eq!(bench.count("PATCH", "/1.0/instances/web"), 1);
 }
 

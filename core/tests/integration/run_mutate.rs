@@ -3,7 +3,7 @@
 //!
 //! Client evidence exercised through `run`: CreateInstance, UpdateInstanceState, CreateInstanceSnapshot, UpdateInstance (restore),
 //! DeleteInstanceSnapshot, DeleteInstance, DeleteImage, GetOperationWait.
-mod run_support;
+use crate::run_support;
 
 use std::time::Duration;
 
@@ -465,5 +465,115 @@ async fn every_mutation_reports_uncertain_running_and_failed_and_is_sent_once() 
                 assert!(result["operation_id"].is_string(), "{result}");
             }
         }
+    }
+}
+
+/// Issue 10 item 7: the whole call is bounded, not only each request. The fake delays one request
+/// past the bound; the call ends at the bound and reports what may have happened, never resending.
+mod call_bound {
+    use std::time::{Duration, Instant};
+
+    use fake_incus::{Fault, Rule};
+    use serde_json::{json, Value};
+
+    use crate::run_support::{call_bounded, kind, Bench};
+
+    const BOUND: Duration = Duration::from_millis(400);
+    /// How long past the bound a cut call may take to return.
+    const SLACK: Duration = Duration::from_millis(1500);
+
+    fn delay(method: &str, path: &str) -> Rule {
+        Rule::new(method, path).fault(Fault::Delay { ms: 3000 })
+    }
+
+    async fn bounded(bench: &Bench, name: &str, input: Value) -> Value {
+        let started = Instant::now();
+        let result = call_bounded(&bench.host(), name, input, BOUND).await;
+        let elapsed = started.elapsed();
+        assert!(elapsed < BOUND + SLACK, "{name} took {elapsed:?}: {result}");
+        assert!(elapsed >= BOUND, "{name} ended before its bound: {result}");
+        result
+    }
+
+    #[tokio::test]
+    async fn a_call_cut_before_anything_that_changes_state_is_a_timeout_error() {
+        let bench = Bench::start().await;
+        let _slow = bench.fake.add_rule(delay("GET", "/1.0"));
+        let input = json!({"name": "web", "source": {"type": "image", "alias": "busybox"}});
+        let result = bounded(&bench, "incus_instance_create", input).await;
+        assert_eq!(kind(&result), "timeout", "{result}");
+        assert_eq!(bench.count("POST", "/1.0/instances"), 0);
+    }
+
+    #[tokio::test]
+    async fn a_mutation_cut_while_its_request_is_in_flight_is_uncertain_and_not_resent() {
+        let bench = Bench::start().await;
+        let _slow = bench.fake.add_rule(delay("POST", "/1.0/instances"));
+        let input = json!({"name": "web", "source": {"type": "image", "alias": "busybox"}});
+        let result = bounded(&bench, "incus_instance_create", input).await;
+        assert_eq!(result["status"], "uncertain", "{result}");
+        assert_eq!(result["operation_id"], Value::Null);
+        let reason = result["wait_error"].as_str().unwrap_or_default();
+        assert!(reason.contains("400 ms"), "{result}");
+        assert_eq!(bench.count("POST", "/1.0/instances"), 1);
+    }
+
+    #[tokio::test]
+    async fn a_mutation_cut_during_its_wait_is_running_with_its_operation() {
+        let bench = Bench::start().await;
+        let _slow = bench.fake.add_rule(
+            Rule::new("POST", "/1.0/instances").fault(Fault::OperationDuration { ms: 3000 }),
+        );
+        let input = json!({"name": "web", "source": {"type": "image", "alias": "busybox"}, "wait_seconds": 4});
+        let result = bounded(&bench, "incus_instance_create", input).await;
+        assert_eq!(result["status"], "running", "{result}");
+        assert!(result["operation_id"].is_string(), "{result}");
+        assert_eq!(
+            result["operation"]["id"], result["operation_id"],
+            "{result}"
+        );
+        assert_eq!(result["waited_seconds"], 4);
+        assert_eq!(bench.count("POST", "/1.0/instances"), 1);
+    }
+
+    #[tokio::test]
+    async fn an_update_or_cancel_cut_while_in_flight_is_uncertain_with_the_bound_as_reason() {
+        let bench = Bench::start().await;
+        bench.instance("web").await;
+        {
+            let _slow = bench.fake.add_rule(delay("PATCH", "/1.0/instances/web"));
+            let input = json!({"name": "web", "description": "late"});
+            let result = bounded(&bench, "incus_instance_update", input).await;
+            assert_eq!(result["status"], "uncertain", "{result}");
+            assert!(result["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("bound"));
+            assert_eq!(bench.count("PATCH", "/1.0/instances/web"), 1);
+        }
+        let _cancellable = bench
+            .fake
+            .add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationCancellable));
+        let running = bench
+            .call("incus_instance_create", json!({"name": "d", "source": {"type": "image", "alias": "busybox"}, "wait_seconds": 0}))
+            .await;
+        let id = running["operation_id"]
+            .as_str()
+            .expect("operation id")
+            .to_owned();
+        let path = format!("/1.0/operations/{id}");
+        let _slow = bench.fake.add_rule(delay("DELETE", &path));
+        let result = bounded(
+            &bench,
+            "incus_operation_cancel",
+            json!({"operation_id": id}),
+        )
+        .await;
+        assert_eq!(result["status"], "uncertain", "{result}");
+        assert!(result["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("bound"));
+        assert_eq!(bench.count("DELETE", &path), 1);
     }
 }

@@ -1,7 +1,7 @@
 //! The exported `tama-operations/1` document against the profile's rules that can be checked
 //! locally. (The full validator lives in `incus-conformance`.)
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 
