@@ -5,10 +5,10 @@ use crate::envelope::ApiError;
 use crate::faults::{Fault, Faults};
 use crate::journal::Journal;
 use crate::state::operations::{OpSpec, OpStatus, Operation};
-use crate::state::{Operations, State};
+use crate::state::{Operations, Snapshot, State};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -60,7 +60,10 @@ impl Identity {
 
 /// Everything a request handler can reach.
 pub(crate) struct App {
+    /// The live state; writers hold it briefly.
     state: Mutex<State>,
+    /// The state as of the last change, for readers (see [`App::snapshot`]).
+    snapshot: RwLock<Arc<Snapshot>>,
     initial: State,
     ops: Mutex<Operations>,
     pub(crate) exec: Mutex<HashMap<String, Arc<crate::exec::Session>>>,
@@ -79,6 +82,7 @@ impl App {
     pub(crate) fn new(state: State, identity: Identity, settings: Settings) -> Arc<Self> {
         Arc::new(Self {
             initial: state.clone(),
+            snapshot: RwLock::new(Arc::new(Snapshot::new(state.clone()))),
             state: Mutex::new(state),
             ops: Mutex::new(Operations::default()),
             exec: Mutex::new(HashMap::new()),
@@ -92,11 +96,29 @@ impl App {
         })
     }
 
-    /// The state, locked. Never hold it across an `.await`.
-    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The live state, locked, for a change (or a read that must see the live state). Never
+    /// hold it across an `.await`. A change made through the guard is published as a new
+    /// snapshot when the guard is dropped, before the lock is released.
+    pub(crate) fn state(&self) -> StateGuard<'_> {
+        StateGuard {
+            state: self
+                .state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            snapshot: &self.snapshot,
+            changed: false,
+        }
+    }
+
+    /// The state as of the last change, for reading without locks: no writer or reader waits
+    /// for what is done with it.
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(
+            &self
+                .snapshot
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The operations, locked. Never hold it across an `.await`.
@@ -326,6 +348,52 @@ impl App {
                     .remove(&id);
             }
         });
+    }
+}
+
+/// The live state, locked; mutable access marks it changed, and dropping a changed guard
+/// publishes the next [`Snapshot`].
+pub(crate) struct StateGuard<'a> {
+    state: MutexGuard<'a, State>,
+    snapshot: &'a RwLock<Arc<Snapshot>>,
+    changed: bool,
+}
+
+impl std::ops::Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.state
+    }
+}
+
+impl std::ops::DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.changed = true;
+        &mut self.state
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        if !self.changed {
+            return;
+        }
+        let previous = Arc::clone(
+            &self
+                .snapshot
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let next = Arc::new(previous.next(&self.state));
+        let replaced = std::mem::replace(
+            &mut *self
+                .snapshot
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            next,
+        );
+        // The old snapshot (and the JSON only it holds) is freed here, outside the read lock.
+        drop((previous, replaced));
     }
 }
 
