@@ -39,8 +39,5 @@ fn get(ctx: &Ctx, name: &str) -> ApiResult {
     let profile = state
         .profile(&ctx.project(), name)
         .ok_or_else(|| ApiError::new(404, "Fetch profile: Profile not found"))?;
-    Ok(envelope::sync_etag(
-        profile.to_json(state),
-        &profile.etag(),
-    ))
+    Ok(envelope::sync_etag(profile.to_json(state), &profile.etag()))
 }

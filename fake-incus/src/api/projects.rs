@@ -37,8 +37,5 @@ fn get(ctx: &Ctx, name: &str) -> ApiResult {
     let project = state
         .project(name)
         .ok_or_else(|| ApiError::new(404, "Project not found"))?;
-    Ok(envelope::sync_etag(
-        project.to_json(state),
-        &project.etag(),
-    ))
+    Ok(envelope::sync_etag(project.to_json(state), &project.etag()))
 }
