@@ -8,10 +8,10 @@ use crate::faults::Faults;
 use crate::journal::Journal;
 use crate::lifecycle::Lifecycle;
 use crate::state::operations::OpSpec;
-use crate::state::{Operations, State};
+use crate::state::{Operations, Snapshot, State};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -62,7 +62,10 @@ impl Identity {
 
 /// Everything a request handler can reach.
 pub(crate) struct App {
+    /// The live state; writers hold it briefly.
     state: Mutex<State>,
+    /// The state as of the last change, for readers (see [`App::snapshot`]).
+    snapshot: RwLock<Arc<Snapshot>>,
     initial: State,
     /// Operations, their events and expiry.
     pub(crate) lifecycle: Arc<Lifecycle>,
@@ -87,6 +90,7 @@ impl App {
         );
         Arc::new(Self {
             initial: state.clone(),
+            snapshot: RwLock::new(Arc::new(Snapshot::new(state.clone()))),
             state: Mutex::new(state),
             lifecycle,
             exec,
@@ -98,11 +102,29 @@ impl App {
         })
     }
 
-    /// The state, locked. Never hold it across an `.await`.
-    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The live state, locked, for a change (or a read that must see the live state). Never
+    /// hold it across an `.await`. A change made through the guard is published as a new
+    /// snapshot when the guard is dropped, before the lock is released.
+    pub(crate) fn state(&self) -> StateGuard<'_> {
+        StateGuard {
+            state: self
+                .state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            snapshot: &self.snapshot,
+            changed: false,
+        }
+    }
+
+    /// The state as of the last change, for reading without locks: no writer or reader waits
+    /// for what is done with it.
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(
+            &self
+                .snapshot
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The operations, locked. Never hold it across an `.await`.
@@ -201,3 +223,50 @@ impl App {
         self.lifecycle.wait_operation(id, timeout).await
     }
 }
+
+/// The live state, locked; mutable access marks it changed, and dropping a changed guard
+/// publishes the next [`Snapshot`].
+pub(crate) struct StateGuard<'a> {
+    state: MutexGuard<'a, State>,
+    snapshot: &'a RwLock<Arc<Snapshot>>,
+    changed: bool,
+}
+
+impl std::ops::Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.state
+    }
+}
+
+impl std::ops::DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.changed = true;
+        &mut self.state
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        if !self.changed {
+            return;
+        }
+        let previous = Arc::clone(
+            &self
+                .snapshot
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let next = Arc::new(previous.next(&self.state));
+        let replaced = std::mem::replace(
+            &mut *self
+                .snapshot
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            next,
+        );
+        // The old snapshot (and the JSON only it holds) is freed here, outside the read lock.
+        drop((previous, replaced));
+    }
+}
+

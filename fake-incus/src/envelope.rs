@@ -91,41 +91,51 @@ pub(crate) fn sync_etag(metadata: Value, etag: &str) -> Response<Body> {
     with_etag(sync(metadata), etag)
 }
 
-/// The sync envelope around metadata that is serialized straight to bytes, never built as a
-/// [`Value`]: for large, mostly static objects such as the server's 450 API extensions.
-#[derive(serde::Serialize)]
-struct SyncEnvelope<'a, T> {
-    r#type: &'static str,
-    status: &'static str,
-    status_code: u16,
-    operation: &'static str,
-    error_code: u16,
-    error: &'static str,
-    metadata: &'a T,
-}
-
-/// 200 sync response with a quoted ETag header, for metadata serialized straight to bytes.
-pub(crate) fn sync_serialized_etag<T: serde::Serialize>(
-    metadata: &T,
-    etag: &str,
-) -> Response<Body> {
-    let envelope = SyncEnvelope {
-        r#type: "sync",
-        status: "Success",
-        status_code: 200,
-        operation: "",
-        error_code: 0,
-        error: "",
-        metadata,
-    };
-    with_etag(json_response(StatusCode::OK, &envelope), etag)
-}
-
 fn with_etag(mut resp: Response<Body>, etag: &str) -> Response<Body> {
     if let Ok(value) = HeaderValue::from_str(&format!("\"{etag}\"")) {
         resp.headers_mut().insert(header::ETAG, value);
     }
     resp
+}
+
+/// The sync envelope's bytes before the metadata (as [`sync`] writes them).
+const SYNC_PREFIX: &[u8] = br#"{"type":"sync","status":"Success","status_code":200,"operation":"","error_code":0,"error":"","metadata":"#;
+/// The sync envelope's bytes after the metadata, with the final newline.
+const SYNC_SUFFIX: &[u8] = b"}\n";
+
+/// 200 sync response around metadata that is already JSON: the same bytes as [`sync`] (and,
+/// with an ETag, [`sync_etag`]) would write for its value. The pieces are written in order.
+pub(crate) fn sync_raw<'a>(
+    pieces: impl IntoIterator<Item = &'a [u8]>,
+    etag: Option<&str>,
+) -> Response<Body> {
+    let pieces: Vec<&[u8]> = pieces.into_iter().collect();
+    let size =
+        SYNC_PREFIX.len() + SYNC_SUFFIX.len() + pieces.iter().map(|p| p.len()).sum::<usize>();
+    let mut bytes = Vec::with_capacity(size);
+    bytes.extend_from_slice(SYNC_PREFIX);
+    for piece in pieces {
+        bytes.extend_from_slice(piece);
+    }
+    bytes.extend_from_slice(SYNC_SUFFIX);
+    let resp = bytes_response(StatusCode::OK, bytes);
+    match etag {
+        Some(etag) => with_etag(resp, etag),
+        None => resp,
+    }
+}
+
+/// 200 sync response whose metadata is the JSON array of these already-serialized items.
+pub(crate) fn sync_list<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Response<Body> {
+    let mut pieces: Vec<&[u8]> = vec![b"["];
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            pieces.push(b",");
+        }
+        pieces.push(item);
+    }
+    pieces.push(b"]");
+    sync_raw(pieces, None)
 }
 
 /// 202 async response for an operation object.
@@ -146,6 +156,11 @@ pub(crate) fn operation_created(op: Value) -> Response<Body> {
 pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response<Body> {
     let mut bytes = serde_json::to_vec(value).unwrap_or_default();
     bytes.push(b'\n');
+    bytes_response(status, bytes)
+}
+
+/// A response with these JSON bytes (newline included) as its body.
+fn bytes_response(status: StatusCode, bytes: impl Into<Bytes>) -> Response<Body> {
     let mut resp = Response::new(full(bytes));
     *resp.status_mut() = status;
     resp.headers_mut().insert(
@@ -174,4 +189,38 @@ pub(crate) fn switching_protocols(key: &HeaderValue) -> Response<Body> {
         headers.insert("sec-websocket-accept", accept);
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body(resp: Response<Body>) -> (http::HeaderMap, Bytes) {
+        let (parts, body) = resp.into_parts();
+        (
+            parts.headers,
+            body.collect().await.expect("body").to_bytes(),
+        )
+    }
+
+    #[tokio::test]
+    async fn raw_sync_bodies_are_the_bytes_of_the_value_envelope() {
+        let items = [json!({"name": "a", "x": [1, 2]}), json!("/1.0/instances/b")];
+        let encoded: Vec<Vec<u8>> = items
+            .iter()
+            .map(|v| serde_json::to_vec(v).unwrap())
+            .collect();
+        let expected = body(sync(Value::Array(items.to_vec()))).await;
+        let raw = body(sync_list(encoded.iter().map(Vec::as_slice))).await;
+        assert_eq!(raw, expected);
+        assert_eq!(
+            body(sync_list(std::iter::empty())).await,
+            body(sync(json!([]))).await
+        );
+        let expected = body(sync_etag(items[0].clone(), "abc")).await;
+        assert_eq!(
+            body(sync_raw([encoded[0].as_slice()], Some("abc"))).await,
+            expected
+        );
+    }
 }

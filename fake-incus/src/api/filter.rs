@@ -3,6 +3,24 @@
 
 use crate::envelope::ApiError;
 use serde_json::Value;
+use std::borrow::Cow;
+
+/// What a filter looks fields up in: the object as rendered at recursion 1, or anything that
+/// answers the same for every field without being rendered.
+pub(crate) trait Fields {
+    /// The field's value as a filter compares it (a string as it is, any other value as its
+    /// JSON text); `None` when the object has no such field.
+    fn field(&self, path: &str) -> Option<Cow<'_, str>>;
+}
+
+impl Fields for Value {
+    fn field(&self, path: &str) -> Option<Cow<'_, str>> {
+        lookup(self, path).map(|v| match v {
+            Value::String(s) => Cow::Borrowed(s.as_str()),
+            other => Cow::Owned(other.to_string()),
+        })
+    }
+}
 
 struct Clause {
     negate: bool,
@@ -70,7 +88,7 @@ impl Filter {
     }
 
     /// Whether an object (as rendered at recursion 1) passes.
-    pub(crate) fn matches(&self, object: &Value) -> bool {
+    pub(crate) fn matches(&self, object: &impl Fields) -> bool {
         self.any_of
             .iter()
             .any(|all| all.iter().all(|c| c.matches(object)))
@@ -78,11 +96,8 @@ impl Filter {
 }
 
 impl Clause {
-    fn matches(&self, object: &Value) -> bool {
-        let actual = lookup(object, &self.field).map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        });
+    fn matches(&self, object: &impl Fields) -> bool {
+        let actual = object.field(&self.field);
         let same = actual.as_deref() == Some(self.value.as_str());
         (same == self.equal) != self.negate
     }

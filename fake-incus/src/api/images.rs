@@ -38,10 +38,11 @@ fn list(ctx: &Ctx) -> ApiResult {
         .filter(|f| !f.is_empty())
         .map(Filter::parse)
         .transpose()?;
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let mut out = Vec::new();
     for project in ctx.projects() {
-        for image in images(&state, &project) {
+        for image in images(state, &project) {
             let object = image.to_json();
             if filter.as_ref().is_some_and(|f| !f.matches(&object)) {
                 continue;
@@ -67,8 +68,9 @@ fn find<'a>(state: &'a State, project: &str, prefix: &str) -> Option<&'a Image> 
 }
 
 fn get(ctx: &Ctx, fingerprint: &str) -> ApiResult {
-    let state = ctx.app.state();
-    let image = find(&state, &ctx.project(), fingerprint)
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
+    let image = find(state, &ctx.project(), fingerprint)
         .ok_or_else(|| ApiError::new(404, format!("Image \"{fingerprint}\" not found")))?;
     Ok(envelope::sync_etag(image.to_json(), &image.etag()))
 }
@@ -108,9 +110,10 @@ fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
 
 fn list_aliases(ctx: &Ctx) -> ApiResult {
     let project = ctx.project();
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let mut out = Vec::new();
-    for image in images(&state, &project) {
+    for image in images(state, &project) {
         for alias in &image.aliases {
             out.push(if ctx.recursion() == 0 {
                 json!(url(
@@ -126,9 +129,10 @@ fn list_aliases(ctx: &Ctx) -> ApiResult {
 }
 
 fn get_alias(ctx: &Ctx, name: &str) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let project = ctx.project();
-    let (image, alias) = images(&state, &project)
+    let (image, alias) = images(state, &project)
         .find_map(|i| i.aliases.iter().find(|a| a.name == name).map(|a| (i, a)))
         .ok_or_else(|| ApiError::new(404, "Image alias not found"))?;
     let object = image.alias_json(alias);

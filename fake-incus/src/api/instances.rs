@@ -1,17 +1,19 @@
 //! `/1.0/instances` and `/1.0/instances/{name}`: list, create, get, update (PUT, restore),
 //! patch and delete.
 
-use super::filter::Filter;
+use super::filter::{Fields, Filter};
 use super::validation::{
     check_name, config_problem, devices_problem, validate_config, validate_devices,
 };
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
+use crate::state::snapshot::InstanceView;
 use crate::state::{Devices, Instance, State, StringMap};
 use http::{HeaderMap, Method};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 
 pub(super) fn route(
     ctx: &Ctx,
@@ -40,47 +42,94 @@ fn list(ctx: &Ctx) -> ApiResult {
         .filter(|f| !f.is_empty())
         .map(Filter::parse)
         .transpose()?;
-    let kind = ctx
-        .param("instance-type")
-        .filter(|t| !t.is_empty())
-        .map(String::from);
+    let kind = ctx.param("instance-type").filter(|t| !t.is_empty());
     let projects = ctx.projects();
     let recursion = ctx.recursion();
-    let state = ctx.app.state();
-    let mut out = Vec::new();
-    for instance in state
-        .instances
-        .iter()
-        .filter(|i| projects.contains(&i.project))
-    {
-        if kind.as_ref().is_some_and(|k| *k != instance.kind) {
-            continue;
-        }
-        let object = instance.to_json(&state);
-        if filter.as_ref().is_some_and(|f| !f.matches(&object)) {
-            continue;
-        }
-        out.push(match recursion {
-            0 => json!(instance.url()),
-            1 => object,
-            _ => instance.to_full_json(&state),
+    let snapshot = ctx.app.snapshot();
+    let items = snapshot
+        .instances_in(&projects)
+        .filter(|view| kind.is_none_or(|k| k == view.instance.kind))
+        .filter(|view| {
+            filter
+                .as_ref()
+                .is_none_or(|f| f.matches(&InstanceFields::new(view)))
         });
+    let items: Vec<&[u8]> = match recursion {
+        0 => items.map(|view| view.url_json().as_ref()).collect(),
+        1 => items.map(|view| view.object_json().as_ref()).collect(),
+        _ => items.map(|view| view.full_json().as_ref()).collect(),
+    };
+    Ok(envelope::sync_list(items))
+}
+
+/// The fields of an instance as the recursion-1 object has them, read from the instance itself;
+/// the object is rendered (once) only for a field that is not read directly.
+struct InstanceFields<'a> {
+    view: &'a InstanceView<'a>,
+    object: std::cell::OnceCell<Value>,
+}
+
+impl<'a> InstanceFields<'a> {
+    fn new(view: &'a InstanceView<'a>) -> Self {
+        Self {
+            view,
+            object: std::cell::OnceCell::new(),
+        }
     }
-    Ok(envelope::sync(Value::Array(out)))
+}
+
+impl Fields for InstanceFields<'_> {
+    fn field(&self, path: &str) -> Option<Cow<'_, str>> {
+        let instance = self.view.instance;
+        let text = |s: &'static str| Some(Cow::Borrowed(s));
+        match path {
+            "name" => return Some(Cow::Borrowed(&instance.name)),
+            "project" => return Some(Cow::Borrowed(&instance.project)),
+            "type" => return Some(Cow::Borrowed(&instance.kind)),
+            "architecture" => return Some(Cow::Borrowed(&instance.architecture)),
+            "description" => return Some(Cow::Borrowed(&instance.description)),
+            "created_at" => return Some(Cow::Borrowed(&instance.created_at)),
+            "last_used_at" => return Some(Cow::Borrowed(&instance.last_used_at)),
+            "status" => return text(instance.status.name()),
+            "status_code" => return Some(Cow::Owned(instance.status.code().to_string())),
+            "location" => return text("none"),
+            "ephemeral" => return text(if instance.ephemeral { "true" } else { "false" }),
+            "stateful" => return text(if instance.stateful { "true" } else { "false" }),
+            _ => {}
+        }
+        // A config map holds only strings, so `config.a.b` is the key `a.b` or nothing.
+        if let Some(key) = path.strip_prefix("config.") {
+            return instance.config.get(key).map(|v| Cow::Borrowed(v.as_str()));
+        }
+        if let Some(key) = path.strip_prefix("expanded_config.") {
+            let state = self.view.state();
+            let value = instance.config.get(key).or_else(|| {
+                state
+                    .profiles_of(instance)
+                    .into_iter()
+                    .rev()
+                    .find_map(|p| p.config.get(key))
+            });
+            return value.map(|v| Cow::Borrowed(v.as_str()));
+        }
+        self.object
+            .get_or_init(|| instance.to_json(self.view.state()))
+            .field(path)
+    }
 }
 
 fn get(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
-    let state = ctx.app.state();
-    let instance = state
+    let snapshot = ctx.app.snapshot();
+    let view = snapshot
         .instance(&project, name)
         .ok_or_else(|| instance_not_found(name, &project))?;
     let object = if ctx.recursion() >= 1 {
-        instance.to_full_json(&state)
+        view.full_json()
     } else {
-        instance.to_json(&state)
+        view.object_json()
     };
-    Ok(envelope::sync_etag(object, &instance.etag(&state)))
+    Ok(envelope::sync_raw([object.as_ref()], Some(view.etag())))
 }
 
 #[derive(Deserialize)]
@@ -195,7 +244,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             if req.start {
                 instance.power_on();
             }
-            state.instances.push(instance);
+            state.instances.push(std::sync::Arc::new(instance));
             Ok(Some(json!({
                 "create_instance_from_image_unpack_progress": "Unpacking image: 100% (1.00GB/s)",
                 "progress": {"percent": "100", "speed": "1000000000", "stage": "create_instance_from_image_unpack"},
@@ -472,4 +521,264 @@ fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     );
     ctx.applied();
     Ok(envelope::operation_created(op))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{serve, Outcome, Peer};
+    use crate::app::{App, Identity, Settings};
+    use crate::journal::Listener;
+    use crate::state::Project;
+    use bytes::Bytes;
+    use http::Request;
+    use http_body_util::BodyExt;
+    use std::sync::Arc;
+
+    /// Instances in two projects, of both types, running and stopped, with profile config, local
+    /// config, devices and snapshots.
+    fn state() -> State {
+        let mut state = State::default_state();
+        state
+            .profiles
+            .iter_mut()
+            .for_each(|p| _ = p.config.insert("limits.cpu".into(), "2".into()));
+        state.projects.push(Project {
+            name: "other".into(),
+            description: String::new(),
+            config: [("features.profiles".to_string(), "false".to_string())].into(),
+        });
+        for (name, project, kind, running) in [
+            ("c1", "default", "container", false),
+            ("v1", "default", "virtual-machine", true),
+            ("c2", "other", "container", true),
+            ("c3", "default", "container", false),
+        ] {
+            let mut instance = Instance::from_image(name, project, None);
+            instance.kind = kind.into();
+            instance.config.insert("user.role".into(), name.into());
+            if running {
+                instance.power_on();
+                instance.config.insert("limits.cpu".into(), "4".into());
+                instance
+                    .snapshots
+                    .push(instance.take_snapshot("s0", false, None));
+            }
+            instance.devices.insert(
+                "eth0".into(),
+                [("type".to_string(), "nic".to_string())].into(),
+            );
+            state.instances.push(Arc::new(instance));
+        }
+        state
+    }
+
+    /// The list as it was built before the snapshots: every object as a value, per request.
+    fn reference_list(state: &State, query: &[(&str, &str)]) -> Vec<u8> {
+        let param = |key: &str| query.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+        let filter = param("filter")
+            .filter(|f| !f.is_empty())
+            .map(|f| Filter::parse(f).unwrap());
+        let kind = param("instance-type").filter(|t| !t.is_empty());
+        let projects: Vec<String> = if param("all-projects") == Some("true") {
+            state.projects.iter().map(|p| p.name.clone()).collect()
+        } else {
+            vec![param("project")
+                .filter(|p| !p.is_empty())
+                .unwrap_or("default")
+                .into()]
+        };
+        let recursion: u8 = param("recursion").and_then(|r| r.parse().ok()).unwrap_or(0);
+        let mut out = Vec::new();
+        for instance in state
+            .instances
+            .iter()
+            .filter(|i| projects.contains(&i.project))
+        {
+            if kind.is_some_and(|k| k != instance.kind) {
+                continue;
+            }
+            let object = instance.to_json(state);
+            if filter.as_ref().is_some_and(|f| !f.matches(&object)) {
+                continue;
+            }
+            out.push(match recursion {
+                0 => json!(instance.url()),
+                1 => object,
+                _ => instance.to_full_json(state),
+            });
+        }
+        body_of(
+            json!({"type": "sync", "status": "Success", "status_code": 200, "operation": "",
+            "error_code": 0, "error": "", "metadata": out}),
+        )
+    }
+
+    fn body_of(value: Value) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec(&value).unwrap();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    async fn get(app: &Arc<App>, path: &str) -> (u16, Option<String>, Vec<u8>) {
+        let req = Request::get(path).body(Bytes::new()).unwrap();
+        let peer = Peer {
+            listener: Listener::Unix,
+            fingerprint: None,
+        };
+        let Outcome::Respond(resp) = serve(app, req, peer).await else {
+            panic!("no response")
+        };
+        let etag = resp
+            .headers()
+            .get(http::header::ETAG)
+            .map(|v| v.to_str().unwrap().to_string());
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, etag, bytes.to_vec())
+    }
+
+    #[tokio::test]
+    async fn lists_from_cached_json_are_byte_for_byte_the_lists_built_per_request() {
+        let state = state();
+        let app = App::new(state.clone(), Identity::default(), Settings::default());
+        let queries: &[&[(&str, &str)]] = &[
+            &[],
+            &[("recursion", "1")],
+            &[("recursion", "2")],
+            &[("recursion", "7")],
+            &[("recursion", "x")],
+            &[("project", "other"), ("recursion", "1")],
+            &[("all-projects", "true"), ("recursion", "1")],
+            &[("instance-type", "virtual-machine"), ("recursion", "1")],
+            &[("filter", "status eq Running"), ("recursion", "1")],
+            &[("filter", "config.user.role eq c3 or name eq c1")],
+            &[
+                ("filter", "expanded_config.limits.cpu eq 2"),
+                ("recursion", "1"),
+            ],
+            &[(
+                "filter",
+                "not expanded_config.limits.cpu eq 4 and type eq container",
+            )],
+            &[("filter", "status_code eq 103"), ("all-projects", "true")],
+            &[("filter", "devices.eth0.type eq nic"), ("recursion", "2")],
+            &[("filter", "ephemeral eq false and location eq none")],
+            &[("filter", "profiles ne x"), ("recursion", "1")],
+        ];
+        for query in queries {
+            let encoded: String = url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(query.iter())
+                .finish();
+            let (status, _, body) = get(&app, &format!("/1.0/instances?{encoded}")).await;
+            assert_eq!(status, 200, "{query:?}");
+            let expected = reference_list(&state, query);
+            assert_eq!(
+                String::from_utf8_lossy(&body),
+                String::from_utf8_lossy(&expected),
+                "{query:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn gets_from_cached_json_are_byte_for_byte_the_objects_built_per_request() {
+        let state = state();
+        let app = App::new(state.clone(), Identity::default(), Settings::default());
+        for instance in &state.instances {
+            let base = format!(
+                "/1.0/instances/{}?project={}",
+                instance.name, instance.project
+            );
+            let etag = Some(format!("\"{}\"", instance.etag(&state)));
+            let (_, tag, body) = get(&app, &base).await;
+            assert_eq!(
+                (tag, body),
+                (
+                    etag.clone(),
+                    body_of(envelope::sync_envelope(instance.to_json(&state)))
+                )
+            );
+            let (_, tag, body) = get(&app, &format!("{base}&recursion=1")).await;
+            let full = body_of(envelope::sync_envelope(instance.to_full_json(&state)));
+            assert_eq!((tag, body), (etag, full));
+            let state_path = format!(
+                "/1.0/instances/{}/state?project={}",
+                instance.name, instance.project
+            );
+            let (_, tag, body) = get(&app, &state_path).await;
+            assert_eq!(
+                (tag, body),
+                (
+                    None,
+                    body_of(envelope::sync_envelope(instance.state_json()))
+                )
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_change_is_seen_by_the_next_read_and_other_instances_keep_their_bytes() {
+        let app = App::new(state(), Identity::default(), Settings::default());
+        let (_, before_tag, before) = get(&app, "/1.0/instances/c1").await;
+        let (_, _, c3_before) = get(&app, "/1.0/instances/c3").await;
+        if let Some(c1) = app.state().instance_mut("default", "c1") {
+            c1.config.insert("user.changed".into(), "yes".into());
+        }
+        let (_, after_tag, after) = get(&app, "/1.0/instances/c1").await;
+        assert_ne!(before_tag, after_tag);
+        assert_ne!(before, after);
+        assert!(String::from_utf8_lossy(&after).contains("user.changed"));
+        assert_eq!(get(&app, "/1.0/instances/c3").await.2, c3_before);
+        let live = app.state().clone();
+        let (_, _, list) = get(&app, "/1.0/instances?recursion=1").await;
+        assert_eq!(list, reference_list(&live, &[("recursion", "1")]));
+    }
+
+    #[test]
+    fn fields_read_from_the_instance_equal_the_fields_of_its_rendered_object() {
+        let state = state();
+        let snapshot = crate::state::Snapshot::new(state.clone());
+        let projects: Vec<String> = state.projects.iter().map(|p| p.name.clone()).collect();
+        let paths = [
+            "name",
+            "project",
+            "type",
+            "architecture",
+            "description",
+            "created_at",
+            "last_used_at",
+            "status",
+            "status_code",
+            "location",
+            "ephemeral",
+            "stateful",
+            "config.user.role",
+            "config.limits.cpu",
+            "config.nope",
+            "config.volatile.uuid",
+            "expanded_config.limits.cpu",
+            "expanded_config.user.role",
+            "expanded_config.nope",
+            "config",
+            "devices.eth0.type",
+            "expanded_devices.root.pool",
+            "profiles",
+            "nope",
+            "name.x",
+            "",
+        ];
+        for view in snapshot.instances_in(&projects) {
+            let object = view.instance.to_json(&state);
+            let fields = InstanceFields::new(&view);
+            for path in paths {
+                assert_eq!(
+                    fields.field(path),
+                    Fields::field(&object, path),
+                    "{} {path}",
+                    view.instance.name
+                );
+            }
+        }
+    }
 }

@@ -16,7 +16,8 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
 }
 
 fn list(ctx: &Ctx) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let items: Vec<Value> = state
         .networks
         .iter()
@@ -32,7 +33,8 @@ fn list(ctx: &Ctx) -> ApiResult {
 }
 
 fn get(ctx: &Ctx, name: &str) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let network = state
         .networks
         .iter()

@@ -17,7 +17,8 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
 }
 
 fn list(ctx: &Ctx) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let mut items = Vec::new();
     for project in ctx.projects() {
         let owner = state.profile_project(&project);
@@ -25,7 +26,7 @@ fn list(ctx: &Ctx) -> ApiResult {
             items.push(if ctx.recursion() == 0 {
                 json!(url(&format!("/1.0/profiles/{}", profile.name), &project))
             } else {
-                profile.to_json(&state)
+                profile.to_json(state)
             });
         }
     }
@@ -33,12 +34,10 @@ fn list(ctx: &Ctx) -> ApiResult {
 }
 
 fn get(ctx: &Ctx, name: &str) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let profile = state
         .profile(&ctx.project(), name)
         .ok_or_else(|| ApiError::new(404, "Fetch profile: Profile not found"))?;
-    Ok(envelope::sync_etag(
-        profile.to_json(&state),
-        &profile.etag(),
-    ))
+    Ok(envelope::sync_etag(profile.to_json(state), &profile.etag()))
 }

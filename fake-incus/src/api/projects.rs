@@ -15,7 +15,8 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
 }
 
 fn list(ctx: &Ctx) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let items: Vec<Value> = state
         .projects
         .iter()
@@ -23,7 +24,7 @@ fn list(ctx: &Ctx) -> ApiResult {
             if ctx.recursion() == 0 {
                 json!(format!("/1.0/projects/{}", p.name))
             } else {
-                p.to_json(&state)
+                p.to_json(state)
             }
         })
         .collect();
@@ -31,12 +32,10 @@ fn list(ctx: &Ctx) -> ApiResult {
 }
 
 fn get(ctx: &Ctx, name: &str) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let project = state
         .project(name)
         .ok_or_else(|| ApiError::new(404, "Project not found"))?;
-    Ok(envelope::sync_etag(
-        project.to_json(&state),
-        &project.etag(),
-    ))
+    Ok(envelope::sync_etag(project.to_json(state), &project.etag()))
 }

@@ -4,6 +4,8 @@ use super::{only, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::journal::Listener;
 use crate::state::etag;
+use crate::state::snapshot::Derived;
+use bytes::Bytes;
 use http::Method;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -34,47 +36,125 @@ struct TrustedServer<'a> {
     environment: Value,
 }
 
+/// Indexes of [`crate::state::snapshot::Derived::parts`]: the untrusted answer whole, then the
+/// trusted answer cut around its three per-request values (user name, user method, project).
+const UNTRUSTED: usize = 0;
+const BEFORE_USER: usize = 1;
+const BEFORE_METHOD: usize = 2;
+const BEFORE_PROJECT: usize = 3;
+const AFTER_PROJECT: usize = 4;
+
 pub(super) fn route(ctx: &Ctx, method: &Method) -> ApiResult {
     only(method, Method::GET)?;
     if ctx.param("target").is_some_and(|t| !t.is_empty()) {
         return Err(ApiError::new(404, "Cluster member not found"));
     }
-    let config = ctx.app.state().server_config.clone();
+    let snapshot = ctx.app.snapshot();
+    let parts = snapshot.derived(|state| rendered_parts(ctx, &state.server_config));
     if !ctx.trusted {
-        let ui: serde_json::Map<String, Value> = config
-            .iter()
-            .filter(|(k, _)| k.starts_with("user.ui."))
-            .map(|(k, v)| (k.clone(), json!(v)))
-            .collect();
-        return Ok(envelope::sync(json!({
-            "config": ui, "api_extensions": api_extensions(), "api_status": "stable",
-            "api_version": "1.0", "auth": "untrusted", "public": false, "auth_methods": ["tls"],
-        })));
+        return Ok(envelope::sync_raw([parts.parts[UNTRUSTED].as_ref()], None));
     }
-    let (user, method_name) = match (&ctx.peer.listener, &ctx.peer.fingerprint) {
+    let (user, method_name) = user(ctx);
+    let user = serde_json::to_vec(&user).unwrap_or_default();
+    let method_name = serde_json::to_vec(method_name).unwrap_or_default();
+    let project = serde_json::to_vec(&ctx.project()).unwrap_or_default();
+    Ok(envelope::sync_raw(
+        [
+            parts.parts[BEFORE_USER].as_ref(),
+            &user,
+            parts.parts[BEFORE_METHOD].as_ref(),
+            &method_name,
+            parts.parts[BEFORE_PROJECT].as_ref(),
+            &project,
+            parts.parts[AFTER_PROJECT].as_ref(),
+        ],
+        Some(&parts.etag),
+    ))
+}
+
+fn user(ctx: &Ctx) -> (String, &'static str) {
+    match (&ctx.peer.listener, &ctx.peer.fingerprint) {
         (Listener::Https, Some(fp)) => (fp.clone(), "tls"),
         _ => ("root".to_string(), "unix"),
-    };
-    let identity = &ctx.app.identity;
-    let metadata = TrustedServer {
-        config: &config,
+    }
+}
+
+/// The untrusted object, and the trusted one as the JSON text between its per-request values.
+/// Each piece is cut from the object's own serialization, so the assembled answer is exactly
+/// what serializing the object for that request writes.
+fn rendered_parts(ctx: &Ctx, config: &BTreeMap<String, String>) -> Derived {
+    let ui: serde_json::Map<String, Value> = config
+        .iter()
+        .filter(|(k, _)| k.starts_with("user.ui."))
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    let untrusted = json!({
+        "config": ui, "api_extensions": api_extensions(), "api_status": "stable",
+        "api_version": "1.0", "auth": "untrusted", "public": false, "auth_methods": ["tls"],
+    });
+    // `auth_user_name` and `auth_user_method` are the last fields before `environment`, and
+    // `project` splits the environment: serialize the fields around them and join.
+    let mut environment = environment(ctx, "");
+    let map = environment
+        .as_object_mut()
+        .map(std::mem::take)
+        .unwrap_or_default();
+    let mut before = serde_json::Map::new();
+    let mut after = serde_json::Map::new();
+    let mut seen_project = false;
+    for (key, value) in map {
+        if key == "project" {
+            seen_project = true;
+        } else if seen_project {
+            after.insert(key, value);
+        } else {
+            before.insert(key, value);
+        }
+    }
+    let head = TrustedServer {
+        config,
         api_extensions: api_extensions(),
         api_status: "stable",
         api_version: "1.0",
         auth: "trusted",
         public: false,
         auth_methods: ["tls"],
-        auth_user_name: user,
-        auth_user_method: method_name,
-        environment: environment(ctx, &identity.server_cert_pem, &identity.server_fingerprint),
+        auth_user_name: String::new(),
+        auth_user_method: "",
+        environment: Value::Null,
     };
-    Ok(envelope::sync_serialized_etag(
-        &metadata,
-        &etag::hash(&config),
-    ))
+    let head = serde_json::to_string(&head).unwrap_or_default();
+    let marker = r#""auth_user_name":"","auth_user_method":"","environment":null}"#;
+    let head = head.strip_suffix(marker).unwrap_or(&head);
+    let before = serde_json::to_string(&before).unwrap_or_default();
+    let before = before.strip_suffix('}').unwrap_or(&before);
+    let before_project = if before.len() > 1 {
+        format!("{before},\"project\":")
+    } else {
+        "{\"project\":".to_string()
+    };
+    let after = serde_json::to_string(&after).unwrap_or_default();
+    let after = after.strip_prefix('{').unwrap_or(&after);
+    let after_project = if after == "}" {
+        "}}".to_string()
+    } else {
+        format!(",{after}}}")
+    };
+    Derived {
+        parts: vec![
+            Bytes::from(serde_json::to_vec(&untrusted).unwrap_or_default()),
+            Bytes::from(format!("{head}\"auth_user_name\":")),
+            Bytes::from_static(b",\"auth_user_method\":"),
+            Bytes::from(format!(",\"environment\":{before_project}")),
+            Bytes::from(after_project),
+        ],
+        etag: etag::hash(config),
+    }
 }
 
-fn environment(ctx: &Ctx, cert: &str, fingerprint: &str) -> Value {
+fn environment(ctx: &Ctx, project: &str) -> Value {
+    let identity = &ctx.app.identity;
+    let (cert, fingerprint) = (&identity.server_cert_pem, &identity.server_fingerprint);
     let addresses: Vec<String> = ctx.app.settings.https_address.iter().cloned().collect();
     json!({
         "addresses": addresses, "architectures": ["x86_64", "i686"], "certificate": cert,
@@ -84,10 +164,140 @@ fn environment(ctx: &Ctx, cert: &str, fingerprint: &str) -> Value {
             "seccomp_listener": "true", "seccomp_listener_continue": "true",
             "uevent_injection": "true", "unpriv_binfmt": "true", "unpriv_fscaps": "true"},
         "kernel_version": "6.1.0", "lxc_features": {"cgroup2": "true", "devpts_fd": "true", "pidfd": "true"},
-        "os_name": "Debian GNU/Linux", "os_version": "12", "project": ctx.project(),
+        "os_name": "Debian GNU/Linux", "os_version": "12", "project": project,
         "server": "incus", "server_clustered": false, "server_event_mode": "full-mesh",
         "server_name": "fake-incus", "server_pid": std::process::id(), "server_version": "6.0.4",
         "storage": "dir", "storage_version": "1",
         "storage_supported_drivers": [{"Name": "dir", "Version": "1", "Remote": false}],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Peer;
+    use crate::app::{App, Identity, Settings};
+    use crate::faults::exec::ExecFaults;
+    use crate::state::State;
+    use http_body_util::BodyExt;
+    use std::sync::Arc;
+
+    fn ctx(app: &Arc<App>, peer: Peer, trusted: bool, project: &str) -> Ctx {
+        Ctx {
+            app: Arc::clone(app),
+            peer,
+            trusted,
+            seq: 0,
+            operation_fault: None,
+            exec_faults: ExecFaults::default(),
+            query: vec![("project".into(), project.into())],
+        }
+    }
+
+    /// The answer as it was built before the cached pieces: the whole object, per request.
+    fn reference(ctx: &Ctx) -> (Value, Vec<u8>) {
+        let config = ctx.app.snapshot().state.server_config.clone();
+        let (user, method) = user(ctx);
+        let metadata = TrustedServer {
+            config: &config,
+            api_extensions: api_extensions(),
+            api_status: "stable",
+            api_version: "1.0",
+            auth: "trusted",
+            public: false,
+            auth_methods: ["tls"],
+            auth_user_name: user,
+            auth_user_method: method,
+            environment: environment(ctx, &ctx.project()),
+        };
+        let envelope = json!({
+            "type": "sync", "status": "Success", "status_code": 200, "operation": "",
+            "error_code": 0, "error": "", "metadata": serde_json::to_value(&metadata).unwrap(),
+        });
+        let mut bytes = serde_json::to_vec(&envelope).unwrap();
+        bytes.push(b'\n');
+        (json!(etag::hash(&config)), bytes)
+    }
+
+    async fn answer(ctx: &Ctx) -> (Value, Vec<u8>) {
+        let resp = route(ctx, &Method::GET).unwrap();
+        let etag = resp
+            .headers()
+            .get(http::header::ETAG)
+            .map(|v| json!(v.to_str().unwrap().trim_matches('"')))
+            .unwrap_or(Value::Null);
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (etag, bytes.to_vec())
+    }
+
+    #[tokio::test]
+    async fn the_server_object_from_cached_pieces_is_byte_for_byte_the_serialized_object() {
+        let mut state = State::default_state();
+        state
+            .server_config
+            .insert("user.ui.<&>".into(), "\u{2028}\"x\"".into());
+        state
+            .server_config
+            .insert("core.https_address".into(), "[::]:8443".into());
+        let settings = Settings {
+            https_address: Some("127.0.0.1:8443".into()),
+            ..Settings::default()
+        };
+        let identity = Identity {
+            server_cert_pem: "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n".into(),
+            server_fingerprint: "ab".repeat(32),
+            ..Identity::default()
+        };
+        let app = App::new(state, identity, settings);
+        let unix = Peer {
+            listener: Listener::Unix,
+            fingerprint: None,
+        };
+        let https = Peer {
+            listener: Listener::Https,
+            fingerprint: Some("cd".repeat(32)),
+        };
+        for (peer, project) in [
+            (unix.clone(), "default"),
+            (unix, "p \"q\" <r>"),
+            (https.clone(), ""),
+            (https, "other"),
+        ] {
+            let ctx = ctx(&app, peer, true, project);
+            assert_eq!(answer(&ctx).await, reference(&ctx), "project {project:?}");
+        }
+        let untrusted = ctx(
+            &app,
+            Peer {
+                listener: Listener::Https,
+                fingerprint: None,
+            },
+            false,
+            "default",
+        );
+        let (etag, bytes) = answer(&untrusted).await;
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(etag, Value::Null);
+        assert_eq!(body["metadata"]["auth"], "untrusted");
+        assert_eq!(
+            body["metadata"]["config"],
+            json!({"user.ui.<&>": "\u{2028}\"x\""})
+        );
+        assert_eq!(
+            body["metadata"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            [
+                "config",
+                "api_extensions",
+                "api_status",
+                "api_version",
+                "auth",
+                "public",
+                "auth_methods"
+            ]
+        );
+    }
 }

@@ -30,7 +30,8 @@ fn snapshot_not_found(instance: &str, snap: &str, project: &str) -> ApiError {
 
 fn list(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let Some(instance) = state.instance(&project, name) else {
         return Ok(envelope::sync(json!([])));
     };
@@ -41,7 +42,7 @@ fn list(ctx: &Ctx, name: &str) -> ApiResult {
             if ctx.recursion() == 0 {
                 json!(s.url(instance))
             } else {
-                s.to_json(instance, &state)
+                s.to_json(instance, state)
             }
         })
         .collect();
@@ -50,7 +51,8 @@ fn list(ctx: &Ctx, name: &str) -> ApiResult {
 
 fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
     let project = ctx.project();
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let instance = state
         .instance(&project, name)
         .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
@@ -58,7 +60,7 @@ fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
         .snapshot(snap)
         .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
     Ok(envelope::sync_etag(
-        snapshot.to_json(instance, &state),
+        snapshot.to_json(instance, state),
         &snapshot.etag(),
     ))
 }

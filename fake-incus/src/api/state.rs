@@ -24,11 +24,11 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> A
 
 fn get(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
-    let state = ctx.app.state();
-    let instance = state
+    let snapshot = ctx.app.snapshot();
+    let view = snapshot
         .instance(&project, name)
         .ok_or_else(|| instance_not_found(name, &project))?;
-    Ok(envelope::sync(instance.state_json()))
+    Ok(envelope::sync_raw([view.state_json().as_ref()], None))
 }
 
 #[derive(Deserialize)]

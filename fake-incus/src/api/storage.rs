@@ -46,7 +46,8 @@ fn pool_not_found() -> ApiError {
 }
 
 fn list_pools(ctx: &Ctx) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let items: Vec<Value> = state
         .storage_pools
         .iter()
@@ -54,7 +55,7 @@ fn list_pools(ctx: &Ctx) -> ApiResult {
             if ctx.recursion() == 0 {
                 json!(format!("/1.0/storage-pools/{}", p.name))
             } else {
-                p.to_json(&state)
+                p.to_json(state)
             }
         })
         .collect();
@@ -62,17 +63,19 @@ fn list_pools(ctx: &Ctx) -> ApiResult {
 }
 
 fn get_pool(ctx: &Ctx, name: &str) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     let pool = state
         .storage_pools
         .iter()
         .find(|p| p.name == name)
         .ok_or_else(pool_not_found)?;
-    Ok(envelope::sync_etag(pool.to_json(&state), &pool.etag()))
+    Ok(envelope::sync_etag(pool.to_json(state), &pool.etag()))
 }
 
 fn list_volumes(ctx: &Ctx, pool: &str, kind: Option<&str>) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     if !state.storage_pools.iter().any(|p| p.name == pool) {
         return Err(pool_not_found());
     }
@@ -93,7 +96,8 @@ fn list_volumes(ctx: &Ctx, pool: &str, kind: Option<&str>) -> ApiResult {
 }
 
 fn get_volume(ctx: &Ctx, pool: &str, kind: &str, name: &str) -> ApiResult {
-    let state = ctx.app.state();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
     if !state.storage_pools.iter().any(|p| p.name == pool) {
         return Err(pool_not_found());
     }

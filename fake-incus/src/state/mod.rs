@@ -1,7 +1,9 @@
 //! The fake daemon's state: every resource of every project, and the running operations.
 //!
-//! The state is plain data behind one `std::sync::Mutex` owned by the app; no lock is ever held
-//! across an `.await`. [`State::dump`] and [`State::seed`] use the same JSON format.
+//! The state is plain data behind one `std::sync::Mutex` owned by the app, which writers hold
+//! briefly (never across an `.await`). Every change publishes an immutable [`Snapshot`] that
+//! readers take without waiting for writers and render outside any lock, reusing each instance's
+//! JSON until that instance changes. [`State::dump`] and [`State::seed`] use the same JSON format.
 
 pub(crate) mod clock;
 mod defaults;
@@ -10,15 +12,18 @@ pub(crate) mod images;
 pub(crate) mod instances;
 pub(crate) mod operations;
 pub(crate) mod resources;
+pub(crate) mod snapshot;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub(crate) use images::Image;
 pub(crate) use instances::{Instance, PowerState};
 pub(crate) use operations::Operations;
 pub(crate) use resources::{Network, Pool, Profile, Project, Volume};
+pub(crate) use snapshot::Snapshot;
 
 /// A string map as the daemon sends it (sorted keys, like Go maps).
 pub(crate) type StringMap = BTreeMap<String, String>;
@@ -36,7 +41,10 @@ pub(crate) struct State {
     pub(crate) storage_pools: Vec<Pool>,
     pub(crate) storage_volumes: Vec<Volume>,
     pub(crate) images: Vec<Image>,
-    pub(crate) instances: Vec<Instance>,
+    /// Shared with the published snapshots: a change goes through [`Arc::make_mut`] (see
+    /// [`State::instance_mut`]), so an instance a snapshot still holds is copied, never changed,
+    /// and an unchanged one keeps its address, which is how a snapshot knows its JSON is current.
+    pub(crate) instances: Vec<Arc<Instance>>,
 }
 
 /// A seed file could not be used.
@@ -95,12 +103,15 @@ impl State {
         self.instances
             .iter()
             .find(|i| i.project == project && i.name == name)
+            .map(Arc::as_ref)
     }
 
+    /// The instance, for a change: copied first when a snapshot still shares it.
     pub(crate) fn instance_mut(&mut self, project: &str, name: &str) -> Option<&mut Instance> {
         self.instances
             .iter_mut()
             .find(|i| i.project == project && i.name == name)
+            .map(Arc::make_mut)
     }
 
     /// The project whose profiles `project` uses (`features.profiles=false` -> `default`).

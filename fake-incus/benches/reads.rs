@@ -1,0 +1,725 @@
+//! The reads of issue 12 against the fake and a real Incus, side by side in one run.
+//!
+//! `cargo bench -p fake-incus --bench reads`. The fake runs as its own process (the
+//! `fake-incus serve` binary of this build, seeded through `--state`), like the real daemon, and
+//! the load generator is this process: `clients` tokio tasks, each sending its next request as
+//! soon as the previous answer's body is read. Every cell (target, request, clients, connection
+//! mode) runs for `BENCH_SECONDS`, and the cells of the fake and of the real daemon alternate,
+//! round after round, so that a busy machine slows both alike.
+//!
+//! Connection modes: `fresh` opens one connection per request and writes at once (as the core's
+//! client does); `keepalive` keeps one connection per client and never leaves it silent (the next
+//! request follows the previous answer at once), so incusd's accept loop, which stalls on new
+//! connections that stay silent, is never exposed.
+//!
+//! Environment:
+//! - `INCUS_SOCKET`: the real daemon's socket (default `/var/lib/incus/unix.socket`; when nothing
+//!   answers there, only the fake is measured). `BENCH_REAL=0` skips the real daemon.
+//!   On the real daemon the bench creates a project `bench-<random>` with 100 stopped `busybox`
+//!   instances and deletes them and the project at the end.
+//! - `FAKE_INCUS_BASELINE`: another `fake-incus` binary (say, built from the commit before a
+//!   change); it joins the 100-instance table as a third target, interleaved like the others.
+//! - `BENCH_SECONDS` (default 1): length of one cell. `BENCH_ROUNDS` (default 2).
+//! - `BENCH_MODES` (default `fresh,keepalive`).
+//! - `BENCH_SCALE` (default `1000,10000`): the instance counts of the linear-cost table.
+//! - `BENCH_RSS_REQUESTS` (default 20000; the issue's figure is 200000): requests sent to the
+//!   fake between its two RSS readings. `BENCH_STEADY_SECONDS` (default 0): a steady load of that
+//!   length after them, with an RSS reading every 10 s.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// How the load generator connects.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Fresh,
+    KeepAlive,
+}
+
+impl Mode {
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Fresh => "fresh",
+            Mode::KeepAlive => "keepalive",
+        }
+    }
+}
+
+async fn connect(socket: &Path) -> Result<Sender, String> {
+    let stream = tokio::net::UnixStream::connect(socket)
+        .await
+        .map_err(|e| format!("connect {}: {e}", socket.display()))?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
+/// One request on `sender`; returns the status and the body's length.
+async fn exchange(
+    sender: &mut Sender,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<(u16, Bytes), String> {
+    let body = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(hyper::header::HOST, "incus")
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(body))
+        .map_err(|e| e.to_string())?;
+    sender.ready().await.map_err(|e| format!("ready: {e}"))?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("send: {e}"))?;
+    let status = response.status().as_u16();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("body: {e}"))?
+        .to_bytes();
+    Ok((status, bytes))
+}
+
+/// One request on a fresh connection, parsed as JSON.
+async fn call(socket: &Path, method: Method, path: &str, body: Option<Value>) -> Value {
+    let mut sender = match connect(socket).await {
+        Ok(sender) => sender,
+        Err(e) => return json!({"bench_error": e}),
+    };
+    match exchange(&mut sender, method, path, body.as_ref()).await {
+        Ok((_, bytes)) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        Err(e) => json!({"bench_error": e}),
+    }
+}
+
+/// Sends an async request and waits for its operation; the final operation status.
+async fn mutate(socket: &Path, method: Method, path: &str, body: Option<Value>) -> String {
+    let accepted = call(socket, method, path, body).await;
+    let Some(operation) = accepted["operation"].as_str().filter(|o| !o.is_empty()) else {
+        return format!("not accepted: {accepted}");
+    };
+    let done = call(
+        socket,
+        Method::GET,
+        &format!("{operation}/wait?timeout=120"),
+        None,
+    )
+    .await;
+    done["metadata"]["status"]
+        .as_str()
+        .unwrap_or("no status")
+        .to_string()
+}
+
+/// The measurements of one cell (or of several cells merged).
+#[derive(Default)]
+struct Stats {
+    requests: u64,
+    errors: u64,
+    elapsed: Duration,
+    micros: Vec<u32>,
+    bytes: u64,
+}
+
+impl Stats {
+    fn merge(&mut self, other: Stats) {
+        self.requests += other.requests;
+        self.errors += other.errors;
+        self.elapsed += other.elapsed;
+        self.micros.extend(other.micros);
+        self.bytes += other.bytes;
+    }
+    fn rate(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+    fn percentile(&mut self, p: f64) -> f64 {
+        if self.micros.is_empty() {
+            return f64::NAN;
+        }
+        self.micros.sort_unstable();
+        let rank = ((self.micros.len() as f64 - 1.0) * p).round() as usize;
+        f64::from(self.micros[rank]) / 1000.0
+    }
+}
+
+/// `clients` tasks send `path` until `duration` has passed and at least `min_requests` answers
+/// came back (stopping anyway after 60 s).
+async fn load(
+    socket: &Path,
+    path: &str,
+    clients: usize,
+    duration: Duration,
+    min_requests: u64,
+    mode: Mode,
+) -> Stats {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let hard_stop = started + Duration::from_secs(60);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let socket = socket.to_path_buf();
+        let path = path.to_string();
+        let done = std::sync::Arc::clone(&done);
+        tasks.push(tokio::spawn(async move {
+            let mut stats = Stats::default();
+            let mut kept: Option<Sender> = None;
+            loop {
+                let now = Instant::now();
+                let enough = done.load(std::sync::atomic::Ordering::Relaxed) >= min_requests;
+                if (now >= deadline && enough) || now >= hard_stop {
+                    break;
+                }
+                let sent = Instant::now();
+                let sender = match (mode, kept.take()) {
+                    (Mode::KeepAlive, Some(sender)) => Ok(sender),
+                    _ => connect(&socket).await,
+                };
+                let outcome = match sender {
+                    Ok(mut sender) => {
+                        let answer = exchange(&mut sender, Method::GET, &path, None).await;
+                        if mode == Mode::KeepAlive && answer.is_ok() {
+                            kept = Some(sender);
+                        }
+                        answer
+                    }
+                    Err(e) => Err(e),
+                };
+                let micros = u32::try_from(sent.elapsed().as_micros()).unwrap_or(u32::MAX);
+                match outcome {
+                    Ok((200, bytes)) => {
+                        stats.requests += 1;
+                        stats.bytes += bytes.len() as u64;
+                        stats.micros.push(micros);
+                        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Ok(_) | Err(_) => stats.errors += 1,
+                }
+            }
+            stats
+        }));
+    }
+    let mut total = Stats::default();
+    for task in tasks {
+        if let Ok(stats) = task.await {
+            total.merge(stats);
+        }
+    }
+    total.elapsed = started.elapsed();
+    total
+}
+
+/// A fake-incus process serving a seeded state.
+struct FakeProcess {
+    child: tokio::process::Child,
+    socket: PathBuf,
+    ready_in: Duration,
+    _dir: tempfile::TempDir,
+}
+
+impl FakeProcess {
+    async fn start(binary: &Path, seed: &Value) -> FakeProcess {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let state = dir.path().join("state.json");
+        std::fs::write(&state, seed.to_string()).expect("seed file");
+        let socket = dir.path().join("unix.socket");
+        let started = Instant::now();
+        let mut child = tokio::process::Command::new(binary)
+            .arg("serve")
+            .arg("--unix")
+            .arg(&socket)
+            .arg("--tls-dir")
+            .arg(dir.path())
+            .arg("--state")
+            .arg(&state)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("fake-incus starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
+        assert!(
+            matches!(ready, Ok(Ok(Some(_)))),
+            "fake-incus did not print its ready line: {ready:?}"
+        );
+        let ready_in = started.elapsed();
+        // Keep draining stdout so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        FakeProcess {
+            child,
+            socket,
+            ready_in,
+            _dir: dir,
+        }
+    }
+
+    fn rss_kib(&self) -> Option<u64> {
+        rss_kib(self.child.id()?)
+    }
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// An instance as the fake's seed format has it, taken from a fake that created one from the
+/// `busybox` image, so that seeded instances are exactly what the fake itself makes.
+async fn instance_template() -> Value {
+    let fake = fake_incus::FakeIncus::builder()
+        .start()
+        .await
+        .expect("an in-process fake starts");
+    let create = json!({"name": "template", "source": {"type": "image", "alias": "busybox"}});
+    let status = mutate(
+        fake.unix_socket(),
+        Method::POST,
+        "/1.0/instances",
+        Some(create),
+    )
+    .await;
+    assert_eq!(status, "Success", "template instance");
+    let state = fake.dump_state();
+    state["instances"][0].clone()
+}
+
+fn instance_name(i: usize) -> String {
+    format!("b{i:05}")
+}
+
+fn seed(template: &Value, project: &Value, count: usize) -> Value {
+    let project_name = project["name"].as_str().unwrap_or("default");
+    let instances: Vec<Value> = (0..count)
+        .map(|i| {
+            let mut instance = template.clone();
+            instance["name"] = json!(instance_name(i));
+            instance["project"] = json!(project_name);
+            if let Some(config) = instance["config"].as_object_mut() {
+                for key in [
+                    "volatile.uuid",
+                    "volatile.uuid.generation",
+                    "volatile.cloud-init.instance-id",
+                ] {
+                    config.insert(key.into(), json!(uuid::Uuid::new_v4().to_string()));
+                }
+            }
+            instance
+        })
+        .collect();
+    let default = json!({"name": "default", "description": "Default Incus project", "config": {
+        "features.images": "true", "features.networks": "true", "features.networks.zones": "true",
+        "features.profiles": "true", "features.storage.buckets": "true",
+        "features.storage.volumes": "true"}});
+    json!({"projects": [default, project], "instances": instances})
+}
+
+/// The bench's project and instances on the real daemon; deleted when dropped.
+struct RealFixture {
+    socket: PathBuf,
+    project: String,
+    created: Vec<String>,
+}
+
+impl RealFixture {
+    async fn create(socket: &Path, project: &str, count: usize) -> (RealFixture, Value) {
+        let mut fixture = RealFixture {
+            socket: socket.to_path_buf(),
+            project: project.to_string(),
+            created: Vec::new(),
+        };
+        let body = json!({"name": project, "description": "fake-incus reads bench (temporary)",
+            "config": {"features.images": "false", "features.profiles": "false"}});
+        let answer = call(socket, Method::POST, "/1.0/projects", Some(body)).await;
+        assert_eq!(
+            answer["type"], "sync",
+            "creating project {project}: {answer}"
+        );
+        let names: Vec<String> = (0..count).map(instance_name).collect();
+        for chunk in names.chunks(4) {
+            let creations = chunk.iter().map(|name| {
+                let body = json!({"name": name, "source": {"type": "image", "alias": "busybox"}});
+                let path = format!("/1.0/instances?project={project}");
+                async move {
+                    (
+                        name.clone(),
+                        mutate(socket, Method::POST, &path, Some(body)).await,
+                    )
+                }
+            });
+            for (name, status) in futures_util::future::join_all(creations).await {
+                assert_eq!(status, "Success", "creating {name} on the real daemon");
+                fixture.created.push(name);
+            }
+        }
+        let project_object = call(
+            socket,
+            Method::GET,
+            &format!("/1.0/projects/{project}"),
+            None,
+        )
+        .await;
+        let config = project_object["metadata"]["config"].clone();
+        (
+            fixture,
+            json!({"name": project, "description": "fake-incus reads bench (temporary)", "config": config}),
+        )
+    }
+}
+
+impl RealFixture {
+    /// Deletes the instances, then the project.
+    async fn delete(socket: PathBuf, project: String, names: Vec<String>) {
+        for chunk in names.chunks(8) {
+            let deletions = chunk.iter().map(|name| {
+                let path = format!("/1.0/instances/{name}?project={project}");
+                let socket = socket.clone();
+                async move { mutate(&socket, Method::DELETE, &path, None).await }
+            });
+            futures_util::future::join_all(deletions).await;
+        }
+        let answer = call(
+            &socket,
+            Method::DELETE,
+            &format!("/1.0/projects/{project}"),
+            None,
+        )
+        .await;
+        if answer["type"] != "sync" {
+            eprintln!("could not delete project {project} from the real daemon: {answer}");
+        }
+    }
+}
+
+impl Drop for RealFixture {
+    /// Runs on a thread of its own (with its own runtime), so it works inside the bench's
+    /// runtime and during a panic.
+    fn drop(&mut self) {
+        let socket = self.socket.clone();
+        let project = self.project.clone();
+        let names = std::mem::take(&mut self.created);
+        let cleanup = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(RealFixture::delete(socket, project, names));
+        });
+        if cleanup.join().is_err() {
+            eprintln!("the cleanup of the real daemon panicked");
+        }
+    }
+}
+
+async fn real_answers(socket: &Path) -> bool {
+    if !socket.exists() {
+        return false;
+    }
+    let probe = tokio::time::timeout(
+        Duration::from_secs(5),
+        call(socket, Method::GET, "/1.0", None),
+    );
+    matches!(probe.await, Ok(v) if v["metadata"]["auth"] == "trusted")
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(bench());
+}
+
+async fn bench() {
+    let seconds: f64 = env_or("BENCH_SECONDS", 1.0);
+    let cell = Duration::from_secs_f64(seconds);
+    let rounds: usize = env_or("BENCH_ROUNDS", 2);
+    let modes: Vec<Mode> = std::env::var("BENCH_MODES")
+        .unwrap_or_else(|_| "fresh,keepalive".into())
+        .split(',')
+        .filter_map(|m| match m.trim() {
+            "fresh" => Some(Mode::Fresh),
+            "keepalive" => Some(Mode::KeepAlive),
+            _ => None,
+        })
+        .collect();
+    let scale: Vec<usize> = std::env::var("BENCH_SCALE")
+        .unwrap_or_else(|_| "1000,10000".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    let rss_requests: u64 = env_or("BENCH_RSS_REQUESTS", 20_000);
+    let steady_seconds: u64 = env_or("BENCH_STEADY_SECONDS", 0);
+    let real_socket = std::env::var_os("INCUS_SOCKET").map_or_else(
+        || PathBuf::from("/var/lib/incus/unix.socket"),
+        PathBuf::from,
+    );
+    let use_real =
+        std::env::var("BENCH_REAL").as_deref() != Ok("0") && real_answers(&real_socket).await;
+
+    let project = format!("bench-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let template = instance_template().await;
+    let (fixture, project_object) = if use_real {
+        let started = Instant::now();
+        let (fixture, object) = RealFixture::create(&real_socket, &project, 100).await;
+        println!(
+            "real daemon: project {project} with 100 stopped busybox instances created in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        (Some(fixture), object)
+    } else {
+        println!(
+            "no real daemon answers on {} (set INCUS_SOCKET): measuring the fake alone",
+            real_socket.display()
+        );
+        let object = json!({"name": project, "config": {"features.images": "false", "features.profiles": "false"}});
+        (None, object)
+    };
+
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_fake-incus"));
+    let fake = FakeProcess::start(&binary, &seed(&template, &project_object, 100)).await;
+    println!(
+        "fake: spawn to ready (100 instances seeded) {:.1} ms",
+        fake.ready_in.as_secs_f64() * 1e3
+    );
+    let baseline = match std::env::var_os("FAKE_INCUS_BASELINE") {
+        Some(path) => {
+            Some(FakeProcess::start(Path::new(&path), &seed(&template, &project_object, 100)).await)
+        }
+        None => None,
+    };
+    let mut targets: Vec<(&str, PathBuf)> = Vec::new();
+    if use_real {
+        targets.push(("real", real_socket.clone()));
+    }
+    targets.push(("fake", fake.socket.clone()));
+    if let Some(baseline) = &baseline {
+        targets.push(("baseline", baseline.socket.clone()));
+    }
+
+    let get = instance_name(50);
+    let requests = [
+        ("GET /1.0".to_string(), "/1.0".to_string()),
+        (
+            "GET /1.0/instances".to_string(),
+            format!("/1.0/instances?project={project}"),
+        ),
+        (
+            "GET /1.0/instances?recursion=1".to_string(),
+            format!("/1.0/instances?project={project}&recursion=1"),
+        ),
+        (
+            "GET /1.0/instances/NAME".to_string(),
+            format!("/1.0/instances/{get}?project={project}"),
+        ),
+    ];
+    for (_, path) in &requests {
+        for (name, socket) in &targets {
+            let answer = call(socket, Method::GET, path, None).await;
+            assert_eq!(answer["status_code"], 200, "{name}: {path}: {answer}");
+        }
+    }
+
+    println!(
+        "\n100 instances, {rounds} rounds x {seconds} s per cell, the targets' cells interleaved"
+    );
+    print!("{:<10} {:<31} {:>3}", "mode", "request", "c");
+    for (name, _) in &targets {
+        print!(" {:>9} {:>13}", format!("{name} r/s"), "p50/p99 ms");
+    }
+    if use_real {
+        print!(" {:>10}", "fake/real");
+    }
+    if baseline.is_some() {
+        print!(" {:>10}", "fake/base");
+    }
+    println!(" {:>6}", "errors");
+    for &mode in &modes {
+        for (label, path) in &requests {
+            for clients in [1usize, 16] {
+                let mut merged: Vec<Stats> = targets.iter().map(|_| Stats::default()).collect();
+                for _ in 0..rounds {
+                    for (i, (_, socket)) in targets.iter().enumerate() {
+                        merged[i].merge(load(socket, path, clients, cell, 20, mode).await);
+                    }
+                }
+                print!("{:<10} {:<31} {:>3}", mode.label(), label, clients);
+                for stats in &mut merged {
+                    let latency =
+                        format!("{:.2}/{:.2}", stats.percentile(0.5), stats.percentile(0.99));
+                    print!(" {:>9.0} {:>13}", stats.rate(), latency);
+                }
+                let rate = |name: &str| {
+                    targets
+                        .iter()
+                        .position(|(n, _)| *n == name)
+                        .map(|i| merged[i].rate())
+                };
+                let fake_rate = rate("fake").unwrap_or(f64::NAN);
+                if let Some(real) = rate("real") {
+                    print!(" {:>10}", format!("{:.1}x", fake_rate / real));
+                }
+                if let Some(base) = rate("baseline") {
+                    print!(" {:>10}", format!("{:.1}x", fake_rate / base));
+                }
+                println!(" {:>6}", merged.iter().map(|s| s.errors).sum::<u64>());
+            }
+        }
+    }
+    drop(fixture);
+
+    if !scale.is_empty() {
+        linear_cost(
+            &binary,
+            &template,
+            &project_object,
+            &project,
+            &scale,
+            cell,
+            rounds,
+        )
+        .await;
+    }
+    drop(baseline);
+    memory(&fake, &requests, rss_requests, steady_seconds).await;
+}
+
+/// Time per request at 1 client (keep-alive) with 100 instances and with each count of `scale`,
+/// the fakes interleaved.
+async fn linear_cost(
+    binary: &Path,
+    template: &Value,
+    project_object: &Value,
+    project: &str,
+    scale: &[usize],
+    cell: Duration,
+    rounds: usize,
+) {
+    let mut counts = vec![100];
+    counts.extend_from_slice(scale);
+    let mut fakes = Vec::new();
+    for &count in &counts {
+        let fake = FakeProcess::start(binary, &seed(template, project_object, count)).await;
+        println!(
+            "fake with {count} instances: spawn to ready {:.1} ms",
+            fake.ready_in.as_secs_f64() * 1e3
+        );
+        fakes.push(fake);
+    }
+    let get = instance_name(50);
+    let requests = [
+        (
+            "GET /1.0/instances",
+            format!("/1.0/instances?project={project}"),
+        ),
+        (
+            "GET /1.0/instances?recursion=1",
+            format!("/1.0/instances?project={project}&recursion=1"),
+        ),
+        (
+            "GET /1.0/instances/NAME",
+            format!("/1.0/instances/{get}?project={project}"),
+        ),
+    ];
+    println!("\nlinear cost: 1 client, keep-alive, mean time per request (ratio to 100 instances)");
+    print!("{:<32}", "request");
+    for count in &counts {
+        print!(" {:>18}", format!("{count} inst."));
+    }
+    println!();
+    for (label, path) in &requests {
+        let mut merged: Vec<Stats> = fakes.iter().map(|_| Stats::default()).collect();
+        for _ in 0..rounds {
+            for (i, fake) in fakes.iter().enumerate() {
+                merged[i].merge(load(&fake.socket, path, 1, cell, 5, Mode::KeepAlive).await);
+            }
+        }
+        let base = 1e3 / merged[0].rate();
+        print!("{label:<32}");
+        for stats in &merged {
+            let ms = 1e3 / stats.rate();
+            print!(" {:>18}", format!("{ms:.3} ms ({:.1}x)", ms / base));
+        }
+        println!();
+    }
+}
+
+/// The fake's RSS before and after `requests` requests (the four reads in turn, 16 clients,
+/// fresh connections), then during an optional steady load.
+async fn memory(
+    fake: &FakeProcess,
+    requests: &[(String, String)],
+    count: u64,
+    steady_seconds: u64,
+) {
+    let before = fake.rss_kib();
+    let started = Instant::now();
+    let per_path = (count / requests.len() as u64).max(1);
+    let mut sent = 0;
+    for (_, path) in requests {
+        let stats = load(
+            &fake.socket,
+            path,
+            16,
+            Duration::ZERO,
+            per_path,
+            Mode::Fresh,
+        )
+        .await;
+        sent += stats.requests;
+    }
+    let after = fake.rss_kib();
+    let kib = |v: Option<u64>| v.map_or("?".into(), |v| format!("{:.1} MiB", v as f64 / 1024.0));
+    println!(
+        "\nfake RSS: {} before, {} after {sent} requests ({:.1} s; BENCH_RSS_REQUESTS={count})",
+        kib(before),
+        kib(after),
+        started.elapsed().as_secs_f64()
+    );
+    if steady_seconds > 0 {
+        let end = Instant::now() + Duration::from_secs(steady_seconds);
+        let mut i = 0;
+        while Instant::now() < end {
+            let (_, path) = &requests[i % requests.len()];
+            load(
+                &fake.socket,
+                path,
+                16,
+                Duration::from_secs(10),
+                1,
+                Mode::Fresh,
+            )
+            .await;
+            i += 1;
+            println!("  steady load, {} s: RSS {}", i * 10, kib(fake.rss_kib()));
+        }
+    }
+}
