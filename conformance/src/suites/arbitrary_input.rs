@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::session::Session;
 use super::spec_table::OPERATIONS;
-use super::{property, with_session};
+use super::property;
+use super::session::with_session;
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::session::Session;
 use super::spec_table::{SpecOperation, OPERATIONS};
-use super::with_session;
+use super::session::with_session;
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 

@@ -7,7 +7,8 @@ use proptest::prelude::*;
 
 use super::session::Session;
 use super::spec_table::{Confirm, SpecOperation, OPERATIONS};
-use super::{property, with_session};
+use super::property;
+use super::session::with_session;
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 
