@@ -21,13 +21,10 @@ pub(crate) fn read(path: &str) -> Result<&'static str, String> {
 
 /// Every embedded file under the directory `dir`, sorted by path.
 pub(crate) fn under(dir: &str) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
-    FILES
-        .iter()
-        .copied()
-        .filter(move |(name, _)| {
-            name.strip_prefix(dir)
-                .is_some_and(|rest| rest.starts_with('/'))
-        })
+    FILES.iter().copied().filter(move |(name, _)| {
+        name.strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+    })
 }
 
 #[cfg(test)]

@@ -153,9 +153,11 @@ fn credential_free(url: &str) -> Result<String, String> {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if authority.contains('@') {
-        return Err("the URL carries credentials (user:password@): they are not sent, so they \
+        return Err(
+            "the URL carries credentials (user:password@): they are not sent, so they \
                     are refused; authenticate with --client-cert and --client-key"
-            .to_owned());
+                .to_owned(),
+        );
     }
     Ok(url.to_owned())
 }
@@ -355,7 +357,11 @@ mod tests {
             ]);
             assert_eq!(code, std::process::ExitCode::from(2), "{url}");
         }
-        for url in ["https://incus.example:8443", "https://[::1]:8443/", "https://h/p@x"] {
+        for url in [
+            "https://incus.example:8443",
+            "https://[::1]:8443/",
+            "https://h/p@x",
+        ] {
             assert_eq!(credential_free(url).as_deref(), Ok(url));
         }
     }

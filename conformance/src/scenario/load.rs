@@ -244,7 +244,11 @@ mod tests {
     #[test]
     fn a_directory_loads_like_the_embedded_files_and_reports_broken_ones() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("list_instances.json"), minimal().to_string()).unwrap();
+        std::fs::write(
+            dir.path().join("list_instances.json"),
+            minimal().to_string(),
+        )
+        .unwrap();
         std::fs::write(dir.path().join("broken.json"), "{").unwrap();
         std::fs::write(dir.path().join("notes.txt"), "not a scenario").unwrap();
         let files = directory(dir.path()).unwrap();

@@ -103,7 +103,11 @@ async fn run_step(
 ) -> StepOutcome {
     let input = substitute(&step.input, saved);
     let mut expect = step.expect.clone();
-    for value in expect.equals.values_mut().chain(expect.contains.values_mut()) {
+    for value in expect
+        .equals
+        .values_mut()
+        .chain(expect.contains.values_mut())
+    {
         *value = substitute(value, saved);
     }
     let before = target.journal().map(|j| j.len());

@@ -214,14 +214,14 @@ fn evidence_files_call_the_methods() -> Result<(), String> {
             continue;
         };
         let files = entry["evidence"].as_array().cloned().unwrap_or_default();
-        let calls =
-            files.iter().filter_map(Value::as_str).any(|file| {
-                match embedded::file(file) {
-                    Some(text) => text.contains(&format!("{function}(")),
-                    None => {
-                        problems.push(format!("{method}: the evidence file {file} does not exist"));
-                        false
-                    }
+        let calls = files
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|file| match embedded::file(file) {
+                Some(text) => text.contains(&format!("{function}(")),
+                None => {
+                    problems.push(format!("{method}: the evidence file {file} does not exist"));
+                    false
                 }
             });
         if !calls {

@@ -111,7 +111,9 @@ fn no_server_dependency() -> Result<(), String> {
 fn no_listener_in_source() -> Result<(), String> {
     let files: Vec<(&str, &str)> = embedded::under("core/src").collect();
     if files.is_empty() {
-        return Err("the core has no source files to look at (built outside its repository?)".into());
+        return Err(
+            "the core has no source files to look at (built outside its repository?)".into(),
+        );
     }
     let mut problems = Vec::new();
     for (file, text) in files {
