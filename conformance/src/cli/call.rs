@@ -57,6 +57,7 @@ pub(super) struct Args {
 /// The most `--input @FILE` and `--input -` read: well past every input bound of the core
 /// (1 MiB for exec), so that the core, not the command line, refuses an input too large.
 const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
+const _: () = assert!(MAX_INPUT_BYTES > 1024 * 1024, "past the exec input bound");
 
 /// Why the call could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -203,7 +204,7 @@ mod tests {
 
     use fake_incus::FakeIncus;
 
-    use super::{credential_free, input_text, UsageError, MAX_INPUT_BYTES};
+    use super::{credential_free, input_text, UsageError};
 
     fn call(args: &[&str]) -> std::process::ExitCode {
         let argv = ["incus-conformance", "call"].iter().chain(args.iter());
@@ -332,7 +333,6 @@ mod tests {
             input_text("-", &mut invalid),
             Err(UsageError::ReadInput { .. })
         ));
-        assert!(MAX_INPUT_BYTES > 1024 * 1024);
     }
 
     #[test]
