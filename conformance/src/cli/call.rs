@@ -87,7 +87,7 @@ pub(super) fn run_call(args: Args) -> ExitCode {
     match call(args) {
         Ok(result) => {
             let is_error = result.get("error").is_some();
-            let printed = super::print_json(&result);
+            let printed = super::output::print_json(&result);
             match (printed == ExitCode::SUCCESS, is_error) {
                 (true, false) => ExitCode::SUCCESS,
                 _ => ExitCode::FAILURE,
@@ -95,7 +95,7 @@ pub(super) fn run_call(args: Args) -> ExitCode {
         }
         Err(error) => {
             eprintln!("incus-conformance call: {error}");
-            ExitCode::from(super::USAGE)
+            ExitCode::from(super::output::USAGE)
         }
     }
 }
