@@ -7,8 +7,9 @@ use clap::Parser;
 use incus_operations::{Connection, Host};
 
 use crate::runner::{self, RunArgs};
+use crate::scenario::fake::HostTargets;
 use crate::scenario::target::TargetFactory;
-use crate::suites::{self, host_target::HostTargets};
+use crate::suites;
 
 /// Runs every suite through the host that `host_factory` builds for each trial's fake Incus,
 /// with the command line of the test binary; returns the exit code for `main`.

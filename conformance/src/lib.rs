@@ -2,9 +2,10 @@
 
 mod certify;
 mod clauses;
+mod embedded;
 mod reference_host;
 mod runner;
-mod scenario;
+pub mod scenario;
 mod suites;
 pub mod tama;
 
@@ -32,10 +33,10 @@ use std::sync::Arc;
 /// }
 /// ```
 pub fn run_conformance(args: &RunArgs) -> ExitCode {
-    let hosts: suites::host_target::HostFactory<ReferenceHost> =
+    let hosts: scenario::fake::HostFactory<ReferenceHost> =
         Arc::new(|connection| (ReferenceHost::new(connection), ()));
     let factory: Arc<dyn scenario::target::TargetFactory> =
-        Arc::new(suites::host_target::HostTargets::new(hosts));
+        Arc::new(scenario::fake::HostTargets::new(hosts));
     runner::execute(args, suites::registry(&factory, suites::Subject::Core))
 }
 

@@ -10,14 +10,13 @@ use crate::admin::Admin;
 use crate::cleanup::{self, CleanupOutcome};
 use crate::cli::{Cli, OPT_IN_REFUSAL};
 use crate::compare;
-use crate::core_ops::CoreOperations;
 use crate::endpoint::Endpoint;
-use crate::operations::Operations;
 use crate::plan;
 use crate::portable;
 use crate::recorder::CheckSink;
 use crate::report::{Report, ServerInfo};
 use crate::sandbox::{self, ImageSource};
+use crate::targets::{self, Targets};
 
 /// Exit status after Ctrl-C (cleanup done).
 const EXIT_INTERRUPTED: u8 = 130;
@@ -93,14 +92,11 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
             return report;
         }
     }
-    let ops = CoreOperations::new(&endpoint, &project, cli);
-    let catalogue = match &ops {
-        Ok(ops) => ops.catalogue(),
-        Err(_) => Vec::new(),
-    };
+    let catalogue = targets::catalogue();
     let sink: CheckSink = CheckSink::default();
     let work = async {
-        let ops = ops.map_err(|e| format!("binding the operation core: {e}"))?;
+        let targets = Targets::new(&endpoint, &project, cli)
+            .map_err(|e| format!("binding the operation core: {e}"))?;
         let remote = cli.image_remote.as_ref().zip(cli.remote_alias.as_ref());
         let remote = remote.map(|((name, _), alias)| (name.clone(), alias.clone()));
         eprintln!("setup: project, root disk on pool {}, test image", cli.pool);
@@ -108,7 +104,7 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
             .await
             .map_err(|e| format!("setup: {e}"))?;
         eprintln!("setup done: image {}", sandbox.fingerprint);
-        let checks = plan::run_plan(&ops, &sandbox, "", Some(sink.clone())).await;
+        let mut checks = plan::run_plan(&targets, &sandbox, "", Some(sink.clone())).await;
         let mut divergences = Vec::new();
         let mut errors = Vec::new();
         if cli.compare_fake {
@@ -119,11 +115,12 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         }
         let real = portable::RealSide {
             admin,
-            ops: &ops,
+            targets: &targets,
             sandbox: &sandbox,
             source: &source,
         };
         let scenarios = portable::run_all(cli, real, cli.compare_fake).await;
+        checks.extend(scenarios.checks);
         divergences.extend(scenarios.divergences);
         Ok::<_, String>((checks, scenarios.rows, divergences, errors))
     };

@@ -106,7 +106,8 @@ pub struct Cli {
     #[arg(long)]
     pub compare_fake: bool,
 
-    /// Directory of the portable scenarios (default: ./scenarios, else the repository's scenarios/).
+    /// Directory of the scenario files to run (default: the repository's scenarios/, built into
+    /// the runner when it was compiled).
     #[arg(long, value_name = "DIR")]
     pub scenarios: Option<PathBuf>,
 

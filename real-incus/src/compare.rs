@@ -4,11 +4,11 @@ use std::collections::HashMap;
 
 use crate::admin::Admin;
 use crate::cli::Cli;
-use crate::core_ops::CoreOperations;
 use crate::endpoint::Endpoint;
 use crate::plan::{self, Sandbox};
 use crate::report::{Check, Outcome, ScenarioRow};
 use crate::shape::shape_differences;
+use crate::targets::Targets;
 
 /// The fake's out-of-the-box world: project, pool and image alias of its documented default state.
 const FAKE_PROJECT: &str = "default";
@@ -16,15 +16,15 @@ const FAKE_POOL: &str = "default";
 const FAKE_ALIAS: &str = "busybox";
 
 /// A fresh in-process fake Incus with the core bound to it, in the fake's default project.
-pub(crate) struct Fake {
-    pub(crate) ops: CoreOperations,
-    pub(crate) sandbox: Sandbox,
+struct Fake {
+    targets: Targets,
+    sandbox: Sandbox,
     _fake: fake_incus::FakeIncus,
 }
 
 impl Fake {
     /// Starts a fake with its default state.
-    pub(crate) async fn start(cli: &Cli) -> Result<Fake, String> {
+    async fn start(cli: &Cli) -> Result<Fake, String> {
         let fake = fake_incus::FakeIncus::builder()
             .start()
             .await
@@ -36,7 +36,7 @@ impl Fake {
             .await
             .map_err(|e| format!("the fake's default image alias {FAKE_ALIAS:?}: {e}"))?;
         Ok(Fake {
-            ops: CoreOperations::new(&endpoint, FAKE_PROJECT, cli)?,
+            targets: Targets::new(&endpoint, FAKE_PROJECT, cli)?,
             sandbox: Sandbox {
                 project: FAKE_PROJECT.to_owned(),
                 pool: FAKE_POOL.to_owned(),
@@ -53,7 +53,7 @@ impl Fake {
 pub(crate) async fn against_fake(cli: &Cli, real: &[Check]) -> Result<Vec<ScenarioRow>, String> {
     eprintln!("differential: the acceptance plan on an in-process fake Incus");
     let fake = Fake::start(cli).await?;
-    let on_fake = plan::run_plan(&fake.ops, &fake.sandbox, "fake: ", None).await;
+    let on_fake = plan::run_plan(&fake.targets, &fake.sandbox, "fake: ", None).await;
     Ok(divergences(real, &on_fake))
 }
 

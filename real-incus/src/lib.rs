@@ -19,17 +19,15 @@ mod admin;
 pub mod cleanup;
 mod cli;
 mod compare;
-mod core_ops;
 mod endpoint;
 mod image;
-mod operations;
 mod plan;
 mod portable;
 mod recorder;
 pub mod report;
 mod sandbox;
-mod scenarios;
 mod shape;
+mod targets;
 
 pub use acceptance::main;
 pub use cli::{Cli, OPT_IN_REFUSAL};

@@ -1,110 +1,145 @@
-//! Running the portable scenarios on the real daemon (between scenarios the project's instances are
-//! removed and the `busybox` alias restored) and, in differential mode, each also on a fresh fake
-//! Incus, compared step by step by shape.
-use std::collections::HashMap;
+//! The portable scenarios on the real daemon, through the conformance crate's scenario engine
+//! (between scenarios the project's instances are removed and the `busybox` alias restored)
+//! and, in differential mode, each also on the engine's fake backend, compared step by step by
+//! shape. Every step is also a check of the report, under its operation.
+use std::sync::Arc;
 
-use serde_json::Value;
+use incus_conformance::scenario::fake::{HostFactory, HostTargets};
+use incus_conformance::scenario::format::{FakeSetup, Scenario};
+use incus_conformance::scenario::load::{self, ScenarioFile};
+use incus_conformance::scenario::run::{self, StepOutcome};
+use incus_conformance::scenario::target::{Target, TargetFactory};
+use incus_conformance::ReferenceHost;
 
 use crate::admin::Admin;
 use crate::cleanup;
 use crate::cli::Cli;
-use crate::operations::Operations;
 use crate::plan::Sandbox;
-use crate::report::{Outcome, ScenarioRow};
-use crate::sandbox::{self, ImageSource};
-use crate::scenarios::{self, Scenario};
+use crate::recorder::judged;
+use crate::report::{Check, Outcome, ScenarioRow};
+use crate::sandbox::{self, ImageSource, SCENARIO_ALIAS};
 use crate::shape::shape_differences;
-
-/// The alias portable scenarios use for the test image.
-pub(crate) const SCENARIO_ALIAS: &str = "busybox";
+use crate::targets::{self, Targets};
 
 /// Results of the portable scenarios.
 #[derive(Debug, Default)]
 pub(crate) struct PortableRun {
+    /// One row per scenario.
     pub(crate) rows: Vec<ScenarioRow>,
+    /// Every step that ran on the real daemon, as a check of its operation.
+    pub(crate) checks: Vec<Check>,
+    /// Differential mode: the steps whose results differ in shape from the fake's.
     pub(crate) divergences: Vec<ScenarioRow>,
 }
 
 /// Everything the scenarios need on the real side.
 pub(crate) struct RealSide<'a> {
     pub(crate) admin: &'a Admin,
-    pub(crate) ops: &'a dyn Operations,
+    pub(crate) targets: &'a Targets,
     pub(crate) sandbox: &'a Sandbox,
     pub(crate) source: &'a ImageSource,
+}
+
+/// The scenario files: `--scenarios DIR`, else the ones built into the harness.
+fn files(cli: &Cli) -> Result<(Vec<ScenarioFile>, String), String> {
+    match &cli.scenarios {
+        Some(dir) => load::directory(dir)
+            .map(|files| (files, dir.display().to_string()))
+            .map_err(|e| e.to_string()),
+        None => Ok((
+            load::builtin(),
+            "the harness's built-in scenarios".to_owned(),
+        )),
+    }
 }
 
 /// Runs every portable scenario; with `compare`, also on the fake.
 pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> PortableRun {
     let mut run = PortableRun::default();
-    let dir = cli.scenarios.clone().unwrap_or_else(scenarios::default_dir);
-    let all = match scenarios::load(&dir) {
-        Ok(all) => all,
+    let (files, origin) = match files(cli) {
+        Ok(found) => found,
         Err(e) => {
             run.rows.push(row("scenarios", Outcome::Failed, Some(e)));
             return run;
         }
     };
-    let (portable, fake_only): (Vec<Scenario>, Vec<Scenario>) =
-        all.into_iter().partition(Scenario::portable);
-    eprintln!(
-        "scenarios: {} portable (run here), {} fake-only (skipped) in {}",
-        portable.len(),
-        fake_only.len(),
-        dir.display()
-    );
-    let schemas: HashMap<String, Value> = real
-        .ops
-        .catalogue()
-        .into_iter()
-        .map(|info| (info.name, info.output_schema))
-        .collect();
-    for scenario in &portable {
-        if let Err(e) = reset(&real).await {
-            run.rows.push(row(
-                &scenario.name,
+    let mut portable = Vec::new();
+    let mut fake_only = 0;
+    for file in files {
+        match file.scenario {
+            Ok(scenario) if scenario.portable() => portable.push(scenario),
+            Ok(_) => fake_only += 1,
+            Err(e) => run.rows.push(row(
+                &format!("scenario::{}", file.stem),
                 Outcome::Failed,
-                Some(format!("reset before the scenario: {e}")),
-            ));
+                Some(e.to_string()),
+            )),
+        }
+    }
+    eprintln!(
+        "scenarios: {} portable (run here), {fake_only} fake-only (skipped) from {origin}",
+        portable.len(),
+    );
+    let fake = fake_targets(cli);
+    for scenario in &portable {
+        let name = format!("scenario::{}", scenario.name);
+        if let Err(e) = reset(&real).await {
+            let problem = format!("reset before the scenario: {e}");
+            run.rows.push(row(&name, Outcome::Failed, Some(problem)));
             continue;
         }
-        let on_real =
-            scenarios::run(real.ops, &schemas, scenario, Some(&real.sandbox.project)).await;
-        let outcome = if on_real.failure.is_some() {
-            Outcome::Failed
-        } else {
+        let on_real = run::run(scenario, &real.targets.standard).await;
+        let verdict = on_real.verdict();
+        let outcome = if verdict.is_ok() {
             Outcome::Passed
+        } else {
+            Outcome::Failed
         };
-        eprintln!(
-            "  {}  scenario::{}",
-            if outcome == Outcome::Passed {
-                "ok  "
-            } else {
-                "FAIL"
-            },
-            scenario.name
-        );
-        if let Some(failure) = &on_real.failure {
+        let mark = if outcome == Outcome::Passed {
+            "ok  "
+        } else {
+            "FAIL"
+        };
+        eprintln!("  {mark}  {name}");
+        if let Err(failure) = &verdict {
             eprintln!("        {failure}");
         }
+        run.checks.extend(
+            on_real
+                .steps
+                .iter()
+                .map(|step| step_check(&scenario.name, step)),
+        );
         if compare {
-            match on_fake(cli, &schemas, scenario).await {
+            match on_fake(&fake, scenario).await {
                 Ok(fake_steps) => run.divergences.extend(diverging_steps(
                     &scenario.name,
                     &on_real.steps,
                     &fake_steps,
                 )),
-                Err(e) => run
-                    .divergences
-                    .push(row(&scenario.name, Outcome::Failed, Some(e))),
+                Err(e) => run.divergences.push(row(&name, Outcome::Failed, Some(e))),
             }
         }
-        run.rows.push(row(
-            &format!("scenario::{}", scenario.name),
-            outcome,
-            on_real.failure,
-        ));
+        run.rows.push(row(&name, outcome, verdict.err()));
     }
     run
+}
+
+/// A scenario step as a check of its operation.
+fn step_check(scenario: &str, step: &StepOutcome) -> Check {
+    let verdict = if step.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(step.problems.join("; "))
+    };
+    judged(
+        &step.operation,
+        &format!("scenario::{scenario}: {}", step.label),
+        step.input.clone(),
+        step.result.clone(),
+        step.duration,
+        verdict,
+    )
 }
 
 fn row(name: &str, outcome: Outcome, problem: Option<String>) -> ScenarioRow {
@@ -132,29 +167,33 @@ async fn reset(real: &RealSide<'_>) -> Result<(), String> {
     Ok(())
 }
 
-async fn on_fake(
-    cli: &Cli,
-    schemas: &HashMap<String, Value>,
-    scenario: &Scenario,
-) -> Result<Vec<(String, Value)>, String> {
-    let fake = crate::compare::Fake::start(cli).await?;
-    let outcome = scenarios::run(&fake.ops, schemas, scenario, None).await;
-    Ok(outcome.steps)
+/// The engine's fake backend: a fresh fake Incus per scenario, the reference host bound to it
+/// with the run's request bound.
+fn fake_targets(cli: &Cli) -> HostTargets<ReferenceHost> {
+    let hosts: HostFactory<ReferenceHost> = Arc::new(|c| (ReferenceHost::new(c), ()));
+    let timeout = cli.timeout;
+    HostTargets::new(hosts).connection(Arc::new(move |socket| {
+        targets::connection(targets::unix(socket), timeout, None)
+    }))
 }
 
-fn diverging_steps(
-    name: &str,
-    real: &[(String, Value)],
-    fake: &[(String, Value)],
-) -> Vec<ScenarioRow> {
+async fn on_fake(
+    fake: &HostTargets<ReferenceHost>,
+    scenario: &Scenario,
+) -> Result<Vec<StepOutcome>, String> {
+    let target: Box<dyn Target> = fake.start(&FakeSetup::default()).await?;
+    Ok(run::run(scenario, target.as_ref()).await.steps)
+}
+
+fn diverging_steps(name: &str, real: &[StepOutcome], fake: &[StepOutcome]) -> Vec<ScenarioRow> {
     let mut rows: Vec<ScenarioRow> = real
         .iter()
         .zip(fake)
-        .filter_map(|((label, r), (_, f))| {
-            let differences = shape_differences(r, f);
+        .filter_map(|(r, f)| {
+            let differences = shape_differences(&r.result, &f.result);
             (!differences.is_empty()).then(|| {
                 row(
-                    &format!("scenario::{name}: {label}"),
+                    &format!("scenario::{name}: {}", r.label),
                     Outcome::Failed,
                     Some(differences.join("; ")),
                 )

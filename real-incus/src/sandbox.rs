@@ -12,6 +12,8 @@ use crate::plan::Sandbox;
 
 /// The alias of the test image inside the acceptance project.
 pub(crate) const IMAGE_ALIAS: &str = "acceptance";
+/// The alias portable scenarios use for the test image (the fake's default image has it too).
+pub(crate) const SCENARIO_ALIAS: &str = "busybox";
 
 /// Where the test image comes from.
 #[derive(Debug, Clone)]
@@ -93,13 +95,7 @@ pub(crate) async fn prepare(
         .patch_profile(project, "default", root)
         .await
         .map_err(SetupError::Profile)?;
-    let fingerprint = restore_image(
-        admin,
-        project,
-        source,
-        &[IMAGE_ALIAS, crate::portable::SCENARIO_ALIAS],
-    )
-    .await?;
+    let fingerprint = restore_image(admin, project, source, &[IMAGE_ALIAS, SCENARIO_ALIAS]).await?;
     Ok(Sandbox {
         project: project.to_owned(),
         pool: pool.to_owned(),

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 pub(super) struct Args {}
 
 pub(super) fn run(_args: Args) -> ExitCode {
-    super::print_json(&catalogue())
+    super::output::print_json(&catalogue())
 }
 
 /// `{"operations": [describe() + "exported"], "unavailable": [{"name", "reason"}]}`.

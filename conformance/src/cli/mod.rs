@@ -6,18 +6,17 @@
 
 mod call;
 mod catalogue;
+mod output;
 mod run;
 mod tama;
 mod tama_validate;
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Exit code for usage errors.
-const USAGE: u8 = 2;
+use output::USAGE;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -73,25 +72,6 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Call(args)) => call::run_call(*args),
         None => run::run(cli.run),
-    }
-}
-
-/// Writes a JSON value to stdout, pretty-printed; a closed stdout is a failure, not a panic.
-fn print_json(value: &serde_json::Value) -> ExitCode {
-    let text = match serde_json::to_string_pretty(value) {
-        Ok(text) => text,
-        Err(error) => {
-            eprintln!("incus-conformance: cannot serialize the output: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut stdout = std::io::stdout().lock();
-    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("incus-conformance: cannot write the output: {error}");
-            ExitCode::FAILURE
-        }
     }
 }
 

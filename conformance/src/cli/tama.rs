@@ -34,7 +34,7 @@ pub(super) fn run(command: Command) -> ExitCode {
             } else {
                 incus_operations::tama_document()
             };
-            super::print_json(&document)
+            super::output::print_json(&document)
         }
         Command::Validate { format, files } => tama_validate::run(format, &files),
     }

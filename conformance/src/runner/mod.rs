@@ -13,6 +13,7 @@ pub(crate) mod json;
 pub(crate) mod junit;
 pub(crate) mod progress;
 pub(crate) mod record;
+pub(crate) mod recorder;
 
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -27,7 +28,8 @@ use self::baseline::Baseline;
 pub(crate) use self::check::Check;
 use self::json::{EventSink, Summary};
 use self::progress::Progress;
-use self::record::{Outcome, Record, Recorder, STALE_MESSAGE};
+use self::record::{Outcome, Record, STALE_MESSAGE};
+use self::recorder::Recorder;
 
 /// Exit code of a run that could not start (bad flags, unreadable baseline, broken registry).
 const EXIT_USAGE: u8 = 2;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::record::Recorder;
+use super::recorder::Recorder;
 
 /// How often a progress line is printed.
 pub(crate) const INTERVAL: Duration = Duration::from_secs(5);

@@ -8,85 +8,92 @@ use serde_json::Value;
 /// A scenario file, as written.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Scenario {
+pub struct Scenario {
     /// Equal to the file stem; the trial is `scenario::<name>`.
-    pub(crate) name: String,
+    pub name: String,
     /// What the scenario shows, in a sentence or two.
-    pub(crate) description: String,
+    pub description: String,
     /// The clause ids (`area::clause`) the scenario checks.
-    pub(crate) clauses: Vec<String>,
+    pub clauses: Vec<String>,
     /// Fake-only setup: seed state and fault rules. A scenario with this section is not portable.
     #[serde(default)]
-    pub(crate) fake: Option<FakeSetup>,
+    pub fake: Option<FakeSetup>,
     /// The calls, in order.
-    pub(crate) steps: Vec<Step>,
+    pub steps: Vec<Step>,
 }
 
 /// Fake-only setup, applied when the fake Incus for the scenario starts.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct FakeSetup {
+pub struct FakeSetup {
     /// Seed state, in the fake's state format (the format of its state dump).
     #[serde(default)]
-    pub(crate) seed: Option<Value>,
+    pub seed: Option<Value>,
     /// Fault rules, in the fake's rule script format, in install order.
     #[serde(default)]
-    pub(crate) faults: Vec<Value>,
+    pub faults: Vec<Value>,
 }
 
 /// One call and what it must return.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Step {
+pub struct Step {
     /// Optional label used in failure messages.
     #[serde(default)]
-    pub(crate) label: Option<String>,
+    pub label: Option<String>,
     /// The operation name (any string: unknown names are a valid test).
-    pub(crate) operation: String,
+    pub operation: String,
     /// The caller's verified scopes.
-    pub(crate) scopes: Vec<String>,
+    pub scopes: Vec<String>,
     /// The operation input (any JSON value: malformed input is a valid test). `"${var}"`
     /// strings are replaced by values saved by earlier steps.
-    pub(crate) input: Value,
+    pub input: Value,
     /// Expectations on the result.
     #[serde(default)]
-    pub(crate) expect: Expect,
+    pub expect: Expect,
     /// Fake-only expectations on the requests the backend received during this step.
     #[serde(default)]
-    pub(crate) journal: Option<JournalExpect>,
+    pub journal: Option<JournalExpect>,
     /// Values of the result to reuse in later steps: variable name -> JSON pointer.
     #[serde(default)]
-    pub(crate) save: BTreeMap<String, String>,
+    pub save: BTreeMap<String, String>,
 }
 
 /// Expectations on one result. All given expectations must hold.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Expect {
+pub struct Expect {
     /// `/status` equals this.
     #[serde(default)]
-    pub(crate) status: Option<String>,
+    pub status: Option<String>,
     /// `/error/kind` equals this; `null` means "no error key".
     #[serde(default, deserialize_with = "some_or_null")]
-    pub(crate) error_kind: Option<Option<String>>,
+    pub error_kind: Option<Option<String>>,
     /// JSON pointer -> expected value.
     #[serde(default)]
-    pub(crate) equals: BTreeMap<String, Value>,
+    pub equals: BTreeMap<String, Value>,
     /// JSON pointers that must resolve.
     #[serde(default)]
-    pub(crate) present: Vec<String>,
+    pub present: Vec<String>,
     /// JSON pointers that must not resolve.
     #[serde(default)]
-    pub(crate) absent: Vec<String>,
+    pub absent: Vec<String>,
     /// JSON pointer -> length of the array, object or string there.
     #[serde(default)]
-    pub(crate) lengths: BTreeMap<String, usize>,
+    pub lengths: BTreeMap<String, usize>,
+    /// JSON pointer -> the number there is at least this.
+    #[serde(default)]
+    pub at_least: BTreeMap<String, f64>,
     /// JSON pointer -> the number there is at most this.
     #[serde(default)]
-    pub(crate) at_most: BTreeMap<String, f64>,
+    pub at_most: BTreeMap<String, f64>,
+    /// JSON pointer -> an item the array there holds: an element equal to it or, for an
+    /// object, an object element with (at least) every field of it, each equal.
+    #[serde(default)]
+    pub contains: BTreeMap<String, Value>,
     /// The result validates against the operation's output schema (default true).
     #[serde(default = "yes")]
-    pub(crate) schema_valid: bool,
+    pub schema_valid: bool,
 }
 
 impl Default for Expect {
@@ -98,41 +105,135 @@ impl Default for Expect {
             present: Vec::new(),
             absent: Vec::new(),
             lengths: BTreeMap::new(),
+            at_least: BTreeMap::new(),
             at_most: BTreeMap::new(),
+            contains: BTreeMap::new(),
             schema_valid: true,
         }
+    }
+}
+
+/// Expectations built in code, the same ones a scenario file writes (for the ordered checks that
+/// cannot be files, such as the acceptance runner's lifecycle):
+///
+/// ```
+/// use incus_conformance::scenario::format::Expect;
+/// use incus_conformance::scenario::matcher::mismatches;
+/// use serde_json::json;
+///
+/// let expect = Expect::success()
+///     .equals("/count", 1)
+///     .contains("/items", json!({"name": "c1"}));
+/// let result = json!({"count": 1, "items": [{"name": "c1", "status": "Running"}]});
+/// let schema = json!({"type": "object"});
+/// assert!(mismatches(&expect, &result, Some(&schema)).is_empty());
+/// let missing = mismatches(&Expect::native(404), &result, Some(&schema));
+/// assert_eq!(missing, ["/error/kind is absent, expected \"native\"",
+///                      "/error/http_status is absent, expected 404"]);
+/// ```
+impl Expect {
+    /// A success: the result has no `error` key.
+    pub fn success() -> Self {
+        Self {
+            error_kind: Some(None),
+            ..Self::default()
+        }
+    }
+
+    /// An error of this kind.
+    pub fn error(kind: &str) -> Self {
+        Self {
+            error_kind: Some(Some(kind.to_owned())),
+            ..Self::default()
+        }
+    }
+
+    /// A `native` error with this HTTP status.
+    pub fn native(http_status: u16) -> Self {
+        Self::error("native").equals("/error/http_status", http_status)
+    }
+
+    /// A success whose `/status` is `status` (a mutation's or a wait's outcome).
+    pub fn status(status: &str) -> Self {
+        Self {
+            status: Some(status.to_owned()),
+            ..Self::success()
+        }
+    }
+
+    /// Also: the value at `pointer` equals `value`.
+    pub fn equals(mut self, pointer: &str, value: impl Into<Value>) -> Self {
+        self.equals.insert(pointer.to_owned(), value.into());
+        self
+    }
+
+    /// Also: `pointer` resolves.
+    pub fn present(mut self, pointer: &str) -> Self {
+        self.present.push(pointer.to_owned());
+        self
+    }
+
+    /// Also: the array at `pointer` holds `item` (an equal element or, for an object, an
+    /// object element with every field of it).
+    pub fn contains(mut self, pointer: &str, item: impl Into<Value>) -> Self {
+        self.contains.insert(pointer.to_owned(), item.into());
+        self
+    }
+
+    /// Also: the number at `pointer` is at least `bound`.
+    pub fn at_least(mut self, pointer: &str, bound: f64) -> Self {
+        self.at_least.insert(pointer.to_owned(), bound);
+        self
+    }
+
+    /// Also: the number at `pointer` is at most `bound`.
+    pub fn at_most(mut self, pointer: &str, bound: f64) -> Self {
+        self.at_most.insert(pointer.to_owned(), bound);
+        self
+    }
+
+    /// Every JSON pointer the expectations name.
+    pub fn pointers(&self) -> impl Iterator<Item = &String> {
+        self.equals
+            .keys()
+            .chain(self.lengths.keys())
+            .chain(self.at_least.keys())
+            .chain(self.at_most.keys())
+            .chain(self.contains.keys())
+            .chain(&self.present)
+            .chain(&self.absent)
     }
 }
 
 /// Fake-only expectations on the journal of one step.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct JournalExpect {
+pub struct JournalExpect {
     /// The step sent no request at all to the backend.
     #[serde(default)]
-    pub(crate) no_backend_request: bool,
+    pub no_backend_request: bool,
     /// Request counts per method and path pattern.
     #[serde(default)]
-    pub(crate) requests: Vec<RequestCount>,
+    pub requests: Vec<RequestCount>,
 }
 
 /// "exactly `count` requests with this method whose path matches `path`" (and, when given,
 /// whose JSON body equals `body` and whose `If-Match` presence is `conditional`).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RequestCount {
+pub struct RequestCount {
     /// HTTP method, or `*` for any.
-    pub(crate) method: String,
+    pub method: String,
     /// Path pattern: `/`-separated segments, `*` matches one segment, a final `**` any rest.
-    pub(crate) path: String,
+    pub path: String,
     /// Exact count expected.
-    pub(crate) count: usize,
+    pub count: usize,
     /// Only requests whose body parses as JSON equal to this value.
     #[serde(default)]
-    pub(crate) body: Option<Value>,
+    pub body: Option<Value>,
     /// Only requests that carry (`true`) or lack (`false`) an `If-Match` header.
     #[serde(default)]
-    pub(crate) conditional: Option<bool>,
+    pub conditional: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -148,7 +249,7 @@ where
 
 impl Scenario {
     /// Portable scenarios use no fake-only feature and also run against a real Incus.
-    pub(crate) fn portable(&self) -> bool {
+    pub fn portable(&self) -> bool {
         self.fake.is_none() && self.steps.iter().all(|step| step.journal.is_none())
     }
 }

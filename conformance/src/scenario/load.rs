@@ -4,73 +4,139 @@ use std::path::{Path, PathBuf};
 
 use super::format::Scenario;
 use crate::clauses;
+use crate::embedded;
 use crate::runner::check::is_snake_segment;
+
+/// Environment variable that points the run at another scenario directory.
+pub const DIR_VARIABLE: &str = "INCUS_CONFORMANCE_SCENARIOS";
 
 /// Why a scenario file cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum LoadError {
+#[non_exhaustive]
+pub enum LoadError {
     /// The file or directory could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The file or directory.
         path: PathBuf,
+        /// The cause.
         source: std::io::Error,
     },
     /// The file is not a scenario (bad JSON, unknown or missing keys, wrong types).
-    #[error("{path} is not a valid scenario: {reason}")]
-    Parse { path: PathBuf, reason: String },
+    #[error("{origin} is not a valid scenario: {reason}")]
+    Parse {
+        /// Where the file came from.
+        origin: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The file parses but breaks a rule of the format.
-    #[error("{path}: {reason}")]
-    Invalid { path: PathBuf, reason: String },
+    #[error("{origin}: {reason}")]
+    Invalid {
+        /// Where the file came from.
+        origin: String,
+        /// The rule it breaks.
+        reason: String,
+    },
 }
 
-/// The `*.json` files of `dir`, sorted by name.
-pub(crate) fn files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+/// One scenario file: its name, where it came from, and its scenario or why it cannot be used.
+#[derive(Debug)]
+pub struct ScenarioFile {
+    /// The file stem: the scenario's name, and the trial's `scenario::<stem>`.
+    pub stem: String,
+    /// A path, or `scenarios/<file>` (embedded) for the built-in ones.
+    pub origin: String,
+    /// The scenario, loaded and validated.
+    pub scenario: Result<Scenario, LoadError>,
+}
+
+/// The repository's scenario files, embedded when the harness was built, sorted by name.
+pub fn builtin() -> Vec<ScenarioFile> {
+    embedded::under("scenarios")
+        .filter_map(|(path, text)| {
+            let name = path.rsplit('/').next()?;
+            let stem = name.strip_suffix(".json")?;
+            Some(file(stem, format!("{path} (embedded)"), text))
+        })
+        .collect()
+}
+
+/// The scenario files of `$INCUS_CONFORMANCE_SCENARIOS` when it is set, else the built-in ones.
+pub fn from_environment() -> Result<Vec<ScenarioFile>, LoadError> {
+    match std::env::var_os(DIR_VARIABLE) {
+        Some(dir) => directory(Path::new(&dir)),
+        None => Ok(builtin()),
+    }
+}
+
+/// The `*.json` files of `dir`, sorted by name, each loaded.
+pub fn directory(dir: &Path) -> Result<Vec<ScenarioFile>, LoadError> {
     let read = |source| LoadError::Read {
         path: dir.to_owned(),
         source,
     };
-    let mut files = Vec::new();
+    let mut paths = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(read)? {
         let path = entry.map_err(read)?.path();
         if path.extension().is_some_and(|e| e == "json") {
-            files.push(path);
+            paths.push(path);
         }
     }
-    files.sort();
-    Ok(files)
+    paths.sort();
+    Ok(paths
+        .iter()
+        .map(|path| ScenarioFile {
+            stem: stem(path),
+            origin: path.display().to_string(),
+            scenario: load(path),
+        })
+        .collect())
 }
 
 /// The file stem, used as the scenario name.
-pub(crate) fn stem(path: &Path) -> String {
+pub fn stem(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
 
 /// Reads, parses and validates one scenario file.
-pub(crate) fn load(path: &Path) -> Result<Scenario, LoadError> {
+pub fn load(path: &Path) -> Result<Scenario, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
         path: path.to_owned(),
         source,
     })?;
-    let scenario = parse(&text).map_err(|reason| LoadError::Parse {
-        path: path.to_owned(),
-        reason,
-    })?;
-    validate(&scenario, &stem(path)).map_err(|reason| LoadError::Invalid {
-        path: path.to_owned(),
-        reason,
-    })?;
-    Ok(scenario)
+    file(&stem(path), path.display().to_string(), &text).scenario
+}
+
+fn file(stem: &str, origin: String, text: &str) -> ScenarioFile {
+    let scenario = parse(text)
+        .map_err(|reason| LoadError::Parse {
+            origin: origin.clone(),
+            reason,
+        })
+        .and_then(|scenario| {
+            validate(&scenario, stem).map_err(|reason| LoadError::Invalid {
+                origin: origin.clone(),
+                reason,
+            })?;
+            Ok(scenario)
+        });
+    ScenarioFile {
+        stem: stem.to_owned(),
+        origin,
+        scenario,
+    }
 }
 
 /// Parses scenario text.
-pub(crate) fn parse(text: &str) -> Result<Scenario, String> {
+pub fn parse(text: &str) -> Result<Scenario, String> {
     serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
 /// The rules of the format that serde cannot express.
-pub(crate) fn validate(scenario: &Scenario, stem: &str) -> Result<(), String> {
+pub fn validate(scenario: &Scenario, stem: &str) -> Result<(), String> {
     if scenario.name != stem {
         return Err(format!(
             "name {:?} differs from the file stem {stem:?}",
@@ -93,15 +159,7 @@ pub(crate) fn validate(scenario: &Scenario, stem: &str) -> Result<(), String> {
         return Err("no step".into());
     }
     for (index, step) in scenario.steps.iter().enumerate() {
-        let pointers = step
-            .expect
-            .equals
-            .keys()
-            .chain(step.expect.lengths.keys())
-            .chain(step.expect.at_most.keys())
-            .chain(&step.expect.present)
-            .chain(&step.expect.absent)
-            .chain(step.save.values());
+        let pointers = step.expect.pointers().chain(step.save.values());
         if let Some(bad) = pointers
             .into_iter()
             .find(|p| !p.is_empty() && !p.starts_with('/'))
@@ -175,11 +233,33 @@ mod tests {
 
     #[test]
     fn every_scenario_file_of_the_repository_loads() {
-        let dir = super::super::default_dir();
-        let files = files(&dir).unwrap();
+        let files = builtin();
         assert!(files.len() >= 40, "only {} scenario files", files.len());
         for file in files {
-            load(&file).unwrap();
+            let scenario = file.scenario.unwrap();
+            assert_eq!(scenario.name, file.stem);
         }
+    }
+
+    #[test]
+    fn a_directory_loads_like_the_embedded_files_and_reports_broken_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("list_instances.json"),
+            minimal().to_string(),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("broken.json"), "{").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "not a scenario").unwrap();
+        let files = directory(dir.path()).unwrap();
+        assert_eq!(files.len(), 2);
+        assert_eq!(files[0].stem, "broken");
+        let error = files[0].scenario.as_ref().unwrap_err().to_string();
+        assert!(error.contains("is not a valid scenario"), "{error}");
+        assert!(files[1].scenario.is_ok());
+        assert!(matches!(
+            directory(&dir.path().join("missing")),
+            Err(LoadError::Read { .. })
+        ));
     }
 }

@@ -30,7 +30,7 @@ fn error_schema() -> Value {
 
 /// Checks `result` against `expect`; `schema` is the operation's output schema, if known.
 /// Returns one line per mismatch.
-pub(crate) fn mismatches(expect: &Expect, result: &Value, schema: Option<&Value>) -> Vec<String> {
+pub fn mismatches(expect: &Expect, result: &Value, schema: Option<&Value>) -> Vec<String> {
     let mut out = Vec::new();
     if !result.is_object() {
         out.push(format!("the result is not a JSON object: {result}"));
@@ -69,12 +69,22 @@ pub(crate) fn mismatches(expect: &Expect, result: &Value, schema: Option<&Value>
     for (pointer, expected) in &expect.lengths {
         length(&mut out, result, pointer, *expected);
     }
+    for (pointer, bound) in &expect.at_least {
+        match result.pointer(pointer).and_then(Value::as_f64) {
+            Some(found) if found >= *bound => {}
+            Some(found) => out.push(format!("{pointer} is {found}, less than {bound}")),
+            None => out.push(format!("{pointer} is not a number")),
+        }
+    }
     for (pointer, bound) in &expect.at_most {
         match result.pointer(pointer).and_then(Value::as_f64) {
             Some(found) if found <= *bound => {}
             Some(found) => out.push(format!("{pointer} is {found}, more than {bound}")),
             None => out.push(format!("{pointer} is not a number")),
         }
+    }
+    for (pointer, item) in &expect.contains {
+        contains(&mut out, result, pointer, item);
     }
     if expect.schema_valid {
         out.extend(schema_errors(result, schema));
@@ -112,8 +122,30 @@ fn length(out: &mut Vec<String>, result: &Value, pointer: &str, expected: usize)
     }
 }
 
+fn contains(out: &mut Vec<String>, result: &Value, pointer: &str, item: &Value) {
+    match result.pointer(pointer) {
+        Some(Value::Array(items)) if items.iter().any(|found| holds(found, item)) => {}
+        Some(Value::Array(items)) => out.push(format!(
+            "{pointer} holds no item like {item} among {} items",
+            items.len()
+        )),
+        Some(other) => out.push(format!("{pointer} is not an array: {}", short(other))),
+        None => out.push(format!("{pointer} is absent, expected an item like {item}")),
+    }
+}
+
+/// `found` equals `item`, or both are objects and `found` has every field of `item`, equal.
+fn holds(found: &Value, item: &Value) -> bool {
+    match (found, item) {
+        (Value::Object(found), Value::Object(item)) => item
+            .iter()
+            .all(|(key, value)| found.get(key) == Some(value)),
+        _ => found == item,
+    }
+}
+
 /// Output-schema violations of `result` (the generic error shape when `schema` is `None`).
-pub(crate) fn schema_errors(result: &Value, schema: Option<&Value>) -> Vec<String> {
+pub fn schema_errors(result: &Value, schema: Option<&Value>) -> Vec<String> {
     let fallback;
     let schema = match schema {
         Some(schema) => schema,
@@ -132,7 +164,7 @@ pub(crate) fn schema_errors(result: &Value, schema: Option<&Value>) -> Vec<Strin
 }
 
 /// A value cut to a readable length for messages.
-pub(crate) fn short(value: &Value) -> String {
+pub fn short(value: &Value) -> String {
     let text = value.to_string();
     if text.len() <= 200 {
         return text;
@@ -213,6 +245,28 @@ mod tests {
         assert!(mismatches(&e, &error, None).is_empty());
         let extra = json!({"error": {"kind": "x", "message": "m", "secret": 1}});
         assert!(!mismatches(&e, &extra, None).is_empty());
+    }
+
+    #[test]
+    fn contains_finds_an_item_by_some_of_its_fields_and_at_least_bounds_below() {
+        let result = json!({"items": [{"name": "a", "status": "Running"}, {"name": "b"}], "n": 5});
+        let found = expect(json!({
+            "contains": {"/items": {"name": "a", "status": "Running"}},
+            "at_least": {"/n": 5},
+            "schema_valid": false
+        }));
+        assert_eq!(mismatches(&found, &result, None), Vec::<String>::new());
+        let missing = expect(json!({
+            "contains": {"/items": {"name": "a", "status": "Stopped"}, "/n": 5, "/none": "x"},
+            "at_least": {"/n": 6},
+            "schema_valid": false
+        }));
+        let problems = mismatches(&missing, &result, None);
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems[0].contains("less than 6"), "{problems:?}");
+        assert!(problems[1].contains("holds no item"), "{problems:?}");
+        assert!(problems[2].contains("not an array"), "{problems:?}");
+        assert!(problems[3].contains("is absent"), "{problems:?}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Running a scenario against a target.
+//! Running a scenario against a target: the same engine for the fake Incus and a real one.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -8,84 +9,170 @@ use super::format::{Scenario, Step};
 use super::target::Target;
 use super::{journal, matcher};
 
-/// Runs every step in order; the error lists every mismatch of the first failing step, with
-/// the call and the result, so that the failure reads as a reproducer.
-pub(crate) async fn run(scenario: &Scenario, target: &dyn Target) -> Result<(), String> {
-    let mut saved = BTreeMap::new();
-    for (index, step) in scenario.steps.iter().enumerate() {
-        let input = substitute(&step.input, &saved);
-        let mut expect = step.expect.clone();
-        for value in expect.equals.values_mut() {
-            *value = substitute(value, &saved);
-        }
-        let before = target.journal().map(|j| j.len());
-        let result = target
-            .call(&step.operation, &step.scopes, input.clone())
-            .await;
-        let mut problems = matcher::mismatches(
-            &expect,
-            &result,
-            target.output_schema(&step.operation).as_ref(),
-        );
-        if let Some(expect) = &step.journal {
-            match (target.journal(), before) {
-                (Some(all), Some(before)) => {
-                    problems.extend(journal::mismatches(
-                        expect,
-                        all.get(before..).unwrap_or(&[]),
-                    ));
-                }
-                _ => problems.push("journal expectations need a fake backend".into()),
-            }
-        }
-        if !problems.is_empty() {
-            return Err(report(scenario, index, step, &input, &result, &problems));
-        }
-        save(&mut saved, step, &result)?;
-    }
-    Ok(())
+/// What one step did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepOutcome {
+    /// The step's label, or its operation's name.
+    pub label: String,
+    /// The operation called.
+    pub operation: String,
+    /// The caller's scopes.
+    pub scopes: Vec<String>,
+    /// The input given, after substitution of saved values.
+    pub input: Value,
+    /// The result the target returned.
+    pub result: Value,
+    /// Wall time of the call.
+    pub duration: Duration,
+    /// Every expectation of the step that did not hold (empty when the step passed).
+    pub problems: Vec<String>,
 }
 
-fn report(
-    scenario: &Scenario,
-    index: usize,
+/// What a scenario run did: the steps that ran, in order. The run stops after the first
+/// failing step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The steps that ran.
+    pub steps: Vec<StepOutcome>,
+}
+
+impl Transcript {
+    /// Every step that ran passed, and every step ran.
+    pub fn passed(&self) -> bool {
+        self.failing().is_none()
+    }
+
+    /// The failing step, with its index, if any.
+    pub fn failing(&self) -> Option<(usize, &StepOutcome)> {
+        self.steps
+            .iter()
+            .enumerate()
+            .find(|(_, step)| !step.problems.is_empty())
+    }
+
+    /// `Ok` when the scenario passed; otherwise every mismatch of the failing step, with the
+    /// call and the result, so that the failure reads as a reproducer.
+    pub fn verdict(&self) -> Result<(), String> {
+        match self.failing() {
+            None => Ok(()),
+            Some((index, step)) => Err(report(&self.scenario, index, step)),
+        }
+    }
+}
+
+/// Runs every step in order, until one fails.
+///
+/// ```
+/// use incus_conformance::scenario::{load, run, target::HostTarget};
+/// use incus_conformance::ReferenceHost;
+/// use incus_operations::Connection;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let scenario = load::parse(r#"{"name": "unknown", "description": "An unknown name.",
+///     "clauses": ["catalogue::unknown_name"], "steps": [{"operation": "incus_nothing",
+///     "scopes": [], "input": {}, "expect": {"error_kind": "unknown_operation"}}]}"#).unwrap();
+/// // Refused before any request: no Incus needs to listen on this socket.
+/// let host = ReferenceHost::new(Connection::unix("/nonexistent/incus.socket"));
+/// let transcript = run::run(&scenario, &HostTarget::new(host, ())).await;
+/// assert!(transcript.passed(), "{:?}", transcript.verdict());
+/// # });
+/// ```
+pub async fn run(scenario: &Scenario, target: &dyn Target) -> Transcript {
+    let mut saved = BTreeMap::new();
+    let mut steps = Vec::new();
+    for step in &scenario.steps {
+        let outcome = run_step(step, target, &mut saved).await;
+        let failed = !outcome.problems.is_empty();
+        steps.push(outcome);
+        if failed {
+            break;
+        }
+    }
+    Transcript {
+        scenario: scenario.name.clone(),
+        steps,
+    }
+}
+
+async fn run_step(
     step: &Step,
-    input: &Value,
-    result: &Value,
-    problems: &[String],
-) -> String {
-    let label = step.label.as_deref().unwrap_or(&step.operation);
-    let mut text = format!(
-        "scenario {} step {} ({label}) failed:\n",
-        scenario.name,
-        index + 1
+    target: &dyn Target,
+    saved: &mut BTreeMap<String, Value>,
+) -> StepOutcome {
+    let input = substitute(&step.input, saved);
+    let mut expect = step.expect.clone();
+    for value in expect
+        .equals
+        .values_mut()
+        .chain(expect.contains.values_mut())
+    {
+        *value = substitute(value, saved);
+    }
+    let before = target.journal().map(|j| j.len());
+    let started = Instant::now();
+    let result = target
+        .call(&step.operation, &step.scopes, input.clone())
+        .await;
+    let duration = started.elapsed();
+    let mut problems = matcher::mismatches(
+        &expect,
+        &result,
+        target.output_schema(&step.operation).as_ref(),
     );
-    for problem in problems {
+    if let Some(expect) = &step.journal {
+        match (target.journal(), before) {
+            (Some(all), Some(before)) => {
+                problems.extend(journal::mismatches(
+                    expect,
+                    all.get(before..).unwrap_or(&[]),
+                ));
+            }
+            _ => problems.push("journal expectations need a fake backend".into()),
+        }
+    }
+    for (name, pointer) in &step.save {
+        match result.pointer(pointer) {
+            Some(value) => {
+                saved.insert(name.clone(), value.clone());
+            }
+            None => problems.push(format!("cannot save {name}: {pointer} is absent")),
+        }
+    }
+    StepOutcome {
+        label: step.label.clone().unwrap_or_else(|| step.operation.clone()),
+        operation: step.operation.clone(),
+        scopes: step.scopes.clone(),
+        input,
+        result,
+        duration,
+        problems,
+    }
+}
+
+fn report(scenario: &str, index: usize, step: &StepOutcome) -> String {
+    let mut text = format!(
+        "scenario {scenario} step {} ({}) failed:\n",
+        index + 1,
+        step.label
+    );
+    for problem in &step.problems {
         text.push_str(&format!("  - {problem}\n"));
     }
     text.push_str(&format!(
         "  call: {} scopes={:?} input={}\n  result: {}",
         step.operation,
         step.scopes,
-        matcher::short(input),
-        matcher::short(result)
+        matcher::short(&step.input),
+        matcher::short(&step.result)
     ));
     text
 }
 
-fn save(saved: &mut BTreeMap<String, Value>, step: &Step, result: &Value) -> Result<(), String> {
-    for (name, pointer) in &step.save {
-        let value = result
-            .pointer(pointer)
-            .ok_or_else(|| format!("cannot save {name}: {pointer} is absent from {result}"))?;
-        saved.insert(name.clone(), value.clone());
-    }
-    Ok(())
-}
-
 /// Replaces `"${name}"` strings by saved values, and `${name}` inside longer strings by the
 /// saved value's text.
-pub(crate) fn substitute(input: &Value, saved: &BTreeMap<String, Value>) -> Value {
+pub fn substitute(input: &Value, saved: &BTreeMap<String, Value>) -> Value {
     match input {
         Value::String(text) => substitute_text(text, saved),
         Value::Array(items) => Value::Array(items.iter().map(|v| substitute(v, saved)).collect()),

@@ -1,34 +1,39 @@
 //! What scenarios and suites run against: a target built per trial by a factory.
 //!
-//! The conformance run builds targets from the core's `run()` over an embedded fake Incus
-//! (with the reference host, or a host under certification); tests of the harness itself use
-//! scripted targets.
+//! Two backends: [`HostTarget`] runs operations through the core's `run()` and a host bound to
+//! an Incus the harness does not control (a real daemon: no journal, no faults), and
+//! [`HostTargets`](super::fake::HostTargets) starts an embedded fake Incus per target (journal
+//! and faults). Tests of the harness itself use scripted targets.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
+use incus_operations::{Host, RunOptions, Scope};
 use serde_json::Value;
 
 use super::format::FakeSetup;
 
 /// A boxed future, as trait objects need.
-pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// One request the backend received.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Request {
-    pub(crate) method: String,
-    pub(crate) path: String,
+pub struct Request {
+    /// The HTTP method.
+    pub method: String,
+    /// The path, without the query string.
+    pub path: String,
     /// The query string, if any (without `?`).
-    pub(crate) query: Option<String>,
+    pub query: Option<String>,
     /// The body as received (empty when none).
-    pub(crate) body: String,
+    pub body: String,
     /// The `If-Match` header, if any.
-    pub(crate) if_match: Option<String>,
+    pub if_match: Option<String>,
 }
 
 /// One system under test, set up for one trial.
-pub(crate) trait Target: Send + Sync {
+pub trait Target: Send + Sync {
     /// Runs one operation as a caller holding `scopes`; always returns the result object.
     fn call<'a>(
         &'a self,
@@ -49,10 +54,67 @@ pub(crate) trait Target: Send + Sync {
 }
 
 /// Builds one target per trial.
-pub(crate) trait TargetFactory: Send + Sync {
+pub trait TargetFactory: Send + Sync {
     /// Starts a target with the fake-only `setup` applied.
     fn start<'a>(&'a self, setup: &'a FakeSetup) -> BoxFuture<'a, Result<Box<dyn Target>, String>>;
 
     /// Whether this factory can apply fake-only setup and read a journal (false for a real Incus).
     fn is_fake(&self) -> bool;
+}
+
+/// Runs operations through the core's `run()` and `host`, as `caller`, against whatever Incus
+/// the host binds them to. It records no journal and takes no fault rules: this is the target
+/// for a real Incus.
+pub struct HostTarget<H: Host> {
+    host: H,
+    caller: H::Caller,
+    callback_timeout: Option<Duration>,
+}
+
+impl<H: Host> HostTarget<H> {
+    /// Calls run through `host` as `caller`.
+    pub fn new(host: H, caller: H::Caller) -> Self {
+        Self {
+            host,
+            caller,
+            callback_timeout: None,
+        }
+    }
+
+    /// Bounds host callbacks by `bound` instead of `run()`'s default.
+    pub fn callback_timeout(mut self, bound: Option<Duration>) -> Self {
+        self.callback_timeout = bound;
+        self
+    }
+}
+
+impl<H: Host + 'static> Target for HostTarget<H> {
+    fn call<'a>(
+        &'a self,
+        operation: &'a str,
+        scopes: &'a [String],
+        input: Value,
+    ) -> BoxFuture<'a, Value> {
+        // Scope strings that name no scope grant nothing.
+        let scopes: Vec<Scope> = scopes.iter().filter_map(|s| Scope::parse(s)).collect();
+        Box::pin(async move {
+            let mut options = RunOptions::new(&self.host, &self.caller, scopes);
+            if let Some(bound) = self.callback_timeout {
+                options = options.callback_timeout(bound);
+            }
+            incus_operations::run(operation, input, options).await
+        })
+    }
+
+    fn journal(&self) -> Option<Vec<Request>> {
+        None
+    }
+
+    fn output_schema(&self, operation: &str) -> Option<Value> {
+        incus_operations::fetch(operation).map(|d| d.output_schema().clone())
+    }
+
+    fn add_fault(&self, _rule: &Value) -> Result<(), String> {
+        Err("fault rules need a fake Incus; this target calls a real one".into())
+    }
 }

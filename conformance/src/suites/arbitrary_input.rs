@@ -8,9 +8,10 @@ use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use serde_json::Value;
 
+use super::property;
+use super::session::with_session;
 use super::session::Session;
 use super::spec_table::OPERATIONS;
-use super::{property, with_session};
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 

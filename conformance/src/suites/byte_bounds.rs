@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::session::with_session;
 use super::session::Session;
 use super::spec_table::{SpecOperation, OPERATIONS};
-use super::with_session;
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 

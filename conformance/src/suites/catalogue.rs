@@ -308,7 +308,7 @@ fn verdict(problems: Vec<String>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{default_dir, load};
+    use crate::scenario::load;
 
     /// Kinds whose scenarios send input that fails the schema on purpose. (A missing `confirm`
     /// is `confirmation_required`, whether or not the schema lists it as required.)
@@ -323,8 +323,8 @@ mod tests {
     #[test]
     fn scenario_inputs_meant_to_be_valid_match_the_catalogue() {
         let mut problems = Vec::new();
-        for file in load::files(&default_dir()).unwrap() {
-            let scenario = load::load(&file).unwrap();
+        for file in load::builtin() {
+            let scenario = file.scenario.unwrap();
             for (i, step) in scenario.steps.iter().enumerate() {
                 let kind = step.expect.error_kind.clone().flatten();
                 if kind

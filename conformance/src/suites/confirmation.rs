@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
+use super::property;
+use super::session::with_session;
 use super::session::Session;
 use super::spec_table::{Confirm, SpecOperation, OPERATIONS};
-use super::{property, with_session};
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 

@@ -2,15 +2,16 @@
 //! the same; reading the catalogue has no side effects; `run()` returns only when its work is over.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fake_incus::FakeIncus;
 use incus_operations::{Connection, RunOptions, Scope};
 use serde_json::{json, Value};
 
-use super::{block_on, fake};
+use super::session::block_on;
+use crate::embedded;
 use crate::runner::Check;
+use crate::scenario::fake;
 use crate::scenario::format::FakeSetup;
 use crate::ReferenceHost;
 
@@ -80,11 +81,9 @@ fn described() -> Vec<(String, Value)> {
 }
 
 fn pinned_fixture() -> Result<Vec<Value>, String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../core/tests/fixtures/operations-catalogue.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{} is not a JSON array: {e}", path.display()))
+    let path = "core/tests/fixtures/operations-catalogue.json";
+    serde_json::from_str(embedded::read(path)?)
+        .map_err(|e| format!("{path} is not a JSON array: {e}"))
 }
 
 fn describe_is_the_fixture() -> Result<(), String> {

@@ -1,30 +1,33 @@
 //! Evidence: running operations never changes the client coverage ledgers.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use incus_operations::UnavailableReason;
 use serde_json::{json, Value};
 
-use super::with_session;
+use super::session::with_session;
+use crate::embedded;
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 
-/// The ledgers of the repository the harness was built from.
-fn ledgers() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/evidence");
-    ["coverage.json", "endpoint-inventory.json"]
-        .iter()
-        .map(|name| dir.join(name))
-        .collect()
-}
+/// The coverage ledger of the repository the harness was built from (embedded at build time).
+const COVERAGE: &str = "core/evidence/coverage.json";
+/// The endpoint ledger of that repository.
+const INVENTORY: &str = "core/evidence/endpoint-inventory.json";
 
-fn read_all(paths: &[PathBuf]) -> Result<Vec<Vec<u8>>, String> {
-    paths
-        .iter()
-        .map(|p| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display())))
-        .collect()
+/// What the running core holds as evidence: each exported operation with its requirements, and
+/// each unavailable one with its reason. The core reads the ledgers only when it is compiled,
+/// so this is everything a tool call could change.
+fn evidence_view() -> Vec<String> {
+    let exported = incus_operations::all()
+        .into_iter()
+        .map(|d| format!("exported {} requires {:?}", d.name(), d.requires()));
+    let unavailable = incus_operations::unavailable()
+        .into_iter()
+        .map(|u| format!("unavailable {}: {:?}", u.name(), u.reason()));
+    exported.chain(unavailable).collect()
 }
 
 /// The ledger checks, and one run of operations that must leave the ledgers unchanged.
@@ -35,8 +38,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
         exported_have_evidence,
     );
     let unchanged = with_session(name, factory, |session| {
-        let paths = ledgers();
-        let before = read_all(&paths)?;
+        let before = evidence_view();
         let write = ["incus.write".to_owned()];
         let read = ["incus.read".to_owned()];
         session.call(
@@ -46,10 +48,10 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
         );
         session.call("incus_instance_list", &read, json!({}));
         session.call("incus_server_get", &read, json!({}));
-        if read_all(&paths)? == before {
+        if evidence_view() == before {
             Ok(())
         } else {
-            Err("running operations changed the coverage ledgers".into())
+            Err("running operations changed the evidence the core holds".into())
         }
     });
     vec![
@@ -74,14 +76,8 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
 /// has behavior-complete rows (`certified` for a stream contract) under a completion record,
 /// and its Go coverage entry, where one exists, names an implementation and evidence files.
 fn exported_have_evidence() -> Result<(), String> {
-    let paths = ledgers();
-    let read = |path: &PathBuf| -> Result<Value, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
-    };
-    let coverage = read(&paths[0])?;
-    let inventory = read(&paths[1])?;
+    let coverage = read_json(COVERAGE)?;
+    let inventory = read_json(INVENTORY)?;
     let rows = inventory["rows"].as_array().cloned().unwrap_or_default();
     let mut problems = Vec::new();
     for descriptor in incus_operations::all() {
@@ -120,10 +116,9 @@ fn exported_have_evidence() -> Result<(), String> {
     }
 }
 
-fn read_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
+fn read_json(path: &str) -> Result<Value, String> {
+    let text = embedded::read(path)?;
+    serde_json::from_str(text).map_err(|e| format!("{path} is not JSON: {e}"))
 }
 
 fn verdict(problems: Vec<String>) -> Result<(), String> {
@@ -165,9 +160,8 @@ fn has_evidence(requirement: &str, inventory: &Value, coverage: &Value) -> bool 
 /// The build compiled the files in: what it exports, and what it names as missing, is exactly
 /// what the gate says of the files read now.
 fn exported_set_follows_the_files() -> Result<(), String> {
-    let paths = ledgers();
-    let coverage = read_json(&paths[0])?;
-    let inventory = read_json(&paths[1])?;
+    let coverage = read_json(COVERAGE)?;
+    let inventory = read_json(INVENTORY)?;
     let lacking = |requires: &[&str]| -> Vec<String> {
         requires
             .iter()
@@ -204,13 +198,9 @@ fn exported_set_follows_the_files() -> Result<(), String> {
     verdict(problems)
 }
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// Every coverage entry's evidence files exist and call the method its implementation names.
 fn evidence_files_call_the_methods() -> Result<(), String> {
-    let coverage = read_json(&ledgers()[0])?;
+    let coverage = read_json(COVERAGE)?;
     let methods = coverage["methods"].as_object().cloned().unwrap_or_default();
     if methods.is_empty() {
         return Err("coverage.json maps no method".into());
@@ -224,14 +214,14 @@ fn evidence_files_call_the_methods() -> Result<(), String> {
             continue;
         };
         let files = entry["evidence"].as_array().cloned().unwrap_or_default();
-        let calls =
-            files.iter().filter_map(Value::as_str).any(|file| {
-                match std::fs::read_to_string(repository().join(file)) {
-                    Ok(text) => text.contains(&format!("{function}(")),
-                    Err(_) => {
-                        problems.push(format!("{method}: the evidence file {file} does not exist"));
-                        false
-                    }
+        let calls = files
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|file| match embedded::file(file) {
+                Some(text) => text.contains(&format!("{function}(")),
+                None => {
+                    problems.push(format!("{method}: the evidence file {file} does not exist"));
+                    false
                 }
             });
         if !calls {
@@ -244,7 +234,7 @@ fn evidence_files_call_the_methods() -> Result<(), String> {
 /// The client tests named as evidence start the fake with both listeners and connect over the
 /// Unix socket and over HTTPS with a client identity.
 fn client_tests_use_both_listeners() -> Result<(), String> {
-    let coverage = read_json(&ledgers()[0])?;
+    let coverage = read_json(COVERAGE)?;
     let mut suites = BTreeSet::new();
     for entry in coverage["methods"]
         .as_object()
@@ -262,9 +252,8 @@ fn client_tests_use_both_listeners() -> Result<(), String> {
     }
     let mut problems = Vec::new();
     for suite in suites {
-        let support = repository().join(&suite).join("mod.rs");
-        let text = std::fs::read_to_string(&support)
-            .map_err(|e| format!("cannot read {}: {e}", support.display()))?;
+        let support = format!("{}/mod.rs", suite.display());
+        let text = embedded::read(&support)?;
         for needle in [
             "https(true)",
             "Connection::unix(",

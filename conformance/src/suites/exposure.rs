@@ -2,14 +2,15 @@
 //! `all`, `fetch`, `describe` and `run` (one tool per operation, or search plus execute).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
 use incus_operations::{Connection, RunOptions, Scope};
 use serde_json::{json, Value};
 
+use super::session::block_on;
 use super::spec_table::{scopes_without, OPERATIONS};
-use super::{block_on, fake};
+use crate::embedded;
 use crate::runner::Check;
+use crate::scenario::fake;
 use crate::scenario::format::FakeSetup;
 use crate::ReferenceHost;
 
@@ -66,10 +67,6 @@ pub(crate) fn live_checks() -> Vec<Check> {
     )]
 }
 
-fn core_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../core")
-}
-
 fn verdict(problems: Vec<String>) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
@@ -98,15 +95,10 @@ fn dependency_names(manifest: &str) -> Vec<String> {
 }
 
 fn no_server_dependency() -> Result<(), String> {
-    let path = core_dir().join("Cargo.toml");
-    let manifest = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let names = dependency_names(&manifest);
+    let path = "core/Cargo.toml";
+    let names = dependency_names(embedded::read(path)?);
     if !names.iter().any(|n| n == "serde_json") {
-        return Err(format!(
-            "no dependency read from {}: {names:?}",
-            path.display()
-        ));
+        return Err(format!("no dependency read from {path}: {names:?}"));
     }
     let servers: Vec<String> = names
         .into_iter()
@@ -116,34 +108,17 @@ fn no_server_dependency() -> Result<(), String> {
     verdict(servers)
 }
 
-fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-    for entry in entries {
-        let path = entry
-            .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
-            .path();
-        if path.is_dir() {
-            rust_files(&path, found)?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            found.push(path);
-        }
-    }
-    Ok(())
-}
-
 fn no_listener_in_source() -> Result<(), String> {
-    let mut files = Vec::new();
-    rust_files(&core_dir().join("src"), &mut files)?;
+    let files: Vec<(&str, &str)> = embedded::under("core/src").collect();
     if files.is_empty() {
-        return Err("the core has no source files to look at".into());
+        return Err(
+            "the core has no source files to look at (built outside its repository?)".into(),
+        );
     }
     let mut problems = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    for (file, text) in files {
         for word in SERVING.iter().filter(|w| text.contains(**w)) {
-            problems.push(format!("{} uses {word}", file.display()));
+            problems.push(format!("{file} uses {word}"));
         }
     }
     verdict(problems)

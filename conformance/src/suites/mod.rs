@@ -3,12 +3,9 @@
 //! A suite is a function that returns checks; [`registry`] gathers them all. Checks that call
 //! operations get their target from the factory, one target (and so one fake Incus) per trial.
 
-use std::future::Future;
 use std::sync::Arc;
 
 use crate::runner::Check;
-use crate::scenario;
-use crate::scenario::format::FakeSetup;
 use crate::scenario::target::TargetFactory;
 
 mod arbitrary_input;
@@ -20,20 +17,18 @@ mod contract;
 mod evidence;
 mod exec_output;
 mod exposure;
-mod fake;
 mod host_callbacks;
 pub(crate) mod host_target;
 pub(crate) mod inspection_bounds;
 pub(crate) mod mutation_faults;
 mod property;
 mod restricted;
+mod scenarios;
 mod scopes;
 mod session;
 mod spec_table;
 mod timeouts;
 pub(crate) mod unavailable;
-
-use session::Session;
 
 /// What the run checks: the core with the harness's own hosts, or a host under certification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +41,7 @@ pub(crate) enum Subject {
 
 /// Every check of the conformance run against targets built by `factory`.
 pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Vec<Check> {
-    let mut checks = scenario::checks(&scenario::default_dir(), factory);
+    let mut checks = scenarios::checks(factory);
     if subject == Subject::Core {
         checks.extend(host_callbacks::checks());
         checks.extend(client_binding::checks());
@@ -68,31 +63,6 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
     checks.extend(exec_output::checks(factory));
     checks.sort_by(|a, b| a.name.cmp(&b.name));
     checks
-}
-
-/// A check whose body runs against one target started with the default state.
-pub(crate) fn with_session(
-    name: String,
-    factory: &Arc<dyn TargetFactory>,
-    body: impl FnOnce(&Session) -> Result<(), String> + Send + 'static,
-) -> Check {
-    let factory = Arc::clone(factory);
-    Check::new(name, move || {
-        let session = Session::start(&factory, &FakeSetup::default())?;
-        body(&session)
-    })
-}
-
-/// Runs a trial's async body on a runtime of its own (trials run on libtest-mimic's threads).
-pub(crate) fn block_on<F>(body: F) -> Result<(), String>
-where
-    F: Future<Output = Result<(), String>>,
-{
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime for the trial: {e}"))?;
-    runtime.block_on(body)
 }
 
 #[cfg(test)]
@@ -149,6 +119,17 @@ mod registry_tests {
             .iter()
             .all(|c| !c.name.starts_with("binding::callback_failure_denies")));
         assert!(certified.iter().any(|c| c.name.starts_with("scenario::")));
+    }
+
+    #[test]
+    fn every_suite_setup_is_accepted_by_the_fake() {
+        for setup in mutation_faults::setups()
+            .into_iter()
+            .chain(inspection_bounds::setups())
+        {
+            session::block_on(async { crate::scenario::fake::start(&setup).await.map(drop) })
+                .unwrap_or_else(|e| panic!("{setup:?}: {e}"));
+        }
     }
 
     #[test]

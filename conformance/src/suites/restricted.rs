@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::session::with_session;
 use super::session::Session;
-use super::with_session;
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use super::session::with_session;
 use super::session::Session;
 use super::spec_table::{scopes_without, OPERATIONS};
-use super::with_session;
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 

@@ -1,9 +1,11 @@
 //! One target for one trial, with a runtime to drive it from synchronous code (property tests).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::runner::Check;
 use crate::scenario::format::FakeSetup;
 use crate::scenario::matcher;
 use crate::scenario::target::{Request, Target, TargetFactory};
@@ -64,6 +66,31 @@ impl Session {
             output_schema: self.target.output_schema(operation),
         }
     }
+}
+
+/// A check whose body runs against one target started with the default state.
+pub(crate) fn with_session(
+    name: String,
+    factory: &Arc<dyn TargetFactory>,
+    body: impl FnOnce(&Session) -> Result<(), String> + Send + 'static,
+) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(name, move || {
+        let session = Session::start(&factory, &FakeSetup::default())?;
+        body(&session)
+    })
+}
+
+/// Runs a trial's async body on a runtime of its own (trials run on libtest-mimic's threads).
+pub(crate) fn block_on<F>(body: F) -> Result<(), String>
+where
+    F: Future<Output = Result<(), String>>,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime for the trial: {e}"))?;
+    runtime.block_on(body)
 }
 
 impl Called {

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::spec_table::{Confirm, OPERATIONS};
 use super::*;
+use crate::scenario::format::FakeSetup;
 use crate::scenario::target::{BoxFuture, Request, Target};
 
 type Behaviour = dyn Fn(&str, &[String], &Value) -> Value + Send + Sync;

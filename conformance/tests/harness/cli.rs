@@ -76,3 +76,49 @@ fn an_unreadable_baseline_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stderr).contains("cannot read expected-failures file"));
 }
+
+/// The same binary copied elsewhere and run from yet another directory, as `cargo install` or
+/// a CI artifact would run it.
+fn relocated(args: &[&str], home: &tempfile::TempDir) -> Output {
+    let binary = home.path().join("bin").join("incus-conformance");
+    if !binary.exists() {
+        std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
+        std::fs::copy(env!("CARGO_BIN_EXE_incus-conformance"), &binary).unwrap();
+    }
+    let elsewhere = home.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    Command::new(&binary)
+        .args(args)
+        .current_dir(&elsewhere)
+        .env_remove("INCUS_CONFORMANCE_SCENARIOS")
+        .output()
+        .expect("the relocated incus-conformance runs")
+}
+
+#[test]
+fn an_installed_binary_runs_the_same_trials_anywhere() {
+    let home = tempfile::tempdir().unwrap();
+    let in_tree = Command::new(env!("CARGO_BIN_EXE_incus-conformance"))
+        .args(["run", "--list"])
+        .env_remove("INCUS_CONFORMANCE_SCENARIOS")
+        .output()
+        .unwrap();
+    let moved = relocated(&["run", "--list"], &home);
+    assert!(moved.status.success(), "{moved:?}");
+    let trials = stdout(&in_tree).lines().count();
+    assert!(trials >= 400, "only {trials} trials in the tree");
+    assert_eq!(stdout(&moved), stdout(&in_tree), "the trial lists differ");
+    // The trials that read repository files (scenarios, evidence ledgers, the pinned
+    // catalogue fixture, the core's manifest and sources) pass from there too.
+    for filter in [
+        "evidence::",
+        "exposure::",
+        "catalogue::public_contract",
+        "scenario::instance_list",
+    ] {
+        let run = relocated(&["run", "-q", filter], &home);
+        let text = stdout(&run);
+        assert!(run.status.success(), "{filter}: {text}");
+        assert!(!text.contains(" 0 passed"), "{filter} ran nothing: {text}");
+    }
+}

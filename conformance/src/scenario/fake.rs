@@ -1,0 +1,181 @@
+//! The fake backend: one embedded fake Incus per target, started with a scenario's or a suite's
+//! fake-only setup, and the core's `run()` through a [`Host`] bound to it: the main job's
+//! reference host, a scripted host, or a host under certification.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fake_incus::{FakeIncus, Rule};
+use incus_operations::{Connection, Host};
+use serde_json::Value;
+
+use super::format::FakeSetup;
+use super::target::{BoxFuture, HostTarget, Request, Target, TargetFactory};
+
+/// Builds the host under test for a fake Incus reachable through `connection`; returns the host
+/// and a caller it fully authorizes.
+pub type HostFactory<H> = Arc<dyn Fn(Connection) -> (H, <H as Host>::Caller) + Send + Sync>;
+
+/// How a target connects to its fake's Unix socket.
+pub type ConnectionFactory = Arc<dyn Fn(&Path) -> Result<Connection, String> + Send + Sync>;
+
+/// Starts a fake Incus with the seed state and fault rules of `setup`.
+pub async fn start(setup: &FakeSetup) -> Result<FakeIncus, String> {
+    let mut builder = FakeIncus::builder();
+    if let Some(seed) = &setup.seed {
+        builder = builder.state(seed.clone());
+    }
+    for fault in &setup.faults {
+        builder = builder.rule(rule(fault)?);
+    }
+    builder
+        .start()
+        .await
+        .map_err(|e| format!("the fake Incus did not start with this setup: {e}"))
+}
+
+fn rule(fault: &Value) -> Result<Rule, String> {
+    serde_json::from_value(fault.clone())
+        .map_err(|e| format!("fault rule {fault} is not a fake-incus rule: {e}"))
+}
+
+/// Starts one fake Incus per target and runs operations through `run()` with the host.
+///
+/// ```
+/// use std::sync::Arc;
+/// use incus_conformance::scenario::{fake::{HostFactory, HostTargets}, load, run};
+/// use incus_conformance::scenario::target::TargetFactory;
+/// use incus_conformance::ReferenceHost;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let hosts: HostFactory<ReferenceHost> = Arc::new(|c| (ReferenceHost::new(c), ()));
+/// let scenario = load::parse(r#"{"name": "list", "description": "Lists.",
+///     "clauses": ["inspection::shapes"], "steps": [{"operation": "incus_instance_list",
+///     "scopes": ["incus.read"], "input": {}, "expect": {"equals": {"/count": 0}}}]}"#).unwrap();
+/// let target = HostTargets::new(hosts).start(&Default::default()).await.unwrap();
+/// assert!(run::run(&scenario, target.as_ref()).await.passed());
+/// # });
+/// ```
+pub struct HostTargets<H: Host> {
+    factory: HostFactory<H>,
+    callback_timeout: Option<Duration>,
+    connection: ConnectionFactory,
+}
+
+impl<H: Host> HostTargets<H> {
+    /// Targets whose hosts connect with the connection's documented defaults.
+    pub fn new(factory: HostFactory<H>) -> Self {
+        Self {
+            factory,
+            callback_timeout: None,
+            connection: Arc::new(|socket| Ok(Connection::unix(socket))),
+        }
+    }
+
+    /// Connects with `connection` instead of the defaults (shorter timeouts, smaller streams).
+    pub fn connection(mut self, connection: ConnectionFactory) -> Self {
+        self.connection = connection;
+        self
+    }
+
+    /// Bounds host callbacks by `bound` instead of `run()`'s default.
+    pub fn callback_timeout(mut self, bound: Duration) -> Self {
+        self.callback_timeout = Some(bound);
+        self
+    }
+}
+
+/// A fake Incus and the host target bound to it.
+struct FakeTarget<H: Host> {
+    fake: FakeIncus,
+    calls: HostTarget<H>,
+}
+
+impl<H: Host + 'static> TargetFactory for HostTargets<H> {
+    fn start<'a>(&'a self, setup: &'a FakeSetup) -> BoxFuture<'a, Result<Box<dyn Target>, String>> {
+        Box::pin(async move {
+            let fake = start(setup).await?;
+            let connection = (self.connection)(fake.unix_socket())?;
+            let (host, caller) = (self.factory)(connection);
+            let calls = HostTarget::new(host, caller).callback_timeout(self.callback_timeout);
+            Ok(Box::new(FakeTarget { fake, calls }) as Box<dyn Target>)
+        })
+    }
+
+    fn is_fake(&self) -> bool {
+        true
+    }
+}
+
+impl<H: Host + 'static> Target for FakeTarget<H> {
+    fn call<'a>(
+        &'a self,
+        operation: &'a str,
+        scopes: &'a [String],
+        input: Value,
+    ) -> BoxFuture<'a, Value> {
+        self.calls.call(operation, scopes, input)
+    }
+
+    fn journal(&self) -> Option<Vec<Request>> {
+        let entries = self.fake.journal().into_iter();
+        Some(
+            entries
+                .map(|entry| Request {
+                    method: entry.method,
+                    path: entry.path,
+                    query: entry.query,
+                    body: entry.body,
+                    if_match: entry.if_match,
+                })
+                .collect(),
+        )
+    }
+
+    fn output_schema(&self, operation: &str) -> Option<Value> {
+        self.calls.output_schema(operation)
+    }
+
+    fn add_fault(&self, fault: &Value) -> Result<(), String> {
+        self.fake
+            .add_rule(rule(fault)?)
+            .map_err(|e| format!("fault rule {fault} refused: {e}"))?
+            .forget();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn starts(setup: &FakeSetup) -> Result<(), String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async { start(setup).await.map(drop) })
+    }
+
+    #[test]
+    fn every_scenario_setup_is_accepted_by_the_fake() {
+        for file in super::super::load::builtin() {
+            let scenario = file.scenario.unwrap();
+            if let Some(setup) = &scenario.fake {
+                starts(setup).unwrap_or_else(|e| panic!("{}: {e}", file.origin));
+            }
+        }
+    }
+
+    #[test]
+    fn a_rule_the_fake_does_not_know_is_a_clear_error() {
+        let setup = FakeSetup {
+            seed: None,
+            faults: vec![json!({"path": "/1.0", "fault": {"kind": "explode"}})],
+        };
+        let error = starts(&setup).unwrap_err();
+        assert!(error.contains("is not a fake-incus rule"), "{error}");
+    }
+}
