@@ -225,3 +225,98 @@ async fn https_answers_like_the_unix_socket() {
         );
     }
 }
+
+/// Reads what the server sends until it closes the connection or `limit` passes; `None` when
+/// it neither answered nor closed in time.
+async fn read_until_close<S: tokio::io::AsyncRead + Unpin>(
+    stream: &mut S,
+    limit: std::time::Duration,
+) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(limit, read).await.ok()?;
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+#[tokio::test]
+async fn untrusted_client_is_refused_before_its_body_is_read() {
+    use tokio::io::AsyncWriteExt;
+    let fake = fake().await;
+    let client = Https::new(&fake, ClientCert::Unknown, false);
+    let mut tls = client.connect().await;
+    // 200 MB announced, a few bytes sent: the answer must not wait for the rest.
+    let head = "POST /1.0/instances HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200000000\r\n\r\n{\"name\":";
+    tls.write_all(head.as_bytes()).await.unwrap();
+    let answer = read_until_close(&mut tls, std::time::Duration::from_secs(5))
+        .await
+        .expect("answered and closed without the body");
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("not authorized"), "{answer}");
+    let entry = fake.journal().into_iter().last().unwrap();
+    assert!(!entry.trusted && !entry.applied);
+    assert_eq!(
+        entry.body, "",
+        "an untrusted body is not read into the journal"
+    );
+}
+
+#[tokio::test]
+async fn announced_body_over_the_bound_is_413_without_reading_it() {
+    use tokio::io::AsyncWriteExt;
+    let fake = fake().await;
+    let client = Https::new(&fake, ClientCert::Trusted, false);
+    let mut tls = client.connect().await;
+    let head = format!(
+        "POST /1.0/instances HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        200_000_000
+    );
+    tls.write_all(head.as_bytes()).await.unwrap();
+    let answer = read_until_close(&mut tls, std::time::Duration::from_secs(5))
+        .await
+        .expect("answered and closed");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(
+        answer.contains("\"error\":\"http: request body too large\""),
+        "{answer}"
+    );
+    assert!(answer.to_ascii_lowercase().contains("connection: close"));
+}
+
+#[tokio::test]
+async fn endless_chunked_body_is_cut_at_the_bound() {
+    use tokio::io::AsyncWriteExt;
+    let fake = fake().await;
+    let client = Https::new(&fake, ClientCert::Trusted, false);
+    let tls = client.connect().await;
+    let (mut reader, mut writer) = tokio::io::split(tls);
+    // Chunks of 64 KiB, never a last chunk; the writer stops at 4 times the bound at most.
+    let sender = tokio::spawn(async move {
+        let head = "POST /1.0/instances HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+        writer.write_all(head.as_bytes()).await?;
+        let chunk = format!("10000\r\n{}\r\n", " ".repeat(0x10000));
+        let mut sent = 0usize;
+        while sent < 4 * (16 << 20) {
+            writer.write_all(chunk.as_bytes()).await?;
+            sent += 0x10000;
+        }
+        Ok::<usize, std::io::Error>(sent)
+    });
+    let answer = read_until_close(&mut reader, std::time::Duration::from_secs(20))
+        .await
+        .expect("answered and closed while the body went on");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    let sent = sender.await.unwrap();
+    assert!(
+        sent.is_err(),
+        "the server closed the connection before the client sent 64 MiB: {sent:?}"
+    );
+}
