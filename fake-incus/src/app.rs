@@ -29,6 +29,10 @@ pub(crate) struct Settings {
     pub(crate) exec_connect_timeout: Duration,
     /// `host:port` of the HTTPS listener, if any (for `GET /1.0`).
     pub(crate) https_address: Option<String>,
+    /// How long a connection may take to send a request head once its first byte arrived.
+    pub(crate) header_read_timeout: Duration,
+    /// How long a connection may stay open with no request in flight and nothing sent.
+    pub(crate) idle_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -37,6 +41,8 @@ impl Default for Settings {
             retention: Duration::from_secs(5),
             exec_connect_timeout: Duration::from_secs(5),
             https_address: None,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -91,6 +91,8 @@ pub struct FakeIncusBuilder {
     trusted: Vec<String>,
     retention: Option<Duration>,
     exec_connect_timeout: Option<Duration>,
+    header_read_timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
 }
 
 impl FakeIncusBuilder {
@@ -150,6 +152,20 @@ impl FakeIncusBuilder {
         self
     }
 
+    /// How long a connection may take to send a request head once its first byte arrived
+    /// (default 10 s); then it is closed. Bounds clients that send partial headers.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a connection may stay open with no request in flight and nothing received
+    /// (default 30 s, the daemon's idle timeout); then it is closed.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = Some(timeout);
+        self
+    }
+
     /// Generates the certificates, binds the listeners and starts serving.
     pub async fn start(self) -> Result<FakeIncus, Error> {
         let state = match self.state {
@@ -200,6 +216,10 @@ impl FakeIncusBuilder {
                 .exec_connect_timeout
                 .unwrap_or(defaults.exec_connect_timeout),
             https_address: https_addr.map(|a| a.to_string()),
+            header_read_timeout: self
+                .header_read_timeout
+                .unwrap_or(defaults.header_read_timeout),
+            idle_timeout: self.idle_timeout.unwrap_or(defaults.idle_timeout),
         };
         let identity = app::Identity {
             server_fingerprint: server_id.fingerprint()?,

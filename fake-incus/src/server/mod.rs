@@ -7,6 +7,16 @@
 //! chunked body) is answered 413 and the connection is closed, so no client can make the fake
 //! hold more than that per request. The real daemon has no such bound: its JSON decoder keeps
 //! reading while one JSON value lasts, which is what lets a client grow its memory at will.
+//!
+//! Connection time limits: a connection with no request in flight is closed once it has sent
+//! nothing for the idle timeout (30 s by default, the daemon's `IdleTimeout`; unlike the daemon,
+//! also before the first request), or once a request head it started has not been completed
+//! within the header read timeout (10 s by default; the daemon has none). A request in flight
+//! (its body being read, or its answer being streamed, like an operation wait or the events
+//! stream) is never cut, and an upgraded websocket leaves these limits behind.
+//!
+//! Accept errors (file descriptors exhausted, most often) make the accept loops back off, from
+//! 5 ms doubling up to 1 s, as Go's `http.Server` does, instead of spinning.
 
 pub(crate) mod https;
 pub(crate) mod tls;
@@ -23,8 +33,13 @@ use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
 
 /// The connection was dropped on purpose (a fault).
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +97,185 @@ fn too_large(version: Version) -> Response<Body> {
     response
 }
 
+/// What a connection did, for its time limits. Times are milliseconds since `start`.
+struct Activity {
+    start: Instant,
+    /// Requests whose answer is not yet fully sent.
+    in_flight: AtomicUsize,
+    /// When the last request in flight ended (or the connection opened).
+    idle_since: AtomicU64,
+    /// When the first byte after `idle_since` arrived; `u64::MAX`: none yet.
+    first_byte: AtomicU64,
+    /// HTTP/2: no request heads to time, only idleness.
+    h2: AtomicBool,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(0),
+            first_byte: AtomicU64::new(u64::MAX),
+            h2: AtomicBool::new(false),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn received(&self, bytes: &[u8], first_read: bool) {
+        if first_read && bytes.starts_with(b"PRI * HTTP/2.0") {
+            self.h2.store(true, Ordering::SeqCst);
+        }
+        if self.in_flight.load(Ordering::SeqCst) == 0 {
+            let now = self.now_ms();
+            let _ =
+                self.first_byte
+                    .compare_exchange(u64::MAX, now, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    }
+
+    fn request_started(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(Arc::clone(self))
+    }
+
+    /// When the connection must be closed, if nothing happens before; `None` while busy.
+    fn deadline(&self, limits: &Limits) -> Option<Instant> {
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        let first_byte = self.first_byte.load(Ordering::SeqCst);
+        let (from, limit) = if first_byte != u64::MAX && !self.h2.load(Ordering::SeqCst) {
+            (first_byte, limits.header)
+        } else {
+            (self.idle_since.load(Ordering::SeqCst), limits.idle)
+        };
+        Some(self.start + Duration::from_millis(from) + limit)
+    }
+}
+
+/// A request in flight; dropped when its answer has been sent (or abandoned).
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle_since.store(self.0.now_ms(), Ordering::SeqCst);
+            self.0.first_byte.store(u64::MAX, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The connection time limits.
+struct Limits {
+    header: Duration,
+    idle: Duration,
+}
+
+/// Resolves when the connection has been idle, or slow with a request head, for too long.
+async fn watchdog(activity: Arc<Activity>, limits: Limits) {
+    let step = limits
+        .header
+        .min(limits.idle)
+        .max(Duration::from_millis(10));
+    loop {
+        let now = Instant::now();
+        match activity.deadline(&limits) {
+            Some(deadline) if deadline <= now => return,
+            Some(deadline) => tokio::time::sleep_until(deadline.min(now + step)).await,
+            None => tokio::time::sleep(step).await,
+        }
+    }
+}
+
+/// A connection's stream, noting what arrives in its [`Activity`].
+struct Watched<IO> {
+    inner: IO,
+    activity: Arc<Activity>,
+    first_read: bool,
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for Watched<IO> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &polled {
+            let new = &buf.filled()[before..];
+            if !new.is_empty() {
+                self.activity.received(new, self.first_read);
+                self.first_read = false;
+            }
+        }
+        polled
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for Watched<IO> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+/// Backs off after failed accepts: 5 ms, doubling up to 1 s, reset by a successful accept.
+#[derive(Default)]
+pub(crate) struct AcceptBackoff {
+    delay: Option<Duration>,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+
+    /// A connection was accepted.
+    pub(crate) fn accepted(&mut self) {
+        self.delay = None;
+    }
+
+    /// The next pause after a failed accept.
+    pub(crate) fn failed(&mut self) -> Duration {
+        let delay = self.delay.map_or(Self::FIRST, |d| (d * 2).min(Self::MAX));
+        self.delay = Some(delay);
+        delay
+    }
+
+    /// Logs a failed accept and waits (or returns early on shutdown).
+    pub(crate) async fn pause(&mut self, listener: &str, err: &std::io::Error, app: &App) {
+        let delay = self.failed();
+        tracing::warn!(error = %err, ?delay, "{listener} accept failed; backing off");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = app.shutdown.cancelled() => {}
+        }
+    }
+}
+
 /// Serves one connection until it ends or the app shuts down. `reset` is set when a fault asks
 /// for a reset, so the transport can end the connection abortively.
 pub(crate) async fn serve_connection<IO>(app: Arc<App>, io: IO, peer: Peer, reset: Arc<AtomicBool>)
@@ -89,32 +283,26 @@ where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let shutdown = app.shutdown.clone();
+    let limits = Limits {
+        header: app.settings.header_read_timeout,
+        idle: app.settings.idle_timeout,
+    };
+    let activity = Arc::new(Activity::new());
+    let io = Watched {
+        inner: io,
+        activity: Arc::clone(&activity),
+        first_read: true,
+    };
+    let service_activity = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let app = Arc::clone(&app);
         let peer = peer.clone();
         let reset = Arc::clone(&reset);
+        let in_flight = service_activity.request_started();
         async move {
-            let (parts, body) = req.into_parts();
-            let bytes = if may_read_body(&app, &peer) {
-                match read_body(&parts, body).await {
-                    Ok(bytes) => bytes,
-                    Err(BodyError::TooLarge) => return Ok(too_large(parts.version)),
-                    Err(BodyError::Broken) => return Err(Dropped),
-                }
-            } else {
-                // Never read: dropping it makes hyper close the connection after the answer
-                // unless the (short) body already arrived.
-                drop(body);
-                Bytes::new()
-            };
-            match api::serve(&app, Request::from_parts(parts, bytes), peer).await {
-                Outcome::Respond(response) => Ok(response),
-                Outcome::Close => Err(Dropped),
-                Outcome::Reset => {
-                    reset.store(true, Ordering::SeqCst);
-                    Err(Dropped)
-                }
-            }
+            answer(app, peer, reset, req)
+                .await
+                .map(|response| response.map(|body| hold_until_sent(body, in_flight)))
         }
     });
     let builder = auto::Builder::new(TokioExecutor::new());
@@ -125,6 +313,48 @@ where
                 tracing::debug!(error = %err, "connection ended with an error");
             }
         }
+        () = watchdog(activity, limits) => {
+            tracing::debug!("connection closed: idle or slow request head");
+        }
         () = shutdown.cancelled() => {}
+    }
+}
+
+/// The body, keeping the request counted in flight until hyper has sent (or dropped) it.
+fn hold_until_sent(body: Body, in_flight: InFlight) -> Body {
+    body.map_frame(move |frame| {
+        let _ = &in_flight;
+        frame
+    })
+    .boxed_unsync()
+}
+
+/// Reads the body (when the peer may send one) and answers the request.
+async fn answer(
+    app: Arc<App>,
+    peer: Peer,
+    reset: Arc<AtomicBool>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Dropped> {
+    let (parts, body) = req.into_parts();
+    let bytes = if may_read_body(&app, &peer) {
+        match read_body(&parts, body).await {
+            Ok(bytes) => bytes,
+            Err(BodyError::TooLarge) => return Ok(too_large(parts.version)),
+            Err(BodyError::Broken) => return Err(Dropped),
+        }
+    } else {
+        // Never read: dropping it makes hyper close the connection after the answer
+        // unless the (short) body already arrived.
+        drop(body);
+        Bytes::new()
+    };
+    match api::serve(&app, Request::from_parts(parts, bytes), peer).await {
+        Outcome::Respond(response) => Ok(response),
+        Outcome::Close => Err(Dropped),
+        Outcome::Reset => {
+            reset.store(true, Ordering::SeqCst);
+            Err(Dropped)
+        }
     }
 }
