@@ -53,14 +53,41 @@ pub(crate) struct Identity {
     pub(crate) server_cert_pem: String,
     pub(crate) server_fingerprint: String,
     pub(crate) trusted: Mutex<BTreeSet<String>>,
+    /// The validity period of each trusted certificate that has one on record.
+    pub(crate) validity: Mutex<std::collections::BTreeMap<String, crate::server::tls::Validity>>,
 }
 
 impl Identity {
+    /// Whether the certificate with this fingerprint is trusted now: in the trust store and
+    /// inside its validity period.
     pub(crate) fn is_trusted(&self, fingerprint: &str) -> bool {
+        let known = self
+            .trusted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(fingerprint);
+        known
+            && self
+                .validity
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(fingerprint)
+                .is_none_or(crate::server::tls::Validity::contains_now)
+    }
+
+    /// Trusts a certificate (PEM) and records its validity period; returns its fingerprint.
+    pub(crate) fn trust_pem(&self, pem: &str) -> Result<String, crate::server::tls::TlsError> {
+        let fingerprint = crate::server::tls::fingerprint_pem(pem)?;
+        let validity = crate::server::tls::validity_pem(pem)?;
+        self.validity
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(fingerprint.clone(), validity);
         self.trusted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(fingerprint)
+            .insert(fingerprint.clone());
+        Ok(fingerprint)
     }
 }
 

@@ -176,9 +176,14 @@ impl FakeIncusBuilder {
             rule.validate().map_err(Error::Rule)?;
         }
         let (server_id, client_id) = identities(self.tls_dir.as_deref())?;
-        let mut trusted = std::collections::BTreeSet::from([client_id.fingerprint()?]);
+        let identity = app::Identity {
+            server_fingerprint: server_id.fingerprint()?,
+            server_cert_pem: server_id.cert_pem.clone(),
+            ..app::Identity::default()
+        };
+        identity.trust_pem(&client_id.cert_pem)?;
         for pem in &self.trusted {
-            trusted.insert(tls::fingerprint_pem(pem)?);
+            identity.trust_pem(pem)?;
         }
         let (temp_dir, socket) = match self.unix_socket {
             Some(path) => (None, path),
@@ -220,11 +225,6 @@ impl FakeIncusBuilder {
                 .header_read_timeout
                 .unwrap_or(defaults.header_read_timeout),
             idle_timeout: self.idle_timeout.unwrap_or(defaults.idle_timeout),
-        };
-        let identity = app::Identity {
-            server_fingerprint: server_id.fingerprint()?,
-            server_cert_pem: server_id.cert_pem.clone(),
-            trusted: std::sync::Mutex::new(trusted),
         };
         let app = App::new(state, identity, settings);
         for rule in self.rules {
@@ -350,15 +350,10 @@ impl FakeIncus {
         self.client_id.key_pem.clone()
     }
 
-    /// Trusts one more client certificate (PEM).
+    /// Trusts one more client certificate (PEM). Outside its validity period it stays
+    /// untrusted on HTTPS, as on the daemon.
     pub fn trust_certificate(&self, pem: &str) -> Result<(), Error> {
-        let fingerprint = tls::fingerprint_pem(pem)?;
-        self.app
-            .identity
-            .trusted
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(fingerprint);
+        self.app.identity.trust_pem(pem)?;
         Ok(())
     }
 
