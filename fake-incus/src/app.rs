@@ -146,10 +146,12 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Back to the state the fake started with; operations and journal are cleared.
+    /// Back to the state the fake started with; operations (and the task-mode commands they
+    /// run), recorded exec output and journal are cleared.
     pub(crate) fn reset(&self) {
         *self.state() = self.initial.clone();
         self.ops().list.clear();
+        self.exec_logs().clear();
         self.exec
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
