@@ -92,6 +92,10 @@ async fn keep_alive_connection_is_closed_when_idle_after_an_answer() {
         .expect("closed by the fake after the answer");
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("content-length: "),
+        "a complete answer keeps its length while it is counted in flight: {text}"
+    );
     assert!(started.elapsed() >= IDLE - Duration::from_millis(50));
 }
 
@@ -180,4 +184,53 @@ async fn accept_loop_backs_off_when_file_descriptors_run_out() {
     .expect("served after the backoff");
     assert_eq!(reply.status, 200);
     child.kill().await.unwrap();
+}
+
+/// Sends raw bytes on a fresh Unix connection and returns everything the fake answered.
+async fn raw(fake: &FakeIncus, request: &str) -> String {
+    let mut stream = UnixStream::connect(fake.unix_socket()).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let got = read_to_close(&mut stream, Duration::from_secs(5))
+        .await
+        .expect("answered and closed");
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Malformed requests answered as Incus 6.0.4 answers them (each checked on the daemon's Unix
+/// socket): status line, body form (JSON envelope or Go's plain text) and error text.
+#[tokio::test]
+async fn malformed_requests_get_the_daemons_answers() {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    let close = "Connection: close\r\n";
+    let cases: Vec<(String, &str, &str)> = vec![
+        (format!("FOO /1.0 HTTP/1.1\r\nHost: x\r\n{close}\r\n"), "HTTP/1.1 404", r#""error":"Method \"FOO\" not found""#),
+        (format!("FOO /1.0/instances HTTP/1.1\r\nHost: x\r\n{close}\r\n"), "HTTP/1.1 404", r#""error":"Method \"FOO\" not found""#),
+        (format!("get /1.0 HTTP/1.1\r\nHost: x\r\n{close}\r\n"), "HTTP/1.1 404", r#""error":"Method \"get\" not found""#),
+        (format!("FOO / HTTP/1.1\r\nHost: x\r\n{close}\r\n"), "HTTP/1.1 200", r#""metadata":["/1.0"]"#),
+        (format!("FOO /nope HTTP/1.1\r\nHost: x\r\n{close}\r\n"), "HTTP/1.1 404", r#""error":"not found""#),
+        (format!("OPTIONS /1.0/instances HTTP/1.1\r\nHost: x\r\n{close}\r\n"), "HTTP/1.1 200", "content-length: 0"),
+        (format!("GET /1.0 HTTP/1.1\r\n{close}\r\n"), "HTTP/1.1 400 Bad Request: missing required Host header", "\r\n\r\n400 Bad Request: missing required Host header"),
+        (format!("GET /1.0/instances HTTP/1.1\r\nHost: x\r\nHost: y\r\n{close}\r\n"), "HTTP/1.1 400 Bad Request", "\r\n\r\n400 Bad Request"),
+        (format!("POST /1.0/instances HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n{close}\r\n0\r\n\r\n"), "HTTP/1.1 501", "\r\n\r\nUnsupported transfer encoding"),
+        (format!("POST /1.0/instances HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\nContent-Length: 2\r\n{close}\r\n{{}}"), "HTTP/1.1 417", "content-length: 0"),
+        (format!("POST /1.0/instances HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n{close}\r\nzz\r\n{{}}\r\n0\r\n\r\n"), "HTTP/1.1 400", r#""error":"invalid byte in chunk length""#),
+        (format!("POST /1.0/instances HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n{close}\r\nffffffffffffffffff\r\n{{}}\r\n0\r\n\r\n"), "HTTP/1.1 400", r#""error":"http chunk length too large""#),
+        // The value is complete before the framing breaks: the daemon goes on with it.
+        (format!("POST /1.0/instances HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n{close}\r\n2\r\n{{}}XX0\r\n\r\n"), "HTTP/1.1 400", r#""error":"Unknown source type ""#),
+    ];
+    for (request, status, text) in cases {
+        let answer = raw(&fake, &request).await;
+        let lower = answer.to_ascii_lowercase();
+        assert!(answer.starts_with(status), "{request:?}\n{answer}");
+        assert!(
+            answer.contains(text) || lower.contains(text),
+            "{request:?}\n{answer}"
+        );
+        if text.starts_with("\r\n\r\n") {
+            assert!(
+                lower.contains("content-type: text/plain; charset=utf-8"),
+                "{answer}"
+            );
+        }
+    }
 }

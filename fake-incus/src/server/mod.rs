@@ -28,7 +28,7 @@ use crate::envelope::{ApiError, Body};
 use crate::journal::Listener;
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, Version};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -63,7 +63,9 @@ fn may_read_body(app: &App, peer: &Peer) -> bool {
 enum BodyError {
     /// Longer than [`BODY_LIMIT`].
     TooLarge,
-    /// The connection failed or the framing was broken.
+    /// The chunked framing was broken after these bytes, with the daemon's words for it.
+    BadChunk(Bytes, &'static str),
+    /// The connection failed.
     Broken,
 }
 
@@ -78,11 +80,137 @@ async fn read_body(parts: &http::request::Parts, body: Incoming) -> Result<Bytes
     if announced.is_some_and(|len| len > BODY_LIMIT as u64) {
         return Err(BodyError::TooLarge);
     }
-    match Limited::new(body, BODY_LIMIT).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(err) if err.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
-        Err(_) => Err(BodyError::Broken),
+    let mut body = body;
+    let mut bytes = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                if let Some(data) = frame.data_ref() {
+                    if bytes.len() + data.len() > BODY_LIMIT {
+                        return Err(BodyError::TooLarge);
+                    }
+                    bytes.extend_from_slice(data);
+                }
+            }
+            Err(err) => {
+                let text = format!("{err:?}").to_ascii_lowercase();
+                if !text.contains("chunk") {
+                    return Err(BodyError::Broken);
+                }
+                // Go's chunked reader: a size over 64 bits is "too large", any other bad
+                // size line "invalid byte".
+                let words = if text.contains("overflow") || text.contains("too large") {
+                    "http chunk length too large"
+                } else {
+                    "invalid byte in chunk length"
+                };
+                return Err(BodyError::BadChunk(bytes.freeze(), words));
+            }
+        }
     }
+    Ok(bytes.freeze())
+}
+
+/// Whether `bytes` starts with one complete JSON value (what the daemon's decoder needs
+/// before a broken body can no longer matter).
+fn holds_a_json_value(bytes: &[u8]) -> bool {
+    matches!(
+        serde_json::Deserializer::from_slice(bytes)
+            .into_iter::<serde::de::IgnoredAny>()
+            .next(),
+        Some(Ok(_))
+    )
+}
+
+/// An answer in the form Go's `net/http` writes itself (plain text, connection closed):
+/// `400 Bad Request`, or `400 Bad Request: <why>` when Go says why.
+fn go_plain(status: http::StatusCode, why: Option<&str>) -> Response<Body> {
+    let reason = status.canonical_reason().unwrap_or_default();
+    let phrase = match why {
+        Some(why) => format!("{reason}: {why}"),
+        None => reason.to_string(),
+    };
+    let text = match status {
+        http::StatusCode::NOT_IMPLEMENTED => why.unwrap_or(reason).to_string(),
+        _ => format!("{} {phrase}", status.as_u16()),
+    };
+    let mut response = Response::new(crate::envelope::full(text));
+    *response.status_mut() = status;
+    if status != http::StatusCode::NOT_IMPLEMENTED {
+        if let Ok(phrase) = hyper::ext::ReasonPhrase::try_from(phrase.into_bytes()) {
+            response.extensions_mut().insert(phrase);
+        }
+    }
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// What Go's server or the daemon's top level answers before any route: `OPTIONS` (200,
+/// empty), HTTP/1.1 without exactly one `Host`, transfer codings other than `chunked` (501),
+/// and an `Expect` other than `100-continue` (417).
+fn before_routing(parts: &http::request::Parts) -> Option<Response<Body>> {
+    if parts.method == http::Method::OPTIONS {
+        return Some(Response::new(crate::envelope::full(Bytes::new())));
+    }
+    if parts.version >= Version::HTTP_2 {
+        return None;
+    }
+    let hosts = parts.headers.get_all(header::HOST).iter().count();
+    if parts.version == Version::HTTP_11 && hosts == 0 {
+        return Some(go_plain(
+            http::StatusCode::BAD_REQUEST,
+            Some("missing required Host header"),
+        ));
+    }
+    if hosts > 1 {
+        return Some(go_plain(http::StatusCode::BAD_REQUEST, None));
+    }
+    let codings: Vec<&[u8]> = parts
+        .headers
+        .get_all(header::TRANSFER_ENCODING)
+        .iter()
+        .map(HeaderValue::as_bytes)
+        .collect();
+    if !codings.is_empty()
+        && (codings.len() > 1 || !codings[0].trim_ascii().eq_ignore_ascii_case(b"chunked"))
+    {
+        return Some(go_plain(
+            http::StatusCode::NOT_IMPLEMENTED,
+            Some("Unsupported transfer encoding"),
+        ));
+    }
+    let expect = parts.headers.get(header::EXPECT).map(HeaderValue::as_bytes);
+    if expect.is_some_and(|e| !e.eq_ignore_ascii_case(b"100-continue")) {
+        let mut response = Response::new(crate::envelope::full(Bytes::new()));
+        *response.status_mut() = http::StatusCode::EXPECTATION_FAILED;
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return Some(response);
+    }
+    None
+}
+
+/// The daemon's answers where the fake's router has none: `/` answers every method, and a
+/// method that is none of the daemon's (`FOO`, `get`) is `Method "FOO" not found` (404)
+/// rather than 501.
+fn after_routing(method: &http::Method, path: &str, response: Response<Body>) -> Response<Body> {
+    if response.status() != http::StatusCode::NOT_IMPLEMENTED {
+        return response;
+    }
+    const KNOWN: &[&str] = &["GET", "HEAD", "PUT", "POST", "DELETE", "PATCH"];
+    if path == "/" {
+        return crate::envelope::sync(serde_json::json!(["/1.0"]));
+    }
+    if KNOWN.contains(&method.as_str()) {
+        return response;
+    }
+    ApiError::new(404, format!("Method {:?} not found", method.as_str())).into()
 }
 
 /// The 413 for a body over [`BODY_LIMIT`], in the error envelope; HTTP/1 connections are
@@ -322,11 +450,36 @@ where
 
 /// The body, keeping the request counted in flight until hyper has sent (or dropped) it.
 fn hold_until_sent(body: Body, in_flight: InFlight) -> Body {
-    body.map_frame(move |frame| {
-        let _ = &in_flight;
-        frame
-    })
+    Held {
+        inner: body,
+        _in_flight: in_flight,
+    }
     .boxed_unsync()
+}
+
+/// A response body and the request it answers, counted in flight while the body lives.
+/// Size hints pass through, so a complete body keeps its `Content-Length`.
+struct Held {
+    inner: Body,
+    _in_flight: InFlight,
+}
+
+impl hyper::body::Body for Held {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// Reads the body (when the peer may send one) and answers the request.
@@ -337,10 +490,23 @@ async fn answer(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Dropped> {
     let (parts, body) = req.into_parts();
+    if let Some(response) = before_routing(&parts) {
+        return Ok(response);
+    }
     let bytes = if may_read_body(&app, &peer) {
         match read_body(&parts, body).await {
             Ok(bytes) => bytes,
             Err(BodyError::TooLarge) => return Ok(too_large(parts.version)),
+            // The daemon's decoder stops at the end of the first value: a framing error after
+            // it goes unnoticed; before it, it is the decode error.
+            Err(BodyError::BadChunk(bytes, _)) if holds_a_json_value(&bytes) => bytes,
+            Err(BodyError::BadChunk(_, words)) => {
+                let mut response: Response<Body> = ApiError::bad_request(words).into();
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return Ok(response);
+            }
             Err(BodyError::Broken) => return Err(Dropped),
         }
     } else {
@@ -349,8 +515,9 @@ async fn answer(
         drop(body);
         Bytes::new()
     };
+    let (method, path) = (parts.method.clone(), parts.uri.path().to_string());
     match api::serve(&app, Request::from_parts(parts, bytes), peer).await {
-        Outcome::Respond(response) => Ok(response),
+        Outcome::Respond(response) => Ok(after_routing(&method, &path, response)),
         Outcome::Close => Err(Dropped),
         Outcome::Reset => {
             reset.store(true, Ordering::SeqCst);
