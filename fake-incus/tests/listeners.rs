@@ -218,6 +218,57 @@ async fn malformed_requests_get_the_daemons_answers() {
         // The value is complete before the framing breaks: the daemon goes on with it.
         (format!("POST /1.0/instances HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n{close}\r\n2\r\n{{}}XX0\r\n\r\n"), "HTTP/1.1 400", r#""error":"Unknown source type ""#),
     ];
+    let post = |body: &[u8]| {
+        let mut request = format!("POST /1.0/instances HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{close}\r\n", body.len()).into_bytes();
+        request.extend_from_slice(body);
+        String::from_utf8_lossy(&request).into_owned()
+    };
+    let bad_name = r#""error":"Invalid instance name: Name can only contain alphanumeric and hyphen characters""#;
+    let mut cases = cases;
+    cases.extend([
+        // The last duplicate wins: the instance is dup2.
+        (
+            post(br#"{"name":"dup1","name":"dup2","source":{"type":"none"}}"#),
+            "HTTP/1.1 202",
+            r#""instances":["/1.0/instances/dup2"]"#,
+        ),
+        // Lone surrogates and invalid UTF-8 become U+FFFD, which the name check refuses.
+        (
+            post(br#"{"name":"a\ud800b","source":{"type":"none"}}"#),
+            "HTTP/1.1 400",
+            bad_name,
+        ),
+        (
+            post(br#"{"name":"lsd1","description":"a\udc00","source":{"type":"none"}}"#),
+            "HTTP/1.1 202",
+            r#""instances":["/1.0/instances/lsd1"]"#,
+        ),
+        (
+            post(br#"null"#),
+            "HTTP/1.1 400",
+            r#""error":"Unknown source type ""#,
+        ),
+        (
+            post(br#"[]"#),
+            "HTTP/1.1 400",
+            r#""error":"json: cannot unmarshal array into Go value of type api.InstancesPost""#,
+        ),
+        (
+            post(b"{\"name\":\"a\x01b\"}"),
+            "HTTP/1.1 400",
+            r#""error":"invalid character '\\x01' in string literal""#,
+        ),
+        (
+            post(br#"{"name":"a\qb"}"#),
+            "HTTP/1.1 400",
+            r#""error":"invalid character 'q' in string escape code""#,
+        ),
+        (
+            post("\u{feff}{}".as_bytes()),
+            "HTTP/1.1 400",
+            "\"error\":\"invalid character '\u{ef}' looking for beginning of value\"",
+        ),
+    ]);
     for (request, status, text) in cases {
         let answer = raw(&fake, &request).await;
         let lower = answer.to_ascii_lowercase();

@@ -350,3 +350,130 @@ fn is_expiry(value: &str) -> bool {
         digits.len() + 1 == part.len() && digits.parse::<u64>().is_ok()
     })
 }
+
+/// A JSON text as Go's decoder reads its strings: invalid UTF-8 bytes and lone UTF-16
+/// surrogate escapes inside strings become U+FFFD; everything else is kept byte for byte.
+pub(super) fn go_json_text(body: &[u8]) -> Vec<u8> {
+    const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
+    let hex = |at: usize| -> Option<u16> {
+        let digits = body.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    let mut out = Vec::with_capacity(body.len());
+    let mut in_string = false;
+    let mut at = 0;
+    while at < body.len() {
+        let byte = body[at];
+        if !in_string {
+            in_string = byte == b'"';
+            out.push(byte);
+            at += 1;
+            continue;
+        }
+        match byte {
+            b'"' => {
+                in_string = false;
+                out.push(byte);
+                at += 1;
+            }
+            b'\\' if body.get(at + 1) == Some(&b'u') => match hex(at + 2) {
+                Some(0xd800..=0xdbff) => {
+                    let low = (body.get(at + 6..at + 8) == Some(&b"\\u"[..]))
+                        .then(|| hex(at + 8))
+                        .flatten();
+                    if low.is_some_and(|low| (0xdc00..=0xdfff).contains(&low)) {
+                        out.extend_from_slice(&body[at..at + 12]);
+                        at += 12;
+                    } else {
+                        out.extend_from_slice(b"\\ufffd");
+                        at += 6;
+                    }
+                }
+                Some(0xdc00..=0xdfff) => {
+                    out.extend_from_slice(b"\\ufffd");
+                    at += 6;
+                }
+                _ => {
+                    out.extend_from_slice(&body[at..at + 2]);
+                    at += 2;
+                }
+            },
+            b'\\' => {
+                out.extend_from_slice(&body[at..(at + 2).min(body.len())]);
+                at += 2;
+            }
+            b if b < 0x80 => {
+                out.push(b);
+                at += 1;
+            }
+            _ => {
+                let rest = &body[at..(at + 4).min(body.len())];
+                let valid = match std::str::from_utf8(rest) {
+                    Ok(text) => text.chars().next().map_or(0, char::len_utf8),
+                    Err(e) if e.valid_up_to() > 0 => std::str::from_utf8(&rest[..e.valid_up_to()])
+                        .ok()
+                        .and_then(|t| t.chars().next())
+                        .map_or(0, char::len_utf8),
+                    Err(_) => 0,
+                };
+                if valid == 0 {
+                    out.extend_from_slice(REPLACEMENT);
+                    at += 1;
+                } else {
+                    out.extend_from_slice(&body[at..at + valid]);
+                    at += valid;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_body;
+    use serde_json::{json, Value};
+
+    fn error(text: &[u8]) -> String {
+        parse_body::<Value>(text).unwrap_err().message
+    }
+
+    #[test]
+    fn strings_are_read_as_gos_decoder_reads_them() {
+        let value = |text: &[u8]| parse_body::<Value>(text).unwrap();
+        assert_eq!(value(br#"{"a":"x\ud800y"}"#), json!({"a": "x\u{fffd}y"}));
+        assert_eq!(value(br#"{"a":"\udc00"}"#), json!({"a": "\u{fffd}"}));
+        assert_eq!(value(br#"{"a":"\ud83d\ude00"}"#), json!({"a": "\u{1f600}"}));
+        assert_eq!(value(b"{\"a\":\"x\xffy\"}"), json!({"a": "x\u{fffd}y"}));
+        assert_eq!(value("{\"a\":\"é\"}".as_bytes()), json!({"a": "é"}));
+        assert_eq!(
+            value(br#"{"a":1,"a":2}"#),
+            json!({"a": 2}),
+            "the last duplicate wins"
+        );
+    }
+
+    #[test]
+    fn string_and_byte_errors_are_worded_like_go() {
+        assert_eq!(
+            error(b"{\"name\":\"a\x01b\"}"),
+            "invalid character '\\x01' in string literal"
+        );
+        assert_eq!(
+            error(br#"{"name":"a\qb"}"#),
+            "invalid character 'q' in string escape code"
+        );
+        assert_eq!(
+            error(b"\xef\xbb\xbf{}"),
+            "invalid character '\u{ef}' looking for beginning of value"
+        );
+        assert_eq!(
+            error(b"{\\}"),
+            "invalid character '\\\\' looking for beginning of object key string"
+        );
+        assert_eq!(
+            error(b"\n\n\x7f"),
+            "invalid character '\\x7f' looking for beginning of value"
+        );
+    }
+}
