@@ -236,6 +236,8 @@ struct Activity {
     first_byte: AtomicU64,
     /// HTTP/2: no request heads to time, only idleness.
     h2: AtomicBool,
+    /// A request reached the service (after that, every answer is the fake's own).
+    served: AtomicBool,
 }
 
 impl Activity {
@@ -246,6 +248,7 @@ impl Activity {
             idle_since: AtomicU64::new(0),
             first_byte: AtomicU64::new(u64::MAX),
             h2: AtomicBool::new(false),
+            served: AtomicBool::new(false),
         }
     }
 
@@ -266,6 +269,7 @@ impl Activity {
     }
 
     fn request_started(self: &Arc<Self>) -> InFlight {
+        self.served.store(true, Ordering::SeqCst);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         InFlight(Arc::clone(self))
     }
@@ -319,11 +323,115 @@ async fn watchdog(activity: Arc<Activity>, limits: Limits) {
     }
 }
 
-/// A connection's stream, noting what arrives in its [`Activity`].
+/// A connection's stream, noting what arrives in its [`Activity`]. It also gives hyper's own
+/// answers to unparsable first requests (an empty 400 or 431) the form Go's `net/http` writes:
+/// plain text, `Connection: close`, and Go's status for what was wrong (505 for a version that
+/// is not 1.x, 501 for a transfer coding other than chunked, the reason for a bad header name).
 struct Watched<IO> {
     inner: IO,
     activity: Arc<Activity>,
     first_read: bool,
+    /// The first bytes received, while no request has been served (at most [`HEAD_KEPT`]).
+    head: Vec<u8>,
+    /// Go's form of hyper's error answer, still to be written from this offset.
+    pending: Option<(Vec<u8>, usize)>,
+}
+
+/// How much of a first request is kept to word a parse error.
+const HEAD_KEPT: usize = 8192;
+
+impl<IO> Watched<IO> {
+    fn new(inner: IO, activity: Arc<Activity>) -> Self {
+        Self {
+            inner,
+            activity,
+            first_read: true,
+            head: Vec::new(),
+            pending: None,
+        }
+    }
+
+    /// Go's answer in place of hyper's parse-error answer `hyper_answer`, if it is one.
+    fn go_parse_error(&self, hyper_answer: &[u8]) -> Option<Vec<u8>> {
+        if self.activity.served.load(Ordering::SeqCst)
+            || self.activity.h2.load(Ordering::SeqCst)
+            || !hyper_answer.starts_with(b"HTTP/1.1 4") && !hyper_answer.starts_with(b"HTTP/1.1 5")
+        {
+            return None;
+        }
+        let code = &hyper_answer[9..12];
+        let (status, why) = if code == b"431" {
+            ("431 Request Header Fields Too Large", "")
+        } else {
+            go_reason_for(&self.head)
+        };
+        let body = match status {
+            "501 Not Implemented" => why.to_string(),
+            _ if why.is_empty() => status.to_string(),
+            _ => format!("{status}: {why}"),
+        };
+        let line = if status.starts_with("501") || why.is_empty() {
+            status.to_string()
+        } else {
+            format!("{status}: {why}")
+        };
+        Some(
+            format!(
+                "HTTP/1.1 {line}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n{body}"
+            )
+            .into_bytes(),
+        )
+    }
+}
+
+/// What Go's server says about a request head that does not parse: status and reason.
+fn go_reason_for(head: &[u8]) -> (&'static str, &'static str) {
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text.split('\n').map(|l| l.trim_end_matches('\r'));
+    let request_line = lines.next().unwrap_or_default();
+    let parts: Vec<&str> = request_line.split(' ').collect();
+    if let [_, _, version] = parts.as_slice() {
+        let digits = version.strip_prefix("HTTP/").map(str::as_bytes);
+        if let Some([major, b'.', minor]) = digits {
+            if major.is_ascii_digit() && minor.is_ascii_digit() && *major != b'1' {
+                return (
+                    "505 HTTP Version Not Supported",
+                    "unsupported protocol version",
+                );
+            }
+        }
+    }
+    for line in lines.take_while(|l| !l.is_empty()) {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        if name.contains([' ', '\t']) {
+            return ("400 Bad Request", "invalid header name");
+        }
+        if name.eq_ignore_ascii_case("transfer-encoding")
+            && !value.trim().eq_ignore_ascii_case("chunked")
+        {
+            return ("501 Not Implemented", "Unsupported transfer encoding");
+        }
+    }
+    ("400 Bad Request", "")
+}
+
+impl<IO: AsyncWrite + Unpin> Watched<IO> {
+    /// Writes what is left of a replaced answer; `Ready(Ok)` once nothing is left.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        while let Some((bytes, at)) = &mut self.pending {
+            let n = std::task::ready!(Pin::new(&mut self.inner).poll_write(cx, &bytes[*at..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+            }
+            *at += n;
+            if *at == bytes.len() {
+                self.pending = None;
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
 }
 
 impl<IO: AsyncRead + Unpin> AsyncRead for Watched<IO> {
@@ -339,6 +447,11 @@ impl<IO: AsyncRead + Unpin> AsyncRead for Watched<IO> {
             if !new.is_empty() {
                 self.activity.received(new, self.first_read);
                 self.first_read = false;
+                if !self.activity.served.load(Ordering::SeqCst) && self.head.len() < HEAD_KEPT {
+                    let room = HEAD_KEPT - self.head.len();
+                    let new = new[..new.len().min(room)].to_vec();
+                    self.head.extend_from_slice(&new);
+                }
             }
         }
         polled
@@ -351,12 +464,20 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Watched<IO> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
+        std::task::ready!(self.poll_pending(cx))?;
+        if let Some(replacement) = self.go_parse_error(buf) {
+            self.pending = Some((replacement, 0));
+            let _ = self.poll_pending(cx)?;
+            return Poll::Ready(Ok(buf.len()));
+        }
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        std::task::ready!(self.poll_pending(cx))?;
         Pin::new(&mut self.inner).poll_flush(cx)
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        std::task::ready!(self.poll_pending(cx))?;
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
     fn poll_write_vectored(
@@ -364,6 +485,15 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Watched<IO> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        std::task::ready!(self.poll_pending(cx))?;
+        if !self.activity.served.load(Ordering::SeqCst) {
+            let joined: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            if let Some(replacement) = self.go_parse_error(&joined) {
+                self.pending = Some((replacement, 0));
+                let _ = self.poll_pending(cx)?;
+                return Poll::Ready(Ok(joined.len()));
+            }
+        }
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
     fn is_write_vectored(&self) -> bool {
@@ -416,11 +546,7 @@ where
         idle: app.settings.idle_timeout,
     };
     let activity = Arc::new(Activity::new());
-    let io = Watched {
-        inner: io,
-        activity: Arc::clone(&activity),
-        first_read: true,
-    };
+    let io = Watched::new(io, Arc::clone(&activity));
     let service_activity = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let app = Arc::clone(&app);
