@@ -30,6 +30,10 @@ pub(crate) struct Settings {
     pub(crate) https_address: Option<String>,
     /// How many journal entries are kept (0: none).
     pub(crate) journal_limit: usize,
+    /// How long a connection may take to send a request head once its first byte arrived.
+    pub(crate) header_read_timeout: Duration,
+    /// How long a connection may stay open with no request in flight and nothing sent.
+    pub(crate) idle_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -39,6 +43,8 @@ impl Default for Settings {
             exec_connect_timeout: Duration::from_secs(5),
             https_address: None,
             journal_limit: crate::journal::DEFAULT_LIMIT,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -49,14 +55,41 @@ pub(crate) struct Identity {
     pub(crate) server_cert_pem: String,
     pub(crate) server_fingerprint: String,
     pub(crate) trusted: Mutex<BTreeSet<String>>,
+    /// The validity period of each trusted certificate that has one on record.
+    pub(crate) validity: Mutex<std::collections::BTreeMap<String, crate::server::tls::Validity>>,
 }
 
 impl Identity {
+    /// Whether the certificate with this fingerprint is trusted now: in the trust store and
+    /// inside its validity period.
     pub(crate) fn is_trusted(&self, fingerprint: &str) -> bool {
+        let known = self
+            .trusted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(fingerprint);
+        known
+            && self
+                .validity
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(fingerprint)
+                .is_none_or(crate::server::tls::Validity::contains_now)
+    }
+
+    /// Trusts a certificate (PEM) and records its validity period; returns its fingerprint.
+    pub(crate) fn trust_pem(&self, pem: &str) -> Result<String, crate::server::tls::TlsError> {
+        let fingerprint = crate::server::tls::fingerprint_pem(pem)?;
+        let validity = crate::server::tls::validity_pem(pem)?;
+        self.validity
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(fingerprint.clone(), validity);
         self.trusted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(fingerprint)
+            .insert(fingerprint.clone());
+        Ok(fingerprint)
     }
 }
 
@@ -137,10 +170,12 @@ impl App {
         self.exec.logs()
     }
 
-    /// Back to the state the fake started with; operations and journal are cleared.
+    /// Back to the state the fake started with; operations (and the task-mode commands they
+    /// run), recorded exec output and journal are cleared.
     pub(crate) fn reset(&self) {
         *self.state() = self.initial.clone();
         self.ops().list.clear();
+        self.exec_logs().clear();
         self.exec.clear_sessions();
         self.journal.clear();
     }

@@ -94,13 +94,10 @@ fn route(app: &App, method: &Method, path: &str, query: &str, body: &[u8]) -> Re
         }
         ("POST", "/trust") => {
             let pem = String::from_utf8_lossy(body);
-            let fingerprint = crate::server::tls::fingerprint_pem(&pem)
+            let fingerprint = app
+                .identity
+                .trust_pem(&pem)
                 .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
-            app.identity
-                .trusted
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(fingerprint.clone());
             Ok(json!({"fingerprint": fingerprint}))
         }
         (_, "/rules" | "/journal" | "/state" | "/reset" | "/trust") => Err((

@@ -106,6 +106,8 @@ pub struct FakeIncusBuilder {
     retention: Option<Duration>,
     exec_connect_timeout: Option<Duration>,
     journal_limit: Option<usize>,
+    header_read_timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
 }
 
 impl FakeIncusBuilder {
@@ -172,6 +174,20 @@ impl FakeIncusBuilder {
         self
     }
 
+    /// How long a connection may take to send a request head once its first byte arrived
+    /// (default 10 s); then it is closed. Bounds clients that send partial headers.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a connection may stay open with no request in flight and nothing received
+    /// (default 30 s, the daemon's idle timeout); then it is closed.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = Some(timeout);
+        self
+    }
+
     /// Generates the certificates, binds the listeners and starts serving.
     pub async fn start(self) -> Result<FakeIncus, Error> {
         let state = match self.state {
@@ -182,9 +198,14 @@ impl FakeIncusBuilder {
             rule.check()?;
         }
         let (server_id, client_id) = identities(self.tls_dir.as_deref())?;
-        let mut trusted = std::collections::BTreeSet::from([client_id.fingerprint()?]);
+        let identity = app::Identity {
+            server_fingerprint: server_id.fingerprint()?,
+            server_cert_pem: server_id.cert_pem.clone(),
+            ..app::Identity::default()
+        };
+        identity.trust_pem(&client_id.cert_pem)?;
         for pem in &self.trusted {
-            trusted.insert(tls::fingerprint_pem(pem)?);
+            identity.trust_pem(pem)?;
         }
         let (temp_dir, socket) = match self.unix_socket {
             Some(path) => (None, path),
@@ -223,11 +244,10 @@ impl FakeIncusBuilder {
                 .unwrap_or(defaults.exec_connect_timeout),
             https_address: https_addr.map(|a| a.to_string()),
             journal_limit: self.journal_limit.unwrap_or(defaults.journal_limit),
-        };
-        let identity = app::Identity {
-            server_fingerprint: server_id.fingerprint()?,
-            server_cert_pem: server_id.cert_pem.clone(),
-            trusted: std::sync::Mutex::new(trusted),
+            header_read_timeout: self
+                .header_read_timeout
+                .unwrap_or(defaults.header_read_timeout),
+            idle_timeout: self.idle_timeout.unwrap_or(defaults.idle_timeout),
         };
         let app = App::new(state, identity, settings);
         for rule in self.rules {
@@ -468,7 +488,8 @@ impl FakeIncus {
         self.client_id.key_pem.clone()
     }
 
-    /// Trusts one more client certificate (PEM).
+    /// Trusts one more client certificate (PEM). Outside its validity period it stays
+    /// untrusted on HTTPS, as on the daemon.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -488,13 +509,7 @@ impl FakeIncus {
     /// # Ok(()) }
     /// ```
     pub fn trust_certificate(&self, pem: &str) -> Result<(), Error> {
-        let fingerprint = tls::fingerprint_pem(pem)?;
-        self.app
-            .identity
-            .trusted
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(fingerprint);
+        self.app.identity.trust_pem(pem)?;
         Ok(())
     }
 

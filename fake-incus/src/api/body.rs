@@ -2,19 +2,76 @@
 
 use crate::envelope::ApiError;
 use serde::de::DeserializeOwned;
+use super::validation;
+
 
 /// Parses a JSON body the way the daemon does, with Go's streaming `json.Decoder`: only the
 /// first value is read (trailing bytes are ignored), an empty body is `EOF`, a truncated one
-/// `unexpected EOF`, and syntax errors are worded like Go's. Every error is a 400.
+/// `unexpected EOF`, and syntax errors are worded like Go's. Like Go, a duplicate key keeps
+/// its last value, invalid UTF-8 and lone UTF-16 surrogates in strings become U+FFFD, `null`
+/// leaves every field at its zero value, and a top-level value that is not an object is
+/// refused for the daemon's request structs. Every error is a 400.
 pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    match serde_json::Deserializer::from_slice(body)
-        .into_iter::<T>()
-        .next()
-    {
-        Some(Ok(value)) => Ok(value),
-        Some(Err(e)) => Err(ApiError::bad_request(go_decode_error(body, &e))),
-        None => Err(ApiError::bad_request("EOF")),
+    /// The Go type the daemon decodes each request body into.
+    fn go_type<T>() -> Option<&'static str> {
+        let name = std::any::type_name::<T>();
+        let table = [
+            ("::instances::CreateBody", "api.InstancesPost"),
+            ("::instances::PutBody", "api.InstancePut"),
+            ("::instances::PatchBody", "api.InstancePut"),
+            ("::instances::RenameBody", "api.InstancePost"),
+            ("::snapshots::CreateBody", "api.InstanceSnapshotsPost"),
+            ("::state::StateBody", "api.InstanceStatePut"),
+            ("::exec::ExecBody", "api.InstanceExecPost"),
+        ];
+        table
+            .iter()
+            .find(|(suffix, _)| name.ends_with(suffix))
+            .map(|(_, go)| *go)
     }
+    let cleaned = validation::go_json_text(body);
+    let body = cleaned.as_slice();
+    let first = serde_json::Deserializer::from_slice(body)
+        .into_iter::<serde_json::Value>()
+        .next();
+    let value = match first {
+        Some(Ok(value)) => value,
+        // Deeper than serde_json's value limit: decode straight into the target instead.
+        Some(Err(e)) if e.to_string().starts_with("recursion limit exceeded") => {
+            return match serde_json::Deserializer::from_slice(body)
+                .into_iter::<T>()
+                .next()
+            {
+                Some(Ok(value)) => Ok(value),
+                Some(Err(e)) => Err(ApiError::bad_request(go_decode_error(body, &e))),
+                None => Err(ApiError::bad_request("EOF")),
+            };
+        }
+        Some(Err(e)) => return Err(ApiError::bad_request(go_decode_error(body, &e))),
+        None => return Err(ApiError::bad_request("EOF")),
+    };
+    if let Some(go) = go_type::<T>() {
+        let kind = match &value {
+            serde_json::Value::Array(_) => Some("array"),
+            serde_json::Value::String(_) => Some("string"),
+            serde_json::Value::Number(_) => Some("number"),
+            serde_json::Value::Bool(_) => Some("bool"),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            return Err(ApiError::bad_request(format!(
+                "json: cannot unmarshal {kind} into Go value of type {go}"
+            )));
+        }
+    }
+    if value.is_null() {
+        if let Ok(parsed) = T::deserialize(serde_json::Value::Null) {
+            return Ok(parsed);
+        }
+        return T::deserialize(serde_json::json!({}))
+            .map_err(|e| ApiError::bad_request(e.to_string()));
+    }
+    T::deserialize(value).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 /// Go's `encoding/json` wording for syntax errors; other errors keep serde's text.
@@ -34,6 +91,16 @@ fn go_decode_error(body: &[u8], err: &serde_json::Error) -> String {
     let Some(&found) = body.get(offset) else {
         return "unexpected EOF".into();
     };
+    let text = err.to_string();
+    if text.starts_with("control character") {
+        return format!("invalid character {} in string literal", go_quote(found));
+    }
+    if text.starts_with("invalid escape") {
+        return format!(
+            "invalid character {} in string escape code",
+            go_quote(found)
+        );
+    }
     let before = body[..offset]
         .iter()
         .rev()
@@ -46,12 +113,25 @@ fn go_decode_error(body: &[u8], err: &serde_json::Error) -> String {
     format!("invalid character {} {expecting}", go_quote(found))
 }
 
+/// Go's `quoteChar`: the byte as the rune of the same value, quoted the way `strconv.Quote`
+/// quotes it, between single quotes.
 fn go_quote(byte: u8) -> String {
-    match byte {
-        b'\'' => "'\\''".into(),
-        b if b.is_ascii_graphic() || b == b' ' => format!("'{}'", b as char),
-        b => format!("'\\x{b:02x}'"),
-    }
+    let inner = match byte {
+        b'\'' => "\\'".to_string(),
+        b'"' => "\"".to_string(),
+        b'\\' => "\\\\".to_string(),
+        0x07 => "\\a".to_string(),
+        0x08 => "\\b".to_string(),
+        0x0c => "\\f".to_string(),
+        b'\n' => "\\n".to_string(),
+        b'\r' => "\\r".to_string(),
+        b'\t' => "\\t".to_string(),
+        0x0b => "\\v".to_string(),
+        b if b < 0x20 || b == 0x7f => format!("\\x{b:02x}"),
+        b if (0x80..=0xa0).contains(&b) || b == 0xad => format!("\\u{b:04x}"),
+        b => char::from(b).to_string(),
+    };
+    format!("'{inner}'")
 }
 
 /// Deserializes `null` as the default value, as Go's decoder does for maps, slices and strings.

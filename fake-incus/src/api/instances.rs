@@ -462,12 +462,15 @@ fn delete(ctx: &Ctx, name: &str) -> ApiResult {
     };
     let name = name.to_string();
     let spec = OpSpec::task(&project, "Deleting instance", instance_url);
+    let app = std::sync::Arc::clone(&ctx.app);
     let op = ctx.start_task(
         spec,
         Box::new(move |state: &mut State| {
             state
                 .instances
                 .retain(|i| !(i.project == project && i.name == name));
+            // Its recorded exec output goes with it, as the daemon removes the instance's logs.
+            app.exec_logs().remove(&(project, name));
             Ok(None)
         }),
     );

@@ -39,8 +39,15 @@ pub(super) fn config_problem(config: &StringMap) -> Option<String> {
         .find_map(|(key, value)| check_key(key).and_then(|()| check_value(key, value)).err())
 }
 
-/// What is wrong with local devices, in the daemon's words.
-pub(super) fn devices_problem(devices: &Devices) -> Option<String> {
+/// What is wrong with one device.
+enum DeviceProblem {
+    /// `type` is no device type at all.
+    UnknownType(String),
+    /// The device fails its type's validation (the daemon's text, without context).
+    Invalid(String),
+}
+
+fn device_problem(name: &str, device: &StringMap) -> Option<DeviceProblem> {
     const TYPES: &[&str] = &[
         "disk",
         "nic",
@@ -58,60 +65,214 @@ pub(super) fn devices_problem(devices: &Devices) -> Option<String> {
     const NIC_TYPES: &[&str] = &[
         "bridged", "macvlan", "p2p", "physical", "sriov", "ipvlan", "routed", "ovn",
     ];
-    devices.iter().find_map(|(name, device)| {
-        let kind = device.get("type").map(String::as_str).unwrap_or_default();
-        let supported = TYPES.contains(&kind)
-            && (kind != "nic"
-                || device.contains_key("network")
-                || device.get("nictype").is_some_and(|t| NIC_TYPES.contains(&t.as_str())));
-        (!supported).then(|| {
-            format!("Device validation failed for \"{name}\": Failed loading device \"{name}\": Unsupported device type")
-        })
-    })
+    let kind = device.get("type").map(String::as_str).unwrap_or_default();
+    if !TYPES.contains(&kind) {
+        return Some(DeviceProblem::UnknownType(kind.to_string()));
+    }
+    let failed = |why: &str| {
+        Some(DeviceProblem::Invalid(format!(
+            "Device validation failed for \"{name}\": {why}"
+        )))
+    };
+    if kind == "nic"
+        && !device.contains_key("network")
+        && !device
+            .get("nictype")
+            .is_some_and(|t| NIC_TYPES.contains(&t.as_str()))
+    {
+        return failed(&format!(
+            "Failed loading device \"{name}\": Unsupported device type"
+        ));
+    }
+    if kind == "disk" {
+        if let Some(why) = disk_problem(device) {
+            return failed(why);
+        }
+    }
+    None
 }
 
-/// Validates local devices: `Invalid devices: <why>`.
+/// The daemon's disk checks that need no host (Incus 6.0.4 `disk.validateConfig`), in its order.
+fn disk_problem(device: &StringMap) -> Option<&'static str> {
+    let get = |key: &str| device.get(key).map(String::as_str).unwrap_or_default();
+    let (source, path, pool) = (get("source"), get("path"), get("pool"));
+    if source.is_empty() && path != "/" {
+        return Some("Disk entry is missing the required \"source\" or \"path\" property");
+    }
+    if path == "/" && !source.is_empty() {
+        return Some("Root disk entry may not have a \"source\" property set");
+    }
+    if path == "/" && pool.is_empty() {
+        return Some("Root disk entry must have a \"pool\" property set");
+    }
+    if !get("size").is_empty() && path != "/" {
+        return Some("Only the root disk may have a size quota");
+    }
+    let local = !source.is_empty()
+        && !["cloud-init:config", "agent:config"].contains(&source)
+        && !source.starts_with("ceph:")
+        && !source.starts_with("cephfs:");
+    if pool.is_empty() && local && !source.starts_with('/') {
+        // `../../etc`, `etc`: the daemon never resolves a relative host path.
+        return Some("Source path must be absolute for local sources");
+    }
+    if !pool.is_empty() && source.starts_with('/') {
+        return Some("Storage volumes cannot be specified as absolute paths");
+    }
+    None
+}
+
+/// What is wrong with the local devices of an instance being created, in the daemon's words
+/// (the text after `Failed creating instance record: `).
+pub(super) fn devices_problem(devices: &Devices) -> Option<String> {
+    devices
+        .iter()
+        .find_map(|(name, device)| device_problem(name, device))
+        .map(|problem| match problem {
+            DeviceProblem::UnknownType(kind) => format!("Invalid device type \"{kind}\""),
+            DeviceProblem::Invalid(why) => {
+                format!("Failed initializing instance: Invalid devices: {why}")
+            }
+        })
+}
+
+/// Validates the local devices of an update: `Invalid devices: <why>`.
 pub(super) fn validate_devices(devices: &Devices) -> Result<(), String> {
-    match devices_problem(devices) {
-        Some(why) => Err(format!("Invalid devices: {why}")),
+    let problem = devices
+        .iter()
+        .find_map(|(name, device)| device_problem(name, device).map(|p| (name, p)));
+    match problem {
         None => Ok(()),
+        Some((name, DeviceProblem::UnknownType(_))) => Err(format!(
+            "Invalid devices: Device validation failed for \"{name}\": Failed loading device \"{name}\": Unsupported device type"
+        )),
+        Some((_, DeviceProblem::Invalid(why))) => Err(format!("Invalid devices: {why}")),
     }
 }
 
+/// The daemon's instance config keys (Incus 6.0.4 `internal/instance/config.go`: the keys of
+/// every instance type and of containers), besides the free namespaces in [`check_key`].
 fn check_key(key: &str) -> Result<(), String> {
-    const PREFIXES: &[&str] = &[
-        "user.",
-        "environment.",
-        "image.",
-        "limits.",
-        "security.",
-        "boot.",
-        "raw.",
-        "linux.",
-        "snapshots.",
-        "cloud-init.",
-        "migration.",
-        "nvidia.",
-        "cluster.",
-        "agent.",
-    ];
-    const VOLATILE: &[&str] = &[
+    const KEYS: &[&str] = &[
+        "boot.autorestart",
+        "boot.autostart",
+        "boot.autostart.delay",
+        "boot.autostart.priority",
+        "boot.host_shutdown_action",
+        "boot.host_shutdown_timeout",
+        "boot.stop.priority",
+        "cloud-init.network-config",
+        "cloud-init.user-data",
+        "cloud-init.vendor-data",
+        "cluster.evacuate",
+        "limits.cpu",
+        "limits.cpu.allowance",
+        "limits.cpu.nodes",
+        "limits.cpu.priority",
+        "limits.disk.priority",
+        "limits.hugepages.1GB",
+        "limits.hugepages.1MB",
+        "limits.hugepages.2MB",
+        "limits.hugepages.64KB",
+        "limits.memory",
+        "limits.memory.enforce",
+        "limits.memory.swap",
+        "limits.memory.swap.priority",
+        "limits.processes",
+        "linux.kernel_modules",
+        "migration.incremental.memory",
+        "migration.incremental.memory.goal",
+        "migration.incremental.memory.iterations",
+        "migration.stateful",
+        "nvidia.driver.capabilities",
+        "nvidia.require.cuda",
+        "nvidia.require.driver",
+        "nvidia.runtime",
+        "raw.apparmor",
+        "raw.idmap",
+        "raw.lxc",
+        "raw.seccomp",
+        "security.guestapi",
+        "security.guestapi.images",
+        "security.idmap.base",
+        "security.idmap.isolated",
+        "security.idmap.size",
+        "security.nesting",
+        "security.privileged",
+        "security.protection.delete",
+        "security.protection.shift",
+        "security.syscalls.allow",
+        "security.syscalls.blacklist",
+        "security.syscalls.blacklist_compat",
+        "security.syscalls.blacklist_default",
+        "security.syscalls.deny",
+        "security.syscalls.deny_compat",
+        "security.syscalls.deny_default",
+        "security.syscalls.intercept.bpf",
+        "security.syscalls.intercept.bpf.devices",
+        "security.syscalls.intercept.mknod",
+        "security.syscalls.intercept.mount",
+        "security.syscalls.intercept.mount.allowed",
+        "security.syscalls.intercept.mount.fuse",
+        "security.syscalls.intercept.mount.shift",
+        "security.syscalls.intercept.sched_setscheduler",
+        "security.syscalls.intercept.setxattr",
+        "security.syscalls.intercept.sysinfo",
+        "security.syscalls.whitelist",
+        "snapshots.expiry",
+        "snapshots.pattern",
+        "snapshots.schedule",
+        "snapshots.schedule.stopped",
         "volatile.apply_template",
         "volatile.base_image",
         "volatile.cloud-init.instance-id",
+        "volatile.cluster.group",
+        "volatile.cpu.nodes",
+        "volatile.evacuate.origin",
         "volatile.idmap.base",
         "volatile.idmap.current",
         "volatile.idmap.next",
         "volatile.last_state.idmap",
         "volatile.last_state.power",
         "volatile.last_state.ready",
+        "volatile.rebalance.last_move",
         "volatile.uuid",
         "volatile.uuid.generation",
     ];
-    let known = PREFIXES.iter().any(|p| key.starts_with(p))
-        || VOLATILE.contains(&key)
-        // Device keys such as volatile.eth0.hwaddr.
-        || (key.starts_with("volatile.") && key.split('.').count() >= 3);
+    /// Suffixes of per-device volatile keys (`volatile.<device>.<suffix>`).
+    const VOLATILE_DEVICE_SUFFIXES: &[&str] = &[
+        ".apply_quota",
+        ".ceph_rbd",
+        ".host_name",
+        ".hwaddr",
+        ".mig.uuid",
+        ".name",
+        ".vgpu.uuid",
+        ".last_state.created",
+        ".last_state.hwaddr",
+        ".last_state.ip_addresses",
+        ".last_state.mtu",
+        ".last_state.pci.driver",
+        ".last_state.pci.parent",
+        ".last_state.pci.slot.name",
+        ".last_state.usb.bus",
+        ".last_state.usb.device",
+        ".last_state.vdpa.name",
+        ".last_state.vf.hwaddr",
+        ".last_state.vf.id",
+        ".last_state.vf.parent",
+        ".last_state.vf.spoofcheck",
+        ".last_state.vf.vlan",
+    ];
+    // Exact keys only: a key inside a known namespace that the daemon does not know
+    // (`security.nonsense`, `security.privileged ` with a trailing space) is unknown there too.
+    let known = KEYS.contains(&key)
+        || (key.starts_with("volatile.")
+            && VOLATILE_DEVICE_SUFFIXES.iter().any(|s| key.ends_with(s)))
+        || ["environment.", "user.", "image.", "linux.sysctl."]
+            .iter()
+            .any(|p| key.starts_with(p))
+        || key.len() > "limits.kernel.".len() && key.starts_with("limits.kernel.");
     if known {
         Ok(())
     } else {
@@ -188,4 +349,131 @@ fn is_expiry(value: &str) -> bool {
         let digits = part.trim_end_matches(['M', 'H', 'd', 'w', 'm', 'y']);
         digits.len() + 1 == part.len() && digits.parse::<u64>().is_ok()
     })
+}
+
+/// A JSON text as Go's decoder reads its strings: invalid UTF-8 bytes and lone UTF-16
+/// surrogate escapes inside strings become U+FFFD; everything else is kept byte for byte.
+pub(super) fn go_json_text(body: &[u8]) -> Vec<u8> {
+    const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
+    let hex = |at: usize| -> Option<u16> {
+        let digits = body.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    let mut out = Vec::with_capacity(body.len());
+    let mut in_string = false;
+    let mut at = 0;
+    while at < body.len() {
+        let byte = body[at];
+        if !in_string {
+            in_string = byte == b'"';
+            out.push(byte);
+            at += 1;
+            continue;
+        }
+        match byte {
+            b'"' => {
+                in_string = false;
+                out.push(byte);
+                at += 1;
+            }
+            b'\\' if body.get(at + 1) == Some(&b'u') => match hex(at + 2) {
+                Some(0xd800..=0xdbff) => {
+                    let low = (body.get(at + 6..at + 8) == Some(&b"\\u"[..]))
+                        .then(|| hex(at + 8))
+                        .flatten();
+                    if low.is_some_and(|low| (0xdc00..=0xdfff).contains(&low)) {
+                        out.extend_from_slice(&body[at..at + 12]);
+                        at += 12;
+                    } else {
+                        out.extend_from_slice(b"\\ufffd");
+                        at += 6;
+                    }
+                }
+                Some(0xdc00..=0xdfff) => {
+                    out.extend_from_slice(b"\\ufffd");
+                    at += 6;
+                }
+                _ => {
+                    out.extend_from_slice(&body[at..at + 2]);
+                    at += 2;
+                }
+            },
+            b'\\' => {
+                out.extend_from_slice(&body[at..(at + 2).min(body.len())]);
+                at += 2;
+            }
+            b if b < 0x80 => {
+                out.push(b);
+                at += 1;
+            }
+            _ => {
+                let rest = &body[at..(at + 4).min(body.len())];
+                let valid = match std::str::from_utf8(rest) {
+                    Ok(text) => text.chars().next().map_or(0, char::len_utf8),
+                    Err(e) if e.valid_up_to() > 0 => std::str::from_utf8(&rest[..e.valid_up_to()])
+                        .ok()
+                        .and_then(|t| t.chars().next())
+                        .map_or(0, char::len_utf8),
+                    Err(_) => 0,
+                };
+                if valid == 0 {
+                    out.extend_from_slice(REPLACEMENT);
+                    at += 1;
+                } else {
+                    out.extend_from_slice(&body[at..at + valid]);
+                    at += valid;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_body;
+    use serde_json::{json, Value};
+
+    fn error(text: &[u8]) -> String {
+        parse_body::<Value>(text).unwrap_err().message
+    }
+
+    #[test]
+    fn strings_are_read_as_gos_decoder_reads_them() {
+        let value = |text: &[u8]| parse_body::<Value>(text).unwrap();
+        assert_eq!(value(br#"{"a":"x\ud800y"}"#), json!({"a": "x\u{fffd}y"}));
+        assert_eq!(value(br#"{"a":"\udc00"}"#), json!({"a": "\u{fffd}"}));
+        assert_eq!(value(br#"{"a":"\ud83d\ude00"}"#), json!({"a": "\u{1f600}"}));
+        assert_eq!(value(b"{\"a\":\"x\xffy\"}"), json!({"a": "x\u{fffd}y"}));
+        assert_eq!(value("{\"a\":\"é\"}".as_bytes()), json!({"a": "é"}));
+        assert_eq!(
+            value(br#"{"a":1,"a":2}"#),
+            json!({"a": 2}),
+            "the last duplicate wins"
+        );
+    }
+
+    #[test]
+    fn string_and_byte_errors_are_worded_like_go() {
+        assert_eq!(
+            error(b"{\"name\":\"a\x01b\"}"),
+            "invalid character '\\x01' in string literal"
+        );
+        assert_eq!(
+            error(br#"{"name":"a\qb"}"#),
+            "invalid character 'q' in string escape code"
+        );
+        assert_eq!(
+            error(b"\xef\xbb\xbf{}"),
+            "invalid character '\u{ef}' looking for beginning of value"
+        );
+        assert_eq!(
+            error(b"{\\}"),
+            "invalid character '\\\\' looking for beginning of object key string"
+        );
+        assert_eq!(
+            error(b"\n\n\x7f"),
+            "invalid character '\\x7f' looking for beginning of value"
+        );
+    }
 }

@@ -1,12 +1,21 @@
 //! Task-mode exec (`wait-for-websocket: false`): no websockets; output discarded or recorded.
+//!
+//! A task-mode command runs until it exits or is stopped:
+//! - a stop or restart of its instance (forced or not) kills it with SIGKILL, so the operation
+//!   succeeds with `return` 137 and whatever was recorded, as on the daemon;
+//! - a cancel (only possible when a fault made the operation cancellable; the daemon's exec
+//!   operations cannot be cancelled) ends it at once, the operation staying `Cancelled`;
+//! - a reset of the fake, or the operation's removal, ends it at once without a trace.
 
-use super::{interpreter, start_failure_error, Exec, ExecRequest};
+use super::{interpreter, start_failure_error, Exec, ExecRequest, SIGKILL};
 use crate::faults::exec::ExecFaults;
 use crate::faults::operation::{self, OperationFault};
+use crate::state::operations::OpStatus;
 use bytes::Bytes;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc, watch};
 
 /// Where a task-mode exec records its output (`record-output: true`).
 pub(crate) struct Recording {
@@ -27,6 +36,23 @@ pub(super) fn start_task_session(
     op_fault: Option<OperationFault>,
     record: Option<Recording>,
 ) {
+    // Subscribed before the command starts, so no stop of the instance can be missed.
+    let events = exec.lifecycle.events.subscribe();
+    let (status, instance_url) = {
+        let ops = exec.lifecycle.ops();
+        match ops.get(op_id) {
+            Some(op) => (
+                op.watch.subscribe(),
+                op.spec
+                    .resources
+                    .get("instances")
+                    .and_then(|urls| urls.first())
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+            None => return,
+        }
+    };
     let exec = Arc::clone(exec);
     let id = op_id.to_string();
     tokio::spawn(async move {
@@ -65,12 +91,27 @@ pub(super) fn start_task_session(
             stderr,
             signals,
         };
-        let ((code, (out, err)), ()) = tokio::select! {
-            done = futures_util::future::join(interpreter::run(req, io), outputs) => (done, ()),
+        let command = futures_util::future::join(interpreter::run(req, io), outputs);
+        let kill_on_stop = async {
+            instance_stopped(events, &instance_url).await;
+            let _ = sig_tx.send(SIGKILL);
+            std::future::pending::<()>().await
+        };
+        let (code, (out, err)) = tokio::select! {
+            done = command => done,
+            () = kill_on_stop => return,
+            () = operation_ended(status) => return,
             () = exec.lifecycle.shutdown.cancelled() => return,
         };
-        drop(sig_tx);
         faults.after_exit().await;
+        if exec
+            .lifecycle
+            .ops()
+            .get(&id)
+            .is_none_or(|op| op.status.is_final())
+        {
+            return; // reset or cancelled meanwhile: nothing to record
+        }
         let metadata = match record {
             Some(rec) => {
                 let base = format!("/1.0/instances/{}/logs/exec-output/exec_{id}", rec.instance);
@@ -86,6 +127,34 @@ pub(super) fn start_task_session(
     });
 }
 
+/// Resolves once the operation is final (cancelled) or gone (reset, expiry).
+async fn operation_ended(mut status: watch::Receiver<OpStatus>) {
+    let _ = status.wait_for(|s| *s != OpStatus::Running).await;
+}
+
+/// Resolves when an operation that stops or restarts the instance at `instance_url` succeeds.
+async fn instance_stopped(mut events: broadcast::Receiver<(String, Value)>, instance_url: &str) {
+    loop {
+        let event = match events.recv().await {
+            Ok((_, event)) => event,
+            // Missed events cannot be replayed: stopping the command is the safe side.
+            Err(broadcast::error::RecvError::Lagged(_)) => return,
+            Err(broadcast::error::RecvError::Closed) => return std::future::pending().await,
+        };
+        let op = &event["metadata"];
+        let stops = matches!(
+            op["description"].as_str(),
+            Some("Stopping instance" | "Restarting instance")
+        );
+        let ours = op["resources"]["instances"]
+            .as_array()
+            .is_some_and(|urls| urls.iter().any(|u| u.as_str() == Some(instance_url)));
+        if stops && ours && op["status"] == "Success" {
+            return;
+        }
+    }
+}
+
 /// Reads a stream to its end, keeping at most [`RECORD_LIMIT`] bytes.
 async fn collect(mut rx: mpsc::Receiver<Bytes>) -> Vec<u8> {
     let mut kept = Vec::new();
@@ -94,4 +163,55 @@ async fn collect(mut rx: mpsc::Receiver<Bytes>) -> Vec<u8> {
         kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
     }
     kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{App, Identity, Settings};
+    use crate::state::operations::OpSpec;
+    use crate::state::State;
+
+    /// CPU time (user + system, clock ticks) this test process has used so far.
+    fn own_cpu_ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+
+    /// Exec operations cannot be cancelled on the daemon; when a fault makes one cancellable,
+    /// the cancel must end its command.
+    #[tokio::test]
+    async fn cancel_of_a_cancellable_task_exec_stops_its_endless_command() {
+        let app = App::new(
+            State::default_state(),
+            Identity::default(),
+            Settings::default(),
+        );
+        let mut spec = OpSpec::task("default", "Executing command", "/1.0/instances/c1".into());
+        spec.may_cancel = true;
+        let (id, _) = app.create_operation(spec, None);
+        let req = ExecRequest {
+            command: vec!["yes".into()],
+            environment: Default::default(),
+            user: 0,
+            group: 0,
+            cwd: String::new(),
+        };
+        start_task_session(&app.exec, &id, req, ExecFaults::default(), None, None);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        app.cancel_operation(&id).unwrap();
+        let before = own_cpu_ticks();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let used = own_cpu_ticks() - before;
+        assert!(
+            used < 30,
+            "{used} ticks of CPU in the second after the cancel"
+        );
+        assert_eq!(
+            app.ops().get(&id).map(|op| op.status),
+            Some(OpStatus::Cancelled)
+        );
+    }
 }

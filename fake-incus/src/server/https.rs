@@ -20,6 +20,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Accepts connections until shutdown.
 pub(crate) async fn run(app: Arc<App>, listener: TcpListener, config: Arc<rustls::ServerConfig>) {
     let acceptor = TlsAcceptor::from(config);
+    let mut backoff = super::AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -27,9 +28,10 @@ pub(crate) async fn run(app: Arc<App>, listener: TcpListener, config: Arc<rustls
         };
         match accepted {
             Ok((stream, _)) => {
+                backoff.accepted();
                 tokio::spawn(handle(Arc::clone(&app), acceptor.clone(), stream));
             }
-            Err(err) => tracing::warn!(error = %err, "https accept failed"),
+            Err(err) => backoff.pause("https", &err, &app).await,
         }
     }
 }

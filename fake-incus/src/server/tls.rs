@@ -3,12 +3,17 @@
 //! rcgen makes a self-signed ECDSA P-256 server certificate (SANs `127.0.0.1`, `::1`,
 //! `localhost`) and a client certificate the fake trusts. The TLS layer accepts any client
 //! certificate, or none, as Incus does; whether the client is trusted is decided per request
-//! from the certificate's SHA-256 fingerprint.
+//! from the certificate's SHA-256 fingerprint and its validity period (a trusted certificate
+//! that has expired or is not valid yet is untrusted, as the daemon's `CheckTrustState` has it).
+//!
+//! The handshake signature is checked against the certificate's public key as x509-parser reads
+//! it, not through webpki, which refuses X.509 version 1 certificates (what `openssl x509 -req`
+//! makes without extensions): the daemon's Go TLS stack accepts them, and so does the fake.
 
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PKCS_ECDSA_P256_SHA256};
 use rustls::client::danger::HandshakeSignatureValid;
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
-use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::crypto::{verify_tls13_signature_with_raw_key, CryptoProvider};
+use rustls::pki_types::{CertificateDer, SubjectPublicKeyInfoDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName as TlsName, SignatureScheme};
 use sha2::{Digest, Sha256};
@@ -74,6 +79,51 @@ pub(crate) fn fingerprint_pem(pem: &str) -> Result<String, TlsError> {
     Ok(fingerprint_der(&der))
 }
 
+/// When a certificate is valid, in Unix seconds, both ends included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Validity {
+    pub(crate) not_before: i64,
+    pub(crate) not_after: i64,
+}
+
+impl Validity {
+    /// Whether `now` (Unix seconds) is inside the period.
+    pub(crate) fn contains(&self, now: i64) -> bool {
+        self.not_before <= now && now <= self.not_after
+    }
+
+    /// Whether the period includes the present moment.
+    pub(crate) fn contains_now(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        self.contains(now)
+    }
+}
+
+/// The validity period of the first certificate in a PEM text.
+pub(crate) fn validity_pem(pem: &str) -> Result<Validity, TlsError> {
+    let der = certs(pem)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| TlsError::Pem("no certificate found".into()))?;
+    let (_, cert) = x509_parser::parse_x509_certificate(&der)
+        .map_err(|e| TlsError::Pem(format!("parsing the certificate: {e}")))?;
+    let validity = cert.validity();
+    Ok(Validity {
+        not_before: validity.not_before.timestamp(),
+        not_after: validity.not_after.timestamp(),
+    })
+}
+
+/// The SubjectPublicKeyInfo (DER) and the public key bits of a DER certificate, any version.
+fn public_key(cert: &CertificateDer<'_>) -> Result<(Vec<u8>, Vec<u8>), rustls::Error> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
+        .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding))?;
+    let spki = parsed.public_key();
+    Ok((spki.raw.to_vec(), spki.subject_public_key.data.to_vec()))
+}
+
 /// SHA-256 fingerprint of a DER certificate.
 pub(crate) fn fingerprint_der(der: &[u8]) -> String {
     hex::encode(Sha256::digest(der))
@@ -127,12 +177,24 @@ impl ClientCertVerifier for AnyClientCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        let (_, key) = public_key(cert)?;
+        let algorithms = &self.provider.signature_verification_algorithms;
+        let candidates = algorithms
+            .mapping
+            .iter()
+            .find(|(scheme, _)| *scheme == dss.scheme)
+            .map(|(_, algs)| *algs)
+            .ok_or(rustls::Error::PeerMisbehaved(
+                rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme,
+            ))?;
+        // The scheme names the algorithm; a key of another kind or curve fails to verify.
+        candidates
+            .iter()
+            .any(|alg| alg.verify_signature(&key, message, dss.signature()).is_ok())
+            .then(HandshakeSignatureValid::assertion)
+            .ok_or(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::BadSignature,
+            ))
     }
     fn verify_tls13_signature(
         &self,
@@ -140,9 +202,10 @@ impl ClientCertVerifier for AnyClientCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
+        let (spki, _) = public_key(cert)?;
+        verify_tls13_signature_with_raw_key(
             message,
-            cert,
+            &SubjectPublicKeyInfoDer::from(spki.as_slice()),
             dss,
             &self.provider.signature_verification_algorithms,
         )

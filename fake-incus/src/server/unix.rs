@@ -19,6 +19,7 @@ pub(crate) fn bind(path: &Path) -> std::io::Result<UnixListener> {
 
 /// Accepts connections until shutdown.
 pub(crate) async fn run(app: Arc<App>, listener: UnixListener) {
+    let mut backoff = super::AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -26,6 +27,7 @@ pub(crate) async fn run(app: Arc<App>, listener: UnixListener) {
         };
         match accepted {
             Ok((stream, _)) => {
+                backoff.accepted();
                 let peer = Peer {
                     listener: Listener::Unix,
                     fingerprint: None,
@@ -38,7 +40,7 @@ pub(crate) async fn run(app: Arc<App>, listener: UnixListener) {
                     Arc::new(AtomicBool::new(false)),
                 ));
             }
-            Err(err) => tracing::warn!(error = %err, "unix accept failed"),
+            Err(err) => backoff.pause("unix", &err, &app).await,
         }
     }
 }

@@ -627,3 +627,118 @@ async fn operation_fail_on_a_websocket_exec_fails_once_the_sockets_connect_and_r
     let done = final_op(&fake, &e).await;
     assert_eq!(done.body["error"], "no exec", "{}", done.body);
 }
+
+/// Starts `yes` as a task-mode exec that records its output; returns the 202 reply.
+async fn endless_task(fake: &FakeIncus) -> common::Reply {
+    let body = json!({"command": ["yes"], "wait-for-websocket": false, "record-output": true});
+    let reply = unix(fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    assert_eq!(reply.status, 202, "{}", reply.body);
+    reply
+}
+
+/// CPU time (user + system, clock ticks) this test process has used so far.
+fn own_cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Fails if the process keeps burning CPU (an endless command still running) for a second.
+async fn assert_nothing_runs(what: &str) {
+    let before = own_cpu_ticks();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let used = own_cpu_ticks() - before;
+    assert!(used < 30, "{what}: {used} ticks of CPU in one second");
+}
+
+#[tokio::test]
+async fn task_exec_of_an_endless_command_is_killed_by_a_forced_stop_with_137() {
+    let fake = running().await;
+    let reply = endless_task(&fake).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stop = unix(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1/state",
+        Some(json!({"action": "stop", "force": true})),
+    )
+    .await;
+    assert_eq!(wait(&fake, &stop).await.body["type"], "sync");
+    let done = wait(&fake, &reply).await;
+    assert_eq!(
+        (
+            done.metadata()["status"].as_str(),
+            &done.metadata()["metadata"]["return"]
+        ),
+        (Some("Success"), &json!(137)),
+        "{}",
+        done.body
+    );
+    let stdout = done.metadata()["metadata"]["output"]["1"].as_str().unwrap();
+    let recorded = unix(&fake, "GET", stdout, None).await;
+    assert!(
+        recorded.raw.starts_with(b"y\ny\n"),
+        "the output so far is kept"
+    );
+    assert_nothing_runs("after the forced stop").await;
+}
+
+#[tokio::test]
+async fn task_exec_of_an_endless_command_is_stopped_by_a_reset() {
+    let fake = running().await;
+    endless_task(&fake).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    fake.reset();
+    assert_nothing_runs("after the reset").await;
+}
+
+#[tokio::test]
+async fn recorded_exec_output_survives_neither_a_reset_nor_deletion_and_recreation() {
+    let fake = running().await;
+    let list = "/1.0/instances/c1/logs/exec-output";
+    let record =
+        json!({"command": ["echo", "kept"], "wait-for-websocket": false, "record-output": true});
+    let reply = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/exec",
+        Some(record.clone()),
+    )
+    .await;
+    wait(&fake, &reply).await;
+    assert_eq!(
+        unix(&fake, "GET", list, None)
+            .await
+            .metadata()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    fake.reset();
+    launch(&fake, "c1", true).await;
+    assert_eq!(
+        unix(&fake, "GET", list, None).await.metadata(),
+        &json!([]),
+        "after a reset"
+    );
+    let reply = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(record)).await;
+    wait(&fake, &reply).await;
+    let stop = unix(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1/state",
+        Some(json!({"action": "stop", "force": true})),
+    )
+    .await;
+    wait(&fake, &stop).await;
+    let delete = unix(&fake, "DELETE", "/1.0/instances/c1", None).await;
+    wait(&fake, &delete).await;
+    launch(&fake, "c1", true).await;
+    assert_eq!(
+        unix(&fake, "GET", list, None).await.metadata(),
+        &json!([]),
+        "after deletion and re-creation"
+    );
+}

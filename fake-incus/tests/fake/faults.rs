@@ -170,6 +170,7 @@ async fn fault_reset_aborts_the_https_connection() {
             .unwrap();
     let conn = tokio::spawn(conn);
     let req = http::Request::get("/1.0/instances")
+        .header("host", "127.0.0.1")
         .body(http_body_util::Empty::<bytes::Bytes>::new())
         .unwrap();
     assert!(sender.send_request(req).await.is_err());

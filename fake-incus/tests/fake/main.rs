@@ -6,5 +6,6 @@ mod common;
 mod exec;
 mod faults;
 mod https;
+mod listeners;
 mod protocol;
 mod serve;

@@ -1397,3 +1397,151 @@ async fn rename_is_an_operation_refused_while_running() {
         (400, Some("Invalid storage volume type name"))
     );
 }
+
+/// Answers of Incus 6.0.4 for keys inside known namespaces and for disk sources, checked
+/// against the daemon (create: in the operation; PATCH and PUT: the daemon's texts).
+#[tokio::test]
+async fn unknown_keys_in_known_namespaces_and_relative_disk_sources_are_refused_like_the_daemon() {
+    let fake = fake().await;
+    let create = |extra: Value| {
+        let mut body = json!({"name": "p14", "source": {"type": "none"}});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let unknown = "Failed creating instance record: Unknown configuration key: ";
+    for key in [
+        "security.nonsense",
+        "security.privileged ",
+        " security.privileged",
+        "SECURITY.privileged",
+        "security.",
+        "security.privileged.x",
+        "limits.nonsense",
+        "boot.nonsense",
+        "raw.nonsense",
+        "linux.nonsense",
+        "volatile.nonsense",
+        "volatile.eth0.nonsense",
+        "snapshots.nonsense",
+        "migration.nonsense",
+        "cloud-init.nonsense",
+        "nvidia.nonsense",
+        "agent.nonsense",
+        "cluster.nonsense",
+    ] {
+        let body = create(json!({"config": {key: "1"}}));
+        let done = wait(
+            &fake,
+            &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+        )
+        .await;
+        assert_eq!(
+            (
+                done.body["error"].as_str(),
+                done.body["error_code"].as_u64()
+            ),
+            (Some(format!("{unknown}{key}").as_str()), Some(500)),
+            "{key:?}"
+        );
+    }
+    for key in [
+        "user.anything",
+        "environment.X",
+        "image.anything",
+        "limits.kernel.nofile",
+        "linux.sysctl.net.ipv4.ip_forward",
+        "volatile.eth0.hwaddr",
+    ] {
+        let body = create(json!({"config": {key: "1"}}));
+        let done = wait(
+            &fake,
+            &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+        )
+        .await;
+        assert_eq!(done.body["type"], "sync", "{key}: {}", done.body);
+        let delete = unix(&fake, "DELETE", "/1.0/instances/p14", None).await;
+        wait(&fake, &delete).await;
+    }
+    let devices = "Failed creating instance record: Failed initializing instance: Invalid devices: Device validation failed for \"d\": ";
+    for (device, why) in [
+        (
+            json!({"type": "disk", "source": "../../etc", "path": "/mnt"}),
+            "Source path must be absolute for local sources",
+        ),
+        (
+            json!({"type": "disk", "source": "etc", "path": "/mnt"}),
+            "Source path must be absolute for local sources",
+        ),
+        (
+            json!({"type": "disk", "path": "/mnt"}),
+            "Disk entry is missing the required \"source\" or \"path\" property",
+        ),
+    ] {
+        let body = create(json!({"devices": {"d": device}}));
+        let done = wait(
+            &fake,
+            &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+        )
+        .await;
+        assert_eq!(
+            done.body["error"].as_str(),
+            Some(format!("{devices}{why}").as_str()),
+            "{device}"
+        );
+    }
+    let body = create(json!({"devices": {"d": {"type": "bogus"}}}));
+    let done = wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+    )
+    .await;
+    assert_eq!(
+        done.body["error"],
+        "Failed creating instance record: Invalid device type \"bogus\""
+    );
+    for device in [
+        json!({"type": "disk", "source": "/etc/../etc", "path": "/mnt"}),
+        json!({"type": "disk", "source": "/etc"}),
+    ] {
+        let body = create(json!({"devices": {"d": device}}));
+        let done = wait(
+            &fake,
+            &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+        )
+        .await;
+        assert_eq!(done.body["type"], "sync", "{}", done.body);
+        let delete = unix(&fake, "DELETE", "/1.0/instances/p14", None).await;
+        wait(&fake, &delete).await;
+    }
+    let done = wait(
+        &fake,
+        &unix(&fake, "POST", "/1.0/instances", Some(create(json!({})))).await,
+    )
+    .await;
+    assert_eq!(done.body["type"], "sync");
+    for (patch, error) in [
+        (json!({"devices": {"d": {"type": "disk", "source": "../../etc", "path": "/mnt"}}}), "Invalid devices: Device validation failed for \"d\": Source path must be absolute for local sources"),
+        (json!({"config": {"security.nonsense": "1"}}), "Invalid config: Unknown configuration key: security.nonsense"),
+        (json!({"config": {"security.privileged ": "true"}}), "Invalid config: Unknown configuration key: security.privileged "),
+        (json!({"devices": {"d": {"type": "bogus"}}}), "Invalid devices: Device validation failed for \"d\": Failed loading device \"d\": Unsupported device type"),
+    ] {
+        let reply = unix(&fake, "PATCH", "/1.0/instances/p14", Some(patch)).await;
+        assert_eq!((reply.status, reply.body["error"].as_str()), (500, Some(error)));
+    }
+    // PUT sends back what GET gave (volatile keys included), plus the bad entry.
+    let current = unix(&fake, "GET", "/1.0/instances/p14", None)
+        .await
+        .metadata()["config"]
+        .clone();
+    let mut bad_config = current.clone();
+    bad_config["security.nonsense"] = json!("1");
+    for (put, error) in [
+        (json!({"config": bad_config, "devices": {}}), "Invalid config: Unknown configuration key: security.nonsense"),
+        (json!({"config": current, "devices": {"d": {"type": "disk", "source": "../../etc", "path": "/mnt"}}}), "Invalid devices: Device validation failed for \"d\": Source path must be absolute for local sources"),
+    ] {
+        let done = wait(&fake, &unix(&fake, "PUT", "/1.0/instances/p14", Some(put)).await).await;
+        assert_eq!((done.body["error_code"].as_u64(), done.body["error"].as_str()), (Some(500), Some(error)));
+    }
+}

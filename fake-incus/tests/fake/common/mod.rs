@@ -123,7 +123,12 @@ pub(crate) async fn unix_raw(
     tokio::spawn(conn);
     let uri: http::Uri = format!("http://unix.socket{path}").parse().unwrap();
     let resp = sender
-        .send_request(build(method, uri, body.as_ref(), &[]))
+        .send_request(build(
+            method,
+            uri,
+            body.as_ref(),
+            &[("host", "unix.socket")],
+        ))
         .await
         .map_err(|e| e.to_string())?;
     let status = resp.status().as_u16();
@@ -272,7 +277,10 @@ impl Https {
         let tls = self.connect().await;
         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
         let uri: http::Uri = format!("https://127.0.0.1{path}").parse().unwrap();
-        let req = build(method, uri, body.as_ref(), &[]);
+        // HTTP/1.1 needs a Host header (the daemon's Go server refuses a request without one);
+        // h2 carries the authority instead.
+        let host: &[(&str, &str)] = if h2 { &[] } else { &[("host", "127.0.0.1")] };
+        let req = build(method, uri, body.as_ref(), host);
         let resp = if h2 {
             let (mut sender, conn) =
                 hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
