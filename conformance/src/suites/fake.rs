@@ -6,7 +6,12 @@ use crate::scenario::format::FakeSetup;
 
 /// Starts a fake Incus with the seed state and fault rules of `setup`.
 pub(crate) async fn start(setup: &FakeSetup) -> Result<FakeIncus, String> {
-    let mut builder = FakeIncus::builder();
+    start_with(setup, false).await
+}
+
+/// Starts a fake Incus with `setup`, also on HTTPS with mutual TLS when `https` is true.
+pub(crate) async fn start_with(setup: &FakeSetup, https: bool) -> Result<FakeIncus, String> {
+    let mut builder = FakeIncus::builder().https(https);
     if let Some(seed) = &setup.seed {
         builder = builder.state(seed.clone());
     }

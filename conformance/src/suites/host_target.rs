@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fake_incus::FakeIncus;
-use incus_operations::{Connection, Host, RunOptions, Scope};
+use incus_operations::{Connection, Endpoint, Host, RunOptions, Scope};
 use serde_json::Value;
 
 use crate::scenario::format::FakeSetup;
@@ -20,11 +20,21 @@ pub(crate) type HostFactory<H> = Arc<dyn Fn(Connection) -> (H, <H as Host>::Call
 /// How a target connects to its fake's Unix socket.
 pub(crate) type ConnectionFactory = Arc<dyn Fn(&Path) -> Result<Connection, String> + Send + Sync>;
 
+/// Which of the fake's listeners the targets' hosts connect to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listener {
+    /// The Unix socket (through the [`ConnectionFactory`]).
+    Unix,
+    /// HTTPS with mutual TLS: the fake's trusted client identity, its server certificate pinned.
+    Https,
+}
+
 /// Starts one fake Incus per target and runs operations through `run()` with the host.
 pub(crate) struct HostTargets<H: Host> {
     factory: HostFactory<H>,
     callback_timeout: Option<Duration>,
     connection: ConnectionFactory,
+    listener: Listener,
 }
 
 impl<H: Host> HostTargets<H> {
@@ -34,7 +44,14 @@ impl<H: Host> HostTargets<H> {
             factory,
             callback_timeout: None,
             connection: Arc::new(|socket| Ok(Connection::unix(socket))),
+            listener: Listener::Unix,
         }
+    }
+
+    /// Connects through `listener` (the Unix socket by default).
+    pub(crate) fn listener(mut self, listener: Listener) -> Self {
+        self.listener = listener;
+        self
     }
 
     /// Connects with `connection` instead of the defaults (shorter timeouts, smaller streams).
@@ -60,8 +77,12 @@ struct HostTarget<H: Host> {
 impl<H: Host + 'static> TargetFactory for HostTargets<H> {
     fn start<'a>(&'a self, setup: &'a FakeSetup) -> BoxFuture<'a, Result<Box<dyn Target>, String>> {
         Box::pin(async move {
-            let fake = super::fake::start(setup).await?;
-            let connection = (self.connection)(fake.unix_socket())?;
+            let https = self.listener == Listener::Https;
+            let fake = super::fake::start_with(setup, https).await?;
+            let connection = match self.listener {
+                Listener::Unix => (self.connection)(fake.unix_socket())?,
+                Listener::Https => https_connection(&fake)?,
+            };
             let (host, caller) = (self.factory)(connection);
             let target = HostTarget {
                 fake,
@@ -76,6 +97,22 @@ impl<H: Host + 'static> TargetFactory for HostTargets<H> {
     fn is_fake(&self) -> bool {
         true
     }
+}
+
+/// A connection to the fake's HTTPS listener with the identity it trusts, its certificate pinned.
+fn https_connection(fake: &FakeIncus) -> Result<Connection, String> {
+    let url = fake
+        .https_url()
+        .ok_or("the fake Incus was started without HTTPS")?;
+    let endpoint = Endpoint::https(
+        url,
+        fake.client_cert_pem(),
+        fake.client_key_pem(),
+        fake.server_cert_pem(),
+    );
+    Connection::builder(endpoint)
+        .build()
+        .map_err(|e| format!("cannot connect to the fake's HTTPS listener: {e}"))
 }
 
 impl<H: Host + 'static> Target for HostTarget<H> {

@@ -26,6 +26,7 @@ pub(crate) mod host_target;
 pub(crate) mod inspection_bounds;
 pub(crate) mod mutation_faults;
 mod property;
+pub(crate) mod reliability;
 mod restricted;
 mod scopes;
 mod session;
@@ -87,6 +88,14 @@ pub(crate) fn with_session(
 pub(crate) fn block_on<F>(body: F) -> Result<(), String>
 where
     F: Future<Output = Result<(), String>>,
+{
+    block_on_value(body)
+}
+
+/// Runs an async body that yields a value on a runtime of its own.
+pub(crate) fn block_on_value<T, F>(body: F) -> Result<T, String>
+where
+    F: Future<Output = Result<T, String>>,
 {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
