@@ -40,6 +40,23 @@ pub fn run_conformance(args: &RunArgs) -> ExitCode {
     runner::execute(args, suites::registry(&factory, suites::Subject::Core))
 }
 
+/// `RELIABILITY.md`: runs every reliability measurement (each mutation under each fault on both
+/// listeners, the refusals before the backend, TLS refusals, bad input, load) and renders the
+/// document; `Err` lists every promise that broke. `long` runs many more bad-input and load cases.
+///
+/// ```no_run
+/// let text = incus_conformance::reliability_markdown(false).expect("every promise holds");
+/// assert!(text.starts_with("# Reliability"));
+/// ```
+pub fn reliability_markdown(long: bool) -> Result<String, String> {
+    let size = if long {
+        suites::reliability::Size::LONG
+    } else {
+        suites::reliability::Size::SHORT
+    };
+    suites::reliability::markdown(size)
+}
+
 /// `CLAUSES.md`: every clause of the specification with its sentence and the tests that check it,
 /// generated from the registered tests.
 pub fn clauses_markdown() -> String {

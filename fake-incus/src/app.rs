@@ -304,4 +304,3 @@ impl Drop for StateGuard<'_> {
         drop((previous, replaced));
     }
 }
-

@@ -7,6 +7,7 @@
 mod call;
 mod catalogue;
 mod output;
+mod reliability;
 mod run;
 mod tama;
 mod tama_validate;
@@ -50,6 +51,10 @@ enum Command {
     /// Run one operation through the reference host bound to a connection; print the result.
     /// Exit 0 for a success object, 1 for an error result, 2 for a usage error.
     Call(Box<call::Args>),
+    /// Measure what the core and the fake promise when things go wrong (faults on both listeners,
+    /// refusals before the backend, TLS refusals, bad input, load) and print RELIABILITY.md.
+    /// Exit 1 when a promise broke.
+    Reliability(reliability::Args),
 }
 
 /// Parses `args` (program name first) and runs the chosen subcommand.
@@ -71,6 +76,7 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Some(Command::Tama { command }) => tama::run(command),
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Call(args)) => call::run_call(*args),
+        Some(Command::Reliability(args)) => reliability::run(args),
         None => run::run(cli.run),
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fake_incus::{FakeIncus, Rule};
-use incus_operations::{Connection, Host};
+use incus_operations::{Connection, Endpoint, Host};
 use serde_json::Value;
 
 use super::format::FakeSetup;
@@ -20,9 +20,23 @@ pub type HostFactory<H> = Arc<dyn Fn(Connection) -> (H, <H as Host>::Caller) + S
 /// How a target connects to its fake's Unix socket.
 pub type ConnectionFactory = Arc<dyn Fn(&Path) -> Result<Connection, String> + Send + Sync>;
 
+/// Which of the fake's listeners the targets' hosts connect to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listener {
+    /// The Unix socket, through the [`ConnectionFactory`] (the default).
+    Unix,
+    /// HTTPS with mutual TLS: the fake's trusted client identity, its server certificate pinned.
+    Https,
+}
+
 /// Starts a fake Incus with the seed state and fault rules of `setup`.
 pub async fn start(setup: &FakeSetup) -> Result<FakeIncus, String> {
-    let mut builder = FakeIncus::builder();
+    start_with(setup, false).await
+}
+
+/// Starts a fake Incus with `setup`, also on HTTPS with mutual TLS when `https` is true.
+pub async fn start_with(setup: &FakeSetup, https: bool) -> Result<FakeIncus, String> {
+    let mut builder = FakeIncus::builder().https(https);
     if let Some(seed) = &setup.seed {
         builder = builder.state(seed.clone());
     }
@@ -61,6 +75,7 @@ pub struct HostTargets<H: Host> {
     factory: HostFactory<H>,
     callback_timeout: Option<Duration>,
     connection: ConnectionFactory,
+    listener: Listener,
 }
 
 impl<H: Host> HostTargets<H> {
@@ -70,7 +85,14 @@ impl<H: Host> HostTargets<H> {
             factory,
             callback_timeout: None,
             connection: Arc::new(|socket| Ok(Connection::unix(socket))),
+            listener: Listener::Unix,
         }
+    }
+
+    /// Connects through `listener` (the Unix socket by default).
+    pub fn listener(mut self, listener: Listener) -> Self {
+        self.listener = listener;
+        self
     }
 
     /// Connects with `connection` instead of the defaults (shorter timeouts, smaller streams).
@@ -86,6 +108,22 @@ impl<H: Host> HostTargets<H> {
     }
 }
 
+/// A connection to the fake's HTTPS listener with the identity it trusts, its certificate pinned.
+fn https_connection(fake: &FakeIncus) -> Result<Connection, String> {
+    let url = fake
+        .https_url()
+        .ok_or("the fake Incus was started without HTTPS")?;
+    let endpoint = Endpoint::https(
+        url,
+        fake.client_cert_pem(),
+        fake.client_key_pem(),
+        fake.server_cert_pem(),
+    );
+    Connection::builder(endpoint)
+        .build()
+        .map_err(|e| format!("cannot connect to the fake's HTTPS listener: {e}"))
+}
+
 /// A fake Incus and the host target bound to it.
 struct FakeTarget<H: Host> {
     fake: FakeIncus,
@@ -95,8 +133,11 @@ struct FakeTarget<H: Host> {
 impl<H: Host + 'static> TargetFactory for HostTargets<H> {
     fn start<'a>(&'a self, setup: &'a FakeSetup) -> BoxFuture<'a, Result<Box<dyn Target>, String>> {
         Box::pin(async move {
-            let fake = start(setup).await?;
-            let connection = (self.connection)(fake.unix_socket())?;
+            let fake = start_with(setup, self.listener == Listener::Https).await?;
+            let connection = match self.listener {
+                Listener::Unix => (self.connection)(fake.unix_socket())?,
+                Listener::Https => https_connection(&fake)?,
+            };
             let (host, caller) = (self.factory)(connection);
             let calls = HostTarget::new(host, caller).callback_timeout(self.callback_timeout);
             Ok(Box::new(FakeTarget { fake, calls }) as Box<dyn Target>)

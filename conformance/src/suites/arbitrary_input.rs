@@ -16,7 +16,7 @@ use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 
 /// Error kinds that come from checks made before any backend request.
-const REFUSED_BEFORE_BACKEND: &[&str] = &[
+pub(crate) const REFUSED_BEFORE_BACKEND: &[&str] = &[
     "scope_missing",
     "invalid_input",
     "input_too_large",
@@ -59,7 +59,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
 }
 
 /// Mostly objects with plausible keys, sometimes any JSON value.
-fn input() -> impl Strategy<Value = Value> {
+pub(crate) fn input() -> impl Strategy<Value = Value> {
     prop_oneof![
         4 => object(json_value()),
         1 => json_value(),

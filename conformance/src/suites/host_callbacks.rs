@@ -140,7 +140,8 @@ impl Host for ScriptedHost {
 /// The bound on callbacks in these checks (the default 5 s would make a hang slow to observe).
 const CALLBACK_BOUND: Duration = Duration::from_millis(300);
 
-fn scripted(script: Script) -> (Arc<dyn TargetFactory>, Arc<Mutex<Log>>) {
+/// Targets whose hosts follow `script`, and the log of their callbacks.
+pub(crate) fn scripted(script: Script) -> (Arc<dyn TargetFactory>, Arc<Mutex<Log>>) {
     let log = Arc::new(Mutex::new(Log::default()));
     let shared = Arc::clone(&log);
     let hosts: HostFactory<ScriptedHost> = Arc::new(move |connection| {

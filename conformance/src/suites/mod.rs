@@ -22,6 +22,7 @@ pub(crate) mod host_target;
 pub(crate) mod inspection_bounds;
 pub(crate) mod mutation_faults;
 mod property;
+pub(crate) mod reliability;
 mod restricted;
 mod scenarios;
 mod scopes;

@@ -18,16 +18,16 @@ use crate::scenario::target::TargetFactory;
 
 /// A mutation under test: how to prepare it, the native request it makes, and the call.
 #[derive(Debug, Clone, Copy)]
-struct Mutation {
-    operation: &'static str,
+pub(crate) struct Mutation {
+    pub(crate) operation: &'static str,
     scope: &'static str,
     method: &'static str,
-    path: &'static str,
+    pub(crate) path: &'static str,
     /// Whether the native request creates an operation (everything but update's PATCH).
     async_operation: bool,
 }
 
-const MUTATIONS: &[Mutation] = &[
+pub(crate) const MUTATIONS: &[Mutation] = &[
     m(
         "incus_instance_create",
         "incus.write",
@@ -104,7 +104,7 @@ const fn m(
 
 /// The faults, by the fake's rule `kind`, and what each one must produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Expected {
+pub(crate) enum Expected {
     /// `status: uncertain`: the request may have been applied, no response was decoded.
     Uncertain,
     /// A `native` error with this HTTP status.
@@ -117,7 +117,7 @@ enum Expected {
 
 /// Every fault rule for `mutation` and what it must produce: faults on the mutating request,
 /// on the operation it creates, and on the wait that follows its acceptance.
-fn faults(mutation: Mutation) -> Vec<(Value, Expected)> {
+pub(crate) fn faults(mutation: Mutation) -> Vec<(Value, Expected)> {
     let on_request = |fault: Value| json!({"method": mutation.method, "path": mutation.path, "which": {"nth": 1}, "fault": fault});
     let on_wait = |fault: Value| json!({"method": "GET", "path": "/1.0/operations/*/wait", "which": {"nth": 1}, "fault": fault});
     let transport = [
@@ -185,39 +185,50 @@ fn exec_faults(factory: &Arc<dyn TargetFactory>) -> Check {
             let session = Session::start(&factory, &FakeSetup::default())?;
             super::exec_output::start_instance(&session)?;
             for kind in TRANSPORT_FAULTS {
-                let rule = json!({"method": "POST", "path": "/1.0/instances/web/exec", "which": {"nth": 1}, "fault": {"kind": kind}});
-                session.add_fault(&rule)?;
-                let input = json!({"name": "web", "command": ["true"]});
-                let called = session.call("incus_instance_exec", &["incus.exec".to_owned()], input);
-                let context =
-                    |problem: &str| called.failure(&format!("with fault {kind}: {problem}"));
-                let result = &called.result;
-                if result.get("status") != Some(&json!("uncertain"))
-                    || result.get("exit_code") != Some(&Value::Null)
-                    || result.get("operation_id") != Some(&Value::Null)
-                {
-                    return Err(context(
-                        "expected status uncertain without exit code or operation",
-                    ));
-                }
-                let sent = called.requests.as_ref().map_or(1, |requests| {
-                    requests
-                        .iter()
-                        .filter(|r| r.method == "POST" && r.path.ends_with("/exec"))
-                        .count()
-                });
-                if sent != 1 {
-                    return Err(context(&format!("the exec request was sent {sent} times")));
-                }
-                called.schema_valid().map_err(|p| context(&p))?;
+                let (called, sent) = exec_case(&session, kind)?;
+                exec_verdict(&called, sent, kind)?;
             }
             Ok(())
         },
     )
 }
 
+/// Installs a transport fault `kind` on the next exec request of the running instance `web`
+/// and runs one exec: the call, and how many times the exec request was sent.
+pub(crate) fn exec_case(session: &Session, kind: &str) -> Result<(Called, usize), String> {
+    let rule = json!({"method": "POST", "path": "/1.0/instances/web/exec", "which": {"nth": 1}, "fault": {"kind": kind}});
+    session.add_fault(&rule)?;
+    let input = json!({"name": "web", "command": ["true"]});
+    let called = session.call("incus_instance_exec", &["incus.exec".to_owned()], input);
+    let sent = called.requests.as_ref().map_or(1, |requests| {
+        requests
+            .iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/exec"))
+            .count()
+    });
+    Ok((called, sent))
+}
+
+/// An exec under a transport fault is `uncertain`, without exit code or operation, sent once.
+pub(crate) fn exec_verdict(called: &Called, sent: usize, kind: &str) -> Result<(), String> {
+    let context = |problem: &str| called.failure(&format!("with fault {kind}: {problem}"));
+    let result = &called.result;
+    if result.get("status") != Some(&json!("uncertain"))
+        || result.get("exit_code") != Some(&Value::Null)
+        || result.get("operation_id") != Some(&Value::Null)
+    {
+        return Err(context(
+            "expected status uncertain without exit code or operation",
+        ));
+    }
+    if sent != 1 {
+        return Err(context(&format!("the exec request was sent {sent} times")));
+    }
+    called.schema_valid().map_err(|p| context(&p))
+}
+
 /// Faults after which the client cannot know whether its request was applied.
-const TRANSPORT_FAULTS: [&str; 5] = [
+pub(crate) const TRANSPORT_FAULTS: [&str; 5] = [
     "close_before_apply",
     "close_after_apply",
     "reset",
@@ -245,6 +256,17 @@ fn fault_case(
     rule: &Value,
     expected: Expected,
 ) -> Result<(), String> {
+    let (called, sent) = observe(factory, mutation, rule)?;
+    verdict(&called, sent, rule, expected)
+}
+
+/// Prepares the resource on a fresh target, installs `rule` and makes the call: the call, and
+/// how many times the mutating request was sent.
+pub(crate) fn observe(
+    factory: &Arc<dyn TargetFactory>,
+    mutation: Mutation,
+    rule: &Value,
+) -> Result<(Called, usize), String> {
     let session = Session::start(factory, &FakeSetup::default())?;
     let mut input = prepare(&session, mutation)?;
     session.add_fault(rule)?;
@@ -253,8 +275,6 @@ fn fault_case(
         input["wait_seconds"] = json!(0);
     }
     let called = session.call(mutation.operation, &[mutation.scope.to_owned()], input);
-    let context = |problem: &str| called.failure(&format!("with fault rule {rule}: {problem}"));
-    check_status(&called, expected).map_err(|p| context(&p))?;
     let sent = called
         .requests
         .as_ref()
@@ -268,6 +288,19 @@ fn fault_case(
                 .count()
         })
         .unwrap_or(1);
+    Ok((called, sent))
+}
+
+/// The status says what the fault allows to be observed, the mutating request was sent
+/// exactly once, and the result matches the output schema.
+pub(crate) fn verdict(
+    called: &Called,
+    sent: usize,
+    rule: &Value,
+    expected: Expected,
+) -> Result<(), String> {
+    let context = |problem: &str| called.failure(&format!("with fault rule {rule}: {problem}"));
+    check_status(called, expected).map_err(|p| context(&p))?;
     if sent != 1 {
         return Err(context(&format!(
             "the mutating request was sent {sent} times, expected exactly once"

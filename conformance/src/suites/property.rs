@@ -54,7 +54,7 @@ where
 
 /// 32 bytes of seed for one trial: the same for the same base seed and trial name.
 /// (FNV-1a over the name, mixed with the seed, expanded with splitmix64: stable everywhere.)
-fn trial_seed(seed: u64, trial: &str) -> [u8; 32] {
+pub(crate) fn trial_seed(seed: u64, trial: &str) -> [u8; 32] {
     let mut state = trial.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
     }) ^ seed;

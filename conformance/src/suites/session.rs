@@ -86,6 +86,14 @@ pub(crate) fn block_on<F>(body: F) -> Result<(), String>
 where
     F: Future<Output = Result<(), String>>,
 {
+    block_on_value(body)
+}
+
+/// Runs an async body that yields a value on a runtime of its own.
+pub(crate) fn block_on_value<T, F>(body: F) -> Result<T, String>
+where
+    F: Future<Output = Result<T, String>>,
+{
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,9 +1,8 @@
 //! Request bodies decoded the way the daemon's Go decoder reads them.
 
+use super::validation;
 use crate::envelope::ApiError;
 use serde::de::DeserializeOwned;
-use super::validation;
-
 
 /// Parses a JSON body the way the daemon does, with Go's streaming `json.Decoder`: only the
 /// first value is read (trailing bytes are ignored), an empty body is `EOF`, a truncated one
