@@ -56,7 +56,7 @@ pub(crate) struct Identity {
     pub(crate) server_fingerprint: String,
     pub(crate) trusted: Mutex<BTreeSet<String>>,
     /// The validity period of each trusted certificate that has one on record.
-    pub(crate) validity: Mutex<std::collections::BTreeMap<String, crate::server::tls::Validity>>,
+    pub(crate) validity: Mutex<std::collections::BTreeMap<String, crate::tls::Validity>>,
 }
 
 impl Identity {
@@ -74,13 +74,13 @@ impl Identity {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .get(fingerprint)
-                .is_none_or(crate::server::tls::Validity::contains_now)
+                .is_none_or(crate::tls::Validity::contains_now)
     }
 
     /// Trusts a certificate (PEM) and records its validity period; returns its fingerprint.
-    pub(crate) fn trust_pem(&self, pem: &str) -> Result<String, crate::server::tls::TlsError> {
-        let fingerprint = crate::server::tls::fingerprint_pem(pem)?;
-        let validity = crate::server::tls::validity_pem(pem)?;
+    pub(crate) fn trust_pem(&self, pem: &str) -> Result<String, crate::tls::TlsError> {
+        let fingerprint = crate::tls::fingerprint_pem(pem)?;
+        let validity = crate::tls::validity_pem(pem)?;
         self.validity
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

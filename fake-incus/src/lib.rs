@@ -44,6 +44,7 @@ mod lifecycle;
 mod pattern;
 mod server;
 mod state;
+mod tls;
 
 pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};
 pub use journal::{
@@ -52,7 +53,7 @@ pub use journal::{
 };
 
 use app::{App, Settings};
-use server::tls;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

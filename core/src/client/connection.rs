@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use rustls_pki_types::ServerName;
 
+use super::error::ConnectionError;
 use super::tls;
 
 /// Default bound on every native request: 30 seconds.
@@ -81,42 +82,6 @@ impl fmt::Debug for Endpoint {
                 .finish_non_exhaustive(),
         }
     }
-}
-
-/// Why a [`Connection`] could not be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConnectionError {
-    /// The HTTPS URL is not `https://host[:port]`.
-    #[error("invalid Incus URL {url:?}: {reason}")]
-    InvalidUrl {
-        /// The URL given.
-        url: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A PEM input holds no usable certificate or key.
-    #[error("invalid {what}: {reason}")]
-    InvalidPem {
-        /// Which input (`client certificate`, `client key`, `server certificate`).
-        what: &'static str,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A bound is out of its accepted range.
-    #[error("invalid {what}: {reason}")]
-    InvalidBound {
-        /// Which bound.
-        what: &'static str,
-        /// The accepted range.
-        reason: String,
-    },
-    /// rustls refused the credentials.
-    #[error("invalid TLS configuration: {reason}")]
-    Tls {
-        /// What rustls reported.
-        reason: String,
-    },
 }
 
 /// How to reach one Incus server, and the bounds of every exchange with it.
@@ -332,6 +297,16 @@ fn parse_https_url(url: &str) -> Result<(String, u16), ConnectionError> {
         return Err(invalid("the scheme must be https"));
     }
     let host = uri.host().ok_or_else(|| invalid("no host"))?;
+    if uri
+        .authority()
+        .is_some_and(|authority| authority.as_str().contains('@'))
+    {
+        // Incus authenticates clients by certificate only: credentials in the URL would be
+        // dropped without a word, so they are refused instead.
+        return Err(invalid(
+            "user information (user:password@) is not accepted: Incus clients authenticate with their certificate",
+        ));
+    }
     if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
         return Err(invalid("only https://host[:port] is accepted"));
     }
@@ -352,6 +327,21 @@ fn server_name(url: &str, host: &str) -> Result<ServerName<'static>, ConnectionE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_https_url_with_user_information_is_refused_not_stripped() {
+        for url in [
+            "https://admin:secret@incus.example:8443",
+            "https://admin@incus.example",
+            "https://:secret@[::1]:9443/",
+        ] {
+            let error = parse_https_url(url).unwrap_err();
+            assert!(
+                matches!(&error, ConnectionError::InvalidUrl { reason, .. } if reason.contains("user information")),
+                "{url}: {error}"
+            );
+        }
+    }
 
     #[test]
     fn https_url_defaults_to_port_8443() {

@@ -1,4 +1,5 @@
-//! What can go wrong when talking to Incus, and whether the request may have reached it.
+//! What can go wrong when talking to Incus, and whether the request may have reached it; and
+//! why a connection could not be built.
 
 use std::time::Duration;
 
@@ -112,4 +113,40 @@ impl ClientError {
             may_have_been_sent: true,
         }
     }
+}
+
+/// Why a [`Connection`](super::Connection) could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectionError {
+    /// The HTTPS URL is not `https://host[:port]`.
+    #[error("invalid Incus URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A PEM input holds no usable certificate or key.
+    #[error("invalid {what}: {reason}")]
+    InvalidPem {
+        /// Which input (`client certificate`, `client key`, `server certificate`).
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A bound is out of its accepted range.
+    #[error("invalid {what}: {reason}")]
+    InvalidBound {
+        /// Which bound.
+        what: &'static str,
+        /// The accepted range.
+        reason: String,
+    },
+    /// rustls refused the credentials.
+    #[error("invalid TLS configuration: {reason}")]
+    Tls {
+        /// What rustls reported.
+        reason: String,
+    },
 }

@@ -34,10 +34,10 @@ mod transport;
 mod tests;
 
 pub use connection::{
-    Connection, ConnectionBuilder, ConnectionError, Endpoint, DEFAULT_MAX_STREAM_BYTES,
-    DEFAULT_STREAM_TIMEOUT, DEFAULT_TIMEOUT,
+    Connection, ConnectionBuilder, Endpoint, DEFAULT_MAX_STREAM_BYTES, DEFAULT_STREAM_TIMEOUT,
+    DEFAULT_TIMEOUT,
 };
-pub use error::ClientError;
+pub use error::{ClientError, ConnectionError};
 pub(crate) use exec::ExecRequest;
 pub(crate) use operations::WaitOutcome;
 pub(crate) use query::{json_len, Accepted, ListItem, Single};

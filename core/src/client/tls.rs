@@ -13,7 +13,7 @@ use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
-use super::connection::ConnectionError;
+use super::error::ConnectionError;
 
 /// The rustls client configuration the core uses for an HTTPS endpoint: it presents the client
 /// certificate and accepts exactly the pinned server certificate (no CA chain, no host name check;

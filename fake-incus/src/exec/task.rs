@@ -168,9 +168,10 @@ async fn collect(mut rx: mpsc::Receiver<Bytes>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::{App, Identity, Settings};
+    use crate::journal::Journal;
+    use crate::lifecycle::Lifecycle;
     use crate::state::operations::OpSpec;
-    use crate::state::State;
+    use tokio_util::sync::CancellationToken;
 
     /// CPU time (user + system, clock ticks) this test process has used so far.
     fn own_cpu_ticks() -> u64 {
@@ -184,14 +185,15 @@ mod tests {
     /// the cancel must end its command.
     #[tokio::test]
     async fn cancel_of_a_cancellable_task_exec_stops_its_endless_command() {
-        let app = App::new(
-            State::default_state(),
-            Identity::default(),
-            Settings::default(),
+        let lifecycle = Lifecycle::new(Duration::from_secs(5), CancellationToken::new());
+        let exec = Exec::new(
+            Arc::clone(&lifecycle),
+            Journal::new(16),
+            Duration::from_secs(5),
         );
         let mut spec = OpSpec::task("default", "Executing command", "/1.0/instances/c1".into());
         spec.may_cancel = true;
-        let (id, _) = app.create_operation(spec, None);
+        let (id, _) = lifecycle.create_operation(spec, None);
         let req = ExecRequest {
             command: vec!["yes".into()],
             environment: Default::default(),
@@ -199,9 +201,9 @@ mod tests {
             group: 0,
             cwd: String::new(),
         };
-        start_task_session(&app.exec, &id, req, ExecFaults::default(), None, None);
+        start_task_session(&exec, &id, req, ExecFaults::default(), None, None);
         tokio::time::sleep(Duration::from_millis(100)).await;
-        app.cancel_operation(&id).unwrap();
+        lifecycle.cancel_operation(&id).unwrap();
         let before = own_cpu_ticks();
         tokio::time::sleep(Duration::from_secs(1)).await;
         let used = own_cpu_ticks() - before;
@@ -210,7 +212,7 @@ mod tests {
             "{used} ticks of CPU in the second after the cancel"
         );
         assert_eq!(
-            app.ops().get(&id).map(|op| op.status),
+            lifecycle.ops().get(&id).map(|op| op.status),
             Some(OpStatus::Cancelled)
         );
     }

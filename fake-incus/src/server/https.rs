@@ -2,10 +2,10 @@
 //! decide trust per request by fingerprint. Faults that reset the connection send a TCP RST.
 
 use super::serve_connection;
-use super::tls::fingerprint_der;
 use crate::api::Peer;
 use crate::app::App;
 use crate::journal::Listener;
+use crate::tls::fingerprint_der;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

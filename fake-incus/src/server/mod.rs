@@ -19,7 +19,6 @@
 //! 5 ms doubling up to 1 s, as Go's `http.Server` does, instead of spinning.
 
 pub(crate) mod https;
-pub(crate) mod tls;
 pub(crate) mod unix;
 
 use crate::api::{self, Outcome, Peer};
