@@ -67,12 +67,7 @@ pub(crate) fn checks() -> Vec<Check> {
                 }
                 called.schema_valid()?;
             }
-            let discoveries = second
-                .requests
-                .iter()
-                .flatten()
-                .filter(|r| r.method == "GET" && r.path == "/1.0")
-                .count();
+            let discoveries = second.sent("GET", "/1.0").unwrap_or_default();
             if discoveries == 0 {
                 Ok(())
             } else {

@@ -200,12 +200,7 @@ pub(crate) fn exec_case(session: &Session, kind: &str) -> Result<(Called, usize)
     session.add_fault(&rule)?;
     let input = json!({"name": "web", "command": ["true"]});
     let called = session.call("incus_instance_exec", &["incus.exec".to_owned()], input);
-    let sent = called.requests.as_ref().map_or(1, |requests| {
-        requests
-            .iter()
-            .filter(|r| r.method == "POST" && r.path.ends_with("/exec"))
-            .count()
-    });
+    let sent = called.sent("POST", "/1.0/instances/*/exec").unwrap_or(1);
     Ok((called, sent))
 }
 
@@ -275,19 +270,7 @@ pub(crate) fn observe(
         input["wait_seconds"] = json!(0);
     }
     let called = session.call(mutation.operation, &[mutation.scope.to_owned()], input);
-    let sent = called
-        .requests
-        .as_ref()
-        .map(|requests| {
-            requests
-                .iter()
-                .filter(|r| {
-                    r.method == mutation.method
-                        && crate::scenario::journal::path_matches(mutation.path, &r.path)
-                })
-                .count()
-        })
-        .unwrap_or(1);
+    let sent = called.sent(mutation.method, mutation.path).unwrap_or(1);
     Ok((called, sent))
 }
 

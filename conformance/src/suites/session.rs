@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use crate::runner::Check;
 use crate::scenario::format::FakeSetup;
-use crate::scenario::matcher;
 use crate::scenario::target::{Request, Target, TargetFactory};
+use crate::scenario::{journal, matcher};
 
 /// A started target and the runtime it lives on.
 pub(crate) struct Session {
@@ -132,6 +132,17 @@ impl Called {
             return Err(self.failure(&format!("expected error kind {kind}")));
         }
         self.schema_valid()
+    }
+
+    /// How many requests of `method` on a path matching `pattern` (`*`: one segment, `**`:
+    /// anything) reached the backend during the call; `None` when the backend keeps no journal.
+    pub(crate) fn sent(&self, method: &str, pattern: &str) -> Option<usize> {
+        self.requests.as_ref().map(|requests| {
+            requests
+                .iter()
+                .filter(|r| r.method == method && journal::path_matches(pattern, &r.path))
+                .count()
+        })
     }
 
     /// The call sent no request to the backend (when the backend records requests).
