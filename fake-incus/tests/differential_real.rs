@@ -21,12 +21,15 @@
 //! When no real daemon answers on `INCUS_SOCKET` (default `/var/lib/incus/unix.socket`) the
 //! test is reported as ignored, with that reason.
 
+mod ignorable;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use hyperlocal::{UnixConnector, Uri};
+use ignorable::trial;
 use libtest_mimic::Completion;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -1286,23 +1289,6 @@ fn report(probe: &Probe) {
         "the fake diverges from the real daemon:\n{}",
         unexpected.join("\n")
     );
-}
-
-/// Runs each async trial on its own runtime; a trial that cannot run here is reported as ignored
-/// with its reason (libtest-mimic), never as passed.
-fn trial<F, Fut>(name: &str, body: F) -> libtest_mimic::Trial
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = libtest_mimic::Completion>,
-{
-    libtest_mimic::Trial::ignorable_test(name, move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| format!("tokio runtime: {e}"))?;
-        Ok(runtime.block_on(body()))
-    })
 }
 
 fn main() -> std::process::ExitCode {

@@ -3,7 +3,10 @@
 //! This proves that any client can use the fake. Reported as ignored, with the reason, where
 //! `incus` is not installed.
 
+mod ignorable;
+
 use fake_incus::{FakeIncus, Listener};
+use ignorable::trial;
 use libtest_mimic::Completion;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -266,23 +269,6 @@ async fn official_client_works_over_https_with_a_trusted_certificate() -> Comple
         .filter(|e| e.path.starts_with("/1.0/instances"))
         .all(|e| e.cert_fingerprint.is_some() && e.trusted));
     Completion::Completed
-}
-
-/// Runs each async trial on its own runtime; a trial that cannot run here is reported as ignored
-/// with its reason (libtest-mimic), never as passed.
-fn trial<F, Fut>(name: &str, body: F) -> libtest_mimic::Trial
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = libtest_mimic::Completion>,
-{
-    libtest_mimic::Trial::ignorable_test(name, move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| format!("tokio runtime: {e}"))?;
-        Ok(runtime.block_on(body()))
-    })
 }
 
 fn main() -> std::process::ExitCode {

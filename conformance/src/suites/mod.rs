@@ -135,18 +135,24 @@ mod registry_tests {
 
     #[test]
     fn clauses_md_is_up_to_date() {
-        let text = crate::clauses_markdown();
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("CLAUSES.md");
-        if std::env::var_os("BLESS").is_some() {
-            std::fs::write(&path, &text).unwrap();
-            return;
-        }
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            current == text,
-            "CLAUSES.md is out of date: run `BLESS=1 cargo test -p incus-conformance --lib clauses_md`"
-        );
+        generated_file_is_current("CLAUSES.md", &crate::clauses_markdown(), "clauses_md");
     }
+}
+
+/// Asserts that the generated file at `path` (relative to this crate) holds `text`; with `BLESS`
+/// set it writes `text` there instead. `test` names the lib test that regenerates it.
+#[cfg(test)]
+pub(crate) fn generated_file_is_current(name: &str, text: &str, test: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        current == text,
+        "{name} is out of date: run `BLESS=1 cargo test -p incus-conformance --lib {test}`"
+    );
 }
 
 #[cfg(test)]

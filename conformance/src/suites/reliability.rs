@@ -669,15 +669,6 @@ mod tests {
             println!("{text}");
             return;
         }
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../RELIABILITY.md");
-        if std::env::var_os("BLESS").is_some() {
-            std::fs::write(&path, &text).unwrap();
-            return;
-        }
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            current == text,
-            "RELIABILITY.md is out of date: run `BLESS=1 cargo test -p incus-conformance --lib reliability_md`"
-        );
+        super::super::generated_file_is_current("../RELIABILITY.md", &text, "reliability_md");
     }
 }
