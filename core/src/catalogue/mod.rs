@@ -606,6 +606,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn evidence_inventory_maps_every_catalogue_requirement() {
+        let required: std::collections::BTreeSet<&str> = catalogue()
+            .iter()
+            .flat_map(|descriptor| descriptor.requires().iter().copied())
+            .collect();
+        let mapped: std::collections::BTreeSet<&str> = crate::evidence::ENDPOINT_ROWS
+            .iter()
+            .map(|row| row.requirement)
+            .collect();
+        assert_eq!(
+            required, mapped,
+            "inventory rows and descriptor requirements differ"
+        );
+        for entry in crate::evidence::COVERAGE {
+            assert!(
+                required.contains(entry.method),
+                "stale coverage entry {}",
+                entry.method
+            );
+        }
+    }
+
+    #[test]
     fn lookup_finds_every_descriptor_exported_or_not() {
         assert_eq!(catalogue().len(), 32);
         for descriptor in catalogue() {
