@@ -226,27 +226,6 @@ async fn https_answers_like_the_unix_socket() {
     }
 }
 
-/// Reads what the server sends until it closes the connection or `limit` passes; `None` when
-/// it neither answered nor closed in time.
-async fn read_until_close<S: tokio::io::AsyncRead + Unpin>(
-    stream: &mut S,
-    limit: std::time::Duration,
-) -> Option<String> {
-    use tokio::io::AsyncReadExt;
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    let read = async {
-        loop {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-    };
-    tokio::time::timeout(limit, read).await.ok()?;
-    Some(String::from_utf8_lossy(&out).into_owned())
-}
-
 #[tokio::test]
 async fn untrusted_client_is_refused_before_its_body_is_read() {
     use tokio::io::AsyncWriteExt;
@@ -256,7 +235,7 @@ async fn untrusted_client_is_refused_before_its_body_is_read() {
     // 200 MB announced, a few bytes sent: the answer must not wait for the rest.
     let head = "POST /1.0/instances HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200000000\r\n\r\n{\"name\":";
     tls.write_all(head.as_bytes()).await.unwrap();
-    let answer = read_until_close(&mut tls, std::time::Duration::from_secs(5))
+    let answer = common::read_until_close(&mut tls, std::time::Duration::from_secs(5))
         .await
         .expect("answered and closed without the body");
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
@@ -280,7 +259,7 @@ async fn announced_body_over_the_bound_is_413_without_reading_it() {
         200_000_000
     );
     tls.write_all(head.as_bytes()).await.unwrap();
-    let answer = read_until_close(&mut tls, std::time::Duration::from_secs(5))
+    let answer = common::read_until_close(&mut tls, std::time::Duration::from_secs(5))
         .await
         .expect("answered and closed");
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
@@ -310,7 +289,7 @@ async fn endless_chunked_body_is_cut_at_the_bound() {
         }
         Ok::<usize, std::io::Error>(sent)
     });
-    let answer = read_until_close(&mut reader, std::time::Duration::from_secs(20))
+    let answer = common::read_until_close(&mut reader, std::time::Duration::from_secs(20))
         .await
         .expect("answered and closed while the body went on");
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
@@ -403,7 +382,7 @@ async fn get_with_cert(
     tls.write_all(request.as_bytes())
         .await
         .map_err(|e| e.to_string())?;
-    read_until_close(&mut tls, std::time::Duration::from_secs(10))
+    common::read_until_close(&mut tls, std::time::Duration::from_secs(10))
         .await
         .ok_or_else(|| "no answer".to_string())
 }

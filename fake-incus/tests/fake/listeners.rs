@@ -21,28 +21,12 @@ async fn fake() -> FakeIncus {
         .expect("fake starts")
 }
 
-/// Reads until the server closes the connection; `None` if it is still open after `limit`.
-async fn read_to_close(stream: &mut UnixStream, limit: Duration) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    let read = async {
-        loop {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-    };
-    tokio::time::timeout(limit, read).await.ok()?;
-    Some(out)
-}
-
 #[tokio::test]
 async fn connection_that_sends_nothing_is_closed_after_the_idle_timeout() {
     let fake = fake().await;
     let mut stream = UnixStream::connect(fake.unix_socket()).await.unwrap();
     let started = Instant::now();
-    let got = read_to_close(&mut stream, Duration::from_secs(5))
+    let got = common::read_to_close(&mut stream, Duration::from_secs(5))
         .await
         .expect("closed by the fake");
     assert!(got.is_empty());
@@ -87,7 +71,7 @@ async fn keep_alive_connection_is_closed_when_idle_after_an_answer() {
         .await
         .unwrap();
     let started = Instant::now();
-    let got = read_to_close(&mut stream, Duration::from_secs(5))
+    let got = common::read_to_close(&mut stream, Duration::from_secs(5))
         .await
         .expect("closed by the fake after the answer");
     let text = String::from_utf8_lossy(&got);
@@ -113,7 +97,7 @@ async fn request_in_flight_is_not_cut_by_the_idle_timeout() {
         format!("GET {op}/wait?timeout=10 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let started = Instant::now();
-    let got = read_to_close(&mut stream, Duration::from_secs(10))
+    let got = common::read_to_close(&mut stream, Duration::from_secs(10))
         .await
         .expect("answered");
     let text = String::from_utf8_lossy(&got);
@@ -191,7 +175,7 @@ async fn raw(fake: &FakeIncus, request: &str) -> String {
     let mut stream = UnixStream::connect(fake.unix_socket()).await.unwrap();
     // The fake may answer and close before a long request is all sent.
     let _ = stream.write_all(request.as_bytes()).await;
-    let got = read_to_close(&mut stream, Duration::from_secs(5))
+    let got = common::read_to_close(&mut stream, Duration::from_secs(5))
         .await
         .expect("answered and closed");
     String::from_utf8_lossy(&got).into_owned()

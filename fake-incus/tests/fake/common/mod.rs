@@ -342,3 +342,33 @@ where
     }
     (data, texts, pings)
 }
+
+/// Reads until the peer closes the connection (or a read fails); `None` if it is still open
+/// after `limit`.
+pub(crate) async fn read_to_close<S: tokio::io::AsyncRead + Unpin>(
+    stream: &mut S,
+    limit: std::time::Duration,
+) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(limit, read).await.ok()?;
+    Some(out)
+}
+
+/// [`read_to_close`] as (lossy) text.
+pub(crate) async fn read_until_close<S: tokio::io::AsyncRead + Unpin>(
+    stream: &mut S,
+    limit: std::time::Duration,
+) -> Option<String> {
+    let out = read_to_close(stream, limit).await?;
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
