@@ -1,92 +1,21 @@
-//! The official `incus` command-line client against the fake, over the Unix socket
-//! (`INCUS_SOCKET`) and over HTTPS (a remote with the fake's trusted client certificate).
-//! This proves that any client can use the fake. Reported as ignored, with the reason, where
-//! `incus` is not installed.
+//! A standalone fake driven by the official client over both listeners.
 
-mod ignorable;
-
+use crate::cli::{csv_rows, setup, write_conf_cert, NO_CLIENT};
+use crate::ignorable::trial;
 use fake_incus::{FakeIncus, Listener};
-use ignorable::trial;
-use libtest_mimic::Completion;
-use std::path::{Path, PathBuf};
-use std::process::Output;
-use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use libtest_mimic::{Completion, Trial};
 
-fn incus_binary() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("incus"))
-        .find(|p| p.is_file())
-}
-
-struct Cli {
-    binary: PathBuf,
-    socket: PathBuf,
-    conf: tempfile::TempDir,
-}
-
-impl Cli {
-    /// Runs `incus ARGS` with optional stdin; panics with the output if it does not finish.
-    async fn run_with(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
-        let mut cmd = tokio::process::Command::new(&self.binary);
-        cmd.args(args)
-            .env("INCUS_SOCKET", &self.socket)
-            .env("INCUS_CONF", self.conf.path())
-            .env_remove("INCUS_DIR")
-            .env_remove("INCUS_REMOTE")
-            .env_remove("INCUS_PROJECT")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn incus");
-        let mut input = child.stdin.take().expect("stdin");
-        if let Some(bytes) = stdin {
-            input.write_all(bytes).await.expect("write stdin");
-        }
-        drop(input);
-        match tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await {
-            Ok(output) => output.expect("incus output"),
-            Err(_) => panic!("incus {args:?} did not finish within 30 s"),
-        }
-    }
-
-    async fn run(&self, args: &[&str]) -> Output {
-        self.run_with(args, None).await
-    }
-
-    /// Runs and requires success; returns stdout.
-    async fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args).await;
-        assert!(
-            out.status.success(),
-            "incus {args:?} failed: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-/// Why the official client tests cannot run here.
-const NO_CLIENT: &str = "needs the official `incus` client on PATH";
-
-async fn setup(fake: &FakeIncus) -> Option<Cli> {
-    let binary = incus_binary()?;
-    let conf = tempfile::tempdir().expect("temp conf");
-    Some(Cli {
-        binary,
-        socket: fake.unix_socket().to_path_buf(),
-        conf,
-    })
-}
-
-fn csv_rows(text: &str) -> Vec<Vec<String>> {
-    text.lines()
-        .filter(|l| !l.is_empty())
-        .map(|l| l.split(',').map(String::from).collect())
-        .collect()
+pub(crate) fn trials() -> Vec<Trial> {
+    vec![
+        trial(
+            "official_client_manages_instances_over_the_unix_socket",
+            official_client_manages_instances_over_the_unix_socket,
+        ),
+        trial(
+            "official_client_works_over_https_with_a_trusted_certificate",
+            official_client_works_over_https_with_a_trusted_certificate,
+        ),
+    ]
 }
 
 async fn official_client_manages_instances_over_the_unix_socket() -> Completion {
@@ -222,11 +151,6 @@ async fn official_client_manages_instances_over_the_unix_socket() -> Completion 
     Completion::Completed
 }
 
-fn write_conf_cert(conf: &Path, fake: &FakeIncus) {
-    std::fs::write(conf.join("client.crt"), fake.client_cert_pem()).unwrap();
-    std::fs::write(conf.join("client.key"), fake.client_key_pem()).unwrap();
-}
-
 async fn official_client_works_over_https_with_a_trusted_certificate() -> Completion {
     let fake = FakeIncus::builder().https(true).start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
@@ -269,19 +193,4 @@ async fn official_client_works_over_https_with_a_trusted_certificate() -> Comple
         .filter(|e| e.path.starts_with("/1.0/instances"))
         .all(|e| e.cert_fingerprint.is_some() && e.trusted));
     Completion::Completed
-}
-
-fn main() -> std::process::ExitCode {
-    let args = libtest_mimic::Arguments::from_args();
-    let trials = vec![
-        trial(
-            "official_client_manages_instances_over_the_unix_socket",
-            official_client_manages_instances_over_the_unix_socket,
-        ),
-        trial(
-            "official_client_works_over_https_with_a_trusted_certificate",
-            official_client_works_over_https_with_a_trusted_certificate,
-        ),
-    ];
-    libtest_mimic::run(&args, trials).exit_code()
 }

@@ -1,0 +1,16 @@
+//! The official `incus` command-line client against the fake, over the Unix socket
+//! (`INCUS_SOCKET`) and over HTTPS (a remote with the fake's trusted client certificate).
+//! This proves that any client can use the fake. Reported as ignored, with the reason, where
+//! `incus` is not installed. One module per area, each listing its trials.
+
+#[path = "../ignorable/mod.rs"]
+mod ignorable;
+
+mod cli;
+mod standalone;
+
+fn main() -> std::process::ExitCode {
+    let args = libtest_mimic::Arguments::from_args();
+    let trials = standalone::trials();
+    libtest_mimic::run(&args, trials).exit_code()
+}
