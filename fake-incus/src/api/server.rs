@@ -163,7 +163,14 @@ fn environment(ctx: &Ctx, project: &str) -> Value {
         "kernel_features": {"idmapped_mounts": "true", "netnsid_getifaddrs": "false",
             "seccomp_listener": "true", "seccomp_listener_continue": "true",
             "uevent_injection": "true", "unpriv_binfmt": "true", "unpriv_fscaps": "true"},
-        "kernel_version": "6.1.0", "lxc_features": {"cgroup2": "true", "devpts_fd": "true", "pidfd": "true"},
+        "kernel_version": "6.1.0", "lxc_features": {
+            "cgroup2": "true", "core_scheduling": "true", "devpts_fd": "true",
+            "idmapped_mounts_v2": "true", "mount_injection_file": "true",
+            "network_gateway_device_route": "true", "network_ipvlan": "true",
+            "network_l2proxy": "true", "network_phys_macvlan_mtu": "true",
+            "network_veth_router": "true", "pidfd": "true", "seccomp_allow_deny_syntax": "true",
+            "seccomp_notify": "true", "seccomp_proxy_send_notify_fd": "true",
+        },
         "os_name": "Debian GNU/Linux", "os_version": "12", "project": project,
         "server": "incus", "server_clustered": false, "server_event_mode": "full-mesh",
         "server_name": "fake-incus", "server_pid": std::process::id(), "server_version": "6.0.4",
@@ -299,5 +306,42 @@ mod tests {
                 "auth_methods"
             ]
         );
+    }
+
+    /// `environment.lxc_features` lists the 14 features of the real 6.0.4 daemon, all available.
+    #[tokio::test]
+    async fn lxc_features_are_the_fourteen_keys_of_the_real_daemon() {
+        let app = App::new(State::default_state(), Identity::default(), Settings::default());
+        let unix = Peer {
+            listener: Listener::Unix,
+            fingerprint: None,
+        };
+        let (_, bytes) = answer(&ctx(&app, unix, true, "default")).await;
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        let features = body["metadata"]["environment"]["lxc_features"]
+            .as_object()
+            .expect("lxc_features is an object")
+            .clone();
+        let keys: Vec<&str> = features.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "cgroup2",
+                "core_scheduling",
+                "devpts_fd",
+                "idmapped_mounts_v2",
+                "mount_injection_file",
+                "network_gateway_device_route",
+                "network_ipvlan",
+                "network_l2proxy",
+                "network_phys_macvlan_mtu",
+                "network_veth_router",
+                "pidfd",
+                "seccomp_allow_deny_syntax",
+                "seccomp_notify",
+                "seccomp_proxy_send_notify_fd",
+            ]
+        );
+        assert!(features.values().all(|v| v == "true"), "{features:?}");
     }
 }
