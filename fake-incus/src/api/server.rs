@@ -311,7 +311,11 @@ mod tests {
     /// `environment.lxc_features` lists the 14 features of the real 6.0.4 daemon, all available.
     #[tokio::test]
     async fn lxc_features_are_the_fourteen_keys_of_the_real_daemon() {
-        let app = App::new(State::default_state(), Identity::default(), Settings::default());
+        let app = App::new(
+            State::default_state(),
+            Identity::default(),
+            Settings::default(),
+        );
         let unix = Peer {
             listener: Listener::Unix,
             fingerprint: None,

@@ -89,6 +89,10 @@ pub(crate) struct Snapshot {
     pub(crate) ephemeral: bool,
     #[serde(default = "x86_64")]
     pub(crate) architecture: String,
+    /// The snapshot's own description (not shown by the API, which cannot set it either: always
+    /// empty on the daemon); a restore gives it to the instance.
+    #[serde(default)]
+    pub(crate) description: String,
 }
 
 impl Instance {
@@ -298,10 +302,13 @@ impl Instance {
             profiles: self.profiles.clone(),
             ephemeral: self.ephemeral,
             architecture: self.architecture.clone(),
+            description: String::new(),
         }
     }
 
-    /// Brings config, devices and profiles back from a snapshot; the power state is kept.
+    /// Brings config, devices, description, ephemeral and architecture back from a snapshot, as the
+    /// daemon does; the power state, the profiles and `stateful` are kept (the daemon keeps the
+    /// instance's profiles on restore).
     pub(crate) fn restore(&mut self, snapshot: &Snapshot) {
         let power = self.config.get("volatile.last_state.power").cloned();
         self.config = snapshot.config.clone();
@@ -312,8 +319,9 @@ impl Instance {
             None => self.config.remove("volatile.last_state.power"),
         };
         self.devices = snapshot.devices.clone();
-        self.profiles = snapshot.profiles.clone();
         self.ephemeral = snapshot.ephemeral;
+        self.description = snapshot.description.clone();
+        self.architecture = snapshot.architecture.clone();
     }
 
     /// The first free `snapN` name.

@@ -1511,7 +1511,7 @@ async fn unknown_keys_in_known_namespaces_and_relative_disk_sources_are_refused_
             &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
         )
         .await;
-        assert_eq!(done.body["type"], "sync", "{}", done.body);
+        assert_eq!(done.body["metadata"]["status"], "Success", "{}", done.body);
         let delete = unix(&fake, "DELETE", "/1.0/instances/p14", None).await;
         wait(&fake, &delete).await;
     }
@@ -1543,5 +1543,80 @@ async fn unknown_keys_in_known_namespaces_and_relative_disk_sources_are_refused_
     ] {
         let done = wait(&fake, &unix(&fake, "PUT", "/1.0/instances/p14", Some(put)).await).await;
         assert_eq!((done.body["error_code"].as_u64(), done.body["error"].as_str()), (Some(500), Some(error)));
+    }
+}
+
+/// As on the real daemon: a restore gives the instance the snapshot's description (a snapshot's is
+/// always empty), config, devices and ephemeral flag back, and keeps its profiles.
+#[tokio::test]
+async fn snapshot_restore_resets_description_config_devices_and_ephemeral_but_keeps_profiles() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let profile = unix(
+        &fake,
+        "POST",
+        "/1.0/profiles",
+        Some(json!({"name": "extra", "config": {}, "devices": {}})),
+    )
+    .await;
+    let extra_profile = profile.status == 201 || profile.status == 200;
+    let before = unix(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"description": "before", "config": {"user.a": "0"}})),
+    )
+    .await;
+    settled(&fake, &before).await;
+    let snap = unix(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/snapshots",
+        Some(json!({"name": "s1"})),
+    )
+    .await;
+    settled(&fake, &snap).await;
+    let profiles = if extra_profile {
+        json!(["default", "extra"])
+    } else {
+        json!(["default"])
+    };
+    let after = unix(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(
+            json!({"description": "after", "ephemeral": true, "profiles": profiles,
+            "config": {"user.a": "1", "user.b": "2"}, "devices": {"d1": {"type": "none"}}}),
+        ),
+    )
+    .await;
+    settled(&fake, &after).await;
+    let restore = unix(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1",
+        Some(json!({"restore": "s1"})),
+    )
+    .await;
+    settled(&fake, &restore).await;
+    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    let instance = got.metadata();
+    assert_eq!(instance["description"], "", "the snapshot's description");
+    assert_eq!(instance["ephemeral"], false);
+    assert_eq!(instance["devices"], json!({}));
+    assert_eq!(instance["config"]["user.a"], "0");
+    assert_eq!(instance["config"].get("user.b"), None);
+    assert_eq!(instance["profiles"], profiles, "the profiles are kept");
+    assert_eq!(instance["architecture"], "x86_64");
+}
+
+/// A change answered at once (200) or by an operation that succeeds.
+async fn settled(fake: &FakeIncus, reply: &common::Reply) {
+    if reply.status == 202 {
+        let done = wait(fake, reply).await;
+        assert_eq!(done.body["metadata"]["status"], "Success", "{}", done.body);
+    } else {
+        assert_eq!(reply.status, 200, "{}", reply.body);
     }
 }
