@@ -26,6 +26,8 @@ pub(crate) struct Settings {
     pub(crate) retention: Duration,
     /// How long exec waits for its websockets.
     pub(crate) exec_connect_timeout: Duration,
+    /// How long exec waits, once its websockets are attached, before the command starts.
+    pub(crate) exec_start_delay: Duration,
     /// `host:port` of the HTTPS listener, if any (for `GET /1.0`).
     pub(crate) https_address: Option<String>,
     /// How many journal entries are kept (0: none).
@@ -41,6 +43,7 @@ impl Default for Settings {
         Self {
             retention: Duration::from_secs(5),
             exec_connect_timeout: Duration::from_secs(5),
+            exec_start_delay: crate::DEFAULT_EXEC_START_DELAY,
             https_address: None,
             journal_limit: crate::journal::DEFAULT_LIMIT,
             header_read_timeout: Duration::from_secs(10),
@@ -120,6 +123,7 @@ impl App {
             Arc::clone(&lifecycle),
             journal.clone(),
             settings.exec_connect_timeout,
+            settings.exec_start_delay,
         );
         Arc::new(Self {
             initial: state.clone(),

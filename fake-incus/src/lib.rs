@@ -54,6 +54,11 @@ pub use journal::{
 
 use app::{App, Settings};
 
+/// How long an exec over websockets waits, by default, between its last websocket attaching and
+/// the command starting: a few milliseconds, so that the first output never shares a read with the
+/// upgrade answer (the real daemon takes 25-50 ms). See [`FakeIncusBuilder::exec_start_delay`].
+pub const DEFAULT_EXEC_START_DELAY: std::time::Duration = std::time::Duration::from_millis(5);
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -106,6 +111,7 @@ pub struct FakeIncusBuilder {
     trusted: Vec<String>,
     retention: Option<Duration>,
     exec_connect_timeout: Option<Duration>,
+    exec_start_delay: Option<Duration>,
     journal_limit: Option<usize>,
     header_read_timeout: Option<Duration>,
     idle_timeout: Option<Duration>,
@@ -165,6 +171,14 @@ impl FakeIncusBuilder {
     /// How long exec waits for its websockets (default 5 s, as Incus).
     pub fn exec_connect_timeout(mut self, timeout: Duration) -> Self {
         self.exec_connect_timeout = Some(timeout);
+        self
+    }
+
+    /// How long an exec over websockets waits, once its websockets are attached, before the command
+    /// starts (default [`DEFAULT_EXEC_START_DELAY`]; the real daemon takes 25-50 ms). Clients that read
+    /// the upgrade answer and the first frames apart depend on some delay.
+    pub fn exec_start_delay(mut self, delay: Duration) -> Self {
+        self.exec_start_delay = Some(delay);
         self
     }
 
@@ -243,6 +257,7 @@ impl FakeIncusBuilder {
             exec_connect_timeout: self
                 .exec_connect_timeout
                 .unwrap_or(defaults.exec_connect_timeout),
+            exec_start_delay: self.exec_start_delay.unwrap_or(defaults.exec_start_delay),
             https_address: https_addr.map(|a| a.to_string()),
             journal_limit: self.journal_limit.unwrap_or(defaults.journal_limit),
             header_read_timeout: self

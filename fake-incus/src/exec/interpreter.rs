@@ -2,10 +2,12 @@
 //!
 //! Every command is interpreted here, deterministically, without any host process or filesystem. The
 //! commands and their exact behaviour are documented in `EXEC.md` at the root of the crate. In short:
-//! `echo`, `printf`, `cat`, `head`, `true`, `false`, `sleep`, `env`, `id`, `pwd`, `yes`, `sh` (with
-//! `-c LINE` or a script on stdin, made of simple commands and pipelines joined by `;`, `&&`, `||` and
-//! newlines, with `>&2`, `2>&1` and `>/dev/null`, and `exit` inside), plus test commands under a
-//! `fake-` prefix that flood output, emit raw bytes, ignore signals or hang.
+//! `echo`, `printf`, `cat`, `head`, `true`, `false`, `sleep`, `env`, `id`, `pwd`, `yes`, `ls`, `dd`,
+//! `hostname`, `init`, `busybox`, `sh` (with `-c LINE` or a script on stdin, made of simple commands and
+//! pipelines joined by `;`, `&&`, `||` and newlines, with `>&2`, `2>&1` and `>/dev/null`, and `exit` and
+//! `cd` inside), plus test commands under a `fake-` prefix that flood output, emit raw bytes, ignore
+//! signals or hang. A command runs only when the instance's image holds it (see [`Rootfs`]); the shell's
+//! built-ins and, in a busybox image, busybox's applets run from `sh` and `env` whatever the image holds.
 //!
 //! Signals from the control channel end the program with 128+N unless ignored; a dropped output
 //! receiver ends it with 141 (128+SIGPIPE). Output goes out in chunks of at most 32 KiB through the
@@ -13,8 +15,10 @@
 
 mod builtins;
 mod fake_commands;
+mod files;
 mod pipeline;
 mod printf;
+mod rootfs;
 mod shell;
 mod streams;
 mod syntax;
@@ -23,9 +27,11 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+pub(crate) use rootfs::Rootfs;
 use streams::{Fds, Output, Status, Stdin, Streams};
 
 /// What to run: the fields of an Incus exec request that matter to the program.
@@ -37,6 +43,10 @@ pub(crate) struct ExecRequest {
     pub(crate) user: u32,
     pub(crate) group: u32,
     pub(crate) cwd: String,
+    /// The instance's file system: what can run, and which directories exist.
+    pub(crate) rootfs: Arc<Rootfs>,
+    /// The instance's host name (its name).
+    pub(crate) hostname: String,
 }
 
 /// The program's standard streams and the signals sent to it.
@@ -57,9 +67,11 @@ pub(crate) struct ExecIo {
 const BROKEN_PIPE_STATUS: i32 = 128 + 13;
 /// Exit status for "command not found", as Incus reports it.
 const NOT_FOUND_STATUS: i32 = 127;
+/// Exit status for a command that exists but cannot run (here: one the fake does not simulate).
+const NOT_EXECUTABLE_STATUS: i32 = 126;
 
 /// Runs to completion; returns the exit status as Incus reports it (killed by signal N -> 128+N;
-/// command not found -> 127, see [`start_failure`]).
+/// command not found -> 127, see [`exit_failure`]).
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) async fn run(req: ExecRequest, io: ExecIo) -> i32 {
     let ExecIo {
@@ -86,9 +98,12 @@ pub(crate) async fn run(req: ExecRequest, io: ExecIo) -> i32 {
             ignoring_signals: &ignoring,
             depth: 0,
         };
-        let status = match lookup(&req.command[0]) {
-            Some(command) => run_command(&mut ctx, command, &req.command[1..]).await,
-            None => Ok(NOT_FOUND_STATUS),
+        let name = &req.command[0];
+        let status = match ctx.find(name, Search::Exec) {
+            Found::Command(command) => run_command(&mut ctx, command, &req.command[1..]).await,
+            Found::NotSimulated(path) => not_simulated(&mut ctx, &path).await,
+            // Like LXC when `execvp` fails: nothing on stderr, status 127.
+            Found::Missing => Ok(NOT_FOUND_STATUS),
         };
         status.unwrap_or(BROKEN_PIPE_STATUS)
     };
@@ -105,8 +120,6 @@ pub(crate) async fn run(req: ExecRequest, io: ExecIo) -> i32 {
 pub(crate) enum StartFailure {
     /// `command` was an empty list.
     EmptyCommand,
-    /// `command[0]` names no command the interpreter knows.
-    CommandNotFound,
 }
 
 #[cfg_attr(not(test), allow(dead_code))]
@@ -115,28 +128,32 @@ impl StartFailure {
     pub(crate) fn message(self) -> &'static str {
         match self {
             StartFailure::EmptyCommand => "Failed to retrieve PID of executing child process",
-            StartFailure::CommandNotFound => "Command not found",
         }
     }
 
-    /// The operation's `metadata.return`: -1 when no process started, 127 when not found.
+    /// The operation's `metadata.return`: -1 when no process started.
     pub(crate) fn exit_status(self) -> i32 {
         match self {
             StartFailure::EmptyCommand => -1,
-            StartFailure::CommandNotFound => NOT_FOUND_STATUS,
         }
     }
 }
 
-/// Whether `command` cannot be started, so the fake can fail the operation like Incus does. `run` on such
-/// a command returns [`StartFailure::exit_status`] at once and prints nothing (the real daemon prints
-/// nothing either; the `incus` CLI prints `Error: Command not found` itself).
+/// Whether `command` cannot be started at all, so the fake can fail the operation like Incus does.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn start_failure(command: &[String]) -> Option<StartFailure> {
-    match command.first() {
-        None => Some(StartFailure::EmptyCommand),
-        Some(name) if lookup(name).is_none() => Some(StartFailure::CommandNotFound),
-        Some(_) => None,
+    command.is_empty().then_some(StartFailure::EmptyCommand)
+}
+
+/// How Incus reports a command that ended with `status`: the operation fails with "Command not found"
+/// for 127 and "Command not executable" for 126, whatever the command was (`sh -c 'exit 127'` too), with
+/// `return` and any recorded output in its metadata.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn exit_failure(status: i32) -> Option<&'static str> {
+    match status {
+        NOT_FOUND_STATUS => Some("Command not found"),
+        NOT_EXECUTABLE_STATUS => Some("Command not executable"),
+        _ => None,
     }
 }
 
@@ -174,26 +191,35 @@ fn process_environment(
 
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/// The user, group and working directory of the program.
+/// The user, group and working directory of the program, and the instance it runs in.
 #[derive(Debug, Clone)]
 struct Identity {
     user: u32,
     group: u32,
     cwd: String,
+    rootfs: Arc<Rootfs>,
+    hostname: String,
 }
 
 impl Identity {
-    /// An empty `cwd` is the user's home: `/root` for uid 0, `/` otherwise.
+    /// An empty `cwd` is the user's home: `/root` for uid 0, `/` otherwise. A directory that does not
+    /// exist is `/`, where the real daemon starts the command then.
     fn of(req: &ExecRequest) -> Self {
-        let cwd = match (req.cwd.as_str(), req.user) {
-            ("", 0) => "/root".to_owned(),
-            ("", _) => "/".to_owned(),
-            (cwd, _) => cwd.to_owned(),
+        let wanted = match (req.cwd.as_str(), req.user) {
+            ("", 0) => "/root",
+            ("", _) => "/",
+            (cwd, _) => cwd,
+        };
+        let cwd = match Rootfs::absolute("/", wanted) {
+            Some(dir) if req.rootfs.is_dir("/", &dir) => dir,
+            _ => "/".to_owned(),
         };
         Identity {
             user: req.user,
             group: req.group,
             cwd,
+            rootfs: Arc::clone(&req.rootfs),
+            hostname: req.hostname.clone(),
         }
     }
 }
@@ -224,6 +250,58 @@ impl Ctx<'_> {
             depth: self.depth,
         }
     }
+
+    /// Finds the command `name` runs, in this program's environment and file system.
+    fn find(&self, name: &str, search: Search) -> Found {
+        if name.starts_with("fake-") {
+            if let Some(command) = applet(name) {
+                return Found::Command(command);
+            }
+        }
+        let rootfs = &self.identity.rootfs;
+        if search == Search::PreferApplets && rootfs.is_busybox() && !name.contains('/') {
+            if let Some(command) = busybox_applet(name) {
+                return Found::Command(command);
+            }
+            if builtins::is_real_applet(name) {
+                return Found::NotSimulated(name.to_owned());
+            }
+        }
+        let path = self.env.get("PATH").map_or(DEFAULT_PATH, String::as_str);
+        let Some(found) = rootfs.find_executable(name, path, &self.identity.cwd) else {
+            return Found::Missing;
+        };
+        match found.rsplit('/').next().and_then(busybox_applet) {
+            Some(command) => Found::Command(command),
+            None => Found::NotSimulated(found),
+        }
+    }
+}
+
+/// How a command name is searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Search {
+    /// As the daemon starts `command[0]`: only what the image holds, along `PATH`.
+    Exec,
+    /// As busybox's `sh`, `env` and `xargs` do: an applet of that name first (in a busybox image),
+    /// then the image along `PATH`.
+    PreferApplets,
+}
+
+/// What a command name leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Found {
+    Command(Command),
+    /// The image holds this executable, but the fake cannot run it.
+    NotSimulated(String),
+    Missing,
+}
+
+/// A file the image holds that the fake has no simulation of: status 126.
+async fn not_simulated(ctx: &mut Ctx<'_>, path: &str) -> Status {
+    let message = format!("fake-incus: {path}: not simulated by the fake");
+    ctx.output.err_line(&message).await?;
+    Ok(NOT_EXECUTABLE_STATUS)
 }
 
 /// The commands that exist as programs (the shell-only `exit` is handled by `sh` itself).
@@ -241,6 +319,11 @@ enum Command {
     Pwd,
     Sh,
     Yes,
+    Ls,
+    Dd,
+    Hostname,
+    Init,
+    Busybox,
     FakeFlood,
     FakeBytes,
     FakeHang,
@@ -260,23 +343,28 @@ const COMMANDS: &[(&str, Command)] = &[
     ("pwd", Command::Pwd),
     ("sh", Command::Sh),
     ("yes", Command::Yes),
+    ("ls", Command::Ls),
+    ("dd", Command::Dd),
+    ("hostname", Command::Hostname),
+    ("init", Command::Init),
+    ("busybox", Command::Busybox),
     ("fake-flood", Command::FakeFlood),
     ("fake-bytes", Command::FakeBytes),
     ("fake-hang", Command::FakeHang),
     ("fake-ignore-signals", Command::FakeIgnoreSignals),
 ];
 
-/// Finds a command by bare name or by its path in one of the default `PATH` directories (`/bin/sh`).
-fn lookup(name: &str) -> Option<Command> {
-    let base = match name.rsplit_once('/') {
-        Some((dir, base)) if DEFAULT_PATH.split(':').any(|d| d == dir) => base,
-        Some(_) => return None,
-        None => name,
-    };
+/// The command of that exact name, test commands included.
+fn applet(name: &str) -> Option<Command> {
     COMMANDS
         .iter()
-        .find(|(known, _)| *known == base)
+        .find(|(known, _)| *known == name)
         .map(|(_, command)| *command)
+}
+
+/// The busybox applet of that name that the fake simulates (not the `fake-` test commands).
+fn busybox_applet(name: &str) -> Option<Command> {
+    applet(name).filter(|_| !name.starts_with("fake-"))
 }
 
 type BoxedStatus<'a> = Pin<Box<dyn Future<Output = Status> + Send + 'a>>;
@@ -297,6 +385,11 @@ fn run_command<'a>(ctx: &'a mut Ctx<'_>, command: Command, args: &'a [String]) -
             Command::Pwd => builtins::pwd(ctx).await,
             Command::Sh => shell::sh(ctx, args).await,
             Command::Yes => builtins::yes(ctx, args).await,
+            Command::Ls => files::ls(ctx, args).await,
+            Command::Dd => files::dd(ctx, args).await,
+            Command::Hostname => builtins::hostname(ctx, args).await,
+            Command::Init => builtins::init(ctx).await,
+            Command::Busybox => builtins::busybox(ctx, args).await,
             Command::FakeFlood => fake_commands::flood(ctx, args).await,
             Command::FakeBytes => fake_commands::bytes(ctx, args).await,
             Command::FakeHang => fake_commands::hang().await,

@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::WebSocketStream;
 
-pub(crate) use interpreter::{incus_environment, ExecRequest};
+pub(crate) use interpreter::{incus_environment, ExecRequest, Rootfs};
 use runner::Runner;
 pub(crate) use task::Recording;
 
@@ -46,6 +46,8 @@ pub(crate) struct Exec {
     journal: Journal,
     /// How long a websocket session waits for its fds.
     connect_timeout: Duration,
+    /// How long a websocket session waits, once its fds are attached, before the command starts.
+    start_delay: Duration,
 }
 
 impl Exec {
@@ -53,6 +55,7 @@ impl Exec {
         lifecycle: Arc<Lifecycle>,
         journal: Journal,
         connect_timeout: Duration,
+        start_delay: Duration,
     ) -> Arc<Self> {
         Arc::new(Self {
             sessions: Mutex::new(HashMap::new()),
@@ -60,6 +63,7 @@ impl Exec {
             lifecycle,
             journal,
             connect_timeout,
+            start_delay,
         })
     }
 
@@ -191,7 +195,12 @@ impl Session {
 
 pub(super) fn start_failure_error(failure: interpreter::StartFailure) -> ApiError {
     match failure {
-        interpreter::StartFailure::CommandNotFound => ApiError::bad_request(failure.message()),
         interpreter::StartFailure::EmptyCommand => ApiError::internal(failure.message()),
     }
+}
+
+/// The operation's error for a command that ended with `status` (127: not found, 126: not
+/// executable), as the daemon reports them.
+pub(super) fn exit_error(status: i32) -> Option<ApiError> {
+    interpreter::exit_failure(status).map(ApiError::bad_request)
 }

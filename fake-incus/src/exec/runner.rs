@@ -2,7 +2,7 @@
 //! pumps its output, settles the operation and closes the sockets.
 
 use super::sockets::{pump, writer, Out, Reader, Signals};
-use super::{interpreter, start_failure_error, Exec, ExecRequest, Ws, SIGKILL};
+use super::{exit_error, interpreter, start_failure_error, Exec, ExecRequest, Ws, SIGKILL};
 use crate::envelope::ApiError;
 use crate::faults::exec::ExecFaults;
 use crate::faults::operation::{self, OperationFault};
@@ -14,9 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
-
-/// How long sockets stay open after the operation ended, unless the client closes them first.
-const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 /// Drives one exec session from connection to the operation's end.
 pub(super) struct Runner {
@@ -105,6 +102,9 @@ impl Runner {
         if !self.paced(&mut sockets).await {
             return;
         }
+        if !self.start_delay(&mut sockets).await {
+            return;
+        }
         if let Some(failure) = interpreter::start_failure(&req.command) {
             self.finish(failure.exit_status(), Some(start_failure_error(failure)));
             return;
@@ -126,7 +126,24 @@ impl Runner {
                 () = self.done.cancelled() => return,
             }
         }
-        self.finish(code, None);
+        self.finish(code, exit_error(code));
+    }
+
+    /// Waits as long as the daemon takes to start a command once its websockets are attached (a
+    /// client may attach `control` meanwhile). `false` when the session ended meanwhile.
+    async fn start_delay(
+        &mut self,
+        sockets: &mut mpsc::UnboundedReceiver<(String, Ws, u64)>,
+    ) -> bool {
+        let delay = tokio::time::sleep(self.exec.start_delay);
+        tokio::pin!(delay);
+        loop {
+            tokio::select! {
+                () = &mut delay => return true,
+                Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
+                () = self.done.cancelled() => return false,
+            }
+        }
     }
 
     /// Holds the command back as the operation fault says; settles a failing operation.
@@ -146,7 +163,7 @@ impl Runner {
                 () = &mut pace => break,
                 Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
                 () = cancelled.notified() => {
-                    self.close_later();
+                    self.close();
                     return false;
                 }
                 () = self.done.cancelled() => return false,
@@ -155,7 +172,7 @@ impl Runner {
         match fault.failure() {
             Some(err) => {
                 self.exec.lifecycle.finish_operation(&self.op_id, Err(err));
-                self.close_later();
+                self.close();
                 false
             }
             None => true,
@@ -208,17 +225,14 @@ impl Runner {
                 .lifecycle
                 .finish_operation(&self.op_id, Ok(Some(metadata))),
         }
-        self.close_later();
+        self.close();
     }
 
-    /// Gives clients a moment to read the last frames and close their side, so that the
-    /// close is a clean FIN rather than a reset; then closes what is left.
-    fn close_later(&self) {
-        let done = self.done.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(CLOSE_GRACE).await;
-            done.cancel();
-        });
+    /// Closes every socket, as the daemon does right after the end-of-stream frames: each writer
+    /// sends what it has queued (the end-of-stream frames are queued before the operation ends),
+    /// then drops its connection.
+    fn close(&self) {
+        self.done.cancel();
     }
 
     /// Starts the reader and writer of a newly connected socket.

@@ -7,7 +7,7 @@
 //!   operations cannot be cancelled) ends it at once, the operation staying `Cancelled`;
 //! - a reset of the fake, or the operation's removal, ends it at once without a trace.
 
-use super::{interpreter, start_failure_error, Exec, ExecRequest, SIGKILL};
+use super::{exit_error, interpreter, start_failure_error, Exec, ExecRequest, SIGKILL};
 use crate::faults::exec::ExecFaults;
 use crate::faults::operation::{self, OperationFault};
 use crate::state::operations::OpStatus;
@@ -123,7 +123,14 @@ pub(super) fn start_task_session(
             }
             None => serde_json::json!({"return": code}),
         };
-        exec.lifecycle.finish_operation(&id, Ok(Some(metadata)));
+        match exit_error(code) {
+            // Not found (127) or not executable (126): the operation fails, its metadata kept.
+            Some(err) => {
+                exec.lifecycle.set_operation_metadata(&id, metadata);
+                exec.lifecycle.finish_operation(&id, Err(err));
+            }
+            None => exec.lifecycle.finish_operation(&id, Ok(Some(metadata))),
+        }
     });
 }
 
@@ -182,6 +189,7 @@ mod tests {
             Arc::clone(&lifecycle),
             Journal::new(16),
             Duration::from_secs(5),
+            Duration::ZERO,
         );
         let mut spec = OpSpec::task("default", "Executing command", "/1.0/instances/c1".into());
         spec.may_cancel = true;
@@ -192,6 +200,8 @@ mod tests {
             user: 0,
             group: 0,
             cwd: String::new(),
+            rootfs: crate::exec::Rootfs::busybox(),
+            hostname: "c1".into(),
         };
         start_task_session(&exec, &id, req, ExecFaults::default(), None, None);
         // The running task holds the only other reference to the exec sessions.

@@ -42,6 +42,11 @@ pub(crate) struct Image {
     pub(crate) uploaded_at: String,
     #[serde(default = "zero")]
     pub(crate) last_used_at: String,
+    /// The executables the image holds, as absolute paths (`/bin/sh`, `/sbin/init`): an instance created
+    /// from it can exec these and no other program. `None`: the busybox test image's set (`/bin/busybox`
+    /// and its applets `sh ls cat echo printf sleep true false env id head yes dd`, and `/sbin/init`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) executables: Option<Vec<String>>,
 }
 
 impl Image {

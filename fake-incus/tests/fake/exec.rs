@@ -742,3 +742,228 @@ async fn recorded_exec_output_survives_neither_a_reset_nor_deletion_and_recreati
         "after deletion and re-creation"
     );
 }
+
+/// A task-mode exec of `command` in c1, waited for; the operation as `GET` shows it.
+async fn task(fake: &FakeIncus, body: Value) -> (String, Value) {
+    let reply = unix(fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    assert_eq!(reply.status, 202, "{}", reply.body);
+    let id = reply.metadata()["id"].as_str().unwrap().to_string();
+    wait(fake, &reply).await;
+    let op = unix(fake, "GET", &format!("/1.0/operations/{id}"), None).await;
+    (id, op.metadata().clone())
+}
+
+#[tokio::test]
+async fn exec_of_a_command_the_image_lacks_fails_with_command_not_found_and_127() {
+    let fake = running().await;
+    for command in [
+        json!(["pwd"]),
+        json!(["hostname"]),
+        json!(["sh", "-c", "exit 127"]),
+    ] {
+        let (_, op) = task(
+            &fake,
+            json!({"command": command, "wait-for-websocket": false}),
+        )
+        .await;
+        assert_eq!(
+            (&op["status"], &op["err"], &op["metadata"]),
+            (
+                &json!("Failure"),
+                &json!("Command not found"),
+                &json!({"return": 127})
+            ),
+            "{command}"
+        );
+    }
+    let (_, op) = task(
+        &fake,
+        json!({"command": ["sh", "-c", "exit 126"], "wait-for-websocket": false}),
+    )
+    .await;
+    assert_eq!(
+        (&op["err"], &op["metadata"]["return"]),
+        (&json!("Command not executable"), &json!(126))
+    );
+}
+
+#[tokio::test]
+async fn record_output_of_a_command_not_found_keeps_both_empty_log_files() {
+    let fake = running().await;
+    let (id, op) = task(
+        &fake,
+        json!({"command": ["pwd"], "wait-for-websocket": false, "record-output": true}),
+    )
+    .await;
+    let base = format!("/1.0/instances/c1/logs/exec-output/exec_{id}");
+    assert_eq!(op["status"], "Failure");
+    assert_eq!(op["err"], "Command not found");
+    assert_eq!(
+        op["metadata"],
+        json!({"output": {"1": format!("{base}.stdout"), "2": format!("{base}.stderr")}, "return": 127})
+    );
+    for stream in ["stdout", "stderr"] {
+        let file = unix(&fake, "GET", &format!("{base}.{stream}"), None).await;
+        assert_eq!((file.status, file.raw.len()), (200, 0), "{stream}");
+    }
+}
+
+#[tokio::test]
+async fn exec_with_a_cwd_that_does_not_exist_starts_in_the_root() {
+    let fake = running().await;
+    let (id, op) = task(
+        &fake,
+        json!({"command": ["sh", "-c", "pwd"], "wait-for-websocket": false,
+            "record-output": true, "cwd": "/nonexistent"}),
+    )
+    .await;
+    assert_eq!(op["metadata"]["return"], 0);
+    let out = format!("/1.0/instances/c1/logs/exec-output/exec_{id}.stdout");
+    assert_eq!(unix(&fake, "GET", &out, None).await.raw.as_ref(), b"/\n");
+}
+
+#[tokio::test]
+async fn an_instance_runs_the_executables_its_seeded_image_declares() {
+    let mut state = FakeIncus::builder().start().await.unwrap().dump_state();
+    let image = &mut state["images"][0];
+    image["executables"] = json!(["/bin/sh", "/usr/bin/pwd"]);
+    let fake = FakeIncus::builder().state(state).start().await.unwrap();
+    launch(&fake, "c1", true).await;
+    let run = |command: Value| {
+        let fake = &fake;
+        async move {
+            let (id, op) = task(
+                fake,
+                json!({"command": command, "wait-for-websocket": false, "record-output": true}),
+            )
+            .await;
+            let out = format!("/1.0/instances/c1/logs/exec-output/exec_{id}.stdout");
+            let stdout = unix(fake, "GET", &out, None).await.raw;
+            (op["metadata"]["return"].clone(), stdout)
+        }
+    };
+    assert_eq!(
+        run(json!(["pwd"])).await,
+        (json!(0), "/\n".into()),
+        "no /root"
+    );
+    assert_eq!(run(json!(["ls"])).await.0, json!(127));
+    assert_eq!(
+        run(json!(["sh", "-c", "ls"])).await.0,
+        json!(127),
+        "not busybox"
+    );
+}
+
+/// Connects the three standard fds; also returns the time just before the last one connected.
+async fn attach_all(fake: &FakeIncus, e: &Exec) -> ([common::UnixWs; 3], std::time::Instant) {
+    let stdin = ws_unix(fake, &e.id, &e.secret("0")).await;
+    let stdout = ws_unix(fake, &e.id, &e.secret("1")).await;
+    let before_last = std::time::Instant::now();
+    let stderr = ws_unix(fake, &e.id, &e.secret("2")).await;
+    ([stdin, stdout, stderr], before_last)
+}
+
+/// An exec websocket upgraded by hand and never written to afterwards (no pong, no close), so
+/// that what the server does to the connection shows as is.
+async fn raw_ws(fake: &FakeIncus, op_id: &str, secret: &str) -> (tokio::net::UnixStream, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::UnixStream::connect(fake.unix_socket())
+        .await
+        .unwrap();
+    let request = format!(
+        "GET /1.0/operations/{op_id}/websocket?secret={secret} HTTP/1.1\r\nHost: unix.socket\r\n\
+         Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Sec-WebSocket-Version: 13\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed during the upgrade");
+        head.extend_from_slice(&buf[..n]);
+    }
+    let at = head.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert!(
+        head.starts_with(b"HTTP/1.1 101"),
+        "{:?}",
+        String::from_utf8_lossy(&head)
+    );
+    let rest = head.split_off(at);
+    (stream, rest)
+}
+
+/// Reads until the server closes; returns how long after the empty text frame (end of stream)
+/// arrived the connection closed.
+async fn close_after_eof(mut stream: tokio::net::UnixStream, mut seen: Vec<u8>) -> Duration {
+    use tokio::io::AsyncReadExt;
+    let eof_frame = |bytes: &[u8]| bytes.windows(2).any(|w| w == [0x81, 0x00]);
+    let mut eof_at = eof_frame(&seen).then(std::time::Instant::now);
+    let mut buf = [0u8; 4096];
+    let read = async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    seen.extend_from_slice(&buf[..n]);
+                    if eof_at.is_none() && eof_frame(&seen) {
+                        eof_at = Some(std::time::Instant::now());
+                    }
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .expect("the server closes the socket");
+    eof_at.expect("an end-of-stream frame came").elapsed()
+}
+
+#[tokio::test]
+async fn a_websocket_exec_starts_its_command_after_the_configured_delay() {
+    let fake = FakeIncus::builder()
+        .exec_start_delay(Duration::from_millis(150))
+        .start()
+        .await
+        .unwrap();
+    launch(&fake, "c1", true).await;
+    let e = exec(&fake, &["echo", "late"], false).await;
+    let ([_stdin, mut stdout, _stderr], before_last) = attach_all(&fake, &e).await;
+    let first_data = loop {
+        match stdout.next().await {
+            Some(Ok(Message::Binary(data))) => break data,
+            Some(Ok(_)) => continue,
+            other => panic!("no output: {other:?}"),
+        }
+    };
+    assert_eq!(first_data.as_ref(), b"late\n");
+    assert!(
+        before_last.elapsed() >= Duration::from_millis(150),
+        "output came {:?} after the last websocket connected",
+        before_last.elapsed()
+    );
+    assert_eq!(
+        fake_incus::DEFAULT_EXEC_START_DELAY,
+        Duration::from_millis(5)
+    );
+}
+
+#[tokio::test]
+async fn a_websocket_exec_closes_its_sockets_right_after_the_end_of_stream_frames() {
+    let fake = running().await;
+    let e = exec(&fake, &["sh", "-c", "echo out; echo err >&2"], false).await;
+    let _stdin = ws_unix(&fake, &e.id, &e.secret("0")).await;
+    let (stdout, out_seen) = raw_ws(&fake, &e.id, &e.secret("1")).await;
+    let (stderr, err_seen) = raw_ws(&fake, &e.id, &e.secret("2")).await;
+    let (out, err) = tokio::join!(
+        close_after_eof(stdout, out_seen),
+        close_after_eof(stderr, err_seen)
+    );
+    for (fd, after) in [("stdout", out), ("stderr", err)] {
+        assert!(
+            after < Duration::from_millis(250),
+            "{fd} closed {after:?} after its end-of-stream frame (the daemon: at once)"
+        );
+    }
+}

@@ -1,6 +1,7 @@
-//! The ordinary commands: `echo`, `printf`, `cat`, `head`, `sleep`, `env`, `id` and `pwd`. Messages and
-//! formats follow busybox, the userland of the image the real daemon was probed with, except `id` (see
-//! `EXEC.md`). There is no filesystem: naming a file is an error, as if it did not exist.
+//! The ordinary commands: `echo`, `printf`, `cat`, `head`, `sleep`, `env`, `id`, `pwd`, `hostname`,
+//! `init` and `busybox` itself. Messages and formats follow busybox 1.35, the userland of the image the
+//! real daemon was probed with. File contents are not modelled: naming a file is an error, as if it did
+//! not exist.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,7 +10,27 @@ use bytes::Bytes;
 
 use super::printf::{self as format, Escapes};
 use super::streams::{Status, CHUNK};
-use super::{lookup, run_command, Ctx, NOT_FOUND_STATUS};
+use super::{busybox_applet, not_simulated, run_command, Ctx, Found, Search, NOT_FOUND_STATUS};
+
+/// Busybox's banner, first line of every usage text.
+#[cfg(test)]
+pub(super) const BANNER: &str = "BusyBox v1.35.0 (Debian 1:1.35.0-4+deb12u1+b1) multi-call binary.";
+/// `busybox` without arguments: its help and the applets of the real build.
+const BUSYBOX_HELP: &str = include_str!("busybox/help.txt");
+const ID_USAGE: &str = include_str!("busybox/id-usage.txt");
+const HOSTNAME_USAGE: &str = include_str!("busybox/hostname-usage.txt");
+/// Status of a busybox applet given bad options (after its usage text).
+const BAD_USAGE_STATUS: i32 = 1;
+
+/// Every applet of the real busybox build, as `busybox` lists them.
+pub(super) fn is_real_applet(name: &str) -> bool {
+    BUSYBOX_HELP
+        .split_once("Currently defined functions:")
+        .is_some_and(|(_, list)| {
+            list.split(|c: char| c == ',' || c.is_whitespace())
+                .any(|applet| applet == name)
+        })
+}
 
 /// `echo [-neE] [ARG...]`: options only while every letter is one of `n`, `e`, `E`; `-e` expands
 /// backslash escapes and `\c` stops the output, newline included.
@@ -280,43 +301,138 @@ pub(super) async fn env(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
         ctx.output.out(listing).await?;
         return Ok(0);
     };
-    let Some(command) = lookup(name) else {
-        let message = format!("env: can't execute '{name}': No such file or directory");
-        ctx.output.err_line(&message).await?;
-        return Ok(NOT_FOUND_STATUS);
-    };
     let fds = ctx.output.fds;
-    run_command(&mut ctx.child(fds, env), command, args).await
+    let mut child = ctx.child(fds, env);
+    match child.find(name, Search::PreferApplets) {
+        Found::Command(command) => run_command(&mut child, command, args).await,
+        Found::NotSimulated(path) => not_simulated(&mut child, &path).await,
+        Found::Missing => {
+            let message = format!("env: can't execute '{name}': No such file or directory");
+            child.output.err_line(&message).await?;
+            Ok(NOT_FOUND_STATUS)
+        }
+    }
 }
 
-/// `id [-u | -g | -G]`: `uid=0(root) gid=0(root) groups=0(root)`; only id 0 has a name.
+/// `id [-ugGnr] [USER]`: `uid=0 gid=0` (the image has no `/etc/passwd`, so no id has a name and no
+/// user can be named).
 pub(super) async fn id(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
     let (user, group) = (ctx.identity.user, ctx.identity.group);
-    let line = match args {
-        [] => format!(
-            "uid={} gid={} groups={}\n",
-            named(user),
-            named(group),
-            named(group)
-        ),
-        [option] if option == "-u" => format!("{user}\n"),
-        [option] if option == "-g" || option == "-G" => format!("{group}\n"),
-        _ => {
-            ctx.output
-                .err_line("id: only -u, -g and -G are supported by the fake")
-                .await?;
-            return Ok(1);
+    let mut which = None;
+    let mut names = false;
+    let mut operands = Vec::new();
+    for arg in args {
+        let Some(flags) = arg.strip_prefix('-').filter(|f| !f.is_empty()) else {
+            operands.push(arg);
+            continue;
+        };
+        for flag in flags.chars() {
+            match flag {
+                'u' | 'g' | 'G' if which.is_some_and(|w| w != flag) => {
+                    return usage(ctx, ID_USAGE).await;
+                }
+                'u' | 'g' | 'G' => which = Some(flag),
+                'n' => names = true,
+                'r' => {}
+                other => {
+                    ctx.output
+                        .err_line(&format!("id: invalid option -- '{other}'"))
+                        .await?;
+                    return usage(ctx, ID_USAGE).await;
+                }
+            }
         }
+    }
+    if let Some(name) = operands.first() {
+        ctx.output
+            .err_line(&format!("id: unknown user {name}"))
+            .await?;
+        return Ok(1);
+    }
+    let number = match which {
+        None if names => return usage(ctx, ID_USAGE).await,
+        None => {
+            ctx.output.out(format!("uid={user} gid={group}\n")).await?;
+            return Ok(0);
+        }
+        Some('u') => user,
+        Some(_) => group,
     };
-    ctx.output.out(line).await?;
+    ctx.output.out(format!("{number}\n")).await?;
+    if names {
+        ctx.output
+            .err_line(&format!("id: unknown ID {number}"))
+            .await?;
+        return Ok(1);
+    }
     Ok(0)
 }
 
-fn named(id: u32) -> String {
-    if id == 0 {
-        "0(root)".into()
-    } else {
-        id.to_string()
+/// A usage text on stderr, and the status of bad options.
+pub(super) async fn usage(ctx: &mut Ctx<'_>, text: &str) -> Status {
+    ctx.output.err(text.as_bytes().to_vec()).await?;
+    Ok(BAD_USAGE_STATUS)
+}
+
+/// `hostname [-s | -f]`: the instance's name. Setting it is not permitted in a container.
+pub(super) async fn hostname(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+    match args.first().map(String::as_str) {
+        None | Some("-s" | "-f") => {
+            let line = format!("{}\n", ctx.identity.hostname);
+            ctx.output.out(line).await?;
+            Ok(0)
+        }
+        Some("-d") => Ok(0),
+        Some(option) if option.starts_with('-') && option.len() > 1 => {
+            let flag = option.chars().nth(1).unwrap_or('-');
+            ctx.output
+                .err_line(&format!("hostname: invalid option -- '{flag}'"))
+                .await?;
+            usage(ctx, HOSTNAME_USAGE).await
+        }
+        Some(_) => {
+            ctx.output
+                .err_line("hostname: sethostname: Operation not permitted")
+                .await?;
+            Ok(1)
+        }
+    }
+}
+
+/// `init`: busybox's init refuses to run other than as process 1.
+pub(super) async fn init(ctx: &mut Ctx<'_>) -> Status {
+    ctx.output.err_line("init: must be run as PID 1").await?;
+    Ok(1)
+}
+
+/// `busybox [APPLET [ARG...]]`, `busybox --list`: runs one of its applets by name.
+pub(super) async fn busybox(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+    let Some((name, args)) = args.split_first() else {
+        ctx.output.out(BUSYBOX_HELP.as_bytes().to_vec()).await?;
+        return Ok(0);
+    };
+    if name == "--list" {
+        let list = BUSYBOX_HELP
+            .split_once("Currently defined functions:")
+            .map(|(_, list)| list)
+            .unwrap_or_default();
+        let names: String = list
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|n| !n.is_empty())
+            .map(|n| format!("{n}\n"))
+            .collect();
+        ctx.output.out(names).await?;
+        return Ok(0);
+    }
+    match busybox_applet(name) {
+        Some(command) => run_command(ctx, command, args).await,
+        None if is_real_applet(name) => not_simulated(ctx, name).await,
+        None => {
+            ctx.output
+                .err_line(&format!("{name}: applet not found"))
+                .await?;
+            Ok(NOT_FOUND_STATUS)
+        }
     }
 }
 

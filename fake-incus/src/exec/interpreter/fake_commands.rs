@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::streams::{Status, CHUNK};
-use super::{lookup, run_command, Ctx, NOT_FOUND_STATUS};
+use super::{not_simulated, run_command, Ctx, Found, Search, NOT_FOUND_STATUS};
 
 /// Exit status for a test command used wrongly.
 const USAGE_STATUS: i32 = 2;
@@ -116,11 +116,15 @@ pub(super) async fn ignore_signals(ctx: &mut Ctx<'_>, args: &[String]) -> Status
         ctx.output.err_line(usage).await?;
         return Ok(USAGE_STATUS);
     };
-    let Some(command) = lookup(name) else {
-        ctx.output
-            .err_line(&format!("fake-ignore-signals: {name}: not found"))
-            .await?;
-        return Ok(NOT_FOUND_STATUS);
+    let command = match ctx.find(name, Search::PreferApplets) {
+        Found::Command(command) => command,
+        Found::NotSimulated(path) => return not_simulated(ctx, &path).await,
+        Found::Missing => {
+            ctx.output
+                .err_line(&format!("fake-ignore-signals: {name}: not found"))
+                .await?;
+            return Ok(NOT_FOUND_STATUS);
+        }
     };
     ctx.ignoring_signals.store(true, Ordering::SeqCst);
     run_command(ctx, command, args).await

@@ -1,9 +1,13 @@
 //! `sh`: runs a script (`sh -c LINE [NAME [ARG...]]`, or read from stdin) step by step, expanding words,
-//! applying redirections and handling the shell-only `exit`.
+//! applying redirections and handling the shell-only `exit` and `cd`. Busybox's built-ins (`echo`,
+//! `printf`, `pwd`, `true`, `false`) run whatever the image holds; in a busybox image every applet
+//! does, as busybox's `sh` prefers its applets to `PATH`.
 
 use super::streams::{Fds, Output, Sink, Status};
 use super::syntax::{self, Command, Condition, Part, Script, Target, Word};
-use super::{lookup, pipeline, run_command, Ctx, NOT_FOUND_STATUS};
+use super::{
+    not_simulated, pipeline, run_command, Command as Program, Ctx, Found, Search, NOT_FOUND_STATUS,
+};
 
 /// Exit status of a shell that could not run its script (bad option, syntax error).
 const USAGE_STATUS: i32 = 2;
@@ -153,7 +157,11 @@ impl Shell<'_> {
                         let output = self.output(fds);
                         return exit(output, &argv[1..], self.status).await;
                     }
-                    self.run_simple(&argv, fds).await?
+                    if argv.first().is_some_and(|name| name == "cd") {
+                        self.cd(&argv[1..], fds, step.line).await?
+                    } else {
+                        self.run_simple(&argv, fds).await?
+                    }
                 }
                 commands => self.run_pipeline(commands).await?,
             };
@@ -166,6 +174,30 @@ impl Shell<'_> {
             }
         }
         Ok(self.status)
+    }
+
+    /// `cd [DIR]`: changes the shell's directory (default `$HOME`) and `PWD`; a missing directory is
+    /// busybox's `sh: cd: line N: can't cd to DIR: No such file or directory`, status 2.
+    async fn cd(&mut self, args: &[String], fds: Fds, line: usize) -> Status {
+        let target = match args.first() {
+            Some(dir) if dir == "-" => self.ctx.env.get("OLDPWD").cloned().unwrap_or_default(),
+            Some(dir) => dir.clone(),
+            None => self.ctx.env.get("HOME").cloned().unwrap_or_default(),
+        };
+        let rootfs = &self.ctx.identity.rootfs;
+        let cwd = self.ctx.identity.cwd.clone();
+        let destination = super::Rootfs::absolute(&cwd, &target)
+            .filter(|dir| !target.is_empty() && rootfs.is_dir("/", dir));
+        let Some(destination) = destination else {
+            let message =
+                format!("sh: cd: line {line}: can't cd to {target}: No such file or directory");
+            self.output(fds).err_line(&message).await?;
+            return Ok(USAGE_STATUS);
+        };
+        self.ctx.env.insert("OLDPWD".into(), cwd);
+        self.ctx.env.insert("PWD".into(), destination.clone());
+        self.ctx.identity.cwd = destination;
+        Ok(0)
     }
 
     async fn run_simple(&mut self, argv: &[String], fds: Fds) -> Status {
@@ -214,14 +246,33 @@ impl Shell<'_> {
     }
 }
 
-/// Runs one expanded command line: a known program, or `sh: NAME: not found` and 127.
+/// The shell's own commands that are also programs (busybox `sh` built-ins).
+const BUILTINS: &[(&str, Program)] = &[
+    ("echo", Program::Echo),
+    ("printf", Program::Printf),
+    ("pwd", Program::Pwd),
+    ("true", Program::True),
+    ("false", Program::False),
+];
+
+/// Runs one expanded command line: a built-in, a program the shell finds, or `sh: NAME: not found`
+/// and 127.
 async fn run_program(ctx: &mut Ctx<'_>, argv: &[String]) -> Status {
     let Some(name) = argv.first() else {
         return Ok(0);
     };
-    match lookup(name) {
-        Some(command) => run_command(ctx, command, &argv[1..]).await,
-        None => {
+    let builtin = BUILTINS
+        .iter()
+        .find(|(builtin, _)| builtin == name)
+        .map(|(_, command)| *command);
+    let found = match builtin {
+        Some(command) => Found::Command(command),
+        None => ctx.find(name, Search::PreferApplets),
+    };
+    match found {
+        Found::Command(command) => run_command(ctx, command, &argv[1..]).await,
+        Found::NotSimulated(path) => not_simulated(ctx, &path).await,
+        Found::Missing => {
             ctx.output
                 .err_line(&format!("sh: {name}: not found"))
                 .await?;

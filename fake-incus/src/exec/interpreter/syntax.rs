@@ -84,6 +84,8 @@ pub(super) struct Step {
     pub(super) condition: Condition,
     /// The commands of the pipeline, left to right; never empty.
     pub(super) pipeline: Vec<Command>,
+    /// How many newlines precede it in the script (busybox's `sh` reports this as the line).
+    pub(super) line: usize,
 }
 
 /// A parsed script: steps run left to right; `&&` and `||` have equal precedence, as in `sh`, and bind
@@ -125,6 +127,10 @@ struct Parser {
     piped: Vec<Command>,
     current: Command,
     condition: Option<Condition>,
+    /// Newlines seen so far.
+    newlines: usize,
+    /// The line of the current pipeline's first word.
+    start: Option<usize>,
 }
 
 impl Parser {
@@ -134,11 +140,16 @@ impl Parser {
                 if self.current.words.is_empty() {
                     check_command_name(&word)?;
                 }
+                self.start.get_or_insert(self.newlines);
                 self.current.words.push(word);
             }
             Token::Redirect(redirect) => self.current.redirects.push(redirect),
-            Token::Newline if self.current.is_empty() => {}
-            Token::Newline | Token::Semicolon => self.end_command(";", Condition::Always)?,
+            Token::Newline if self.current.is_empty() => self.newlines += 1,
+            Token::Newline => {
+                self.end_command(";", Condition::Always)?;
+                self.newlines += 1;
+            }
+            Token::Semicolon => self.end_command(";", Condition::Always)?,
             Token::And => self.end_command("&&", Condition::IfSuccess)?,
             Token::Or => self.end_command("||", Condition::IfFailure)?,
             Token::Pipe => self.pipe()?,
@@ -162,9 +173,11 @@ impl Parser {
         let mut pipeline = std::mem::take(&mut self.piped);
         pipeline.push(std::mem::take(&mut self.current));
         let condition = self.condition.replace(next).unwrap_or(Condition::Always);
+        let line = self.start.take().unwrap_or(self.newlines);
         self.steps.push(Step {
             condition,
             pipeline,
+            line,
         });
         Ok(())
     }

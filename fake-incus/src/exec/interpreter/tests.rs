@@ -25,6 +25,8 @@ fn request(argv: &[&str]) -> ExecRequest {
         user: 0,
         group: 0,
         cwd: String::new(),
+        rootfs: Rootfs::busybox(),
+        hostname: "c1".into(),
     }
 }
 
@@ -144,13 +146,11 @@ async fn true_and_false_return_0_and_1() {
 }
 
 #[tokio::test]
-async fn path_forms_in_default_path_directories_map_to_the_built_ins() {
-    assert_eq!(exec(&["/usr/bin/echo", "x"]).await.stdout(), "x\n");
+async fn a_path_runs_only_where_the_image_holds_the_executable() {
+    assert_eq!(exec(&["/bin/echo", "x"]).await.stdout(), "x\n");
     assert_eq!(exec(&["/bin/sh", "-c", "echo y"]).await.stdout(), "y\n");
-    assert_eq!(
-        start_failure(&["/opt/echo".into()]),
-        Some(StartFailure::CommandNotFound)
-    );
+    assert_eq!(exec(&["/usr/bin/echo", "x"]).await.status, 127);
+    assert_eq!(exec(&["/opt/echo"]).await.status, 127);
 }
 
 #[tokio::test]
@@ -162,9 +162,64 @@ async fn command_not_found_returns_127_without_output_like_incus() {
     );
     assert_eq!(
         start_failure(&["nosuch".into()]),
-        Some(StartFailure::CommandNotFound)
+        None,
+        "it starts, then fails"
     );
-    assert_eq!(StartFailure::CommandNotFound.message(), "Command not found");
+    assert_eq!(exit_failure(127), Some("Command not found"));
+    assert_eq!(exit_failure(126), Some("Command not executable"));
+    assert_eq!(exit_failure(1), None);
+}
+
+#[tokio::test]
+async fn exec_runs_only_what_the_busybox_image_holds() {
+    for missing in ["pwd", "hostname", "cd", "grep", "init"] {
+        let outcome = exec(&[missing]).await;
+        let expected = if missing == "init" { 1 } else { 127 };
+        assert_eq!(outcome.status, expected, "{missing}: {outcome:?}");
+    }
+    let outcome = exec(&["/sbin/init"]).await;
+    assert_eq!(
+        (outcome.status, outcome.stderr()),
+        (1, "init: must be run as PID 1\n")
+    );
+    for present in ["ls", "dd", "id", "env", "head", "yes", "busybox"] {
+        assert!(
+            Identity::of(&request(&[present]))
+                .rootfs
+                .find_executable(present, DEFAULT_PATH, "/")
+                .is_some(),
+            "{present}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_image_that_declares_its_executables_runs_those_alone() {
+    let mut req = request(&["pwd"]);
+    req.rootfs = Rootfs::of_image(Some(&["/usr/bin/pwd".into(), "/bin/echo".into()]));
+    assert_eq!(
+        start(req.clone()).finish().await.stdout(),
+        "/\n",
+        "no /root in that image"
+    );
+    req.command = vec!["sh".into(), "-c".into(), "echo x".into()];
+    assert_eq!(start(req.clone()).finish().await.status, 127, "no sh");
+    req.command = vec!["/usr/bin/pwd".into()];
+    assert_eq!(start(req).finish().await.status, 0);
+}
+
+#[tokio::test]
+async fn an_executable_the_fake_cannot_simulate_is_not_executable() {
+    let mut req = request(&["python3", "-V"]);
+    req.rootfs = Rootfs::of_image(Some(&["/usr/bin/python3".into()]));
+    let outcome = start(req).finish().await;
+    assert_eq!(outcome.status, 126);
+    assert_eq!(
+        outcome.stderr(),
+        "fake-incus: /usr/bin/python3: not simulated by the fake\n"
+    );
+    let outcome = exec(&["sh", "-c", "grep x"]).await;
+    assert_eq!(outcome.status, 126, "a busybox applet the fake lacks");
 }
 
 #[tokio::test]
@@ -176,10 +231,7 @@ async fn an_empty_command_cannot_start() {
 
 #[tokio::test]
 async fn exit_is_a_shell_builtin_not_a_program() {
-    assert_eq!(
-        start_failure(&["exit".into()]),
-        Some(StartFailure::CommandNotFound)
-    );
+    assert_eq!(exec(&["exit"]).await.status, 127);
 }
 
 #[tokio::test]
@@ -230,30 +282,186 @@ fn incus_environment_adds_defaults_only_where_absent() {
 }
 
 #[tokio::test]
-async fn id_prints_uid_gid_and_groups_naming_only_root() {
-    assert_eq!(
-        exec(&["id"]).await.stdout(),
-        "uid=0(root) gid=0(root) groups=0(root)\n"
-    );
+async fn id_prints_busyboxs_numbers_without_names() {
+    assert_eq!(exec(&["id"]).await.stdout(), "uid=0 gid=0\n");
     let mut req = request(&["id"]);
     req.user = 1000;
     req.group = 1001;
-    assert_eq!(
-        start(req).finish().await.stdout(),
-        "uid=1000 gid=1001 groups=1001\n"
-    );
+    assert_eq!(start(req).finish().await.stdout(), "uid=1000 gid=1001\n");
     assert_eq!(exec(&["id", "-u"]).await.stdout(), "0\n");
+    assert_eq!(exec(&["id", "-G"]).await.stdout(), "0\n");
+    let outcome = exec(&["id", "-un"]).await;
+    assert_eq!(
+        (outcome.status, outcome.stdout(), outcome.stderr()),
+        (1, "0\n", "id: unknown ID 0\n")
+    );
+    let outcome = exec(&["id", "-n"]).await;
+    assert_eq!(outcome.status, 1);
+    assert!(
+        outcome.stderr().starts_with(builtins::BANNER),
+        "{outcome:?}"
+    );
+    assert!(outcome.stderr().contains("Usage: id [-ugGnr] [USER]"));
 }
 
 #[tokio::test]
 async fn pwd_prints_the_cwd_or_the_users_home() {
-    assert_eq!(exec(&["pwd"]).await.stdout(), "/root\n");
-    let mut req = request(&["pwd"]);
-    req.cwd = "/tmp".into();
-    assert_eq!(start(req).finish().await.stdout(), "/tmp\n");
-    let mut req = request(&["pwd"]);
-    req.user = 1000;
-    assert_eq!(start(req).finish().await.stdout(), "/\n");
+    let pwd = |cwd: &str, user: u32| {
+        let mut req = request(&["sh", "-c", "pwd"]);
+        req.cwd = cwd.into();
+        req.user = user;
+        start(req).finish()
+    };
+    assert_eq!(pwd("", 0).await.stdout(), "/root\n");
+    assert_eq!(pwd("/tmp", 0).await.stdout(), "/tmp\n");
+    assert_eq!(pwd("/tmp/", 0).await.stdout(), "/tmp\n");
+    assert_eq!(pwd("", 1000).await.stdout(), "/\n");
+    assert_eq!(exec(&["busybox", "pwd"]).await.stdout(), "/root\n");
+    assert_eq!(exec(&["env", "pwd"]).await.stdout(), "/root\n");
+}
+
+#[tokio::test]
+async fn a_cwd_that_does_not_exist_starts_the_command_in_the_root() {
+    let mut req = request(&["sh", "-c", "pwd; echo $PWD"]);
+    req.cwd = "/nonexistent".into();
+    assert_eq!(start(req).finish().await.stdout(), "/\n/\n");
+}
+
+#[tokio::test]
+async fn pwd_run_directly_is_not_found_in_the_busybox_image() {
+    let outcome = exec(&["pwd"]).await;
+    assert_eq!(
+        (outcome.status, outcome.stdout(), outcome.stderr()),
+        (127, "", "")
+    );
+}
+
+#[tokio::test]
+async fn sh_builtins_and_busybox_applets_run_inside_sh() {
+    let outcome = exec(&[
+        "sh",
+        "-c",
+        "pwd; hostname; cd /tmp; pwd; echo $PWD; cd; pwd",
+    ])
+    .await;
+    assert_eq!(outcome.stdout(), "/root\nc1\n/tmp\n/tmp\n/root\n");
+    assert_eq!(outcome.status, 0);
+    let outcome = exec(&["sh", "-c", "cd /nope; echo $?\ncd /nope"]).await;
+    assert_eq!(outcome.stdout(), "2\n");
+    assert_eq!(
+        outcome.stderr(),
+        "sh: cd: line 0: can't cd to /nope: No such file or directory\n\
+         sh: cd: line 1: can't cd to /nope: No such file or directory\n"
+    );
+    assert_eq!(outcome.status, 2);
+    let outcome = exec(&["sh", "-c", "/bin/nope; echo $?"]).await;
+    assert_eq!(outcome.stderr(), "sh: /bin/nope: not found\n");
+    assert_eq!(outcome.stdout(), "127\n");
+}
+
+#[tokio::test]
+async fn hostname_is_the_instance_name() {
+    assert_eq!(exec(&["busybox", "hostname"]).await.stdout(), "c1\n");
+    assert_eq!(exec(&["env", "hostname"]).await.stdout(), "c1\n");
+}
+
+#[tokio::test]
+async fn busybox_runs_its_applets_and_names_unknown_ones() {
+    let outcome = exec(&["busybox", "nope"]).await;
+    assert_eq!(
+        (outcome.status, outcome.stderr()),
+        (127, "nope: applet not found\n")
+    );
+    let outcome = exec(&["busybox"]).await;
+    assert!(outcome.stdout().starts_with(builtins::BANNER));
+    assert!(outcome
+        .stdout()
+        .contains("\twhoami, xargs, xxd, xz, xzcat, yes, zcat\n"));
+    assert_eq!(exec(&["busybox", "echo", "hi"]).await.stdout(), "hi\n");
+}
+
+#[tokio::test]
+async fn ls_lists_the_images_directories_one_name_per_line() {
+    assert_eq!(
+        exec(&["ls", "/"]).await.stdout(),
+        "bin\ndev\netc\nproc\nroot\nsbin\nsys\ntmp\n"
+    );
+    assert_eq!(
+        exec(&["ls", "/bin"]).await.stdout(),
+        "busybox\ncat\ndd\necho\nenv\nfalse\nhead\nid\nls\nprintf\nsh\nsleep\ntrue\nyes\n"
+    );
+    assert_eq!(exec(&["ls"]).await.stdout(), "", "/root is empty");
+    assert_eq!(exec(&["ls", "-a", "/tmp"]).await.stdout(), ".\n..\n");
+    let outcome = exec(&["ls", "/bin/sh", "/nope", "/root"]).await;
+    assert_eq!(
+        (outcome.status, outcome.stdout(), outcome.stderr()),
+        (
+            1,
+            "/bin/sh\n\n/root:\n",
+            "ls: /nope: No such file or directory\n"
+        )
+    );
+    let outcome = exec(&["ls", "/tmp", "/etc"]).await;
+    assert_eq!(outcome.stdout(), "/etc:\ninittab\n\n/tmp:\n");
+    let outcome = exec(&["ls", "-z"]).await;
+    assert_eq!(outcome.status, 1);
+    assert!(outcome
+        .stderr()
+        .starts_with("ls: invalid option -- 'z'\nBusyBox v1.35.0"));
+}
+
+#[tokio::test]
+async fn dd_streams_zeros_and_prints_busyboxs_summary_on_stderr() {
+    let outcome = exec(&["dd", "if=/dev/zero", "bs=4", "count=3"]).await;
+    assert_eq!(outcome.stdout, vec![0; 12]);
+    assert_eq!(outcome.stderr(), "3+0 records in\n3+0 records out\n");
+    assert_eq!(outcome.status, 0);
+    let outcome = exec(&["dd", "if=/dev/zero", "of=/dev/null", "bs=1M", "count=2"]).await;
+    assert_eq!(
+        (outcome.stdout.len(), outcome.stderr()),
+        (0, "2+0 records in\n2+0 records out\n")
+    );
+    let outcome = exec(&["dd", "if=/dev/zero", "bs=100000", "count=1"]).await;
+    assert_eq!(outcome.stdout.len(), 100_000);
+    let outcome = exec(&["dd", "if=/dev/zero", "count=1", "status=none"]).await;
+    assert_eq!((outcome.stdout.len(), outcome.stderr()), (512, ""));
+    let outcome = exec(&["dd"]).await;
+    assert_eq!(outcome.stderr(), "0+0 records in\n0+0 records out\n");
+    let outcome = exec(&["dd", "if=/nope"]).await;
+    assert_eq!(
+        (outcome.status, outcome.stderr()),
+        (1, "dd: can't open '/nope': No such file or directory\n")
+    );
+    let outcome = exec(&["dd", "bs=x"]).await;
+    assert_eq!(
+        (outcome.status, outcome.stderr()),
+        (1, "dd: invalid number 'x'\n")
+    );
+    let outcome = exec(&["dd", "bogus=1"]).await;
+    assert_eq!(outcome.status, 1);
+    assert!(outcome.stderr().contains("Usage: dd [if=FILE] [of=FILE]"));
+}
+
+#[tokio::test]
+async fn dd_counts_partial_records_of_stdin() {
+    let running = start(request(&["dd", "bs=3"]));
+    running
+        .stdin
+        .as_ref()
+        .unwrap()
+        .send(Bytes::from_static(b"abcd"))
+        .await
+        .unwrap();
+    let outcome = running.finish().await;
+    assert_eq!(outcome.stdout(), "abcd");
+    assert_eq!(outcome.stderr(), "1+1 records in\n1+1 records out\n");
+}
+
+#[tokio::test]
+async fn dd_from_dev_zero_without_count_ends_with_a_broken_pipe() {
+    let outcome = exec(&["sh", "-c", "dd if=/dev/zero | head -c 70000"]).await;
+    assert_eq!(outcome.stdout.len(), 70_000);
+    assert_eq!(outcome.status, 0);
 }
 
 // --- stdin ------------------------------------------------------------------------------------------
