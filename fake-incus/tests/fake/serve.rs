@@ -29,6 +29,7 @@ async fn serve_help_describes_every_option() {
         "--state",
         "--script",
         "--control",
+        "--exec-start-delay-ms",
     ] {
         assert!(help.contains(flag), "missing {flag} in:\n{help}");
     }
@@ -225,4 +226,69 @@ async fn serve_refuses_a_bad_rule_file_with_a_clear_error() {
         err.contains("rules.json") && err.contains("explode"),
         "{err}"
     );
+}
+
+/// `--exec-start-delay-ms` holds a websocket exec's command back that long after its websockets
+/// attached.
+#[tokio::test]
+async fn serve_exec_start_delay_flag_delays_the_command() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    std::fs::write(
+        &state,
+        json!({"instances": [{"name": "c1", "status": "Running"}]}).to_string(),
+    )
+    .unwrap();
+    let socket = dir.path().join("incus.socket");
+    let mut child = tokio::process::Command::new(BIN)
+        .arg("serve")
+        .arg("--unix")
+        .arg(&socket)
+        .arg("--state")
+        .arg(&state)
+        .args(["--exec-start-delay-ms", "300"])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("ready in time")
+        .unwrap()
+        .expect("a ready line");
+    let body = json!({"command": ["echo", "hi"], "wait-for-websocket": true});
+    let reply = unix_at(&socket, "POST", "/1.0/instances/c1/exec", Some(body), &[]).await;
+    assert_eq!(reply.status, 202, "{}", reply.body);
+    let id = reply.body["metadata"]["id"].as_str().unwrap().to_string();
+    let fds = reply.body["metadata"]["metadata"]["fds"].clone();
+    let mut sockets = Vec::new();
+    let mut before_last = std::time::Instant::now();
+    for fd in ["0", "1", "2"] {
+        before_last = std::time::Instant::now();
+        let stream = tokio::net::UnixStream::connect(&socket).await.unwrap();
+        let url = format!(
+            "ws://unix.socket/1.0/operations/{id}/websocket?secret={}",
+            fds[fd].as_str().unwrap()
+        );
+        let (ws, _) = tokio_tungstenite::client_async(url, stream).await.unwrap();
+        sockets.push(ws);
+    }
+    let stdout = &mut sockets[1];
+    let data = loop {
+        match tokio::time::timeout(Duration::from_secs(10), stdout.next()).await {
+            Ok(Some(Ok(Message::Binary(data)))) => break data,
+            Ok(Some(Ok(_))) => continue,
+            other => panic!("no output: {other:?}"),
+        }
+    };
+    assert_eq!(data.as_ref(), b"hi\n");
+    assert!(
+        before_last.elapsed() >= Duration::from_millis(300),
+        "output {:?} after the last websocket connected",
+        before_last.elapsed()
+    );
+    child.kill().await.unwrap();
 }

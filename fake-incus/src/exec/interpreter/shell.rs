@@ -287,6 +287,19 @@ pub(super) async fn run_piped(ctx: &mut Ctx<'_>, argv: &[String], last_status: i
     if argv.first().is_some_and(|name| name == "exit") {
         return exit(ctx.output, &argv[1..], last_status).await;
     }
+    if argv.first().is_some_and(|name| name == "cd") {
+        // A subshell's `cd`: its status alone, the shell's directory stays.
+        let target = argv
+            .get(1)
+            .cloned()
+            .unwrap_or_else(|| ctx.env.get("HOME").cloned().unwrap_or_default());
+        if !target.is_empty() && ctx.identity.rootfs.is_dir(&ctx.identity.cwd, &target) {
+            return Ok(0);
+        }
+        let message = format!("sh: cd: line 0: can't cd to {target}: No such file or directory");
+        ctx.output.err_line(&message).await?;
+        return Ok(USAGE_STATUS);
+    }
     run_program(ctx, argv).await
 }
 

@@ -1,0 +1,104 @@
+//! `incus exec` against the fake answers as against the real daemon with the busybox test image:
+//! the same output, messages and exit status (each expectation was taken from a real 6.0.4 daemon).
+
+use crate::cli::{setup, NO_CLIENT};
+use crate::ignorable::trial;
+use fake_incus::FakeIncus;
+use libtest_mimic::{Completion, Trial};
+
+pub(crate) fn trials() -> Vec<Trial> {
+    vec![
+        trial(
+            "official_client_exec_runs_only_what_the_image_holds",
+            official_client_exec_runs_only_what_the_image_holds,
+        ),
+        trial(
+            "official_client_exec_runs_busyboxs_commands_as_the_real_daemon",
+            official_client_exec_runs_busyboxs_commands_as_the_real_daemon,
+        ),
+    ]
+}
+
+/// `incus exec c1 ARGS...`: (stdout, stderr, exit status).
+async fn exec(cli: &crate::cli::Cli, args: &[&str]) -> (Vec<u8>, String, Option<i32>) {
+    let mut all = vec!["exec", "c1"];
+    all.extend_from_slice(args);
+    let out = cli.run(&all).await;
+    (
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code(),
+    )
+}
+
+fn answer(stdout: &[u8], stderr: &str, status: i32) -> (Vec<u8>, String, Option<i32>) {
+    (stdout.to_vec(), stderr.to_owned(), Some(status))
+}
+
+async fn official_client_exec_runs_only_what_the_image_holds() -> Completion {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    let Some(cli) = setup(&fake).await else {
+        return Completion::ignored_with(NO_CLIENT);
+    };
+    cli.ok(&["launch", "busybox", "c1"]).await;
+    let not_found = answer(b"", "Error: Command not found\n", 127);
+    assert_eq!(exec(&cli, &["--", "pwd"]).await, not_found, "no /bin/pwd");
+    assert_eq!(exec(&cli, &["-T", "--", "pwd"]).await, not_found);
+    assert_eq!(exec(&cli, &["--", "sh", "-c", "exit 127"]).await, not_found);
+    assert_eq!(
+        exec(&cli, &["--", "sh", "-c", "pwd"]).await,
+        answer(b"/root\n", "", 0),
+        "sh's built-in"
+    );
+    assert_eq!(
+        exec(&cli, &["--cwd", "/nonexistent", "--", "sh", "-c", "pwd"]).await,
+        answer(b"/\n", "", 0),
+        "a missing directory starts the command in /"
+    );
+    assert_eq!(
+        exec(&cli, &["--", "busybox", "nope"]).await,
+        answer(
+            b"",
+            "nope: applet not found\nError: Command not found\n",
+            127
+        )
+    );
+    assert_eq!(
+        exec(&cli, &["--", "env", "nope"]).await,
+        answer(
+            b"",
+            "env: can't execute 'nope': No such file or directory\nError: Command not found\n",
+            127
+        )
+    );
+    Completion::Completed
+}
+
+async fn official_client_exec_runs_busyboxs_commands_as_the_real_daemon() -> Completion {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    let Some(cli) = setup(&fake).await else {
+        return Completion::ignored_with(NO_CLIENT);
+    };
+    cli.ok(&["launch", "busybox", "c1"]).await;
+    assert_eq!(
+        exec(&cli, &["--", "ls", "/"]).await,
+        answer(b"bin\ndev\netc\nproc\nroot\nsbin\nsys\ntmp\n", "", 0)
+    );
+    assert_eq!(
+        exec(&cli, &["--", "id"]).await,
+        answer(b"uid=0 gid=0\n", "", 0)
+    );
+    assert_eq!(
+        exec(&cli, &["--", "dd", "if=/dev/zero", "bs=4", "count=3"]).await,
+        answer(&[0; 12], "3+0 records in\n3+0 records out\n", 0)
+    );
+    assert_eq!(
+        exec(&cli, &["--", "sh", "-c", "hostname"]).await,
+        answer(b"c1\n", "", 0)
+    );
+    assert_eq!(
+        exec(&cli, &["--", "/sbin/init"]).await,
+        answer(b"", "init: must be run as PID 1\n", 1)
+    );
+    Completion::Completed
+}
