@@ -55,9 +55,11 @@ pub use journal::{
 use app::{App, Settings};
 
 /// How long an exec over websockets waits, by default, between its last websocket attaching and
-/// the command starting: a few milliseconds, so that the first output never shares a read with the
-/// upgrade answer (the real daemon takes 25-50 ms). See [`FakeIncusBuilder::exec_start_delay`].
-pub const DEFAULT_EXEC_START_DELAY: std::time::Duration = std::time::Duration::from_millis(5);
+/// the command starting: the low end of the real daemon's 25-50 ms, so that the first output never
+/// shares a read with the upgrade answer and clients that set up their readers after the upgrade
+/// (pylxd with ws4py) see all of it, as against the daemon. See
+/// [`FakeIncusBuilder::exec_start_delay`].
+pub const DEFAULT_EXEC_START_DELAY: std::time::Duration = std::time::Duration::from_millis(25);
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -945,7 +945,7 @@ async fn a_websocket_exec_starts_its_command_after_the_configured_delay() {
     );
     assert_eq!(
         fake_incus::DEFAULT_EXEC_START_DELAY,
-        Duration::from_millis(5)
+        Duration::from_millis(25)
     );
 }
 
