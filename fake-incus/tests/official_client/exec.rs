@@ -16,6 +16,10 @@ pub(crate) fn trials() -> Vec<Trial> {
             "official_client_exec_runs_busyboxs_commands_as_the_real_daemon",
             official_client_exec_runs_busyboxs_commands_as_the_real_daemon,
         ),
+        trial(
+            "pylxd_execute_gets_stdout_and_stderr_of_every_exec",
+            pylxd_execute_gets_stdout_and_stderr_of_every_exec,
+        ),
     ]
 }
 
@@ -99,6 +103,59 @@ async fn official_client_exec_runs_busyboxs_commands_as_the_real_daemon() -> Com
     assert_eq!(
         exec(&cli, &["--", "/sbin/init"]).await,
         answer(b"", "init: must be run as PID 1\n", 1)
+    );
+    Completion::Completed
+}
+
+/// pylxd's `execute` against the fake, as its users call it: it reads stdout and stderr over ws4py
+/// websockets that it sets up after the upgrade, so it loses output when a command's frames (and the
+/// close) come before that; the real daemon's start delay leaves it the time. The Python is
+/// `PYLXD_PYTHON` (default `python3`); where it cannot import pylxd the trial is ignored.
+const PYLXD_SCRIPT: &str = r#"
+import sys
+from pylxd import Client
+instance = Client(endpoint=sys.argv[1]).instances.get("c1")
+lost = 0
+for _ in range(int(sys.argv[2])):
+    r = instance.execute(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    if (r.exit_code, r.stdout, r.stderr) != (3, "out\n", "err\n"):
+        lost += 1
+        print(repr(r))
+print("lost", lost)
+"#;
+
+async fn pylxd_execute_gets_stdout_and_stderr_of_every_exec() -> Completion {
+    let python = std::env::var("PYLXD_PYTHON").unwrap_or_else(|_| "python3".into());
+    let probe = tokio::process::Command::new(&python)
+        .args(["-c", "import pylxd"])
+        .output()
+        .await;
+    if !probe.is_ok_and(|out| out.status.success()) {
+        return Completion::ignored_with(format!(
+            "needs pylxd importable by {python} (set PYLXD_PYTHON to a Python that has it)"
+        ));
+    }
+    let fake = FakeIncus::builder()
+        .state(serde_json::json!({"instances": [{"name": "c1", "status": "Running"}]}))
+        .start()
+        .await
+        .unwrap();
+    let run = tokio::process::Command::new(&python)
+        .arg("-c")
+        .arg(PYLXD_SCRIPT)
+        .arg(fake.unix_socket())
+        .arg("30")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(120), run)
+        .await
+        .expect("pylxd finishes within 120 s")
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.ends_with("lost 0\n"),
+        "pylxd lost output:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     Completion::Completed
 }
