@@ -664,6 +664,7 @@ async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
         .await;
     let (real, fake) = p.wait("exec echo hi (record-output)", &started).await;
     exec_output(p, &inst, &q, (&real, &fake)).await;
+    exec_not_found(p, &inst, &q).await;
     running_errors(p, &inst, &q, &create).await;
 
     freeze_and_restart(p, &inst, &q).await;
@@ -722,6 +723,39 @@ async fn exec_output(p: &mut Probe, inst: &str, q: &str, waited: (&Reply, &Reply
         let diff = format!("body: real {} vs fake {}", real.body, fake.body);
         p.diffs.push(("exec output stdout".into(), diff));
     }
+}
+
+/// A command the busybox image does not hold (`pwd`), recorded: the operation fails with `Command
+/// not found` and `return` 127, and still lists both (empty) log files.
+async fn exec_not_found(p: &mut Probe, inst: &str, q: &str) {
+    let label = "exec pwd, not in the image (record-output)";
+    let exec = json!({
+        "command": ["pwd"], "environment": {}, "interactive": false,
+        "wait-for-websocket": false, "record-output": true,
+    });
+    let started = p
+        .step(
+            label,
+            Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
+        )
+        .await;
+    p.wait(label, &started).await;
+    let op = |r: &Reply| format!("/1.0/operations/{}", r.operation_id().unwrap_or_default());
+    let (real, fake) = p
+        .step_each(
+            "exec pwd operation",
+            Req::get(op(&started.0)),
+            Req::get(op(&started.1)),
+        )
+        .await;
+    for side in [&real, &fake] {
+        let output = &side.metadata()["metadata"]["output"];
+        if output.as_object().map(|o| o.len()) != Some(2) {
+            let diff = format!("no two output logs: {}", side.body);
+            p.diffs.push(("exec pwd operation".into(), diff));
+        }
+    }
+    exec_output(p, inst, q, (&real, &fake)).await;
 }
 
 /// Errors while the instance runs: most are 202 then a failed operation.
