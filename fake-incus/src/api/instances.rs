@@ -181,7 +181,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
         ));
     }
     let req: CreateBody = parse_body(body)?;
-    if ctx.param("target").is_some_and(|t| !t.is_empty()) {
+    if ctx.param("target").is_some_and(|t| !t.is_empty()) && ctx.app.cluster().is_none() {
         return Err(ApiError::bad_request("Target only allowed when clustered"));
     }
     let name = if req.name.is_empty() {
@@ -213,6 +213,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
     }
     let instance_url = crate::state::url(&format!("/1.0/instances/{name}"), &project);
     let spec = OpSpec::task(&project, "Creating instance", instance_url);
+    let location = crate::cluster::location();
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             if state.instance(&project, &name).is_some() {
                 return Err(ApiError::internal(
@@ -231,6 +232,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
                 return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
             }
             let mut instance = Instance::from_image(&name, &project, image.as_ref());
+            instance.location = location;
             if !req.kind.is_empty() {
                 instance.kind = req.kind;
             }
@@ -628,6 +630,7 @@ mod tests {
         let peer = Peer {
             listener: Listener::Unix,
             fingerprint: None,
+            member: None,
         };
         let Outcome::Respond(resp) = serve(app, req, peer).await else {
             panic!("no response")
