@@ -92,7 +92,11 @@ impl Fields for InstanceFields<'_> {
             "last_used_at" => return Some(Cow::Borrowed(&instance.last_used_at)),
             "status" => return text(instance.status.name()),
             "status_code" => return Some(Cow::Owned(instance.status.code().to_string())),
-            "location" => return text("none"),
+            "location" => {
+                return Some(Cow::Borrowed(
+                    instance.location.as_deref().unwrap_or("none"),
+                ))
+            }
             "ephemeral" => return text(if instance.ephemeral { "true" } else { "false" }),
             "stateful" => return text(if instance.stateful { "true" } else { "false" }),
             _ => {}
