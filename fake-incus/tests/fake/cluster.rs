@@ -782,3 +782,63 @@ async fn with_https_every_member_has_its_own_address_and_serves_the_one_cluster_
         "a dead member's HTTPS address refuses connections"
     );
 }
+
+#[tokio::test]
+async fn serve_cluster_lists_the_members_in_its_ready_line_and_obeys_control_down_and_up() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("unix.socket");
+    let control = dir.path().join("control.socket");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_fake-incus"))
+        .arg("serve")
+        .arg("--unix")
+        .arg(&socket)
+        .args([
+            "--cluster",
+            "m1,m2,m3",
+            "--https",
+            "--cluster-timings",
+            "fast",
+        ])
+        .arg("--control")
+        .arg(&control)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("ready in time")
+        .unwrap()
+        .unwrap();
+    let ready: Value = serde_json::from_str(&line).unwrap();
+    let members = ready["members"].as_object().expect("members");
+    assert_eq!(members.keys().collect::<Vec<_>>(), ["m1", "m2", "m3"]);
+    assert_eq!(members["m1"]["unix_socket"], socket.to_str().unwrap());
+    assert_eq!(members["m1"]["https_address"], ready["https_address"]);
+    for (name, member) in members {
+        let path = std::path::PathBuf::from(member["unix_socket"].as_str().unwrap());
+        let reply = unix_at(&path, "GET", "/1.0", None, &[]).await;
+        assert_eq!(
+            reply.metadata()["environment"]["server_name"],
+            name.as_str()
+        );
+        assert!(member["https_address"]
+            .as_str()
+            .is_some_and(|a| !a.ends_with(":0")));
+    }
+    let m2 = std::path::PathBuf::from(members["m2"]["unix_socket"].as_str().unwrap());
+    let down = unix_at(&control, "POST", "/cluster/members/m2/down", None, &[]).await;
+    assert_eq!(down.status, 200, "{}", down.body);
+    assert!(tokio::net::UnixStream::connect(&m2).await.is_err());
+    let unknown = unix_at(&control, "POST", "/cluster/members/nope/down", None, &[]).await;
+    assert_eq!(unknown.status, 404);
+    let up = unix_at(&control, "POST", "/cluster/members/m2/up", None, &[]).await;
+    assert_eq!(up.status, 200, "{}", up.body);
+    let reply = unix_at(&m2, "GET", "/1.0", None, &[]).await;
+    assert_eq!(reply.status, 200);
+    let listed = unix_at(&control, "GET", "/cluster/members", None, &[]).await;
+    assert_eq!(listed.body[1]["name"], "m2");
+    child.kill().await.unwrap();
+}
