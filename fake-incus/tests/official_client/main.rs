@@ -8,11 +8,13 @@ mod ignorable;
 
 mod cli;
 mod exec;
+mod cluster;
 mod standalone;
 
 fn main() -> std::process::ExitCode {
     let args = libtest_mimic::Arguments::from_args();
     let mut trials = standalone::trials();
     trials.extend(exec::trials());
+    trials.extend(cluster::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }
