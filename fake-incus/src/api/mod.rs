@@ -21,6 +21,7 @@ mod snapshots;
 mod state;
 mod storage;
 mod validation;
+mod volumes;
 
 pub(crate) use crate::faults::transport::Outcome;
 pub(crate) use body::{null_default, parse_body};
@@ -126,9 +127,9 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         },
         "images" => images::route(ctx, &method, &segs[2..]),
         "networks" => networks::route(ctx, &method, &segs[2..]),
-        "profiles" => profiles::route(ctx, &method, &segs[2..]),
-        "projects" => projects::route(ctx, &method, &segs[2..]),
-        "storage-pools" => storage::route(ctx, &method, &segs[2..]),
+        "profiles" => profiles::route(ctx, &method, &segs[2..], req.headers(), req.body()),
+        "projects" => projects::route(ctx, &method, &segs[2..], req.headers(), req.body()),
+        "storage-pools" => storage::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "operations" => operations::route(ctx, req, &segments[2..]).await,
         "events" if segs.len() == 2 => events::route(ctx, req),
         _ => Err(ApiError::not_found()),

@@ -3,6 +3,7 @@
 //! (`exec::exec_operation_lists_fds_with_64_hex_secrets`).
 
 mod common;
+mod config;
 mod exec;
 mod faults;
 mod https;
