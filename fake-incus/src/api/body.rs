@@ -22,6 +22,14 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
             ("::snapshots::CreateBody", "api.InstanceSnapshotsPost"),
             ("::state::StateBody", "api.InstanceStatePut"),
             ("::exec::ExecBody", "api.InstanceExecPost"),
+            ("::profiles::ProfileCreateBody", "api.ProfilesPost"),
+            ("::profiles::ProfilePutBody", "api.ProfilePut"),
+            ("::profiles::ProfileRenameBody", "api.ProfilePost"),
+            ("::projects::ProjectCreateBody", "api.ProjectsPost"),
+            ("::projects::ProjectPutBody", "api.ProjectPut"),
+            ("::projects::ProjectRenameBody", "api.ProjectPost"),
+            ("::volumes::VolumeCreateBody", "api.StorageVolumesPost"),
+            ("::volumes::VolumePutBody", "api.StorageVolumePut"),
         ];
         table
             .iter()

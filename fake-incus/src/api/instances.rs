@@ -3,7 +3,7 @@
 
 use super::filter::{Fields, Filter};
 use super::validation::{
-    check_name, config_problem, devices_problem, validate_config, validate_devices,
+    check_name, config_problem, devices_problem, missing_volume, validate_config, validate_devices,
 };
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
@@ -235,6 +235,9 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             if let Some(why) = config_problem(&config).or_else(|| devices_problem(&devices)) {
                 return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
             }
+            if let Some(why) = missing_volume(state, &project, &devices) {
+                return Err(ApiError::new(404, format!("Failed creating instance record: Failed initializing instance: {why}")));
+            }
             let mut instance = Instance::from_image(&name, &project, image.as_ref());
             instance.location = location;
             if !req.kind.is_empty() {
@@ -329,6 +332,9 @@ fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
         instance.url()
     };
     let req: PutBody = parse_body(body)?;
+    if req.restore.is_empty() {
+        check_profiles(&ctx.app.state(), &project, req.profiles.iter().flatten())?;
+    }
     let name = name.to_string();
     let (description, work): (&'static str, crate::app::Work) = if req.restore.is_empty() {
         (
@@ -370,6 +376,9 @@ fn update(
     }
     validate_config(&req.config).map_err(ApiError::internal)?;
     validate_devices(&req.devices).map_err(ApiError::internal)?;
+    if let Some(why) = missing_volume(state, project, &req.devices) {
+        return Err(ApiError::new(404, why));
+    }
     let instance = state
         .instance_mut(project, name)
         .ok_or_else(|| instance_not_found(name, project))?;
@@ -380,6 +389,18 @@ fn update(
     instance.ephemeral = req.ephemeral;
     instance.stateful = req.stateful;
     Ok(None)
+}
+
+/// 404 `Profile not found` when an update names a profile the project does not see.
+fn check_profiles<'a>(
+    state: &State,
+    project: &str,
+    mut names: impl Iterator<Item = &'a String>,
+) -> Result<(), ApiError> {
+    match names.any(|name| state.profile(project, name).is_none()) {
+        true => Err(ApiError::new(404, "Profile not found")),
+        false => Ok(()),
+    }
 }
 
 fn restore(
@@ -438,6 +459,10 @@ fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     let mut devices = current.devices.clone();
     devices.extend(req.devices.unwrap_or_default());
     validate_devices(&devices).map_err(ApiError::internal)?;
+    check_profiles(&state, &project, req.profiles.iter().flatten())?;
+    if let Some(why) = missing_volume(&state, &project, &devices) {
+        return Err(ApiError::new(404, why));
+    }
     let instance = state
         .instance_mut(&project, name)
         .ok_or_else(|| instance_not_found(name, &project))?;

@@ -22,6 +22,7 @@ mod snapshots;
 mod state;
 mod storage;
 mod validation;
+mod volumes;
 
 pub(crate) use crate::faults::transport::Outcome;
 pub(crate) use body::{null_default, parse_body};
@@ -131,9 +132,9 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         },
         "images" => images::route(ctx, &method, &segs[2..]),
         "networks" => networks::route(ctx, &method, &segs[2..]),
-        "profiles" => profiles::route(ctx, &method, &segs[2..]),
-        "projects" => projects::route(ctx, &method, &segs[2..]),
-        "storage-pools" => storage::route(ctx, &method, &segs[2..]),
+        "profiles" => profiles::route(ctx, &method, &segs[2..], req.headers(), req.body()),
+        "projects" => projects::route(ctx, &method, &segs[2..], req.headers(), req.body()),
+        "storage-pools" => storage::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "cluster" => cluster::route(ctx, &method, &segs[2..]),
         "operations" => operations::route(ctx, req, &segments[2..]).await,
         "events" if segs.len() == 2 => events::route(ctx, req),

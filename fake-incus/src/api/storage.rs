@@ -1,14 +1,21 @@
-//! `/1.0/storage-pools[/{pool}[/volumes[/{type}[/{name}]]]]`: pools and volumes (read only).
+//! `/1.0/storage-pools[/{pool}[/volumes[/{type}[/{name}]]]]`: pools and volumes; custom
+//! volumes are writable (see [`volumes`]).
 
-use super::Ctx;
+use super::{volumes, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use http::Method;
+use http::{HeaderMap, Method};
 use serde_json::{json, Value};
 
 const VOLUME_TYPES: &[&str] = &["container", "virtual-machine", "image", "custom"];
 
-pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
-    if method != Method::GET {
+pub(super) fn route(
+    ctx: &Ctx,
+    method: &Method,
+    rest: &[&str],
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult {
+    if method != Method::GET && !is_volume_write(method, rest) {
         return match rest.len() {
             0..=5 => Err(ApiError::not_implemented()),
             _ => Err(ApiError::not_found()),
@@ -23,25 +30,44 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
         }
         _ => {}
     }
-    match rest {
-        [] => list_pools(ctx),
-        [pool] => get_pool(ctx, pool),
-        [pool, "volumes"] => list_volumes(ctx, pool, None),
-        [_, "volumes", kind, ..] if !VOLUME_TYPES.contains(kind) => {
+    match (rest, method.as_str()) {
+        ([], _) => list_pools(ctx),
+        ([pool], _) => get_pool(ctx, pool),
+        ([pool, "volumes"], "POST") => volumes::create(ctx, pool, None, body),
+        ([pool, "volumes"], _) => list_volumes(ctx, pool, None),
+        ([_, "volumes", kind, ..], _) if !VOLUME_TYPES.contains(kind) => {
             Err(ApiError::bad_request("Invalid storage volume type name"))
         }
-        [pool, "volumes", kind] if VOLUME_TYPES.contains(kind) => {
-            list_volumes(ctx, pool, Some(kind))
+        ([pool, "volumes", kind], "POST") => volumes::create(ctx, pool, Some(kind), body),
+        ([pool, "volumes", kind], _) => list_volumes(ctx, pool, Some(kind)),
+        ([pool, "volumes", "custom", name], "PUT") => {
+            volumes::update(ctx, pool, name, headers, body, false)
         }
-        [pool, "volumes", kind, name] => get_volume(ctx, pool, kind, name),
-        [pool, "volumes", kind, name, "snapshots", snap] => {
+        ([pool, "volumes", "custom", name], "PATCH") => {
+            volumes::update(ctx, pool, name, headers, body, true)
+        }
+        ([pool, "volumes", "custom", name], "DELETE") => volumes::delete(ctx, pool, name),
+        ([pool, "volumes", kind, name], _) => get_volume(ctx, pool, kind, name),
+        ([pool, "volumes", kind, name, "snapshots", snap], _) => {
             get_volume(ctx, pool, kind, &format!("{name}/{snap}"))
         }
         _ => Err(ApiError::not_found()),
     }
 }
 
-fn pool_not_found() -> ApiError {
+/// The writes handled here: create in a volume collection, and PUT, PATCH and DELETE of a
+/// custom volume (see [`volumes`]).
+fn is_volume_write(method: &Method, rest: &[&str]) -> bool {
+    match rest {
+        [_, "volumes"] | [_, "volumes", _] => *method == Method::POST,
+        [_, "volumes", "custom", _] => {
+            [Method::PUT, Method::PATCH, Method::DELETE].contains(method)
+        }
+        _ => false,
+    }
+}
+
+pub(super) fn pool_not_found() -> ApiError {
     ApiError::new(404, "Storage pool not found")
 }
 

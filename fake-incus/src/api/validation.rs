@@ -1,8 +1,9 @@
-//! Validation of what clients send about instances: names, config keys and values, devices.
-//! Messages are the daemon's; callers add the context (`Invalid config: …`, status codes).
+//! Validation of what clients send about instances, profiles, projects and custom volumes:
+//! names, config keys and values, devices and the volumes they attach. Messages are the
+//! daemon's; callers add the context (`Invalid config: …`, status codes).
 
 use crate::envelope::ApiError;
-use crate::state::{Devices, StringMap};
+use crate::state::{Devices, State, StringMap};
 
 /// The daemon's instance name rules.
 pub(super) fn check_name(name: &str) -> Result<(), ApiError> {
@@ -148,6 +149,153 @@ pub(super) fn validate_devices(devices: &Devices) -> Result<(), String> {
         )),
         Some((_, DeviceProblem::Invalid(why))) => Err(format!("Invalid devices: {why}")),
     }
+}
+
+/// What is wrong with the devices of a profile, in the daemon's words (no prefix).
+pub(super) fn profile_devices_problem(devices: &Devices) -> Option<String> {
+    devices
+        .iter()
+        .find_map(|(name, device)| device_problem(name, device).map(|p| (name, p)))
+        .map(|(name, problem)| match problem {
+            DeviceProblem::UnknownType(_) => format!(
+                "Device validation failed for \"{name}\": Failed loading device \"{name}\": Unsupported device type"
+            ),
+            DeviceProblem::Invalid(why) => why,
+        })
+}
+
+/// The first disk device that attaches a custom volume missing from its pool, in the daemon's
+/// words: `Failed add validation for device "v": Failed loading custom volume: ...`.
+pub(super) fn missing_volume(state: &State, project: &str, devices: &Devices) -> Option<String> {
+    devices.iter().find_map(|(name, device)| {
+        let get = |key: &str| device.get(key).map(String::as_str).unwrap_or_default();
+        let (pool, source) = (get("pool"), get("source"));
+        let attaches = get("type") == "disk"
+            && !pool.is_empty()
+            && !source.is_empty()
+            && !source.starts_with('/');
+        (attaches && state.custom_volume(pool, project, source).is_none()).then(|| {
+            format!(
+                "Failed add validation for device \"{name}\": Failed loading custom volume: Storage volume not found"
+            )
+        })
+    })
+}
+
+/// The name rules the daemon applies to profiles and projects (`kind`: `Profile`, `Project`).
+pub(super) fn check_entity_name(kind: &str, name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("No name provided".into());
+    }
+    if name.contains('/') {
+        return Err(format!("{kind} names may not contain slashes"));
+    }
+    if name == "." || name == ".." {
+        return Err(format!("Invalid {} name {name:?}", kind.to_lowercase()));
+    }
+    Ok(())
+}
+
+/// The daemon's project config keys and the checks of their values (Incus 6.0.4
+/// `projectValidateConfig`): `Invalid project configuration key "KEY"[ value: WHY]`.
+pub(super) fn project_config_problem(config: &StringMap) -> Option<String> {
+    const BOOLEANS: &[&str] = &[
+        "features.images",
+        "features.profiles",
+        "features.storage.volumes",
+        "features.storage.buckets",
+        "features.networks",
+        "features.networks.zones",
+        "images.auto_update_cached",
+        "restricted.backups",
+        "restricted.cluster.target",
+        "restricted.snapshots",
+        "restricted.containers.lowlevel",
+        "restricted.virtual-machines.lowlevel",
+        "restricted.containers.nesting",
+        "restricted.containers.privilege",
+        "restricted.containers.interception",
+        "restricted.devices.disk",
+    ];
+    const INTEGERS: &[&str] = &[
+        "limits.instances",
+        "limits.containers",
+        "limits.virtual-machines",
+        "limits.processes",
+        "limits.cpu",
+        "limits.networks",
+        "images.auto_update_interval",
+        "images.remote_cache_expiry",
+    ];
+    const OTHERS: &[&str] = &[
+        "limits.memory",
+        "limits.disk",
+        "restricted",
+        "images.compression_algorithm",
+        "images.default_architecture",
+        "backups.compression_algorithm",
+    ];
+    config.iter().find_map(|(key, value)| {
+        let free = key.starts_with("user.")
+            || key.starts_with("restricted.")
+            || key.starts_with("limits.disk.pool.");
+        let invalid = |why: String| {
+            Some(format!(
+                "Invalid project configuration key {key:?} value: {why}"
+            ))
+        };
+        if BOOLEANS.contains(&key.as_str()) {
+            return check_boolean(value).err().and_then(invalid);
+        }
+        if INTEGERS.contains(&key.as_str()) {
+            return (!value.is_empty() && value.parse::<i64>().is_err())
+                .then(|| format!("Invalid value for an integer {value:?}"))
+                .and_then(invalid);
+        }
+        if OTHERS.contains(&key.as_str()) || free {
+            return None;
+        }
+        Some(format!("Invalid project configuration key {key:?}"))
+    })
+}
+
+/// The custom volume config keys of a `dir` pool and their checks (Incus 6.0.4): the text of
+/// `Invalid option for volume "NAME" option "KEY"` or `Invalid value for volume ...`.
+pub(super) fn volume_config_problem(volume: &str, config: &StringMap) -> Option<String> {
+    config.iter().find_map(|(key, value)| {
+        let why = match key.as_str() {
+            "size" if !value.is_empty() && !is_size(value) => {
+                Some(format!("Invalid value: {value}"))
+            }
+            "security.shifted" | "security.unmapped" => check_boolean(value).err(),
+            "snapshots.expiry" if !value.is_empty() && !is_expiry(value) => {
+                Some("Invalid expiry expression".into())
+            }
+            "size" | "snapshots.expiry" | "snapshots.pattern" | "snapshots.schedule" => None,
+            k if k.starts_with("user.") => None,
+            _ => {
+                return Some(format!(
+                    "Invalid option for volume {volume:?} option {key:?}"
+                ))
+            }
+        };
+        why.map(|why| format!("Invalid value for volume {volume:?} option {key:?}: {why}"))
+    })
+}
+
+fn check_boolean(value: &str) -> Result<(), String> {
+    let ok = value.is_empty()
+        || ["true", "false", "1", "0", "yes", "no", "on", "off"]
+            .contains(&value.to_lowercase().as_str());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("Invalid value for a boolean {value:?}"))
+    }
+}
+
+fn is_size(value: &str) -> bool {
+    !value.ends_with('%') && is_size_or_percent(value)
 }
 
 /// The daemon's instance config keys (Incus 6.0.4 `internal/instance/config.go`: the keys of

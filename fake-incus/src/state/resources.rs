@@ -1,5 +1,6 @@
-//! Projects, profiles, networks, storage pools and custom storage volumes: the read-mostly
-//! resources. Each renders itself as the daemon's object and computes the daemon's ETag.
+//! Projects, profiles, networks, storage pools and custom storage volumes. Each renders itself
+//! as the daemon's object and computes the daemon's ETag; [`State`] answers which objects use a
+//! project or a volume (what the daemon refuses to delete while in use).
 
 use super::{etag, url, Devices, State, StringMap};
 use serde::{Deserialize, Serialize};
@@ -44,8 +45,35 @@ fn project_used_by(state: &State, project: &str) -> Vec<String> {
         .iter()
         .filter(|p| p.project == project)
         .map(|p| url(&format!("/1.0/profiles/{}", p.name), project));
-    instances.chain(images).chain(profiles).collect()
+    let volumes = state
+        .storage_volumes
+        .iter()
+        .filter(|v| v.project == project)
+        .map(Volume::url);
+    instances
+        .chain(images)
+        .chain(profiles)
+        .chain(volumes)
+        .collect()
 }
+
+/// The project features, in the daemon's order (`cluster.ProjectFeatures`).
+pub(crate) const PROJECT_FEATURES: &[&str] = &[
+    "features.images",
+    "features.profiles",
+    "features.storage.volumes",
+    "features.storage.buckets",
+    "features.networks",
+    "features.networks.zones",
+];
+
+/// The features a new project gets when its request does not set them (Incus 6.0.4).
+pub(crate) const NEW_PROJECT_FEATURES: &[&str] = &[
+    "features.images",
+    "features.profiles",
+    "features.storage.buckets",
+    "features.storage.volumes",
+];
 
 /// A profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +114,16 @@ impl Profile {
     }
     pub(crate) fn etag(&self) -> String {
         etag::hash(&json!([self.config, self.description, self.devices]))
+    }
+    /// The `default` profile the daemon creates with a project that has `features.profiles`.
+    pub(crate) fn project_default(project: &str) -> Self {
+        Self {
+            project: project.into(),
+            name: "default".into(),
+            description: format!("Default Incus profile for project {project}"),
+            config: StringMap::new(),
+            devices: Devices::new(),
+        }
     }
 }
 
@@ -160,6 +198,13 @@ impl Pool {
                 })
                 .map(|p| url(&format!("/1.0/profiles/{}", p.name), &p.project)),
         );
+        used_by.extend(
+            state
+                .storage_volumes
+                .iter()
+                .filter(|v| v.pool == self.name)
+                .map(Volume::url),
+        );
         json!({
             "config": self.config, "description": self.description, "name": self.name,
             "driver": self.driver, "used_by": used_by, "status": "Created", "locations": ["none"],
@@ -190,6 +235,29 @@ pub(crate) struct Volume {
     pub(crate) config: StringMap,
     #[serde(default = "super::clock::now")]
     pub(crate) created_at: String,
+}
+
+impl Volume {
+    /// The volume's URL (`?project=` outside `default`).
+    pub(crate) fn url(&self) -> String {
+        url(
+            &format!(
+                "/1.0/storage-pools/{}/volumes/custom/{}",
+                self.pool, self.name
+            ),
+            &self.project,
+        )
+    }
+    /// The daemon's ETag of a custom volume (as [`VolumeView::etag`]).
+    pub(crate) fn etag(&self) -> String {
+        etag::hash(&json!([self.name, "custom", self.config]))
+    }
+    /// Whether a device attaches this volume (`type=disk pool=POOL source=NAME`).
+    fn attached_by(&self, device: &StringMap) -> bool {
+        device.get("type").map(String::as_str) == Some("disk")
+            && device.get("pool") == Some(&self.pool)
+            && device.get("source") == Some(&self.name)
+    }
 }
 
 /// A storage volume as listed: custom volumes, instance volumes and their snapshots.
@@ -264,18 +332,64 @@ impl State {
         out.extend(
             self.storage_volumes
                 .iter()
-                .filter(|v| v.pool == pool && v.project == project)
+                .filter(|v| v.pool == pool && v.project == self.volume_project(project))
                 .map(|v| VolumeView {
                     project: v.project.clone(),
                     kind: "custom".into(),
                     name: v.name.clone(),
                     description: v.description.clone(),
                     config: v.config.clone(),
-                    used_by: vec![],
+                    used_by: self.volume_used_by(v),
                     created_at: v.created_at.clone(),
                 }),
         );
         out
+    }
+
+    /// The project whose custom volumes `project` uses (`features.storage.volumes=false` ->
+    /// `default`).
+    pub(crate) fn volume_project(&self, project: &str) -> String {
+        self.feature_project(project, "features.storage.volumes")
+    }
+
+    /// A custom volume of a pool as seen from `project`.
+    pub(crate) fn custom_volume(&self, pool: &str, project: &str, name: &str) -> Option<&Volume> {
+        let owner = self.volume_project(project);
+        self.storage_volumes
+            .iter()
+            .find(|v| v.pool == pool && v.project == owner && v.name == name)
+    }
+
+    /// The instances (their own devices or their profiles' ones) and the profiles that attach
+    /// a custom volume, as URLs: instances first, as the daemon lists them.
+    pub(crate) fn volume_used_by(&self, volume: &Volume) -> Vec<String> {
+        let instances = self
+            .instances
+            .iter()
+            .filter(|i| self.volume_project(&i.project) == volume.project)
+            .filter(|i| {
+                i.devices.values().any(|d| volume.attached_by(d))
+                    || self
+                        .profiles_of(i)
+                        .iter()
+                        .any(|p| p.devices.values().any(|d| volume.attached_by(d)))
+            })
+            .map(|i| url(&format!("/1.0/instances/{}", i.name), &i.project));
+        let profiles = self
+            .profiles
+            .iter()
+            .filter(|p| self.volume_project(&p.project) == volume.project)
+            .filter(|p| p.devices.values().any(|d| volume.attached_by(d)))
+            .map(|p| url(&format!("/1.0/profiles/{}", p.name), &p.project));
+        instances.chain(profiles).collect()
+    }
+
+    /// Whether a project holds nothing but its own `default` profile (the daemon's
+    /// `projectIsEmpty`: only such a project may be renamed, deleted or lose a feature).
+    pub(crate) fn project_is_empty(&self, project: &str) -> bool {
+        let used_by = project_used_by(self, project);
+        let default_profile = url("/1.0/profiles/default", project);
+        used_by.iter().all(|u| *u == default_profile)
     }
 }
 

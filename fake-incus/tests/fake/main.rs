@@ -4,6 +4,7 @@
 
 mod cluster;
 mod common;
+mod config;
 mod exec;
 mod faults;
 mod https;

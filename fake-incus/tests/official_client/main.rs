@@ -9,6 +9,7 @@ mod ignorable;
 mod cli;
 mod exec;
 mod cluster;
+mod config;
 mod standalone;
 
 fn main() -> std::process::ExitCode {
@@ -16,5 +17,6 @@ fn main() -> std::process::ExitCode {
     let mut trials = standalone::trials();
     trials.extend(exec::trials());
     trials.extend(cluster::trials());
+    trials.extend(config::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }
