@@ -9,3 +9,4 @@ mod https;
 mod listeners;
 mod protocol;
 mod serve;
+mod writable;
