@@ -79,7 +79,7 @@ fn read(ctx: &Ctx, project: &str, name: &str, path: &str, head: bool) -> ApiResu
     if head {
         *response.body_mut() = envelope::full(Bytes::new());
     }
-    set_file_headers(response.headers_mut(), node);
+    set_file_headers(response.headers_mut(), node, head);
     Ok(response)
 }
 
@@ -106,7 +106,7 @@ fn raw(content: Bytes, path: &str, head: bool) -> Response<crate::envelope::Body
     response
 }
 
-fn set_file_headers(headers: &mut HeaderMap, node: &Node) {
+fn set_file_headers(headers: &mut HeaderMap, node: &Node, head: bool) {
     let mut set = |name: &'static str, value: String| {
         if let Ok(value) = HeaderValue::from_str(&value) {
             headers.insert(name, value);
@@ -129,7 +129,8 @@ fn set_file_headers(headers: &mut HeaderMap, node: &Node) {
             modified.second()
         ),
     );
-    if !matches!(node.kind, Kind::Directory) {
+    // `http.ServeContent` adds it to a GET of a file; the daemon's HEAD answer has none.
+    if !head && !matches!(node.kind, Kind::Directory) {
         set("last-modified", http_date(modified));
     }
 }

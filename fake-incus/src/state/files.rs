@@ -148,16 +148,17 @@ impl Tree {
             nodes: BTreeMap::new(),
             used: 0,
         };
+        // As the daemon shows them in the busybox test image: every one root's, mode 0755.
         for (path, mode) in [
             ("/", 0o755),
             ("/bin", 0o755),
             ("/dev", 0o755),
             ("/etc", 0o755),
-            ("/proc", 0o555),
-            ("/root", 0o700),
+            ("/proc", 0o755),
+            ("/root", 0o755),
             ("/sbin", 0o755),
-            ("/sys", 0o555),
-            ("/tmp", 0o1777),
+            ("/sys", 0o755),
+            ("/tmp", 0o755),
         ] {
             tree.insert(path.to_string(), Node::new(Kind::Directory, mode));
         }
