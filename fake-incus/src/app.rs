@@ -7,6 +7,7 @@ use crate::faults::operation::{self, OperationFault};
 use crate::faults::Faults;
 use crate::journal::Journal;
 use crate::lifecycle::Lifecycle;
+use crate::state::files::Files;
 use crate::state::operations::OpSpec;
 use crate::state::{Operations, Snapshot, State};
 use serde_json::Value;
@@ -108,6 +109,8 @@ pub(crate) struct App {
     /// Exec sessions and recorded exec output.
     pub(crate) exec: Arc<Exec>,
     pub(crate) journal: Journal,
+    /// The instances' file trees (beside the state: never dumped, cleared by a reset).
+    files: Mutex<Files>,
     pub(crate) faults: Faults,
     pub(crate) identity: Identity,
     pub(crate) settings: Settings,
@@ -134,6 +137,7 @@ impl App {
             lifecycle,
             exec,
             journal,
+            files: Mutex::new(Files::default()),
             faults: Faults::default(),
             identity,
             settings,
@@ -182,12 +186,21 @@ impl App {
         self.exec.logs()
     }
 
+    /// The instances' file trees, locked. Never hold it across an `.await`, and never take the
+    /// state lock while holding it (it is taken inside the state lock by operations).
+    pub(crate) fn files(&self) -> MutexGuard<'_, Files> {
+        self.files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Back to the state the fake started with; operations (and the task-mode commands they
     /// run), recorded exec output and journal are cleared.
     pub(crate) fn reset(&self) {
         *self.state() = self.initial.clone();
         self.ops().list.clear();
         self.exec_logs().clear();
+        self.files().clear();
         self.exec.clear_sessions();
         self.journal.clear();
     }
@@ -195,6 +208,7 @@ impl App {
     /// Replaces the state (control socket `PUT /state`).
     pub(crate) fn replace_state(&self, state: State) {
         *self.state() = state;
+        self.files().clear();
     }
 
     /// Starts a task operation whose `work` runs in the background, shaped by an operation fault.

@@ -1,15 +1,27 @@
-//! `/1.0/images` and `/1.0/images/aliases`: list, get (by fingerprint prefix) and delete.
+//! `/1.0/images` and `/1.0/images/aliases`: list, get (by fingerprint prefix), import (a
+//! tarball upload, split or unified) and delete; aliases: list, get, create, rename, update
+//! and delete.
 
 use super::filter::Filter;
-use super::Ctx;
+use super::image_upload::{self, Form, Upload};
+use super::instances::check_etag;
+use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
-use crate::state::{url, Image, State};
-use http::Method;
+use crate::state::{clock, url, Image, State};
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
+pub(super) async fn route(
+    ctx: &Ctx,
+    method: &Method,
+    rest: &[&str],
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> ApiResult {
     if !matches!(rest, [fp] if *fp != "aliases") {
         ctx.require_project(|_| {
             "Check if project has images: fetch project: Project not found".into()
@@ -17,8 +29,14 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
     }
     match (rest, method.as_str()) {
         ([], "GET") => list(ctx),
+        ([], "POST") => create(ctx, headers, body).await,
         (["aliases"], "GET") => list_aliases(ctx),
+        (["aliases"], "POST") => create_alias(ctx, body),
         (["aliases", alias], "GET") => get_alias(ctx, alias),
+        (["aliases", alias], "DELETE") => delete_alias(ctx, alias),
+        (["aliases", alias], "POST") => rename_alias(ctx, alias, body),
+        (["aliases", alias], "PUT") => update_alias(ctx, alias, headers, body, false),
+        (["aliases", alias], "PATCH") => update_alias(ctx, alias, headers, body, true),
         ([fingerprint], "GET") => get(ctx, fingerprint),
         ([fingerprint], "DELETE") => delete(ctx, fingerprint),
         ([] | ["aliases"] | ["aliases", _] | [_], _) => Err(ApiError::not_implemented()),
@@ -138,4 +156,411 @@ fn get_alias(ctx: &Ctx, name: &str) -> ApiResult {
     let object = image.alias_json(alias);
     let etag = crate::state::etag::hash(&object);
     Ok(envelope::sync_etag(object, &etag))
+}
+
+/// The part of `api.ImagesPost` that decides what a JSON request is.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ImagesPost {
+    source: ImagesPostSource,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ImagesPostSource {
+    #[serde(rename = "type", deserialize_with = "super::null_default")]
+    kind: String,
+    #[serde(deserialize_with = "super::null_default")]
+    mode: String,
+}
+
+/// `POST /1.0/images`. As the daemon does, the body is a JSON request when it decodes as one,
+/// and otherwise an image upload (JSON that does not decode is refused only when sent as
+/// `application/json`). Uploads are read here (see [`image_upload`]); what they become is
+/// decided in the operation, like the daemon, which reports every upload problem there.
+/// JSON requests (publishing an instance, copying from a remote or a URL, push tokens) are not
+/// simulated: 501.
+async fn create(ctx: &Ctx, headers: &HeaderMap, body: &Bytes) -> ApiResult {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    let content_type = header("content-type");
+    match parse_body::<ImagesPost>(body) {
+        Ok(req) => {
+            let known = [
+                "container",
+                "instance",
+                "virtual-machine",
+                "snapshot",
+                "image",
+                "url",
+            ];
+            if req.source.mode != "push" && !known.contains(&req.source.kind.as_str()) {
+                return Err(ApiError::internal("Invalid images JSON"));
+            }
+            return Err(ApiError::not_implemented());
+        }
+        Err(err) if content_type.as_deref() == Some("application/json") => return Err(err),
+        Err(_) => {}
+    }
+    let form = Form::of(content_type.as_deref());
+    let filename = header("x-incus-filename").unwrap_or_default();
+    let owned = body.clone();
+    let upload = match form {
+        Form::Split(boundary) => image_upload::split(owned, boundary).await,
+        Form::Unified => {
+            tokio::task::spawn_blocking(move || image_upload::unified(&owned, &filename))
+                .await
+                .unwrap_or_else(|e| Err(image_upload::UploadError(e.to_string())))
+        }
+    };
+    let request = UploadRequest {
+        project: ctx.project(),
+        public: header("x-incus-public").is_some_and(|v| is_true(&v)),
+        properties: query_values(header("x-incus-properties").as_deref()),
+        aliases: query_values(header("x-incus-aliases").as_deref())
+            .into_iter()
+            .filter(|(k, _)| k == "alias")
+            .map(|(_, v)| v)
+            .collect(),
+        profiles: query_values(header("x-incus-profiles").as_deref())
+            .into_iter()
+            .filter(|(k, _)| k == "profile")
+            .map(|(_, v)| v)
+            .collect(),
+        expected: header("x-incus-fingerprint").unwrap_or_default(),
+    };
+    let early_metadata = match &upload {
+        Ok(up) => {
+            let state = ctx.app.state();
+            let profiles_exist = request
+                .profiles
+                .iter()
+                .all(|p| state.profile(&request.project, p).is_some());
+            (profiles_exist && up.kind != "unknown" && request.fingerprint_matches(up))
+                .then(|| upload_metadata(up))
+        }
+        Err(_) => None,
+    };
+    let spec = OpSpec {
+        project: request.project.clone(),
+        class: "task",
+        description: "Downloading image",
+        resources: BTreeMap::new(),
+        metadata: Value::Null,
+        may_cancel: false,
+        duration: std::time::Duration::ZERO,
+    };
+    let op = ctx.start_task(
+        spec,
+        Box::new(move |state: &mut State| import(state, request, upload)),
+    );
+    // The daemon sets `fingerprint` and `size` once the upload is read, also when the import
+    // then fails (a duplicate fingerprint, an alias in use); the 202 still has `null`.
+    if let (Some(metadata), Some(id)) = (early_metadata, op["id"].as_str()) {
+        ctx.app.init_operation_metadata(id, metadata);
+    }
+    ctx.applied();
+    Ok(envelope::operation_created(op))
+}
+
+/// What the upload's headers ask for.
+struct UploadRequest {
+    project: String,
+    public: bool,
+    properties: Vec<(String, String)>,
+    aliases: Vec<String>,
+    profiles: Vec<String>,
+    expected: String,
+}
+
+impl UploadRequest {
+    fn fingerprint_matches(&self, upload: &Upload) -> bool {
+        self.expected.is_empty() || self.expected == upload.fingerprint
+    }
+}
+
+/// Go's `util.IsTrue`.
+fn is_true(value: &str) -> bool {
+    matches!(
+        value.to_ascii_lowercase().as_str(),
+        "true" | "1" | "yes" | "on"
+    )
+}
+
+/// `url.ParseQuery` of a header value (pairs in order; bad pairs skipped).
+fn query_values(value: Option<&str>) -> Vec<(String, String)> {
+    value
+        .map(|v| {
+            url::form_urlencoded::parse(v.as_bytes())
+                .into_owned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn upload_metadata(upload: &Upload) -> Value {
+    json!({"fingerprint": upload.fingerprint, "size": upload.size.to_string()})
+}
+
+/// The import, in the operation: the daemon's checks in its order, then the image and its
+/// aliases.
+fn import(
+    state: &mut State,
+    request: UploadRequest,
+    upload: Result<Upload, image_upload::UploadError>,
+) -> Result<Option<Value>, ApiError> {
+    let upload = upload.map_err(|e| ApiError::internal(e.0))?;
+    if !request.fingerprint_matches(&upload) {
+        return Err(ApiError::internal(format!(
+            "fingerprints don't match, got {} expected {}",
+            upload.fingerprint, request.expected
+        )));
+    }
+    let project = request.project.as_str();
+    if let Some(missing) = request
+        .profiles
+        .iter()
+        .find(|p| state.profile(project, p).is_none())
+    {
+        return Err(ApiError::internal(format!(
+            "Profile '{missing}' doesn't exist"
+        )));
+    }
+    let owner = state.image_project(project);
+    if state
+        .images
+        .iter()
+        .any(|i| i.project == owner && i.fingerprint == upload.fingerprint)
+    {
+        return Err(ApiError::internal(
+            "Image with same fingerprint already exists",
+        ));
+    }
+    if upload.kind == "unknown" {
+        return Err(ApiError::internal("Invalid instance type"));
+    }
+    let mut properties = upload.metadata.properties.clone();
+    // `url.ParseQuery` keeps every value of a key; the daemon takes the first.
+    let first_values: BTreeMap<&str, &str> = request
+        .properties
+        .iter()
+        .rev()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    for (key, value) in first_values {
+        properties.insert(key.to_string(), value.to_string());
+    }
+    let unix_time = |seconds: i64| {
+        time::OffsetDateTime::from_unix_timestamp(seconds)
+            .ok()
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            })
+            .unwrap_or_else(|| clock::ZERO_TIME.to_string())
+    };
+    let metadata = upload_metadata(&upload);
+    let image = Image {
+        project: owner.clone(),
+        fingerprint: upload.fingerprint.clone(),
+        properties,
+        aliases: Vec::new(),
+        public: request.public,
+        auto_update: false,
+        architecture: upload.metadata.architecture.clone(),
+        filename: upload.filename.clone(),
+        size: upload.size,
+        kind: upload.kind.clone(),
+        created_at: if upload.metadata.creation_date > 0 {
+            unix_time(upload.metadata.creation_date)
+        } else {
+            clock::ZERO_TIME.to_string()
+        },
+        uploaded_at: clock::now(),
+        last_used_at: clock::ZERO_TIME.into(),
+        expires_at: if upload.metadata.expiry_date > 0 {
+            unix_time(upload.metadata.expiry_date)
+        } else {
+            clock::ZERO_TIME.to_string()
+        },
+        executables: upload.executables,
+    };
+    state.images.push(image);
+    // The image is recorded before its aliases, so an alias in use fails the operation and
+    // leaves the image without it, as on the daemon.
+    for name in request.aliases {
+        if alias_owner(state, project, &name).is_some() {
+            return Err(ApiError::internal(format!("Alias already exists: {name}")));
+        }
+        if let Some(image) = state
+            .images
+            .iter_mut()
+            .find(|i| i.project == owner && i.fingerprint == upload.fingerprint)
+        {
+            image.aliases.push(crate::state::images::Alias {
+                name,
+                description: String::new(),
+            });
+        }
+    }
+    Ok(Some(metadata))
+}
+
+/// The index of the image that has this alias in the project's image store.
+fn alias_owner(state: &State, project: &str, name: &str) -> Option<usize> {
+    let owner = state.image_project(project);
+    state
+        .images
+        .iter()
+        .position(|i| i.project == owner && i.aliases.iter().any(|a| a.name == name))
+}
+
+/// `api.ImageAliasesPost` (also the body of `PUT` and of the rename `POST`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct AliasBody {
+    #[serde(deserialize_with = "super::null_default")]
+    name: String,
+    #[serde(deserialize_with = "super::null_default")]
+    target: String,
+    #[serde(deserialize_with = "super::null_default")]
+    description: String,
+}
+
+/// 201 with the alias's URL in `Location` and `null` metadata (the daemon's
+/// `SyncResponseLocation`).
+fn created(location: &str) -> ApiResult {
+    let mut response =
+        envelope::json_response(StatusCode::CREATED, &envelope::sync_envelope(Value::Null));
+    if let Ok(value) = http::HeaderValue::from_str(location) {
+        response.headers_mut().insert(http::header::LOCATION, value);
+    }
+    Ok(response)
+}
+
+fn alias_not_found() -> ApiError {
+    ApiError::new(404, "Image alias not found")
+}
+
+fn alias_exists(name: &str) -> ApiError {
+    ApiError::new(409, format!("Alias \"{name}\" already exists"))
+}
+
+/// `POST /1.0/images/aliases`: the target is a fingerprint or a unique prefix of one.
+fn create_alias(ctx: &Ctx, body: &[u8]) -> ApiResult {
+    let req: AliasBody = parse_body(body)?;
+    if req.name.is_empty() || req.target.is_empty() {
+        return Err(ApiError::bad_request("name and target are required"));
+    }
+    let project = ctx.project();
+    let mut state = ctx.app.state();
+    if alias_owner(&state, &project, &req.name).is_some() {
+        return Err(alias_exists(&req.name));
+    }
+    let fingerprint = find(&state, &project, &req.target)
+        .map(|i| i.fingerprint.clone())
+        .ok_or_else(|| ApiError::new(404, "Image not found"))?;
+    let owner = state.image_project(&project);
+    if let Some(image) = state
+        .images
+        .iter_mut()
+        .find(|i| i.project == owner && i.fingerprint == fingerprint)
+    {
+        image.aliases.push(crate::state::images::Alias {
+            name: req.name.clone(),
+            description: req.description,
+        });
+    }
+    ctx.applied();
+    created(&url(&format!("/1.0/images/aliases/{}", req.name), &project))
+}
+
+fn delete_alias(ctx: &Ctx, name: &str) -> ApiResult {
+    let project = ctx.project();
+    let mut state = ctx.app.state();
+    let index = alias_owner(&state, &project, name).ok_or_else(alias_not_found)?;
+    state.images[index].aliases.retain(|a| a.name != name);
+    ctx.applied();
+    Ok(envelope::empty())
+}
+
+/// `POST /1.0/images/aliases/{name}` with a new `name`.
+fn rename_alias(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+    let req: AliasBody = parse_body(body)?;
+    let project = ctx.project();
+    let mut state = ctx.app.state();
+    if alias_owner(&state, &project, &req.name).is_some() {
+        return Err(alias_exists(&req.name));
+    }
+    let index = alias_owner(&state, &project, name).ok_or_else(alias_not_found)?;
+    for alias in &mut state.images[index].aliases {
+        if alias.name == name {
+            alias.name.clone_from(&req.name);
+        }
+    }
+    ctx.applied();
+    created(&url(&format!("/1.0/images/aliases/{}", req.name), &project))
+}
+
+/// `PUT` (target required) and `PATCH` (only the fields sent) of an alias, with `If-Match`.
+fn update_alias(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8], patch: bool) -> ApiResult {
+    let (target, description) = if patch {
+        let fields: serde_json::Map<String, Value> = parse_body(body)?;
+        let text = |key: &str| match fields.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(ApiError::bad_request(format!(
+                "Could not find key {key} in map"
+            ))),
+        };
+        (text("target")?, text("description")?)
+    } else {
+        let req: AliasBody = parse_body(body)?;
+        if req.target.is_empty() {
+            return Err(ApiError::bad_request("The target field is required"));
+        }
+        (Some(req.target), Some(req.description))
+    };
+    let project = ctx.project();
+    let mut state = ctx.app.state();
+    let index = alias_owner(&state, &project, name).ok_or_else(alias_not_found)?;
+    let current = state.images[index]
+        .aliases
+        .iter()
+        .find(|a| a.name == name)
+        .cloned()
+        .ok_or_else(alias_not_found)?;
+    let etag = crate::state::etag::hash(&state.images[index].alias_json(&current));
+    check_etag(headers, &etag)?;
+    let destination = match &target {
+        Some(target) => {
+            let fingerprint = if patch {
+                // PATCH looks the target up by its full fingerprint.
+                images(&state, &project)
+                    .find(|i| i.fingerprint == *target)
+                    .map(|i| i.fingerprint.clone())
+            } else {
+                find(&state, &project, target).map(|i| i.fingerprint.clone())
+            };
+            let fingerprint = fingerprint.ok_or_else(|| ApiError::new(404, "Image not found"))?;
+            let owner = state.image_project(&project);
+            state
+                .images
+                .iter()
+                .position(|i| i.project == owner && i.fingerprint == fingerprint)
+                .ok_or_else(|| ApiError::new(404, "Image not found"))?
+        }
+        None => index,
+    };
+    let alias = crate::state::images::Alias {
+        name: name.to_string(),
+        description: description.unwrap_or(current.description),
+    };
+    state.images[index].aliases.retain(|a| a.name != name);
+    state.images[destination].aliases.push(alias);
+    ctx.applied();
+    Ok(envelope::empty())
 }

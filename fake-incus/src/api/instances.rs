@@ -147,6 +147,14 @@ struct Source {
     #[serde(default)]
     #[serde(deserialize_with = "super::null_default")]
     fingerprint: String,
+    /// The instance a `copy` copies.
+    #[serde(default)]
+    #[serde(deserialize_with = "super::null_default")]
+    source: String,
+    /// A `copy` without the snapshots.
+    #[serde(default)]
+    #[serde(deserialize_with = "super::null_default")]
+    instance_only: bool,
 }
 
 #[derive(Deserialize)]
@@ -184,7 +192,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             "Failed loading project: Project not found",
         ));
     }
-    let req: CreateBody = parse_body(body)?;
+    let mut req: CreateBody = parse_body(body)?;
     if ctx.param("target").is_some_and(|t| !t.is_empty()) && ctx.app.cluster().is_none() {
         return Err(ApiError::bad_request("Target only allowed when clustered"));
     }
@@ -194,12 +202,14 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
         req.name.clone()
     };
     check_name(&name)?;
-    let source = req.source.unwrap_or(Source {
+    let source = req.source.take().unwrap_or(Source {
         kind: String::new(),
         alias: String::new(),
         fingerprint: String::new(),
+        source: String::new(),
+        instance_only: false,
     });
-    if source.kind != "image" && source.kind != "none" {
+    if !matches!(source.kind.as_str(), "image" | "none" | "copy") {
         return Err(ApiError::bad_request(format!(
             "Unknown source type {}",
             source.kind
@@ -215,9 +225,13 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             "Requested profile \"{missing}\" doesn't exist"
         )));
     }
+    if source.kind == "copy" {
+        return copy(ctx, name, source, req);
+    }
     let instance_url = crate::state::url(&format!("/1.0/instances/{name}"), &project);
     let spec = OpSpec::task(&project, "Creating instance", instance_url);
     let location = crate::cluster::location();
+    let app = std::sync::Arc::clone(&ctx.app);
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             if state.instance(&project, &name).is_some() {
                 return Err(ApiError::internal(
@@ -254,10 +268,98 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
                 instance.power_on();
             }
             state.instances.push(std::sync::Arc::new(instance));
+            // A new instance starts with the image's files, never a former namesake's.
+            app.files().remove_instance(&project, &name);
             Ok(Some(json!({
                 "create_instance_from_image_unpack_progress": "Unpacking image: 100% (1.00GB/s)",
                 "progress": {"percent": "100", "speed": "1000000000", "stage": "create_instance_from_image_unpack"},
             })))
+        }),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
+}
+
+/// `POST /1.0/instances` with `source.type: copy` on the same server: the source's local
+/// config (without its `volatile.` keys, except `volatile.base_image` and
+/// `volatile.last_state.idmap`) and devices under what the request sets, fresh identity keys,
+/// `volatile.apply_template: copy`, the source's snapshots unless `instance_only`, and its
+/// files. Copying a snapshot (`c1/s1`) is not simulated.
+fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
+    let project = ctx.project();
+    if source.source.is_empty() {
+        return Err(ApiError::bad_request("Must specify a source instance"));
+    }
+    let from = {
+        let state = ctx.app.state();
+        let from = state
+            .instance(&project, &source.source)
+            .ok_or_else(|| instance_not_found(&source.source, &project))?;
+        if !req.kind.is_empty() && req.kind != from.kind {
+            return Err(ApiError::bad_request(
+                "Instance type should not be specified or should match source type",
+            ));
+        }
+        from.clone()
+    };
+    let mut spec = OpSpec::task(
+        &project,
+        "Creating instance",
+        crate::state::url(&format!("/1.0/instances/{name}"), &project),
+    );
+    spec.resources.insert(
+        "instances".into(),
+        vec![
+            crate::state::url(&format!("/1.0/instances/{name}"), &project),
+            crate::state::url(&format!("/1.0/instances/{}", from.name), &project),
+        ],
+    );
+    let app = std::sync::Arc::clone(&ctx.app);
+    let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
+            if state.instance(&project, &name).is_some() {
+                return Err(ApiError::internal(
+                    "Failed creating instance record: Add instance info to the database: Failed to create \"instances\" entry: UNIQUE constraint failed: instances.project_id, instances.name",
+                ));
+            }
+            let mut config = req.config.unwrap_or_default();
+            for (key, value) in &from.config {
+                let kept = key == "volatile.base_image"
+                    || key == "volatile.last_state.idmap"
+                    || !key.starts_with("volatile.");
+                if kept && !config.contains_key(key) {
+                    config.insert(key.clone(), value.clone());
+                }
+            }
+            let mut devices = req.devices.unwrap_or_default();
+            for (key, value) in &from.devices {
+                devices.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+            if let Some(why) = config_problem(&config).or_else(|| devices_problem(&devices)) {
+                return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
+            }
+            let mut instance = Instance::from_image(&name, &project, None);
+            instance.config.extend(config);
+            instance
+                .config
+                .insert("volatile.apply_template".into(), "copy".into());
+            instance.kind.clone_from(&from.kind);
+            instance.architecture.clone_from(&from.architecture);
+            instance.devices = devices;
+            if let Some(profiles) = req.profiles {
+                instance.profiles = profiles;
+            }
+            instance.description = req.description;
+            instance.ephemeral = req.ephemeral;
+            if !source.instance_only {
+                instance.snapshots.clone_from(&from.snapshots);
+            }
+            if req.start {
+                instance.power_on();
+            }
+            state.instances.push(std::sync::Arc::new(instance));
+            app.files()
+                .copy_instance(&project, &from.name, &name, !source.instance_only);
+            Ok(None)
         }),
     );
     ctx.applied();
@@ -336,6 +438,7 @@ fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
         check_profiles(&ctx.app.state(), &project, req.profiles.iter().flatten())?;
     }
     let name = name.to_string();
+    let app = std::sync::Arc::clone(&ctx.app);
     let (description, work): (&'static str, crate::app::Work) = if req.restore.is_empty() {
         (
             "Updating instance",
@@ -344,7 +447,17 @@ fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     } else {
         (
             "Restoring snapshot",
-            Box::new(move |state: &mut State| restore(state, &project, &name, &req.restore)),
+            Box::new(move |state: &mut State| {
+                let short = req
+                    .restore
+                    .strip_prefix(&format!("{name}/"))
+                    .unwrap_or(&req.restore)
+                    .to_string();
+                let outcome = restore(state, &project, &name, &req.restore)?;
+                // The snapshot's rootfs comes back, files included.
+                app.files().restore(&project, &name, &short);
+                Ok(outcome)
+            }),
         )
     };
     let op = ctx.start_task(
@@ -501,6 +614,7 @@ fn delete(ctx: &Ctx, name: &str) -> ApiResult {
                 .instances
                 .retain(|i| !(i.project == project && i.name == name));
             // Its recorded exec output goes with it, as the daemon removes the instance's logs.
+            app.files().remove_instance(&project, &name);
             app.exec_logs().remove(&(project, name));
             Ok(None)
         }),
@@ -533,8 +647,15 @@ fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
         return Err(ApiError::not_implemented());
     }
     check_name(&req.name)?;
+    if ctx.app.state().instance(&project, &req.name).is_some() {
+        return Err(ApiError::new(
+            409,
+            format!("Name \"{}\" already in use", req.name),
+        ));
+    }
     let (old, new) = (name.to_string(), req.name);
     let spec = OpSpec::task(&project, "Renaming instance", instance_url);
+    let app = std::sync::Arc::clone(&ctx.app);
     let op = ctx.start_task(
         spec,
         Box::new(move |state: &mut State| {
@@ -545,11 +666,12 @@ fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
                 .instance_mut(&project, &old)
                 .ok_or_else(|| instance_not_found(&old, &project))?;
             if instance.status != crate::state::PowerState::Stopped {
-                return Err(ApiError::bad_request(
+                return Err(ApiError::internal(
                     "Renaming of running instance not allowed",
                 ));
             }
-            instance.name = new;
+            instance.name.clone_from(&new);
+            app.files().rename_instance(&project, &old, &new);
             Ok(None)
         }),
     );

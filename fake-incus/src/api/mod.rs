@@ -8,7 +8,9 @@ mod cluster;
 mod context;
 mod events;
 mod exec;
+mod files;
 mod filter;
+mod image_upload;
 mod images;
 mod instances;
 mod journaling;
@@ -18,6 +20,7 @@ mod operations;
 mod profiles;
 mod projects;
 mod server;
+mod sftp;
 mod snapshots;
 mod state;
 mod storage;
@@ -128,9 +131,13 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             Some(&"snapshots") => snapshots::route(ctx, &method, &segs[2..], req.body()),
             Some(&"exec") if segs.len() == 4 => exec::route(ctx, &method, segs[2], req.body()),
             Some(&"logs") => logs::route(ctx, &method, &segs[2..]),
+            Some(&"files") if segs.len() == 4 => {
+                files::route(ctx, &method, segs[2], req.headers(), req.body())
+            }
+            Some(&"sftp") if segs.len() == 4 => sftp::route(ctx, segs[2], req),
             _ => Err(ApiError::not_found()),
         },
-        "images" => images::route(ctx, &method, &segs[2..]),
+        "images" => images::route(ctx, &method, &segs[2..], req.headers(), req.body()).await,
         "networks" => networks::route(ctx, &method, &segs[2..]),
         "profiles" => profiles::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "projects" => projects::route(ctx, &method, &segs[2..], req.headers(), req.body()),

@@ -102,6 +102,7 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     spec.resources
         .insert("instances_snapshots".into(), vec![snap_url]);
     let name = name.to_string();
+    let app = std::sync::Arc::clone(&ctx.app);
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             let instance = state.instance_mut(&project, &name).ok_or_else(|| instance_not_found(&name, &project))?;
             if instance.snapshot(&snap).is_some() {
@@ -112,6 +113,8 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
             let expires = req.expires_at.filter(|e| !e.is_empty());
             let snapshot = instance.take_snapshot(&snap, req.stateful, expires);
             instance.snapshots.push(snapshot);
+            // The snapshot keeps the instance's files, as the daemon snapshots its rootfs.
+            app.files().take_snapshot(&project, &name, &snap);
             Ok(None)
         }),
     );
@@ -140,12 +143,14 @@ fn delete(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
         ("instances_snapshots".to_string(), vec![snap_url]),
     ]);
     let (name, snap) = (name.to_string(), snap.to_string());
+    let app = std::sync::Arc::clone(&ctx.app);
     let op = ctx.start_task(
         spec,
         Box::new(move |state: &mut State| {
             if let Some(instance) = state.instance_mut(&project, &name) {
                 instance.snapshots.retain(|s| s.name != snap);
             }
+            app.files().remove_snapshot(&project, &name, &snap);
             Ok(None)
         }),
     );

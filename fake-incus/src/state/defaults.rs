@@ -92,6 +92,7 @@ fn busybox_image() -> Image {
         created_at: now.clone(),
         uploaded_at: now,
         last_used_at: clock::ZERO_TIME.into(),
+        expires_at: clock::ZERO_TIME.into(),
         executables: None,
     }
 }

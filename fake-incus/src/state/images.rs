@@ -42,9 +42,14 @@ pub(crate) struct Image {
     pub(crate) uploaded_at: String,
     #[serde(default = "zero")]
     pub(crate) last_used_at: String,
-    /// The executables the image holds, as absolute paths (`/bin/sh`, `/sbin/init`): an instance created
-    /// from it can exec these and no other program. `None`: the busybox test image's set (`/bin/busybox`
-    /// and its applets `sh ls cat echo printf sleep true false env id head yes dd`, and `/sbin/init`).
+    /// When the image expires (`expiry_date` of its `metadata.yaml`); the zero time: never.
+    #[serde(default = "zero")]
+    pub(crate) expires_at: String,
+    /// The executables the image's rootfs holds, as absolute paths (`/bin/sh`, `/usr/bin/env`):
+    /// the non-directory entries directly under `bin/`, `sbin/`, `usr/bin/` and `usr/sbin/`,
+    /// sorted and without duplicates, as recorded when the image was imported. `None` means the
+    /// default busybox set (the seeded test image, or an import whose rootfs the fake could
+    /// not read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) executables: Option<Vec<String>>,
 }
@@ -53,7 +58,7 @@ impl Image {
     pub(crate) fn to_json(&self) -> Value {
         json!({
             "auto_update": self.auto_update, "properties": self.properties, "public": self.public,
-            "expires_at": clock::ZERO_TIME, "profiles": ["default"], "aliases": self.aliases,
+            "expires_at": self.expires_at, "profiles": ["default"], "aliases": self.aliases,
             "architecture": self.architecture, "cached": false, "filename": self.filename,
             "fingerprint": self.fingerprint, "size": self.size, "type": self.kind,
             "created_at": self.created_at, "last_used_at": self.last_used_at,

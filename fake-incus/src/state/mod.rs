@@ -8,6 +8,7 @@
 pub(crate) mod clock;
 mod defaults;
 pub(crate) mod etag;
+pub(crate) mod files;
 pub(crate) mod images;
 pub(crate) mod instances;
 pub(crate) mod operations;

@@ -11,3 +11,4 @@ mod https;
 mod listeners;
 mod protocol;
 mod serve;
+mod writable;

@@ -10,6 +10,7 @@ mod cli;
 mod exec;
 mod cluster;
 mod config;
+mod images;
 mod standalone;
 
 fn main() -> std::process::ExitCode {
@@ -18,5 +19,6 @@ fn main() -> std::process::ExitCode {
     trials.extend(exec::trials());
     trials.extend(cluster::trials());
     trials.extend(config::trials());
+    trials.extend(images::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

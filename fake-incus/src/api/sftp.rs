@@ -1,0 +1,536 @@
+//! `GET /1.0/instances/{name}/sftp` with `Upgrade: sftp`: the connection becomes an SFTP
+//! (version 3) session on the instance's file tree ([`crate::state::files`]), as the daemon
+//! serves it. The `incus file push/pull/delete/edit` commands and the Go client's
+//! `GetInstanceFileSFTP` use it. The protocol is `russh-sftp`'s server; this module maps its
+//! requests onto the tree.
+//!
+//! A written file is buffered in its handle and committed when the handle is closed (so a
+//! file is never rebuilt per 32 KiB write); a session's open write buffers together hold at
+//! most [`TREE_LIMIT`] bytes, past which writes fail like a full disk.
+
+use super::{instance_not_found, Ctx};
+use crate::app::App;
+use crate::envelope::{ApiError, ApiResult};
+use crate::state::files::{clean, Attrs, FileError, Kind, Node, TREE_LIMIT};
+use bytes::Bytes;
+use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use russh_sftp::protocol::{
+    Attrs as SftpAttrs, Data, File, FileAttributes, Handle, Name, OpenFlags, Status,
+    StatusCode as Code, Version,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Most handles one session keeps open.
+const HANDLE_LIMIT: usize = 64;
+/// Symlinks followed when resolving one path.
+const LINK_DEPTH: usize = 16;
+
+pub(super) fn route(ctx: &Ctx, name: &str, mut req: Request<Bytes>) -> ApiResult {
+    if req.method() != Method::GET {
+        return Err(ApiError::not_implemented());
+    }
+    let project = ctx.project();
+    if ctx.app.snapshot().instance(&project, name).is_none() {
+        return Err(instance_not_found(name, &project));
+    }
+    // `Connection` is a list of tokens (`keep-alive, Upgrade`).
+    let header_is = |name: header::HeaderName, value: &str| {
+        req.headers().get(name).is_some_and(|v| {
+            String::from_utf8_lossy(v.as_bytes())
+                .split(',')
+                .any(|token| token.trim().eq_ignore_ascii_case(value))
+        })
+    };
+    if !header_is(header::UPGRADE, "sftp") || !header_is(header::CONNECTION, "upgrade") {
+        return Err(ApiError::bad_request("Missing or invalid upgrade header"));
+    }
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    let session = Session {
+        app: Arc::clone(&ctx.app),
+        project,
+        instance: name.to_string(),
+        handles: HashMap::new(),
+        next_handle: 0,
+    };
+    let shutdown = ctx.app.shutdown.clone();
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        // The SFTP server runs on one end of a pipe and the connection is relayed to the other,
+        // so that the session ends (its read sees EOF) when the peer goes away, when the
+        // connection fails, or when the fake shuts down.
+        let (server_end, mut relay_end) = tokio::io::duplex(256 << 10);
+        russh_sftp::server::run(server_end, session).await;
+        let mut connection = TokioIo::new(upgraded);
+        tokio::select! {
+            _ = tokio::io::copy_bidirectional(&mut connection, &mut relay_end) => {}
+            () = shutdown.cancelled() => {}
+        }
+    });
+    ctx.applied();
+    let mut response = Response::new(crate::envelope::full(Bytes::new()));
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    response
+        .headers_mut()
+        .insert(header::UPGRADE, HeaderValue::from_static("sftp"));
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    Ok(response)
+}
+
+/// What an open handle refers to.
+enum Open {
+    /// A file opened for reading: its content when opened.
+    Read(Bytes),
+    /// A file opened for writing: the content being written, committed on close.
+    Write { path: String, content: Vec<u8> },
+    /// A directory listing, sent in one `READDIR` answer.
+    Dir { entries: Vec<File>, sent: bool },
+}
+
+/// One SFTP session on one instance's tree.
+struct Session {
+    app: Arc<App>,
+    project: String,
+    instance: String,
+    handles: HashMap<String, Open>,
+    next_handle: u64,
+}
+
+/// An SFTP failure status with a message.
+struct Failure(russh_sftp::server::StatusReply);
+
+impl From<Failure> for russh_sftp::server::StatusReply {
+    fn from(failure: Failure) -> Self {
+        failure.0
+    }
+}
+
+fn failure(code: Code, message: impl Into<String>) -> Failure {
+    Failure(russh_sftp::server::StatusReply::new(code).with_message(message))
+}
+
+fn no_such_file() -> Failure {
+    failure(Code::NoSuchFile, "no such file or directory")
+}
+
+impl From<FileError> for Failure {
+    fn from(err: FileError) -> Self {
+        match err {
+            FileError::NotFound => no_such_file(),
+            FileError::IsDirectory(_) => failure(Code::Failure, "is a directory"),
+            FileError::NotEmpty(_) => failure(Code::Failure, "directory not empty"),
+            FileError::Full(_) => failure(Code::Failure, "no space left on device"),
+        }
+    }
+}
+
+fn ok(id: u32) -> Status {
+    Status {
+        id,
+        status_code: Code::Ok,
+        error_message: "Ok".into(),
+        language_tag: "en-US".into(),
+    }
+}
+
+fn attributes(node: &Node) -> FileAttributes {
+    let (kind_bits, size) = match &node.kind {
+        Kind::File(content) => (0o100_000, content.len() as u64),
+        Kind::Directory => (0o040_000, 4096),
+        Kind::Symlink(target) => (0o120_000, target.len() as u64),
+    };
+    let mtime = u32::try_from(node.modified.unix_timestamp()).unwrap_or_default();
+    FileAttributes {
+        size: Some(size),
+        uid: Some(node.uid),
+        user: None,
+        gid: Some(node.gid),
+        group: None,
+        permissions: Some(kind_bits | node.mode),
+        atime: Some(mtime),
+        mtime: Some(mtime),
+    }
+}
+
+fn sftp_attrs(attrs: &FileAttributes) -> Attrs {
+    Attrs {
+        uid: attrs.uid,
+        gid: attrs.gid,
+        mode: attrs.permissions.map(|p| p & 0o7777),
+    }
+}
+
+impl Session {
+    fn handle(&mut self, open: Open) -> Result<String, Failure> {
+        if self.handles.len() >= HANDLE_LIMIT {
+            return Err(failure(Code::Failure, "too many open files"));
+        }
+        self.next_handle += 1;
+        let handle = self.next_handle.to_string();
+        self.handles.insert(handle.clone(), open);
+        Ok(handle)
+    }
+
+    fn buffered(&self) -> usize {
+        self.handles
+            .values()
+            .map(|h| match h {
+                Open::Write { content, .. } => content.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// The entry at `path`, following symlinks when `follow` (also in the parents).
+    fn lookup(&self, path: &str, follow: bool) -> Result<(String, Node), Failure> {
+        let files = self.app.files();
+        let skeleton;
+        let tree = match files.tree(&self.project, &self.instance) {
+            Some(tree) => tree,
+            None => {
+                skeleton = crate::state::files::Tree::skeleton();
+                &skeleton
+            }
+        };
+        let mut current = clean(path);
+        for _ in 0..LINK_DEPTH {
+            let node = tree.get(&current).ok_or_else(no_such_file)?;
+            match &node.kind {
+                Kind::Symlink(target) if follow => {
+                    let dir = current.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+                    current = if target.starts_with('/') {
+                        clean(target)
+                    } else {
+                        clean(&format!("{dir}/{target}"))
+                    };
+                }
+                _ => return Ok((current, node.clone())),
+            }
+        }
+        Err(failure(Code::Failure, "too many levels of symbolic links"))
+    }
+
+    fn with_tree<T>(
+        &self,
+        change: impl FnOnce(&mut crate::state::files::Tree) -> Result<T, FileError>,
+    ) -> Result<T, Failure> {
+        let mut files = self.app.files();
+        Ok(change(files.tree_mut(&self.project, &self.instance))?)
+    }
+
+    fn listing(&self, path: &str) -> Result<Vec<File>, Failure> {
+        let (dir, node) = self.lookup(path, true)?;
+        if node.kind != Kind::Directory {
+            return Err(failure(Code::Failure, "not a directory"));
+        }
+        let files = self.app.files();
+        let skeleton;
+        let tree = match files.tree(&self.project, &self.instance) {
+            Some(tree) => tree,
+            None => {
+                skeleton = crate::state::files::Tree::skeleton();
+                &skeleton
+            }
+        };
+        let base = if dir == "/" {
+            String::new()
+        } else {
+            dir.clone()
+        };
+        let mut entries = Vec::new();
+        for name in tree.list(&dir) {
+            if let Some(child) = tree.get(&format!("{base}/{name}")) {
+                entries.push(File::new(name, attributes(child)));
+            }
+        }
+        Ok(entries)
+    }
+}
+
+impl russh_sftp::server::Handler for Session {
+    type Error = Failure;
+
+    fn unimplemented(&self) -> Self::Error {
+        failure(Code::OpUnsupported, "operation unsupported")
+    }
+
+    async fn init(
+        &mut self,
+        _version: u32,
+        _extensions: HashMap<String, String>,
+    ) -> Result<Version, Self::Error> {
+        Ok(Version::new())
+    }
+
+    async fn open(
+        &mut self,
+        id: u32,
+        filename: String,
+        pflags: OpenFlags,
+        attrs: FileAttributes,
+    ) -> Result<Handle, Self::Error> {
+        let writing = pflags.intersects(OpenFlags::WRITE | OpenFlags::APPEND | OpenFlags::CREATE);
+        let existing = self.lookup(&filename, true);
+        if !writing {
+            let (_, node) = existing?;
+            // A directory opens for reading too (`incus file pull` opens before it stats);
+            // it has no bytes to read.
+            let content = match node.kind {
+                Kind::File(content) => content,
+                _ => Bytes::new(),
+            };
+            let handle = self.handle(Open::Read(content))?;
+            return Ok(Handle { id, handle });
+        }
+        let (path, content) = match existing {
+            Ok(_) if pflags.contains(OpenFlags::EXCLUDE) => {
+                return Err(failure(Code::Failure, "file exists"))
+            }
+            Ok((path, node)) => match node.kind {
+                Kind::File(content) => (path, content),
+                _ => return Err(failure(Code::Failure, "is a directory")),
+            },
+            Err(_) if pflags.contains(OpenFlags::CREATE) => (clean(&filename), Bytes::new()),
+            Err(err) => return Err(err),
+        };
+        let content = if pflags.contains(OpenFlags::TRUNCATE) {
+            Bytes::new()
+        } else {
+            content
+        };
+        // The file exists from the open on (a client may stat or chmod it before closing).
+        let mut mode = sftp_attrs(&attrs);
+        mode.uid = None;
+        mode.gid = None;
+        let empty_path = path.clone();
+        let committed = content.clone();
+        self.with_tree(|tree| {
+            if tree.get(&empty_path).is_none() {
+                tree.write(&empty_path, committed, mode, false)
+            } else {
+                Ok(())
+            }
+        })?;
+        let handle = self.handle(Open::Write {
+            path,
+            content: content.to_vec(),
+        })?;
+        Ok(Handle { id, handle })
+    }
+
+    async fn close(&mut self, id: u32, handle: String) -> Result<Status, Self::Error> {
+        match self.handles.remove(&handle) {
+            Some(Open::Write { path, content }) => {
+                self.with_tree(|tree| {
+                    tree.write(&path, Bytes::from(content), Attrs::default(), false)
+                })?;
+                Ok(ok(id))
+            }
+            Some(_) => Ok(ok(id)),
+            None => Err(failure(Code::Failure, "invalid handle")),
+        }
+    }
+
+    async fn read(
+        &mut self,
+        id: u32,
+        handle: String,
+        offset: u64,
+        len: u32,
+    ) -> Result<Data, Self::Error> {
+        let Some(Open::Read(content)) = self.handles.get(&handle) else {
+            return Err(failure(Code::Failure, "invalid handle"));
+        };
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        if start >= content.len() {
+            return Err(failure(Code::Eof, "EOF"));
+        }
+        let end = content.len().min(start.saturating_add(len as usize));
+        Ok(Data {
+            id,
+            data: content[start..end].to_vec(),
+        })
+    }
+
+    async fn write(
+        &mut self,
+        id: u32,
+        handle: String,
+        offset: u64,
+        data: Vec<u8>,
+    ) -> Result<Status, Self::Error> {
+        let buffered = self.buffered();
+        let Some(Open::Write { content, .. }) = self.handles.get_mut(&handle) else {
+            return Err(failure(Code::Failure, "invalid handle"));
+        };
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let end = start.saturating_add(data.len());
+        let growth = end.saturating_sub(content.len());
+        if end > TREE_LIMIT || buffered.saturating_add(growth) > TREE_LIMIT {
+            return Err(failure(Code::Failure, "no space left on device"));
+        }
+        if content.len() < end {
+            content.resize(end, 0);
+        }
+        content[start..end].copy_from_slice(&data);
+        Ok(ok(id))
+    }
+
+    async fn lstat(&mut self, id: u32, path: String) -> Result<SftpAttrs, Self::Error> {
+        let (_, node) = self.lookup(&path, false)?;
+        Ok(SftpAttrs {
+            id,
+            attrs: attributes(&node),
+        })
+    }
+
+    async fn stat(&mut self, id: u32, path: String) -> Result<SftpAttrs, Self::Error> {
+        let (_, node) = self.lookup(&path, true)?;
+        Ok(SftpAttrs {
+            id,
+            attrs: attributes(&node),
+        })
+    }
+
+    async fn fstat(&mut self, id: u32, handle: String) -> Result<SftpAttrs, Self::Error> {
+        let size = match self.handles.get(&handle) {
+            Some(Open::Read(content)) => content.len(),
+            Some(Open::Write { content, .. }) => content.len(),
+            Some(Open::Dir { .. }) => 4096,
+            None => return Err(failure(Code::Failure, "invalid handle")),
+        };
+        let mut attrs = FileAttributes::empty();
+        attrs.size = Some(size as u64);
+        Ok(SftpAttrs { id, attrs })
+    }
+
+    async fn setstat(
+        &mut self,
+        id: u32,
+        path: String,
+        attrs: FileAttributes,
+    ) -> Result<Status, Self::Error> {
+        let (path, _) = self.lookup(&path, true)?;
+        self.with_tree(|tree| tree.set_attrs(&path, sftp_attrs(&attrs)))?;
+        Ok(ok(id))
+    }
+
+    async fn fsetstat(
+        &mut self,
+        id: u32,
+        handle: String,
+        attrs: FileAttributes,
+    ) -> Result<Status, Self::Error> {
+        let Some(Open::Write { path, .. }) = self.handles.get(&handle) else {
+            return Ok(ok(id));
+        };
+        let path = path.clone();
+        self.with_tree(|tree| tree.set_attrs(&path, sftp_attrs(&attrs)))?;
+        Ok(ok(id))
+    }
+
+    async fn opendir(&mut self, id: u32, path: String) -> Result<Handle, Self::Error> {
+        let entries = self.listing(&path)?;
+        let handle = self.handle(Open::Dir {
+            entries,
+            sent: false,
+        })?;
+        Ok(Handle { id, handle })
+    }
+
+    async fn readdir(&mut self, id: u32, handle: String) -> Result<Name, Self::Error> {
+        match self.handles.get_mut(&handle) {
+            Some(Open::Dir { entries, sent }) if !*sent => {
+                *sent = true;
+                Ok(Name {
+                    id,
+                    files: std::mem::take(entries),
+                })
+            }
+            Some(Open::Dir { .. }) => Err(failure(Code::Eof, "EOF")),
+            _ => Err(failure(Code::Failure, "invalid handle")),
+        }
+    }
+
+    async fn remove(&mut self, id: u32, filename: String) -> Result<Status, Self::Error> {
+        let (path, node) = self.lookup(&filename, false)?;
+        if node.kind == Kind::Directory {
+            return Err(failure(Code::Failure, "is a directory"));
+        }
+        self.with_tree(|tree| tree.remove(&path))?;
+        Ok(ok(id))
+    }
+
+    async fn mkdir(
+        &mut self,
+        id: u32,
+        path: String,
+        attrs: FileAttributes,
+    ) -> Result<Status, Self::Error> {
+        if self.lookup(&path, false).is_ok() {
+            return Err(failure(Code::Failure, "file exists"));
+        }
+        let path = clean(&path);
+        self.with_tree(|tree| tree.mkdir(&path, sftp_attrs(&attrs)))?;
+        Ok(ok(id))
+    }
+
+    async fn rmdir(&mut self, id: u32, path: String) -> Result<Status, Self::Error> {
+        let (path, node) = self.lookup(&path, false)?;
+        if node.kind != Kind::Directory {
+            return Err(failure(Code::Failure, "not a directory"));
+        }
+        self.with_tree(|tree| tree.remove(&path))?;
+        Ok(ok(id))
+    }
+
+    async fn realpath(&mut self, id: u32, path: String) -> Result<Name, Self::Error> {
+        let path = clean(&path);
+        Ok(Name {
+            id,
+            files: vec![File::dummy(path)],
+        })
+    }
+
+    async fn rename(
+        &mut self,
+        id: u32,
+        oldpath: String,
+        newpath: String,
+    ) -> Result<Status, Self::Error> {
+        self.with_tree(|tree| tree.rename(&oldpath, &newpath))?;
+        Ok(ok(id))
+    }
+
+    async fn readlink(&mut self, id: u32, path: String) -> Result<Name, Self::Error> {
+        let (_, node) = self.lookup(&path, false)?;
+        let Kind::Symlink(target) = node.kind else {
+            return Err(failure(Code::Failure, "invalid argument"));
+        };
+        Ok(Name {
+            id,
+            files: vec![File::dummy(target)],
+        })
+    }
+
+    /// The arguments come in OpenSSH's order, which the Go client follows: the target first,
+    /// then the link's path (`russh-sftp` names them the other way round).
+    async fn symlink(
+        &mut self,
+        id: u32,
+        linkpath: String,
+        targetpath: String,
+    ) -> Result<Status, Self::Error> {
+        let (target, link) = (linkpath, targetpath);
+        if self.lookup(&link, false).is_ok() {
+            return Err(failure(Code::Failure, "file exists"));
+        }
+        self.with_tree(|tree| tree.symlink(&link, &target, Attrs::default()))?;
+        Ok(ok(id))
+    }
+}

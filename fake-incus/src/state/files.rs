@@ -1,0 +1,591 @@
+//! Instance filesystems: one in-memory tree per instance (and per snapshot), for the file API
+//! (`/1.0/instances/{name}/files`) and SFTP (`/1.0/instances/{name}/sftp`, what `incus file`
+//! uses).
+//!
+//! An instance that no file request has touched has no tree: it reads as the skeleton of the
+//! busybox test image (`/bin`, `/dev`, `/etc`, `/proc`, `/root`, `/sbin`, `/sys`, `/tmp`). A
+//! tree is bounded: at most [`TREE_LIMIT`] bytes (file contents plus [`ENTRY_COST`] per entry)
+//! and [`ENTRY_LIMIT`] entries; a write past that fails like a full disk. Trees live beside the
+//! state (not in its dump or seed), keyed by project and instance: they go with the instance
+//! when it is deleted, follow a rename, are copied by `incus copy`, and a snapshot keeps the
+//! tree it was taken with, which a restore brings back (the daemon snapshots the rootfs).
+//! Snapshots share file contents with the instance (`Bytes` are reference counted).
+
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use time::OffsetDateTime;
+
+/// Most bytes one tree holds (16 MiB, counting [`ENTRY_COST`] per entry).
+pub(crate) const TREE_LIMIT: usize = 16 << 20;
+/// Most entries one tree holds.
+pub(crate) const ENTRY_LIMIT: usize = 10_000;
+/// What one entry counts against [`TREE_LIMIT`] besides its content.
+pub(crate) const ENTRY_COST: usize = 256;
+
+/// What an entry is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Kind {
+    File(Bytes),
+    Directory,
+    /// A symbolic link to this target (as written).
+    Symlink(String),
+}
+
+impl Kind {
+    /// The `X-Incus-type` name.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::File(_) => "file",
+            Self::Directory => "directory",
+            Self::Symlink(_) => "symlink",
+        }
+    }
+}
+
+/// One entry with its owner, mode and modification time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub(crate) kind: Kind,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    /// Permission bits (`0o644`).
+    pub(crate) mode: u32,
+    pub(crate) modified: OffsetDateTime,
+}
+
+impl Node {
+    fn new(kind: Kind, mode: u32) -> Self {
+        Self {
+            kind,
+            uid: 0,
+            gid: 0,
+            mode,
+            modified: OffsetDateTime::now_utc(),
+        }
+    }
+    fn cost(&self) -> usize {
+        ENTRY_COST
+            + match &self.kind {
+                Kind::File(content) => content.len(),
+                Kind::Symlink(target) => target.len(),
+                Kind::Directory => 0,
+            }
+    }
+}
+
+/// Why a file operation failed; [`FileError::status`] and the message are the daemon's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FileError {
+    /// The path, or a parent directory, does not exist.
+    #[error("Not Found")]
+    NotFound,
+    #[error("sftp: \"open {0}: is a directory\" (SSH_FX_FAILURE)")]
+    IsDirectory(String),
+    #[error("sftp: \"remove {0}: directory not empty\" (SSH_FX_FAILURE)")]
+    NotEmpty(String),
+    /// Over [`TREE_LIMIT`] or [`ENTRY_LIMIT`].
+    #[error("sftp: \"write {0}: no space left on device\" (SSH_FX_FAILURE)")]
+    Full(String),
+}
+
+impl FileError {
+    /// The HTTP status the daemon answers with.
+    pub(crate) fn status(&self) -> u16 {
+        match self {
+            Self::NotFound => 404,
+            _ => 500,
+        }
+    }
+}
+
+/// Owner and mode given with a write; `None` keeps an existing entry's (or the default).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Attrs {
+    pub(crate) uid: Option<u32>,
+    pub(crate) gid: Option<u32>,
+    pub(crate) mode: Option<u32>,
+}
+
+/// A path made absolute and clean: `root//a/./b/../c` is `/root/a/c`.
+pub(crate) fn clean(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+fn parent(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+/// One instance's filesystem.
+#[derive(Debug, Clone)]
+pub(crate) struct Tree {
+    nodes: BTreeMap<String, Node>,
+    used: usize,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Self::skeleton()
+    }
+}
+
+impl Tree {
+    /// The busybox test image's top-level directories.
+    pub(crate) fn skeleton() -> Self {
+        let mut tree = Self {
+            nodes: BTreeMap::new(),
+            used: 0,
+        };
+        // As the daemon shows them in the busybox test image: every one root's, mode 0755.
+        for (path, mode) in [
+            ("/", 0o755),
+            ("/bin", 0o755),
+            ("/dev", 0o755),
+            ("/etc", 0o755),
+            ("/proc", 0o755),
+            ("/root", 0o755),
+            ("/sbin", 0o755),
+            ("/sys", 0o755),
+            ("/tmp", 0o755),
+        ] {
+            tree.insert(path.to_string(), Node::new(Kind::Directory, mode));
+        }
+        tree
+    }
+
+    fn insert(&mut self, path: String, node: Node) {
+        self.used += node.cost();
+        if let Some(old) = self.nodes.insert(path, node) {
+            self.used -= old.cost();
+        }
+    }
+
+    /// The entry at `path` (cleaned), not following a symlink.
+    pub(crate) fn get(&self, path: &str) -> Option<&Node> {
+        self.nodes.get(&clean(path))
+    }
+
+    /// The names directly in the directory `path`, sorted.
+    pub(crate) fn list(&self, path: &str) -> Vec<String> {
+        let dir = clean(path);
+        let prefix = if dir == "/" {
+            "/".to_string()
+        } else {
+            format!("{dir}/")
+        };
+        self.nodes
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .filter_map(|(p, _)| {
+                let rest = &p[prefix.len()..];
+                (!rest.is_empty() && !rest.contains('/')).then(|| rest.to_string())
+            })
+            .collect()
+    }
+
+    /// Bytes in use (contents and entries).
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> usize {
+        self.used
+    }
+
+    fn parent_is_directory(&self, path: &str) -> bool {
+        path != "/"
+            && self
+                .nodes
+                .get(parent(path))
+                .is_some_and(|n| n.kind == Kind::Directory)
+    }
+
+    fn fits(&self, path: &str, node: &Node) -> Result<(), FileError> {
+        let old = self.nodes.get(path);
+        let after = self.used - old.map_or(0, Node::cost) + node.cost();
+        let entries = self.nodes.len() + usize::from(old.is_none());
+        if after > TREE_LIMIT || entries > ENTRY_LIMIT {
+            return Err(FileError::Full(path.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Writes a file (replacing its content, or appending to it). A new file is owned by
+    /// root with mode `0644` unless `attrs` says otherwise; an existing one keeps what
+    /// `attrs` does not set. The parent must be a directory.
+    pub(crate) fn write(
+        &mut self,
+        path: &str,
+        content: Bytes,
+        attrs: Attrs,
+        append: bool,
+    ) -> Result<(), FileError> {
+        let path = clean(path);
+        if !self.parent_is_directory(&path) {
+            return Err(FileError::NotFound);
+        }
+        let existing = self.nodes.get(&path).cloned();
+        let mut node = match existing {
+            Some(Node {
+                kind: Kind::Directory,
+                ..
+            }) => return Err(FileError::IsDirectory(path)),
+            Some(
+                node @ Node {
+                    kind: Kind::File(_),
+                    ..
+                },
+            ) => node,
+            _ => Node::new(Kind::File(Bytes::new()), 0o644),
+        };
+        let content = match (&node.kind, append) {
+            (Kind::File(old), true) => {
+                let mut joined = Vec::with_capacity(old.len() + content.len());
+                joined.extend_from_slice(old);
+                joined.extend_from_slice(&content);
+                Bytes::from(joined)
+            }
+            _ => content,
+        };
+        node.kind = Kind::File(content);
+        apply(&mut node, attrs);
+        self.fits(&path, &node)?;
+        self.insert(path, node);
+        Ok(())
+    }
+
+    /// Creates a directory (an existing entry is left as it is, like the daemon). The parent
+    /// must be a directory.
+    pub(crate) fn mkdir(&mut self, path: &str, attrs: Attrs) -> Result<(), FileError> {
+        let path = clean(path);
+        if self.nodes.contains_key(&path) {
+            return Ok(());
+        }
+        if !self.parent_is_directory(&path) {
+            return Err(FileError::NotFound);
+        }
+        let mut node = Node::new(Kind::Directory, 0o755);
+        apply(&mut node, attrs);
+        self.fits(&path, &node)?;
+        self.insert(path, node);
+        Ok(())
+    }
+
+    /// Creates (or replaces) a symlink to `target`. The parent must be a directory.
+    pub(crate) fn symlink(
+        &mut self,
+        path: &str,
+        target: &str,
+        attrs: Attrs,
+    ) -> Result<(), FileError> {
+        let path = clean(path);
+        if !self.parent_is_directory(&path) {
+            return Err(FileError::NotFound);
+        }
+        if self
+            .nodes
+            .get(&path)
+            .is_some_and(|n| n.kind == Kind::Directory)
+        {
+            return Err(FileError::IsDirectory(path));
+        }
+        let mut node = Node::new(Kind::Symlink(target.to_string()), 0o777);
+        node.uid = attrs.uid.unwrap_or(0);
+        node.gid = attrs.gid.unwrap_or(0);
+        self.fits(&path, &node)?;
+        self.insert(path, node);
+        Ok(())
+    }
+
+    /// Removes a file, a symlink or an empty directory.
+    pub(crate) fn remove(&mut self, path: &str) -> Result<(), FileError> {
+        let path = clean(path);
+        let node = self.nodes.get(&path).ok_or(FileError::NotFound)?;
+        if node.kind == Kind::Directory && (path == "/" || !self.list(&path).is_empty()) {
+            return Err(FileError::NotEmpty(path));
+        }
+        if let Some(old) = self.nodes.remove(&path) {
+            self.used -= old.cost();
+        }
+        Ok(())
+    }
+
+    /// Renames an entry (a directory with everything under it); the new parent must be a
+    /// directory and the new path free or a file.
+    pub(crate) fn rename(&mut self, from: &str, to: &str) -> Result<(), FileError> {
+        let (from, to) = (clean(from), clean(to));
+        if !self.nodes.contains_key(&from) || !self.parent_is_directory(&to) {
+            return Err(FileError::NotFound);
+        }
+        if to.starts_with(&format!("{from}/")) || from == "/" {
+            return Err(FileError::NotFound);
+        }
+        if self
+            .nodes
+            .get(&to)
+            .is_some_and(|n| n.kind == Kind::Directory)
+        {
+            return Err(FileError::IsDirectory(to));
+        }
+        let prefix = format!("{from}/");
+        let moved: Vec<String> = self
+            .nodes
+            .keys()
+            .filter(|p| **p == from || p.starts_with(&prefix))
+            .cloned()
+            .collect();
+        if let Some(old) = self.nodes.remove(&to) {
+            self.used -= old.cost();
+        }
+        for path in moved {
+            if let Some(node) = self.nodes.remove(&path) {
+                let new = format!("{to}{}", &path[from.len()..]);
+                self.nodes.insert(new, node);
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes owner and mode.
+    pub(crate) fn set_attrs(&mut self, path: &str, attrs: Attrs) -> Result<(), FileError> {
+        let node = self
+            .nodes
+            .get_mut(&clean(path))
+            .ok_or(FileError::NotFound)?;
+        apply(node, attrs);
+        Ok(())
+    }
+}
+
+fn apply(node: &mut Node, attrs: Attrs) {
+    if let Some(uid) = attrs.uid {
+        node.uid = uid;
+    }
+    if let Some(gid) = attrs.gid {
+        node.gid = gid;
+    }
+    if let Some(mode) = attrs.mode {
+        node.mode = mode & 0o7777;
+    }
+    node.modified = OffsetDateTime::now_utc();
+}
+
+/// Which tree: an instance's (`snapshot: None`) or one of its snapshots'.
+type Key = (String, String, Option<String>);
+
+/// Every tree, by project, instance and snapshot.
+#[derive(Debug, Default)]
+pub(crate) struct Files {
+    trees: BTreeMap<Key, Tree>,
+}
+
+fn key(project: &str, instance: &str, snapshot: Option<&str>) -> Key {
+    (
+        project.to_string(),
+        instance.to_string(),
+        snapshot.map(str::to_string),
+    )
+}
+
+impl Files {
+    /// The instance's tree as it reads now (the skeleton when untouched).
+    pub(crate) fn tree(&self, project: &str, instance: &str) -> Option<&Tree> {
+        self.trees.get(&key(project, instance, None))
+    }
+
+    /// The instance's tree, for a change (created from the skeleton on first use).
+    pub(crate) fn tree_mut(&mut self, project: &str, instance: &str) -> &mut Tree {
+        self.trees.entry(key(project, instance, None)).or_default()
+    }
+
+    /// Drops the trees of an instance and of its snapshots.
+    pub(crate) fn remove_instance(&mut self, project: &str, instance: &str) {
+        self.trees
+            .retain(|(p, i, _), _| !(p == project && i == instance));
+    }
+
+    /// Moves an instance's trees (its snapshots' too) to its new name.
+    pub(crate) fn rename_instance(&mut self, project: &str, old: &str, new: &str) {
+        self.remove_instance(project, new);
+        let moved: Vec<Key> = self
+            .trees
+            .keys()
+            .filter(|(p, i, _)| p == project && i == old)
+            .cloned()
+            .collect();
+        for (p, _, snapshot) in moved {
+            if let Some(tree) = self
+                .trees
+                .remove(&(p.clone(), old.to_string(), snapshot.clone()))
+            {
+                self.trees.insert((p, new.to_string(), snapshot), tree);
+            }
+        }
+    }
+
+    /// Copies an instance's tree (and, with `snapshots`, those of its snapshots) to another
+    /// instance, replacing whatever that one had.
+    pub(crate) fn copy_instance(&mut self, project: &str, from: &str, to: &str, snapshots: bool) {
+        self.remove_instance(project, to);
+        let copied: Vec<(Key, Tree)> = self
+            .trees
+            .iter()
+            .filter(|((p, i, s), _)| p == project && i == from && (snapshots || s.is_none()))
+            .map(|((p, _, s), tree)| ((p.clone(), to.to_string(), s.clone()), tree.clone()))
+            .collect();
+        self.trees.extend(copied);
+    }
+
+    /// Records the instance's tree as the snapshot's.
+    pub(crate) fn take_snapshot(&mut self, project: &str, instance: &str, snapshot: &str) {
+        let snap = key(project, instance, Some(snapshot));
+        match self.trees.get(&key(project, instance, None)).cloned() {
+            Some(tree) => {
+                self.trees.insert(snap, tree);
+            }
+            None => {
+                self.trees.remove(&snap);
+            }
+        }
+    }
+
+    /// Drops a snapshot's tree.
+    pub(crate) fn remove_snapshot(&mut self, project: &str, instance: &str, snapshot: &str) {
+        self.trees.remove(&key(project, instance, Some(snapshot)));
+    }
+
+    /// Brings the snapshot's tree back as the instance's.
+    pub(crate) fn restore(&mut self, project: &str, instance: &str, snapshot: &str) {
+        let live = key(project, instance, None);
+        match self
+            .trees
+            .get(&key(project, instance, Some(snapshot)))
+            .cloned()
+        {
+            Some(tree) => {
+                self.trees.insert(live, tree);
+            }
+            None => {
+                self.trees.remove(&live);
+            }
+        }
+    }
+
+    /// Drops every tree.
+    pub(crate) fn clear(&mut self) {
+        self.trees.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_needs_a_directory_parent_and_keeps_an_existing_files_owner_and_mode() {
+        let mut tree = Tree::skeleton();
+        let attrs = Attrs {
+            uid: Some(1000),
+            gid: Some(1001),
+            mode: Some(0o600),
+        };
+        assert_eq!(
+            tree.write("/nodir/x", Bytes::from_static(b"x"), attrs, false),
+            Err(FileError::NotFound)
+        );
+        tree.write("root/a", Bytes::from_static(b"ab"), attrs, false)
+            .unwrap();
+        tree.write("/root/a", Bytes::from_static(b"c"), Attrs::default(), true)
+            .unwrap();
+        let node = tree.get("/root/a").unwrap();
+        assert_eq!(node.kind, Kind::File(Bytes::from_static(b"abc")));
+        assert_eq!((node.uid, node.gid, node.mode), (1000, 1001, 0o600));
+        assert_eq!(
+            tree.write("/root", Bytes::new(), Attrs::default(), false),
+            Err(FileError::IsDirectory("/root".into()))
+        );
+        assert_eq!(tree.list("/root"), vec!["a".to_string()]);
+        assert_eq!(
+            tree.list("/"),
+            ["bin", "dev", "etc", "proc", "root", "sbin", "sys", "tmp"]
+        );
+    }
+
+    #[test]
+    fn a_directory_is_removed_only_when_empty() {
+        let mut tree = Tree::skeleton();
+        tree.mkdir("/root/d", Attrs::default()).unwrap();
+        tree.write(
+            "/root/d/f",
+            Bytes::from_static(b"x"),
+            Attrs::default(),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            tree.remove("/root/d"),
+            Err(FileError::NotEmpty("/root/d".into()))
+        );
+        tree.remove("/root/d/f").unwrap();
+        tree.remove("/root/d").unwrap();
+        assert_eq!(tree.remove("/root/d"), Err(FileError::NotFound));
+    }
+
+    #[test]
+    fn a_tree_refuses_writes_past_its_limit_and_frees_what_is_removed() {
+        let mut tree = Tree::skeleton();
+        let big = Bytes::from(vec![0u8; TREE_LIMIT / 2]);
+        tree.write("/tmp/a", big.clone(), Attrs::default(), false)
+            .unwrap();
+        assert_eq!(
+            tree.write("/tmp/b", big.clone(), Attrs::default(), false),
+            Err(FileError::Full("/tmp/b".into()))
+        );
+        tree.remove("/tmp/a").unwrap();
+        tree.write("/tmp/b", big, Attrs::default(), false).unwrap();
+        assert!(tree.used() <= TREE_LIMIT);
+    }
+
+    #[test]
+    fn snapshots_keep_their_tree_and_a_restore_brings_it_back() {
+        let mut files = Files::default();
+        files
+            .tree_mut("default", "c1")
+            .write(
+                "/root/f",
+                Bytes::from_static(b"v1"),
+                Attrs::default(),
+                false,
+            )
+            .unwrap();
+        files.take_snapshot("default", "c1", "s1");
+        files
+            .tree_mut("default", "c1")
+            .write(
+                "/root/f",
+                Bytes::from_static(b"v2"),
+                Attrs::default(),
+                false,
+            )
+            .unwrap();
+        files.rename_instance("default", "c1", "c2");
+        assert!(files.tree("default", "c1").is_none());
+        files.restore("default", "c2", "s1");
+        let node = files.tree("default", "c2").and_then(|t| t.get("/root/f"));
+        assert_eq!(
+            node.map(|n| &n.kind),
+            Some(&Kind::File(Bytes::from_static(b"v1")))
+        );
+        files.remove_instance("default", "c2");
+        assert!(files.trees.is_empty());
+    }
+}
