@@ -489,7 +489,15 @@ fn update(
     }
     validate_config(&req.config).map_err(ApiError::internal)?;
     validate_devices(&req.devices).map_err(ApiError::internal)?;
-    if let Some(why) = missing_volume(state, project, &req.devices) {
+    // The daemon checks the expanded devices: the new profiles' ones, then the local ones.
+    let mut expanded = Devices::new();
+    for profile in req.profiles.iter().flatten() {
+        if let Some(profile) = state.profile(project, profile) {
+            expanded.extend(profile.devices.clone());
+        }
+    }
+    expanded.extend(req.devices.clone());
+    if let Some(why) = missing_volume(state, project, &expanded) {
         return Err(ApiError::new(404, why));
     }
     let instance = state

@@ -47,6 +47,7 @@ pub(super) fn route(
             volumes::update(ctx, pool, name, headers, body, true)
         }
         ([pool, "volumes", "custom", name], "DELETE") => volumes::delete(ctx, pool, name),
+        ([pool, "volumes", "custom", name], "POST") => volumes::rename(ctx, pool, name, body),
         ([pool, "volumes", kind, name], _) => get_volume(ctx, pool, kind, name),
         ([pool, "volumes", kind, name, "snapshots", snap], _) => {
             get_volume(ctx, pool, kind, &format!("{name}/{snap}"))
@@ -55,13 +56,13 @@ pub(super) fn route(
     }
 }
 
-/// The writes handled here: create in a volume collection, and PUT, PATCH and DELETE of a
+/// The writes handled here: create in a volume collection, and PUT, PATCH, DELETE and rename of a
 /// custom volume (see [`volumes`]).
 fn is_volume_write(method: &Method, rest: &[&str]) -> bool {
     match rest {
         [_, "volumes"] | [_, "volumes", _] => *method == Method::POST,
         [_, "volumes", "custom", _] => {
-            [Method::PUT, Method::PATCH, Method::DELETE].contains(method)
+            [Method::PUT, Method::PATCH, Method::DELETE, Method::POST].contains(method)
         }
         _ => false,
     }

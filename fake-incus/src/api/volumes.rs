@@ -1,6 +1,6 @@
 //! Custom storage volumes: `POST /1.0/storage-pools/{pool}/volumes[/custom]` and `PUT`, `PATCH`,
-//! `DELETE /1.0/storage-pools/{pool}/volumes/custom/{name}`, as the daemon answers them (all
-//! synchronous). Projects without `features.storage.volumes` use `default`'s volumes. A volume
+//! `DELETE` and `POST` (rename) `/1.0/storage-pools/{pool}/volumes/custom/{name}`, as the daemon
+//! answers them (all synchronous). Projects without `features.storage.volumes` use `default`'s volumes. A volume
 //! attached as a disk device (`pool=POOL source=NAME`) is in its `used_by` and cannot be deleted.
 
 use super::instances::check_etag;
@@ -8,7 +8,7 @@ use super::storage::pool_not_found;
 use super::validation::volume_config_problem;
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::{clock, StringMap, Volume};
+use crate::state::{clock, url, Devices, StringMap, Volume};
 use http::HeaderMap;
 use serde::Deserialize;
 
@@ -35,6 +35,30 @@ struct VolumePutBody {
     config: Option<StringMap>,
 }
 
+/// `POST .../volumes/custom/{name}` (Go `api.StorageVolumePost`): a rename in the same pool.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct VolumeRenameBody {
+    #[serde(deserialize_with = "super::null_default")]
+    name: String,
+    #[serde(deserialize_with = "super::null_default")]
+    pool: String,
+    #[serde(deserialize_with = "super::null_default")]
+    migration: bool,
+}
+
+fn check_volume_name(name: &str) -> Result<(), ApiError> {
+    if name.is_empty() {
+        return Err(ApiError::bad_request("No name provided"));
+    }
+    if name.contains('/') {
+        return Err(ApiError::bad_request(
+            "Storage volume names may not contain slashes",
+        ));
+    }
+    Ok(())
+}
+
 fn volume_not_found() -> ApiError {
     ApiError::new(404, "Storage pool volume not found")
 }
@@ -53,14 +77,7 @@ pub(super) fn create(ctx: &Ctx, pool: &str, kind: Option<&str>, body: &[u8]) -> 
             "Currently not allowed to create storage volumes of type \"{kind}\""
         )));
     }
-    if req.name.is_empty() {
-        return Err(ApiError::bad_request("No name provided"));
-    }
-    if req.name.contains('/') {
-        return Err(ApiError::bad_request(
-            "Storage volume names may not contain slashes",
-        ));
-    }
+    check_volume_name(&req.name)?;
     if state.custom_volume(pool, &project, &req.name).is_some() {
         return Err(ApiError::new(409, "Volume by that name already exists"));
     }
@@ -147,4 +164,74 @@ pub(super) fn delete(ctx: &Ctx, pool: &str, name: &str) -> ApiResult {
     drop(state);
     ctx.applied();
     Ok(envelope::empty())
+}
+
+/// Renames a custom volume in its pool (moves to another pool or server are not implemented):
+/// 201 with the new URL, and the disk devices that attached it follow, as the daemon does.
+pub(super) fn rename(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
+    let project = ctx.project();
+    let req: VolumeRenameBody = parse_body(body)?;
+    if req.migration || !(req.pool.is_empty() || req.pool == pool) {
+        return Err(ApiError::not_implemented());
+    }
+    check_volume_name(&req.name)?;
+    let mut state = ctx.app.state();
+    if !state.storage_pools.iter().any(|p| p.name == pool) {
+        return Err(pool_not_found());
+    }
+    let current = state
+        .custom_volume(pool, &project, name)
+        .cloned()
+        .ok_or_else(volume_not_found)?;
+    if state.custom_volume(pool, &project, &req.name).is_some() {
+        return Err(ApiError::new(409, "Volume by that name already exists"));
+    }
+    let follow = |devices: &mut Devices| {
+        for device in devices.values_mut() {
+            let attaches = device.get("type").map(String::as_str) == Some("disk")
+                && device.get("pool").map(String::as_str) == Some(pool)
+                && device.get("source").map(String::as_str) == Some(name);
+            if attaches {
+                device.insert("source".into(), req.name.clone());
+            }
+        }
+    };
+    let users: Vec<(String, String)> = state
+        .instances
+        .iter()
+        .filter(|i| state.volume_project(&i.project) == current.project)
+        .filter(|i| {
+            i.devices.values().any(|d| {
+                d.get("pool").map(String::as_str) == Some(pool)
+                    && d.get("source").map(String::as_str) == Some(name)
+            })
+        })
+        .map(|i| (i.project.clone(), i.name.clone()))
+        .collect();
+    for (instance_project, instance) in users {
+        if let Some(instance) = state.instance_mut(&instance_project, &instance) {
+            follow(&mut instance.devices);
+        }
+    }
+    let owner = current.project.clone();
+    let profiles: Vec<usize> = (0..state.profiles.len())
+        .filter(|&i| state.volume_project(&state.profiles[i].project) == owner)
+        .collect();
+    for i in profiles {
+        follow(&mut state.profiles[i].devices);
+    }
+    if let Some(volume) = state
+        .storage_volumes
+        .iter_mut()
+        .find(|v| v.pool == pool && v.project == owner && v.name == name)
+    {
+        volume.name.clone_from(&req.name);
+    }
+    drop(state);
+    ctx.applied();
+    let location = url(
+        &format!("/1.0/storage-pools/{pool}/volumes/custom/{}", req.name),
+        &owner,
+    );
+    super::profiles::created(&location)
 }

@@ -703,3 +703,51 @@ async fn a_profile_change_that_attaches_a_missing_volume_is_saved_and_reported()
     let profile = unix(&fake, "GET", "/1.0/profiles/p1", None).await;
     assert!(profile.metadata()["devices"].get("d").is_some(), "saved");
 }
+
+#[tokio::test]
+async fn custom_volume_rename_answers_201_and_the_attaching_devices_follow() {
+    let fake = fake().await;
+    let base = "/1.0/storage-pools/default/volumes/custom";
+    for name in ["r1", "r2"] {
+        unix(&fake, "POST", base, Some(json!({ "name": name }))).await;
+    }
+    for (path, name, status, text) in [
+        ("r1", "r2", 409, "Volume by that name already exists"),
+        ("r1", "", 400, "No name provided"),
+        (
+            "r1",
+            "a/b",
+            400,
+            "Storage volume names may not contain slashes",
+        ),
+        ("nosuch", "r3", 404, "Storage pool volume not found"),
+    ] {
+        let reply = unix(
+            &fake,
+            "POST",
+            &format!("{base}/{path}"),
+            Some(json!({ "name": name })),
+        )
+        .await;
+        assert_eq!(error(&reply), (status, text), "{path} -> {name}");
+    }
+    launch(&fake, "c1", false).await;
+    let attach = json!({"devices": {"data": {"type": "disk", "pool": "default", "source": "r1", "path": "/mnt"}}});
+    unix(&fake, "PATCH", "/1.0/instances/c1", Some(attach)).await;
+    let renamed = unix(
+        &fake,
+        "POST",
+        &format!("{base}/r1"),
+        Some(json!({"name": "r3"})),
+    )
+    .await;
+    assert_eq!(
+        (renamed.status, renamed.header("location")),
+        (201, Some(format!("{base}/r3")))
+    );
+    assert_eq!(renamed.body["metadata"], Value::Null);
+    let instance = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(instance.metadata()["devices"]["data"]["source"], "r3");
+    let got = unix(&fake, "GET", &format!("{base}/r3"), None).await;
+    assert_eq!(got.metadata()["used_by"], json!(["/1.0/instances/c1"]));
+}
