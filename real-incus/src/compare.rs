@@ -43,6 +43,8 @@ impl Fake {
                 alias: FAKE_ALIAS.to_owned(),
                 fingerprint,
                 remote: None,
+                workload: plan::C1.to_owned(),
+                workload_member: None,
             },
             _fake: fake,
         })

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use incus_conformance::scenario::fake::{HostFactory, HostTargets};
 use incus_conformance::scenario::format::{FakeSetup, Scenario};
 use incus_conformance::scenario::load::{self, ScenarioFile};
-use incus_conformance::scenario::run::{self, StepOutcome};
+use incus_conformance::scenario::run::{self, StepOutcome, Transcript};
 use incus_conformance::scenario::target::{Target, TargetFactory};
 use incus_conformance::ReferenceHost;
 
 use crate::admin::Admin;
 use crate::cleanup;
 use crate::cli::Cli;
+use crate::cluster;
 use crate::plan::Sandbox;
 use crate::recorder::judged;
 use crate::report::{Check, Outcome, ScenarioRow};
@@ -30,6 +31,8 @@ pub(crate) struct PortableRun {
     pub(crate) checks: Vec<Check>,
     /// Differential mode: the steps whose results differ in shape from the fake's.
     pub(crate) divergences: Vec<ScenarioRow>,
+    /// Clustered: the steps whose answer was accepted as the cluster's by design, with the reason.
+    pub(crate) clustered_answers: Vec<String>,
 }
 
 /// Everything the scenarios need on the real side.
@@ -38,6 +41,8 @@ pub(crate) struct RealSide<'a> {
     pub(crate) targets: &'a Targets,
     pub(crate) sandbox: &'a Sandbox,
     pub(crate) source: &'a ImageSource,
+    /// The target is a cluster: its documented answers that differ by design are accepted.
+    pub(crate) clustered: bool,
 }
 
 /// The scenario files: `--scenarios DIR`, else the ones built into the harness.
@@ -88,7 +93,15 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
             run.rows.push(row(&name, Outcome::Failed, Some(problem)));
             continue;
         }
-        let on_real = run::run(scenario, &real.targets.standard).await;
+        let mut on_real = run::run(scenario, &real.targets.standard).await;
+        if real.clustered {
+            let target = &real.targets.standard;
+            let schema = |operation: &str| target.output_schema(operation);
+            if let Some(note) = accept_clustered(scenario, &mut on_real, schema) {
+                eprintln!("        {note}");
+                run.clustered_answers.push(note);
+            }
+        }
         let verdict = on_real.verdict();
         let outcome = if verdict.is_ok() {
             Outcome::Passed
@@ -123,6 +136,32 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
         run.rows.push(row(&name, outcome, verdict.err()));
     }
     run
+}
+
+/// Clustered: when the scenario's failing step is its last and its answer is the cluster's
+/// documented answer ([`cluster::CLUSTERED_ANSWERS`]), the step counts as passed; returns the note
+/// that says so. A step followed by others is never accepted (they did not run).
+pub(crate) fn accept_clustered(
+    scenario: &Scenario,
+    transcript: &mut Transcript,
+    schema: impl Fn(&str) -> Option<serde_json::Value>,
+) -> Option<String> {
+    let (index, _) = transcript.failing()?;
+    if index + 1 != scenario.steps.len() {
+        return None;
+    }
+    let step = &mut transcript.steps[index];
+    let why = cluster::accepts_clustered_answer(
+        &scenario.name,
+        &step.operation,
+        &step.result,
+        schema(&step.operation).as_ref(),
+    )?;
+    step.problems.clear();
+    Some(format!(
+        "scenario::{}: {}: {why}",
+        scenario.name, step.label
+    ))
 }
 
 /// A scenario step as a check of its operation.
@@ -212,4 +251,69 @@ fn diverging_steps(name: &str, real: &[StepOutcome], fake: &[StepOutcome]) -> Ve
         ));
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use incus_conformance::scenario::load;
+    use serde_json::json;
+
+    use super::*;
+
+    fn unknown_alias() -> Scenario {
+        load::builtin()
+            .into_iter()
+            .find(|f| f.stem == "instance_create_unknown_alias_fails")
+            .and_then(|f| f.scenario.ok())
+            .expect("the built-in scenario")
+    }
+
+    fn transcript(scenario: &Scenario, result: serde_json::Value, problems: &[&str]) -> Transcript {
+        Transcript {
+            scenario: scenario.name.clone(),
+            steps: vec![StepOutcome {
+                label: "incus_instance_create".into(),
+                operation: "incus_instance_create".into(),
+                scopes: vec!["incus.write".into()],
+                input: json!({}),
+                result,
+                duration: Duration::from_millis(4),
+                problems: problems.iter().map(|p| (*p).to_owned()).collect(),
+            }],
+        }
+    }
+
+    fn schema(operation: &str) -> Option<serde_json::Value> {
+        incus_operations::fetch(operation).map(|d| d.output_schema().clone())
+    }
+
+    #[test]
+    fn a_clustered_answer_turns_the_failing_last_step_into_a_pass_with_a_note() {
+        let scenario = unknown_alias();
+        let answer = json!({"error": {"kind": "native", "http_status": 500, "error_code": 500,
+            "message": "No fingerprint prefix specified for the image"}});
+        let mut run = transcript(&scenario, answer, &["/status is absent"]);
+        let note = accept_clustered(&scenario, &mut run, schema).expect("accepted");
+        assert!(run.passed());
+        assert!(
+            note.starts_with(
+                "scenario::instance_create_unknown_alias_fails: incus_instance_create: clustered"
+            ),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn another_answer_or_a_passing_step_is_left_alone() {
+        let scenario = unknown_alias();
+        let other = json!({"error": {"kind": "native", "http_status": 500, "error_code": 500,
+            "message": "Server isn't ready yet"}});
+        let mut run = transcript(&scenario, other, &["/status is absent"]);
+        assert_eq!(accept_clustered(&scenario, &mut run, schema), None);
+        assert!(!run.passed(), "the step still fails");
+        let mut passing = transcript(&scenario, json!({"status": "failed"}), &[]);
+        assert_eq!(accept_clustered(&scenario, &mut passing, schema), None);
+    }
 }
