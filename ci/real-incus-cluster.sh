@@ -23,6 +23,7 @@
 # restart of m3, cleanup and tear-down ~15 s. In .ci/run the release runner is already built by
 # ci/real-incus.sh; building the release test binary of real-incus comes on top (a few minutes at most).
 # The whole .ci/run took 1,403 s before this script; its limit is 90 min.
+#
 # Subcommands (default: all): `up` brings a cluster up and leaves it running (state in
 # $REAL_INCUS_CLUSTER_DIR, printed), `down` tears down the cluster described there, `all` does up, the
 # checks and down.

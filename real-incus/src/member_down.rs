@@ -294,10 +294,22 @@ impl Run<'_> {
             if !killed.success() {
                 return Err(format!("kill -KILL {} failed: {killed}", setup.victim_pid));
             }
-            Ok(operation_id)
+            // Right after the kill, before the cluster notices: the connection is refused.
+            let at_once = self
+                .call("incus_instance_get", json!({"name": ON_DEAD}))
+                .await;
+            Ok((operation_id, at_once))
         };
-        let (answer, operation_id) = tokio::join!(exec, kill);
-        let operation_id = operation_id?;
+        let (answer, killed) = tokio::join!(exec, kill);
+        let (operation_id, at_once) = killed?;
+        let verdict = is_member_down_error(&at_once.0);
+        self.record(
+            "incus_instance_get",
+            "right after the kill: instance on the dead member",
+            json!({"name": ON_DEAD}),
+            at_once,
+            verdict,
+        );
         let verdict = is_unobserved_exec(&answer.0);
         self.record(
             "incus_instance_exec",
