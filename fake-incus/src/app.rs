@@ -109,6 +109,8 @@ pub(crate) struct App {
     pub(crate) identity: Identity,
     pub(crate) settings: Settings,
     pub(crate) shutdown: CancellationToken,
+    /// The cluster this app simulates, set once at start (unset: a standalone daemon).
+    pub(crate) cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
 }
 
 impl App {
@@ -132,7 +134,13 @@ impl App {
             identity,
             settings,
             shutdown,
+            cluster: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The cluster, when the fake simulates one.
+    pub(crate) fn cluster(&self) -> Option<&Arc<crate::cluster::Cluster>> {
+        self.cluster.get()
     }
 
     /// The live state, locked, for a change (or a read that must see the live state). Never

@@ -12,6 +12,9 @@
 //! | `PUT /state` | a state in the dump format | `{}` (400 if invalid) |
 //! | `POST /reset` | | `{}`: state, operations, exec sessions and journal entries cleared; rules kept |
 //! | `POST /trust` | a PEM certificate | `{"fingerprint": "…"}` |
+//! | `GET /cluster/members` | | the cluster's members (`[]` when not clustered) |
+//! | `POST /cluster/members/{name}/down` | | `{}`: the member's daemon dies (see `FakeIncus::member_down`) |
+//! | `POST /cluster/members/{name}/up` | | `{}`: it comes back (see `FakeIncus::member_up`) |
 //!
 //! Errors are `{"error": "…"}` with a 4xx status.
 
@@ -52,7 +55,7 @@ pub(crate) fn serve(app: Arc<App>, path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn handle(app: &App, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(app: &Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or_default().to_string();
@@ -60,7 +63,17 @@ async fn handle(app: &App, req: Request<Incoming>) -> Response<Full<Bytes>> {
         Ok(collected) => collected.to_bytes(),
         Err(err) => return answer(StatusCode::BAD_REQUEST, json!({"error": err.to_string()})),
     };
-    match route(app, &method, &path, &query, &body) {
+    let reply = if path.starts_with("/cluster/") {
+        crate::cluster::control(app, method.as_str(), &path).map_err(|(status, message)| {
+            (
+                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+                message,
+            )
+        })
+    } else {
+        route(app, &method, &path, &query, &body)
+    };
+    match reply {
         Ok(value) => answer(StatusCode::OK, value),
         Err((status, message)) => answer(status, json!({"error": message})),
     }

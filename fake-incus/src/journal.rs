@@ -122,6 +122,9 @@ pub struct JournalEntry {
     pub control: Vec<ControlMessage>,
     /// What was answered.
     pub answer: Answer,
+    /// The cluster member whose listener took the request (`None`: not clustered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
 }
 
 impl JournalEntry {
@@ -148,6 +151,7 @@ impl JournalEntry {
             faults: Vec::new(),
             control: Vec::new(),
             answer: Answer::Pending,
+            member: None,
         }
     }
 

@@ -35,6 +35,7 @@
 
 mod api;
 mod app;
+mod cluster;
 mod control;
 mod envelope;
 mod exec;
@@ -46,6 +47,7 @@ mod server;
 mod state;
 mod tls;
 
+pub use cluster::{ClusterTimings, Member};
 pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};
 pub use journal::{
     Answer, ControlMessage, Expectation, ExpectationError, JournalEntry, JournalPage, Listener,
@@ -80,6 +82,9 @@ pub enum Error {
     /// A fault rule could never match or fire.
     #[error("rule: {0}")]
     Rule(#[from] RuleError),
+    /// The cluster's members are not valid, or a member named is not one of them.
+    #[error("cluster: {0}")]
+    Cluster(String),
 }
 
 impl Error {
@@ -109,9 +114,42 @@ pub struct FakeIncusBuilder {
     journal_limit: Option<usize>,
     header_read_timeout: Option<Duration>,
     idle_timeout: Option<Duration>,
+    cluster: Vec<String>,
+    cluster_timings: Option<ClusterTimings>,
 }
 
 impl FakeIncusBuilder {
+    /// Simulate a cluster of these members (in order; the first is the one
+    /// [`FakeIncus::unix_socket`] and [`FakeIncus::https_url`] reach). Each member gets its own
+    /// Unix socket (`<dir>/<member>/unix.socket` next to the first member's socket, which is
+    /// the configured one) and, with HTTPS, its own address on the same IP (the first on the
+    /// configured address, the others on free ports), all serving the one cluster
+    /// certificate. An empty list: a standalone daemon (the default).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let fake = fake_incus::FakeIncus::builder().cluster(["m1", "m2", "m3"]).start().await?;
+    /// let names: Vec<String> = fake.members().into_iter().map(|m| m.name).collect();
+    /// assert_eq!(names, ["m1", "m2", "m3"]);
+    /// assert_eq!(fake.member("m1").unwrap().unix_socket, fake.unix_socket());
+    /// # Ok(()) }
+    /// ```
+    pub fn cluster<I, S>(mut self, members: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.cluster = members.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How the cluster's answers change with time when a member goes down or comes back
+    /// (default: the real daemon's, [`ClusterTimings::default`]).
+    pub fn cluster_timings(mut self, timings: ClusterTimings) -> Self {
+        self.cluster_timings = Some(timings);
+        self
+    }
+
     /// Also listen on HTTPS with mutual TLS, on `127.0.0.1:0` (a free port). Default: off.
     pub fn https(mut self, enabled: bool) -> Self {
         self.https = enabled.then(|| SocketAddr::from(([127, 0, 0, 1], 0)));
@@ -250,14 +288,73 @@ impl FakeIncusBuilder {
                 .unwrap_or(defaults.header_read_timeout),
             idle_timeout: self.idle_timeout.unwrap_or(defaults.idle_timeout),
         };
+        let names = cluster_names(&self.cluster)?;
+        let mut state = state;
+        let mut bound = Vec::new();
+        for (index, name) in names.iter().enumerate().skip(1) {
+            let path = member_socket(&socket, name);
+            let addr = https_addr.map(|a| SocketAddr::new(a.ip(), 0));
+            let listeners = cluster::listeners::bind(&path, addr)
+                .map_err(Error::io(format!("binding member {name}")))?;
+            bound.push((index, path, listeners));
+        }
+        if !names.is_empty() {
+            cluster::place_seeded(&mut state, &names);
+        }
         let app = App::new(state, identity, settings);
         for rule in self.rules {
             app.faults.install(rule)?.forget();
         }
-        tokio::spawn(server::unix::run(Arc::clone(&app), unix));
-        if let Some(listener) = https {
-            let config = tls::server_config(&server_id)?;
-            tokio::spawn(server::https::run(Arc::clone(&app), listener, config));
+        if names.is_empty() {
+            tokio::spawn(server::unix::run(Arc::clone(&app), unix));
+            if let Some(listener) = https {
+                let config = tls::server_config(&server_id)?;
+                tokio::spawn(server::https::run(Arc::clone(&app), listener, config));
+            }
+        } else {
+            let tls = match https_addr {
+                Some(_) => Some(tls::server_config(&server_id)?),
+                None => None,
+            };
+            let mut first = Some(cluster::listeners::Bound { unix, tcp: https });
+            let mut infos = Vec::new();
+            let mut listeners = Vec::new();
+            for (index, name) in names.iter().enumerate() {
+                let (path, members_bound) = if index == 0 {
+                    (socket.clone(), first.take())
+                } else {
+                    let position = bound.iter().position(|(i, _, _)| *i == index);
+                    match position.map(|p| bound.swap_remove(p)) {
+                        Some((_, path, b)) => (path, Some(b)),
+                        None => continue,
+                    }
+                };
+                let Some(members_bound) = members_bound else {
+                    continue;
+                };
+                let https_address = match &members_bound.tcp {
+                    Some(l) => Some(
+                        l.local_addr()
+                            .map_err(Error::io("reading an HTTPS address"))?,
+                    ),
+                    None => None,
+                };
+                infos.push(cluster::MemberInfo {
+                    name: name.clone(),
+                    address: https_address
+                        .map_or_else(|| cluster::notional_address(index), |a| a.to_string()),
+                    unix_socket: path,
+                    https_address,
+                });
+                listeners.push(members_bound);
+            }
+            let timings = self.cluster_timings.unwrap_or_default();
+            let cluster = Arc::new(cluster::Cluster::new(infos, timings, tls, &app.shutdown));
+            let _ = app.cluster.set(Arc::clone(&cluster));
+            for (index, members_bound) in listeners.into_iter().enumerate() {
+                let until = cluster.life_token_at(index);
+                cluster::listeners::serve(&app, &cluster, index, members_bound, until);
+            }
         }
         tracing::info!(socket = %socket.display(), https = ?https_addr, "fake-incus ready");
         Ok(FakeIncus {
@@ -269,6 +366,36 @@ impl FakeIncusBuilder {
             client_id,
         })
     }
+}
+
+/// The member names, checked: unique, non-empty, usable in a path and a URL.
+fn cluster_names(names: &[String]) -> Result<Vec<String>, Error> {
+    let mut seen = std::collections::BTreeSet::new();
+    for name in names {
+        let usable = !name.is_empty()
+            && name != "."
+            && name != ".."
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !usable {
+            return Err(Error::Cluster(format!("invalid member name {name:?}")));
+        }
+        if !seen.insert(name.as_str()) {
+            return Err(Error::Cluster(format!("member {name:?} given twice")));
+        }
+    }
+    Ok(names.to_vec())
+}
+
+/// Where a member other than the first has its Unix socket: `<dir>/<member>/unix.socket`,
+/// next to the first member's.
+fn member_socket(first: &Path, member: &str) -> PathBuf {
+    first
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join(member)
+        .join("unix.socket")
 }
 
 /// Loads or generates the server and client identities.
@@ -423,6 +550,48 @@ impl FakeIncus {
     /// ```
     pub fn https_address(&self) -> Option<SocketAddr> {
         self.https_addr
+    }
+
+    /// The cluster's members, in the order given to [`FakeIncusBuilder::cluster`]; empty when
+    /// the fake is a standalone daemon.
+    pub fn members(&self) -> Vec<Member> {
+        self.app.cluster().map(|c| c.public()).unwrap_or_default()
+    }
+
+    /// The member called `name`, if the fake is a cluster with that member.
+    pub fn member(&self, name: &str) -> Option<Member> {
+        self.app
+            .cluster()
+            .and_then(|c| c.member(name))
+            .map(cluster::MemberInfo::public)
+    }
+
+    /// Kills the member's daemon: its sockets refuse connections, its open connections and
+    /// the exec streams of its instances end (EOF, no close frame), waits on its operations
+    /// through other members end with "unexpected EOF", and the cluster answers for what
+    /// lives on it as a real cluster does (see [`ClusterTimings`]). Killing a member that is
+    /// down again changes nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let fake = fake_incus::FakeIncus::builder().cluster(["m1", "m2"]).start().await?;
+    /// fake.member_down("m2")?;
+    /// let refused = tokio::net::UnixStream::connect(&fake.member("m2").unwrap().unix_socket).await;
+    /// assert!(refused.is_err());
+    /// assert!(fake.member_down("nope").is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn member_down(&self, name: &str) -> Result<(), Error> {
+        cluster::member_down(&self.app, name).map_err(Error::Cluster)
+    }
+
+    /// Starts the member's daemon again: its sockets accept connections at once; through the
+    /// other members it serves again (and shows `Online`) after
+    /// [`ClusterTimings::back_online_after`]. Its operations from before are gone (404); its
+    /// instances are kept, as a real member's containers outlive its daemon. Must be called
+    /// inside the fake's Tokio runtime.
+    pub fn member_up(&self, name: &str) -> Result<(), Error> {
+        cluster::member_up(&self.app, name).map_err(Error::Cluster)
     }
 
     /// The server certificate (PEM), for pinning.
@@ -803,5 +972,11 @@ impl Drop for FakeIncus {
     fn drop(&mut self) {
         self.app.shutdown.cancel();
         let _ = std::fs::remove_file(&self.socket);
+        for member in self.members().iter().skip(1) {
+            let _ = std::fs::remove_file(&member.unix_socket);
+            if let Some(dir) = member.unix_socket.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
     }
 }

@@ -43,7 +43,7 @@ impl Lifecycle {
     fn emit(&self, op: &Operation) {
         let event = serde_json::json!({
             "type": "operation", "timestamp": crate::state::clock::now(), "metadata": op.to_json(),
-            "location": "none", "project": op.spec.project,
+            "location": op.location.as_deref().unwrap_or("none"), "project": op.spec.project,
         });
         let _ = self.events.send((op.spec.project.clone(), event));
     }

@@ -1,7 +1,7 @@
 //! `fake-incus`: serve a fake Incus daemon.
 
 use clap::{Parser, Subcommand};
-use fake_incus::{FakeIncus, Rule};
+use fake_incus::{ClusterTimings, FakeIncus, Rule};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,9 +28,21 @@ struct Serve {
     /// Path of the Incus Unix socket (trusted, like /var/lib/incus/unix.socket).
     #[arg(long, value_name = "PATH")]
     unix: PathBuf,
-    /// Also serve HTTPS with mutual TLS at this address; port 0 picks a free port.
-    #[arg(long, value_name = "ADDR")]
+    /// Also serve HTTPS with mutual TLS at this address; port 0 picks a free port. Without
+    /// ADDR: 127.0.0.1:0. On a cluster, the first member's address (the others get free
+    /// ports on the same IP).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
     https: Option<SocketAddr>,
+    /// Simulate a cluster of these members (comma-separated, e.g. m1,m2,m3); --unix is the
+    /// first member's socket, the others' are DIR/NAME/unix.socket next to it. The ready line
+    /// then also has "members": {NAME: {"unix_socket", "https_address", "https_url",
+    /// "address"}}.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    cluster: Vec<String>,
+    /// The timings of a cluster member going down and coming back: `real` (the real daemon's)
+    /// or `fast` (tens of milliseconds, for tests).
+    #[arg(long, value_name = "real|fast", default_value = "real")]
+    cluster_timings: ClusterTimingsArg,
     /// Directory for server.crt/server.key/client.crt/client.key (reused if present).
     /// Default: a temporary directory removed at exit.
     #[arg(long, value_name = "DIR")]
@@ -56,6 +68,15 @@ struct Serve {
     /// How long exec waits for its websockets to connect, in milliseconds (Incus: 5000).
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     exec_connect_timeout_ms: u64,
+}
+
+/// `--cluster-timings`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ClusterTimingsArg {
+    /// The real daemon's timings.
+    Real,
+    /// Tens of milliseconds.
+    Fast,
 }
 
 #[tokio::main]
@@ -99,6 +120,14 @@ async fn serve(args: Serve) -> Result<(), String> {
     if let Some(addr) = args.https {
         builder = builder.https_address(addr);
     }
+    if !args.cluster.is_empty() {
+        builder = builder
+            .cluster(args.cluster.iter().cloned())
+            .cluster_timings(match args.cluster_timings {
+                ClusterTimingsArg::Real => ClusterTimings::default(),
+                ClusterTimingsArg::Fast => ClusterTimings::fast(),
+            });
+    }
     for path in &args.trust {
         builder = builder.trust_certificate(read(path)?);
     }
@@ -118,7 +147,7 @@ async fn serve(args: Serve) -> Result<(), String> {
     if let Some(path) = &args.control {
         fake.serve_control(path).map_err(|e| e.to_string())?;
     }
-    let ready = serde_json::json!({
+    let mut ready = serde_json::json!({
         "unix_socket": fake.unix_socket(),
         "https_address": fake.https_address().map(|a| a.to_string()),
         "https_url": fake.https_url(),
@@ -127,6 +156,21 @@ async fn serve(args: Serve) -> Result<(), String> {
         "client_key": tls_dir.join("client.key"),
         "control_socket": args.control,
     });
+    if !fake.members().is_empty() {
+        let members: serde_json::Map<String, serde_json::Value> = fake
+            .members()
+            .into_iter()
+            .map(|m| {
+                let entry = serde_json::json!({
+                    "unix_socket": m.unix_socket,
+                    "https_address": m.https_address.map(|a| a.to_string()),
+                    "https_url": m.https_url,
+                });
+                (m.name, entry)
+            })
+            .collect();
+        ready["members"] = serde_json::Value::Object(members);
+    }
     println!("{ready}");
     wait_for_signal().await?;
     drop(fake);

@@ -17,6 +17,8 @@ pub(crate) struct Peer {
     pub(crate) listener: Listener,
     /// SHA-256 of the client certificate (HTTPS only).
     pub(crate) fingerprint: Option<String>,
+    /// The cluster member whose listener took the request (`None`: not clustered).
+    pub(crate) member: Option<std::sync::Arc<str>>,
 }
 
 /// The context of one request.

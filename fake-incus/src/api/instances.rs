@@ -92,7 +92,11 @@ impl Fields for InstanceFields<'_> {
             "last_used_at" => return Some(Cow::Borrowed(&instance.last_used_at)),
             "status" => return text(instance.status.name()),
             "status_code" => return Some(Cow::Owned(instance.status.code().to_string())),
-            "location" => return text("none"),
+            "location" => {
+                return Some(Cow::Borrowed(
+                    instance.location.as_deref().unwrap_or("none"),
+                ))
+            }
             "ephemeral" => return text(if instance.ephemeral { "true" } else { "false" }),
             "stateful" => return text(if instance.stateful { "true" } else { "false" }),
             _ => {}
@@ -181,7 +185,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
         ));
     }
     let req: CreateBody = parse_body(body)?;
-    if ctx.param("target").is_some_and(|t| !t.is_empty()) {
+    if ctx.param("target").is_some_and(|t| !t.is_empty()) && ctx.app.cluster().is_none() {
         return Err(ApiError::bad_request("Target only allowed when clustered"));
     }
     let name = if req.name.is_empty() {
@@ -213,6 +217,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
     }
     let instance_url = crate::state::url(&format!("/1.0/instances/{name}"), &project);
     let spec = OpSpec::task(&project, "Creating instance", instance_url);
+    let location = crate::cluster::location();
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             if state.instance(&project, &name).is_some() {
                 return Err(ApiError::internal(
@@ -231,6 +236,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
                 return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
             }
             let mut instance = Instance::from_image(&name, &project, image.as_ref());
+            instance.location = location;
             if !req.kind.is_empty() {
                 instance.kind = req.kind;
             }
@@ -628,6 +634,7 @@ mod tests {
         let peer = Peer {
             listener: Listener::Unix,
             fingerprint: None,
+            member: None,
         };
         let Outcome::Respond(resp) = serve(app, req, peer).await else {
             panic!("no response")

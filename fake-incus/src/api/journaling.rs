@@ -23,6 +23,7 @@ pub(super) fn journal_entry(req: &Request<Bytes>, peer: &Peer, trusted: bool) ->
     entry.if_match = header(header::IF_MATCH);
     entry.content_type = header(header::CONTENT_TYPE);
     entry.websocket = is_upgrade(req);
+    entry.member = peer.member.as_deref().map(String::from);
     entry
 }
 

@@ -4,6 +4,7 @@
 //! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
 
 mod body;
+mod cluster;
 mod context;
 mod events;
 mod exec;
@@ -77,7 +78,11 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
         exec_faults: plan.exec,
         query,
     };
-    let response = route(&ctx, req).await.unwrap_or_else(Response::from);
+    let response = match app.cluster() {
+        Some(cluster) => cluster::serve(&ctx, cluster, req).await,
+        None => route(&ctx, req).await,
+    }
+    .unwrap_or_else(Response::from);
     plan.transport.after(&app.journal, seq, response).await
 }
 
@@ -129,6 +134,7 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         "profiles" => profiles::route(ctx, &method, &segs[2..]),
         "projects" => projects::route(ctx, &method, &segs[2..]),
         "storage-pools" => storage::route(ctx, &method, &segs[2..]),
+        "cluster" => cluster::route(ctx, &method, &segs[2..]),
         "operations" => operations::route(ctx, req, &segments[2..]).await,
         "events" if segs.len() == 2 => events::route(ctx, req),
         _ => Err(ApiError::not_found()),
@@ -181,6 +187,7 @@ mod tests {
         let peer = Peer {
             listener: Listener::Direct,
             fingerprint: None,
+            member: None,
         };
         let Outcome::Respond(resp) = serve(app, req, peer).await else {
             panic!("no response")

@@ -46,6 +46,15 @@ const AFTER_PROJECT: usize = 4;
 
 pub(super) fn route(ctx: &Ctx, method: &Method) -> ApiResult {
     only(method, Method::GET)?;
+    if let Some(cluster) = ctx.app.cluster().filter(|_| ctx.trusted) {
+        let member = match ctx.param("target").filter(|t| !t.is_empty()) {
+            Some(target) => cluster
+                .member(target)
+                .ok_or_else(|| ApiError::new(404, "Cluster member not found"))?,
+            None => super::cluster::this_member(ctx, cluster),
+        };
+        return super::cluster::server_view(ctx, member, trusted_object(ctx));
+    }
     if ctx.param("target").is_some_and(|t| !t.is_empty()) {
         return Err(ApiError::new(404, "Cluster member not found"));
     }
@@ -70,6 +79,25 @@ pub(super) fn route(ctx: &Ctx, method: &Method) -> ApiResult {
         ],
         Some(&parts.etag),
     ))
+}
+
+/// The trusted server object as a value (a cluster member patches its own view into it).
+fn trusted_object(ctx: &Ctx) -> Value {
+    let config = ctx.app.snapshot().state.server_config.clone();
+    let (user, method) = user(ctx);
+    let object = TrustedServer {
+        config: &config,
+        api_extensions: api_extensions(),
+        api_status: "stable",
+        api_version: "1.0",
+        auth: "trusted",
+        public: false,
+        auth_methods: ["tls"],
+        auth_user_name: user,
+        auth_user_method: method,
+        environment: environment(ctx, &ctx.project()),
+    };
+    serde_json::to_value(&object).unwrap_or_default()
 }
 
 fn user(ctx: &Ctx) -> (String, &'static str) {
@@ -252,10 +280,12 @@ mod tests {
         let unix = Peer {
             listener: Listener::Unix,
             fingerprint: None,
+            member: None,
         };
         let https = Peer {
             listener: Listener::Https,
             fingerprint: Some("cd".repeat(32)),
+            member: None,
         };
         for (peer, project) in [
             (unix.clone(), "default"),
@@ -271,6 +301,7 @@ mod tests {
             Peer {
                 listener: Listener::Https,
                 fingerprint: None,
+                member: None,
             },
             false,
             "default",

@@ -32,7 +32,7 @@ pub(crate) use interpreter::{incus_environment, ExecRequest};
 use runner::Runner;
 pub(crate) use task::Recording;
 
-type Ws = WebSocketStream<TokioIo<Upgraded>>;
+type Ws = WebSocketStream<crate::cluster::Severable<TokioIo<Upgraded>>>;
 const SIGKILL: i32 = 9;
 
 /// Recorded exec output files per instance: (project, instance) -> file name -> bytes.
@@ -175,6 +175,8 @@ impl Session {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(fd.clone());
         let tx = self.sockets.clone();
+        // On a cluster, the stream ends when the instance's member dies.
+        let life = crate::cluster::life();
         tokio::spawn(async move {
             let Ok(upgraded) = on_upgrade.await else {
                 return;
@@ -182,8 +184,8 @@ impl Session {
             if duplicate {
                 return;
             }
-            let ws =
-                WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+            let io = crate::cluster::Severable::new(TokioIo::new(upgraded), life);
+            let ws = WebSocketStream::from_raw_socket(io, Role::Server, None).await;
             let _ = tx.send((fd, ws, seq));
         });
     }

@@ -1,7 +1,7 @@
 //! The HTTPS listener with mutual TLS: client certificates are optional at the TLS level and
 //! decide trust per request by fingerprint. Faults that reset the connection send a TCP RST.
 
-use super::serve_connection;
+use super::serve_connection_until;
 use crate::api::Peer;
 use crate::app::App;
 use crate::journal::Listener;
@@ -14,29 +14,56 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Accepts connections until shutdown.
 pub(crate) async fn run(app: Arc<App>, listener: TcpListener, config: Arc<rustls::ServerConfig>) {
+    let until = app.shutdown.clone();
+    run_as(app, listener, config, None, until).await;
+}
+
+/// Accepts connections for a cluster `member` (`None`: not clustered) until `until` is
+/// cancelled; the connections end then too.
+pub(crate) async fn run_as(
+    app: Arc<App>,
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    member: Option<Arc<str>>,
+    until: CancellationToken,
+) {
     let acceptor = TlsAcceptor::from(config);
     let mut backoff = super::AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = app.shutdown.cancelled() => return,
+            () = until.cancelled() => return,
         };
         match accepted {
             Ok((stream, _)) => {
                 backoff.accepted();
-                tokio::spawn(handle(Arc::clone(&app), acceptor.clone(), stream));
+                let (member, until) = (member.clone(), until.clone());
+                tokio::spawn(handle(
+                    Arc::clone(&app),
+                    acceptor.clone(),
+                    stream,
+                    member,
+                    until,
+                ));
             }
             Err(err) => backoff.pause("https", &err, &app).await,
         }
     }
 }
 
-async fn handle(app: Arc<App>, acceptor: TlsAcceptor, stream: TcpStream) {
+async fn handle(
+    app: Arc<App>,
+    acceptor: TlsAcceptor,
+    stream: TcpStream,
+    member: Option<Arc<str>>,
+    until: CancellationToken,
+) {
     let _ = stream.set_nodelay(true);
     let reset = Arc::new(AtomicBool::new(false));
     let stream = Resettable {
@@ -60,8 +87,9 @@ async fn handle(app: Arc<App>, acceptor: TlsAcceptor, stream: TcpStream) {
     let peer = Peer {
         listener: Listener::Https,
         fingerprint,
+        member,
     };
-    serve_connection(app, tls, peer, reset).await;
+    serve_connection_until(app, tls, peer, reset, until).await;
 }
 
 /// A TCP stream that closes with RST (linger 0) when a fault asked for a reset.

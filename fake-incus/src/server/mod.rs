@@ -535,11 +535,16 @@ impl AcceptBackoff {
 
 /// Serves one connection until it ends or the app shuts down. `reset` is set when a fault asks
 /// for a reset, so the transport can end the connection abortively.
-pub(crate) async fn serve_connection<IO>(app: Arc<App>, io: IO, peer: Peer, reset: Arc<AtomicBool>)
-where
+/// `shutdown` is the app's (or a cluster member's life, which ends with its death).
+pub(crate) async fn serve_connection_until<IO>(
+    app: Arc<App>,
+    io: IO,
+    peer: Peer,
+    reset: Arc<AtomicBool>,
+    shutdown: tokio_util::sync::CancellationToken,
+) where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let shutdown = app.shutdown.clone();
     let limits = Limits {
         header: app.settings.header_read_timeout,
         idle: app.settings.idle_timeout,

@@ -1,6 +1,6 @@
 //! The Unix socket listener: every peer is trusted, as on a real host.
 
-use super::serve_connection;
+use super::serve_connection_until;
 use crate::api::Peer;
 use crate::app::App;
 use crate::journal::Listener;
@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use tokio::net::UnixListener;
+use tokio_util::sync::CancellationToken;
 
 /// Binds the socket (replacing a stale socket file).
 pub(crate) fn bind(path: &Path) -> std::io::Result<UnixListener> {
@@ -19,11 +20,23 @@ pub(crate) fn bind(path: &Path) -> std::io::Result<UnixListener> {
 
 /// Accepts connections until shutdown.
 pub(crate) async fn run(app: Arc<App>, listener: UnixListener) {
+    let until = app.shutdown.clone();
+    run_as(app, listener, None, until).await;
+}
+
+/// Accepts connections for a cluster `member` (`None`: not clustered) until `until` is
+/// cancelled; the connections end then too.
+pub(crate) async fn run_as(
+    app: Arc<App>,
+    listener: UnixListener,
+    member: Option<Arc<str>>,
+    until: CancellationToken,
+) {
     let mut backoff = super::AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = app.shutdown.cancelled() => return,
+            () = until.cancelled() => return,
         };
         match accepted {
             Ok((stream, _)) => {
@@ -31,13 +44,15 @@ pub(crate) async fn run(app: Arc<App>, listener: UnixListener) {
                 let peer = Peer {
                     listener: Listener::Unix,
                     fingerprint: None,
+                    member: member.clone(),
                 };
                 let app = Arc::clone(&app);
-                tokio::spawn(serve_connection(
+                tokio::spawn(serve_connection_until(
                     app,
                     stream,
                     peer,
                     Arc::new(AtomicBool::new(false)),
+                    until.clone(),
                 ));
             }
             Err(err) => backoff.pause("unix", &err, &app).await,

@@ -66,6 +66,9 @@ pub(crate) struct Instance {
     pub(crate) started_at: Option<String>,
     #[serde(default)]
     pub(crate) snapshots: Vec<Snapshot>,
+    /// The cluster member it lives on (`None`: not clustered, `"none"` in the API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) location: Option<String>,
 }
 
 /// A snapshot: a frozen copy of the instance's writable fields.
@@ -128,6 +131,7 @@ impl Instance {
             kind: image.map(|i| i.kind.clone()).unwrap_or_else(container),
             started_at: None,
             snapshots: Vec::new(),
+            location: None,
         }
     }
 
@@ -175,7 +179,8 @@ impl Instance {
             "expanded_config": self.expanded_config(state),
             "expanded_devices": self.expanded_devices(state), "name": self.name,
             "status": self.status.name(), "status_code": self.status.code(),
-            "last_used_at": self.last_used_at, "location": "none", "type": self.kind,
+            "last_used_at": self.last_used_at,
+            "location": self.location.as_deref().unwrap_or("none"), "type": self.kind,
             "project": self.project,
         })
     }

@@ -89,6 +89,8 @@ pub(crate) struct Operation {
     pub(crate) wait_started: Arc<Notify>,
     /// Notified when the operation is cancelled.
     pub(crate) cancelled: Arc<Notify>,
+    /// The cluster member it runs on (`None`: not clustered, `"none"` in the API).
+    pub(crate) location: Option<String>,
 }
 
 impl Operation {
@@ -107,6 +109,7 @@ impl Operation {
             watch,
             wait_started: Arc::new(Notify::new()),
             cancelled: Arc::new(Notify::new()),
+            location: crate::cluster::location(),
         }
     }
 
@@ -116,7 +119,8 @@ impl Operation {
             "created_at": self.created_at, "updated_at": self.updated_at,
             "status": self.status.name(), "status_code": self.status.code(),
             "resources": self.spec.resources, "metadata": self.metadata,
-            "may_cancel": self.spec.may_cancel, "err": self.err, "location": "none",
+            "may_cancel": self.spec.may_cancel, "err": self.err,
+            "location": self.location.as_deref().unwrap_or("none"),
         })
     }
 

@@ -7,10 +7,12 @@
 mod ignorable;
 
 mod cli;
+mod cluster;
 mod standalone;
 
 fn main() -> std::process::ExitCode {
     let args = libtest_mimic::Arguments::from_args();
-    let trials = standalone::trials();
+    let mut trials = standalone::trials();
+    trials.extend(cluster::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

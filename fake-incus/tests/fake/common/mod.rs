@@ -263,6 +263,11 @@ impl Https {
         }
     }
 
+    /// The same client for another address (a cluster member's).
+    pub(crate) fn at(self, addr: std::net::SocketAddr) -> Self {
+        Self { addr, ..self }
+    }
+
     pub(crate) async fn connect(&self) -> TlsStream<TcpStream> {
         let tcp = TcpStream::connect(self.addr).await.unwrap();
         let name = ServerName::try_from("127.0.0.1").unwrap();

@@ -1,0 +1,582 @@
+//! The fake cluster: its members, their daemons' lives (up, down, coming back), placement and
+//! the timings of a member going down, as a real Incus 6.0.4 cluster shows them.
+//!
+//! One [`crate::app::App`] holds the whole cluster's state (instances, operations, images), as
+//! the cluster's database does; each member has its own listeners, labelled with its name, so
+//! every request is served "through" a member. A member that is down has no listeners (its
+//! sockets refuse connections, as a killed `incusd`'s do) and what lives on it answers, through
+//! the other members, as the reference's member-down table says (see [`Routed`]).
+
+pub(crate) mod listeners;
+mod severable;
+
+pub(crate) use severable::Severable;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How a real cluster's answers change with time once a member's daemon died or came back.
+/// [`Default`] holds the real daemon's timings; [`ClusterTimings::fast`] those for tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterTimings {
+    /// How long a request that needs the dead member's event connection (exec, operations,
+    /// `?target=`) stalls before 500 "Missing event connection with target cluster member"
+    /// (real: 10 s).
+    pub event_link_stall: Duration,
+    /// From the death on, everything routed to the member answers 500 "Server isn't ready yet"
+    /// after this long (real: about 10.5 s).
+    pub not_ready_after: Duration,
+    /// The member shows `Offline` ("No heartbeat for ...") this long after it died
+    /// (`cluster.offline_threshold`, real: 20 s).
+    pub offline_threshold: Duration,
+    /// After it comes back, the member is `Online` and serves routed requests again after this
+    /// long (real: about 6 s); until then routed requests answer "Server isn't ready yet".
+    pub back_online_after: Duration,
+}
+
+impl Default for ClusterTimings {
+    fn default() -> Self {
+        Self {
+            event_link_stall: Duration::from_secs(10),
+            not_ready_after: Duration::from_millis(10_500),
+            offline_threshold: Duration::from_secs(20),
+            back_online_after: Duration::from_secs(6),
+        }
+    }
+}
+
+impl ClusterTimings {
+    /// The same sequence in tens of milliseconds, for tests.
+    ///
+    /// ```
+    /// let fast = fake_incus::ClusterTimings::fast();
+    /// assert!(fast.event_link_stall < fast.not_ready_after);
+    /// assert!(fast.not_ready_after < fast.offline_threshold);
+    /// ```
+    pub fn fast() -> Self {
+        Self {
+            event_link_stall: Duration::from_millis(40),
+            not_ready_after: Duration::from_millis(60),
+            offline_threshold: Duration::from_millis(120),
+            back_online_after: Duration::from_millis(40),
+        }
+    }
+}
+
+/// One member of a fake cluster, as a client reaches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Member {
+    /// The member's name (`server_name`).
+    pub name: String,
+    /// Its Unix socket (for `INCUS_SOCKET`).
+    pub unix_socket: PathBuf,
+    /// `https://ADDR` when HTTPS is on.
+    pub https_url: Option<String>,
+    /// Its HTTPS address when HTTPS is on.
+    pub https_address: Option<SocketAddr>,
+}
+
+/// A member as the cluster knows it.
+#[derive(Debug, Clone)]
+pub(crate) struct MemberInfo {
+    pub(crate) name: String,
+    /// `host:port`: the HTTPS address when HTTPS is on, else a loopback address of its own
+    /// (`127.0.0.1N:8443`, as in the reference cluster) that nothing listens on.
+    pub(crate) address: String,
+    pub(crate) unix_socket: PathBuf,
+    pub(crate) https_address: Option<SocketAddr>,
+}
+
+/// Where a member's daemon is in its life.
+#[derive(Debug, Clone, Copy)]
+enum Life {
+    Up,
+    Down {
+        since: Instant,
+        wall: SystemTime,
+    },
+    /// Came back at `since`; `offline` if it showed Offline then.
+    Returning {
+        since: Instant,
+        offline: bool,
+        down: Instant,
+        wall: SystemTime,
+    },
+}
+
+struct Runtime {
+    life: Life,
+    /// Cancelled when this life of the daemon ends (its listeners, connections and exec
+    /// streams go with it).
+    token: CancellationToken,
+    /// Duplicates of its listening sockets, shut down at its death so that connections are
+    /// refused from that moment (not only once the accept loops have noticed).
+    listening: Vec<socket2::Socket>,
+}
+
+/// How a request routed to a member is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Routed {
+    /// The member serves it.
+    Serve,
+    /// The member died less than `not_ready_after` ago: plain forwarded requests fail at once
+    /// with "connection refused"; those that need its event connection stall until `until`.
+    JustDied { until: Instant },
+    /// 500 "Server isn't ready yet" (`down`: its daemon is still dead, rather than coming
+    /// back).
+    NotReady { down: bool },
+}
+
+/// The members and their lives.
+pub(crate) struct Cluster {
+    pub(crate) members: Vec<MemberInfo>,
+    pub(crate) timings: ClusterTimings,
+    runtime: Mutex<Vec<Runtime>>,
+    /// The TLS configuration every member serves (one cluster certificate).
+    pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("members", &self.members)
+            .field("timings", &self.timings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    pub(crate) fn new(
+        members: Vec<MemberInfo>,
+        timings: ClusterTimings,
+        tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+        shutdown: &CancellationToken,
+    ) -> Self {
+        let runtime = members
+            .iter()
+            .map(|_| Runtime {
+                life: Life::Up,
+                token: shutdown.child_token(),
+                listening: Vec::new(),
+            })
+            .collect();
+        Self {
+            members,
+            timings,
+            runtime: Mutex::new(runtime),
+            tls,
+        }
+    }
+
+    fn runtime(&self) -> MutexGuard<'_, Vec<Runtime>> {
+        self.runtime
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn index(&self, name: &str) -> Option<usize> {
+        self.members.iter().position(|m| m.name == name)
+    }
+
+    pub(crate) fn member(&self, name: &str) -> Option<&MemberInfo> {
+        self.members.iter().find(|m| m.name == name)
+    }
+
+    /// Keeps duplicates of member `index`'s listening sockets (see [`Runtime::listening`]).
+    pub(crate) fn hold(&self, index: usize, sockets: Vec<socket2::Socket>) {
+        if let Some(member) = self.runtime().get_mut(index) {
+            member.listening = sockets;
+        }
+    }
+
+    /// The token of the current life of member `index`.
+    pub(crate) fn life_token_at(&self, index: usize) -> CancellationToken {
+        self.runtime()
+            .get(index)
+            .map(|r| r.token.clone())
+            .unwrap_or_default()
+    }
+
+    /// The token of the member's current life (cancelled when it dies).
+    pub(crate) fn life_token(&self, name: &str) -> Option<CancellationToken> {
+        let index = self.index(name)?;
+        Some(self.runtime()[index].token.clone())
+    }
+
+    /// Kills the member's daemon: its listeners close and its current life token is cancelled.
+    /// `false` when it was already down.
+    pub(crate) fn kill(&self, index: usize) -> bool {
+        let mut runtime = self.runtime();
+        let Some(member) = runtime.get_mut(index) else {
+            return false;
+        };
+        if matches!(member.life, Life::Down { .. }) {
+            return false;
+        }
+        for socket in member.listening.drain(..) {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+        member.token.cancel();
+        member.life = Life::Down {
+            since: Instant::now(),
+            wall: SystemTime::now(),
+        };
+        true
+    }
+
+    /// Marks the member's daemon as started again with a fresh life token, returned; `None`
+    /// when it was not down.
+    pub(crate) fn revive(
+        &self,
+        index: usize,
+        shutdown: &CancellationToken,
+    ) -> Option<CancellationToken> {
+        let offline_threshold = self.timings.offline_threshold;
+        let mut runtime = self.runtime();
+        let member = runtime.get_mut(index)?;
+        let Life::Down { since, wall } = member.life else {
+            return None;
+        };
+        member.token = shutdown.child_token();
+        member.life = Life::Returning {
+            since: Instant::now(),
+            offline: since.elapsed() >= offline_threshold,
+            down: since,
+            wall,
+        };
+        Some(member.token.clone())
+    }
+
+    /// How a request routed to `name` (from another member) is answered now. Unknown names
+    /// are served (the caller answers their 404).
+    pub(crate) fn routed(&self, name: &str) -> Routed {
+        let Some(index) = self.index(name) else {
+            return Routed::Serve;
+        };
+        let life = self.runtime()[index].life;
+        match life {
+            Life::Up => Routed::Serve,
+            Life::Down { since, .. } if since.elapsed() < self.timings.not_ready_after => {
+                Routed::JustDied {
+                    until: Instant::now() + self.timings.event_link_stall,
+                }
+            }
+            Life::Down { .. } => Routed::NotReady { down: true },
+            Life::Returning { since, .. } if since.elapsed() < self.timings.back_online_after => {
+                Routed::NotReady { down: false }
+            }
+            Life::Returning { .. } => {
+                self.runtime()[index].life = Life::Up;
+                Routed::Serve
+            }
+        }
+    }
+
+    /// `(status, message)` of the member in `/1.0/cluster/members`.
+    pub(crate) fn status(&self, name: &str) -> (&'static str, String) {
+        let online = ("Online", "Fully operational".to_string());
+        let Some(index) = self.index(name) else {
+            return online;
+        };
+        let life = self.runtime()[index].life;
+        let offline = |since: Instant, wall: SystemTime| {
+            (
+                "Offline",
+                format!(
+                    "No heartbeat for {} ({})",
+                    go_duration(since.elapsed()),
+                    go_time(wall)
+                ),
+            )
+        };
+        match life {
+            Life::Down { since, wall } if since.elapsed() >= self.timings.offline_threshold => {
+                offline(since, wall)
+            }
+            Life::Returning {
+                since,
+                offline: true,
+                down,
+                wall,
+            } if since.elapsed() < self.timings.back_online_after => offline(down, wall),
+            _ => online,
+        }
+    }
+
+    /// The online member with the fewest instances (`counts` by member name), first in
+    /// order on a tie; `None` when every member is down.
+    pub(crate) fn place(&self, count: impl Fn(&str) -> usize) -> Option<String> {
+        self.members
+            .iter()
+            .filter(|m| self.routed(&m.name) == Routed::Serve)
+            .min_by_key(|m| count(&m.name))
+            .map(|m| m.name.clone())
+    }
+
+    /// The public view of every member.
+    pub(crate) fn public(&self) -> Vec<Member> {
+        self.members.iter().map(MemberInfo::public).collect()
+    }
+}
+
+impl MemberInfo {
+    /// The member in the ready line and the control socket: `{"name", "unix_socket",
+    /// "https_address", "https_url", "address"}`.
+    pub(crate) fn ready_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name, "unix_socket": self.unix_socket,
+            "https_address": self.https_address.map(|a| a.to_string()),
+            "https_url": self.https_address.map(|a| format!("https://{a}")),
+            "address": self.address,
+        })
+    }
+
+    pub(crate) fn public(&self) -> Member {
+        Member {
+            name: self.name.clone(),
+            unix_socket: self.unix_socket.clone(),
+            https_url: self.https_address.map(|a| format!("https://{a}")),
+            https_address: self.https_address,
+        }
+    }
+
+    /// What a client of a forwarded request gets when this member's daemon is gone:
+    /// `Get "https://ADDR/PATH": Unable to connect to: ADDR ([dial tcp ADDR: connect:
+    /// connection refused])`.
+    pub(crate) fn refused(&self, method: &str, path_and_query: &str) -> String {
+        let mut verb = method.to_ascii_lowercase();
+        if let Some(first) = verb.get_mut(0..1) {
+            first.make_ascii_uppercase();
+        }
+        let addr = &self.address;
+        format!(
+            "{verb} \"https://{addr}{path_and_query}\": Unable to connect to: {addr} ([dial tcp {addr}: connect: connection refused])"
+        )
+    }
+}
+
+/// The address of member `index` when the fake has no HTTPS: `127.0.0.1N:8443`, as in the
+/// reference cluster (nothing listens there; it only names the member in answers).
+pub(crate) fn notional_address(index: usize) -> String {
+    let base = u32::from(std::net::Ipv4Addr::new(127, 0, 0, 11));
+    let offset = u32::try_from(index).unwrap_or(0).min(0x00ff_fff0);
+    format!("{}:8443", std::net::Ipv4Addr::from(base + offset))
+}
+
+/// Gives each seeded instance without a location one: the member with the fewest instances.
+pub(crate) fn place_seeded(state: &mut crate::state::State, members: &[String]) {
+    for index in 0..state.instances.len() {
+        if state.instances[index].location.is_some() {
+            continue;
+        }
+        let count = |member: &str| {
+            state
+                .instances
+                .iter()
+                .filter(|i| i.location.as_deref() == Some(member))
+                .count()
+        };
+        let Some(member) = members.iter().min_by_key(|m| count(m)).cloned() else {
+            return;
+        };
+        std::sync::Arc::make_mut(&mut state.instances[index]).location = Some(member);
+    }
+}
+
+/// `FakeIncus::member_down`: kills the member's daemon.
+pub(crate) fn member_down(app: &crate::app::App, name: &str) -> Result<(), String> {
+    let cluster = app.cluster().ok_or("the fake is not a cluster")?;
+    let index = cluster
+        .index(name)
+        .ok_or_else(|| format!("no member {name:?}"))?;
+    if cluster.kill(index) {
+        tracing::info!(member = name, "cluster member down");
+    }
+    Ok(())
+}
+
+/// `FakeIncus::member_up`: starts the member's daemon again.
+pub(crate) fn member_up(app: &std::sync::Arc<crate::app::App>, name: &str) -> Result<(), String> {
+    let cluster = app.cluster().ok_or("the fake is not a cluster")?;
+    let index = cluster
+        .index(name)
+        .ok_or_else(|| format!("no member {name:?}"))?;
+    let Some(until) = cluster.revive(index, &app.shutdown) else {
+        return Ok(());
+    };
+    // Its operations died with the daemon.
+    app.ops()
+        .list
+        .retain(|op| op.location.as_deref() != Some(name));
+    listeners::start(app, cluster, index, until)
+        .map_err(|e| format!("binding member {name}: {e}"))?;
+    tracing::info!(member = name, "cluster member up");
+    Ok(())
+}
+
+/// The control socket's `/cluster/...` endpoints: `(status, message)` on error.
+pub(crate) fn control(
+    app: &std::sync::Arc<crate::app::App>,
+    method: &str,
+    path: &str,
+) -> Result<serde_json::Value, (u16, String)> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let not_clustered = || (404, "the fake is not a cluster".to_string());
+    match (method, segs.as_slice()) {
+        ("GET", ["cluster", "members"]) => {
+            let members: Vec<serde_json::Value> = app
+                .cluster()
+                .map(|c| c.members.iter().map(|m| m.ready_json()).collect())
+                .unwrap_or_default();
+            Ok(serde_json::Value::Array(members))
+        }
+        ("POST", ["cluster", "members", name, action @ ("down" | "up")]) => {
+            let cluster = app.cluster().ok_or_else(not_clustered)?;
+            if cluster.index(name).is_none() {
+                return Err((404, format!("no member {name:?}")));
+            }
+            let result = if *action == "down" {
+                member_down(app, name)
+            } else {
+                member_up(app, name)
+            };
+            result.map(|()| serde_json::json!({})).map_err(|e| (500, e))
+        }
+        (_, ["cluster", "members", _, "down" | "up"] | ["cluster", "members"]) => {
+            Err((405, format!("{method} is not supported on {path}")))
+        }
+        _ => Err((404, format!("no such control endpoint: {path}"))),
+    }
+}
+
+/// A duration as Go's `time.Duration.String` writes it (`20.07s`, `1m0.627061261s`).
+pub(crate) fn go_duration(duration: Duration) -> String {
+    let nanos = duration.as_nanos();
+    if nanos == 0 {
+        return "0s".into();
+    }
+    if nanos < 1_000_000_000 {
+        let (unit, scale) = match nanos {
+            n if n < 1_000 => return format!("{n}ns"),
+            n if n < 1_000_000 => ("µs", 1_000u128),
+            _ => ("ms", 1_000_000u128),
+        };
+        return format!("{}{unit}", fraction(nanos, scale));
+    }
+    let hours = nanos / 3_600_000_000_000;
+    let minutes = nanos / 60_000_000_000 % 60;
+    let seconds = fraction(nanos % 60_000_000_000, 1_000_000_000);
+    match (hours, minutes) {
+        (0, 0) => format!("{seconds}s"),
+        (0, m) => format!("{m}m{seconds}s"),
+        (h, m) => format!("{h}h{m}m{seconds}s"),
+    }
+}
+
+/// `value / scale` with its decimals, trailing zeros dropped.
+fn fraction(value: u128, scale: u128) -> String {
+    let whole = value / scale;
+    let rest = value % scale;
+    if rest == 0 {
+        return whole.to_string();
+    }
+    let width = scale.ilog10() as usize;
+    let decimals = format!("{rest:0width$}");
+    format!("{whole}.{}", decimals.trim_end_matches('0'))
+}
+
+/// A time as Go's `time.Time.String` writes a UTC time (`2026-12-01 08:52:40.312695806 +0000
+/// UTC`).
+pub(crate) fn go_time(at: SystemTime) -> String {
+    let at = time::OffsetDateTime::from(at);
+    let nanos = at.nanosecond();
+    let fraction = if nanos == 0 {
+        String::new()
+    } else {
+        format!(".{nanos:09}").trim_end_matches('0').to_string()
+    };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}{fraction} +0000 UTC",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second()
+    )
+}
+
+/// What the request being served belongs to on a cluster.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scope {
+    /// The member its effects belong to: the member of the instance or operation it concerns,
+    /// the placement of an instance it creates, else the member it came through.
+    pub(crate) location: Option<String>,
+    /// The life of that member's daemon (what it starts there ends with it).
+    pub(crate) life: Option<CancellationToken>,
+}
+
+tokio::task_local! {
+    static SCOPE: Scope;
+}
+
+/// Runs `fut` (the serving of one request) in `scope`.
+pub(crate) async fn with_scope<F: std::future::Future>(scope: Scope, fut: F) -> F::Output {
+    SCOPE.scope(scope, fut).await
+}
+
+/// The location of what the running request creates (operations, instances); `None` when not
+/// clustered.
+pub(crate) fn location() -> Option<String> {
+    SCOPE.try_with(|s| s.location.clone()).ok().flatten()
+}
+
+/// The life of the member the running request's effects belong to; `None` when not clustered.
+pub(crate) fn life() -> Option<CancellationToken> {
+    SCOPE.try_with(|s| s.life.clone()).ok().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_written_as_go_writes_them() {
+        assert_eq!(go_duration(Duration::from_millis(20_070)), "20.07s");
+        assert_eq!(
+            go_duration(Duration::from_nanos(60_627_061_261)),
+            "1m0.627061261s"
+        );
+        assert_eq!(go_duration(Duration::from_secs(20)), "20s");
+        assert_eq!(go_duration(Duration::from_millis(120)), "120ms");
+        assert_eq!(go_duration(Duration::from_micros(1500)), "1.5ms");
+        assert_eq!(go_duration(Duration::from_secs(3_725)), "1h2m5s");
+    }
+
+    #[test]
+    fn times_are_written_as_go_writes_a_utc_time() {
+        let at = SystemTime::UNIX_EPOCH + Duration::new(1_796_115_160, 312_695_806);
+        assert_eq!(go_time(at), "2026-12-01 08:52:40.312695806 +0000 UTC");
+        let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_115_160);
+        assert_eq!(go_time(whole), "2026-12-01 08:52:40 +0000 UTC");
+    }
+
+    #[test]
+    fn the_refused_text_names_the_members_address() {
+        let member = MemberInfo {
+            name: "m3".into(),
+            address: "127.0.0.13:8443".into(),
+            unix_socket: PathBuf::new(),
+            https_address: None,
+        };
+        assert_eq!(
+            member.refused("GET", "/1.0/instances/cl-m3"),
+            "Get \"https://127.0.0.13:8443/1.0/instances/cl-m3\": Unable to connect to: 127.0.0.13:8443 ([dial tcp 127.0.0.13:8443: connect: connection refused])"
+        );
+    }
+}
