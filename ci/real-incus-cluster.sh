@@ -10,7 +10,8 @@
 #     GET /1.0?target=mN through m1 answers 200 for every member (ONLINE is not enough);
 #   - imports a busybox test image (alias busybox), as ci/real-incus.sh does, and trusts a client
 #     certificate made for the run;
-#   - runs the acceptance runner through m1's Unix socket and through m2 over HTTPS with the pinned
+#   - runs the acceptance runner through m1's Unix socket (with --compare-fake: also on a fake cluster of
+#     the same members) and through m2 over HTTPS with the pinned
 #     cluster certificate ($INCUS_DIR/cluster.crt), then the cluster tests of the runner (ignored
 #     elsewhere), the last of which kills m3's daemon and checks the member-down answers;
 #   - tears everything down in an EXIT trap: instances deleted through the API first, each incusd stopped
@@ -258,8 +259,8 @@ run_checks() {
   mkdir -p "$REPORT_DIR"
   log "building the runner"
   cargo build --profile "$PROFILE" -p real-incus
-  log "acceptance through m1's Unix socket (report in $REPORT_DIR/unix)"
-  cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$sock1" \
+  log "acceptance through m1's Unix socket, compared with a fake cluster (report in $REPORT_DIR/unix)"
+  cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$sock1" --compare-fake \
     --report-dir "$REPORT_DIR/unix" || status=1
   log "acceptance through m2 over HTTPS, cluster certificate pinned (report in $REPORT_DIR/https)"
   cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --url "https://$(addr_of m2)" \

@@ -112,11 +112,6 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        if cli.compare_fake {
-            report.errors.push(COMPARE_FAKE_CLUSTER.to_owned());
-            report.duration_ms = elapsed_ms(started);
-            return report;
-        }
     }
     let cluster = report.cluster.clone();
     let catalogue = targets::catalogue();
@@ -138,7 +133,7 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         let mut divergences = Vec::new();
         let mut errors = Vec::new();
         if cli.compare_fake {
-            match compare::against_fake(cli, &checks).await {
+            match compare::against_fake(cli, &checks, cluster.as_ref(), &sandbox).await {
                 Ok(rows) => divergences = rows,
                 Err(e) => errors.push(format!("differential run of the plan: {e}")),
             }
@@ -148,7 +143,7 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
             targets: &targets,
             sandbox: &sandbox,
             source: &source,
-            clustered: cluster.is_some(),
+            cluster: cluster.as_ref(),
         };
         let scenarios = portable::run_all(cli, real, cli.compare_fake).await;
         checks.extend(scenarios.checks);
@@ -192,11 +187,6 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
     report.duration_ms = elapsed_ms(started);
     report
 }
-
-/// Why `--compare-fake` refuses a cluster.
-const COMPARE_FAKE_CLUSTER: &str = "--compare-fake compares with a standalone fake Incus, and the \
-target is a cluster (server_clustered): a fake cluster to compare with is not available in this \
-build; run the cluster without --compare-fake";
 
 /// Name of the instance the exec, operation and snapshot checks run on in a cluster.
 const WORKLOAD: &str = "c2";

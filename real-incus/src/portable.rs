@@ -8,13 +8,14 @@ use incus_conformance::scenario::fake::{HostFactory, HostTargets};
 use incus_conformance::scenario::format::{FakeSetup, Scenario};
 use incus_conformance::scenario::load::{self, ScenarioFile};
 use incus_conformance::scenario::run::{self, StepOutcome, Transcript};
-use incus_conformance::scenario::target::{Target, TargetFactory};
+use incus_conformance::scenario::target::{HostTarget, Target, TargetFactory};
 use incus_conformance::ReferenceHost;
 
 use crate::admin::Admin;
 use crate::cleanup;
 use crate::cli::Cli;
-use crate::cluster;
+use crate::cluster::{self, ClusterInfo};
+use crate::compare;
 use crate::plan::Sandbox;
 use crate::recorder::judged;
 use crate::report::{Check, Outcome, ScenarioRow};
@@ -41,8 +42,9 @@ pub(crate) struct RealSide<'a> {
     pub(crate) targets: &'a Targets,
     pub(crate) sandbox: &'a Sandbox,
     pub(crate) source: &'a ImageSource,
-    /// The target is a cluster: its documented answers that differ by design are accepted.
-    pub(crate) clustered: bool,
+    /// The cluster, when the target is one: its documented answers that differ by design are
+    /// accepted, and the differential run compares with a fake cluster of the same members.
+    pub(crate) cluster: Option<&'a ClusterInfo>,
 }
 
 /// The scenario files: `--scenarios DIR`, else the ones built into the harness.
@@ -94,7 +96,7 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
             continue;
         }
         let mut on_real = run::run(scenario, &real.targets.standard).await;
-        if real.clustered {
+        if real.cluster.is_some() {
             let target = &real.targets.standard;
             let schema = |operation: &str| target.output_schema(operation);
             if let Some(note) = accept_clustered(scenario, &mut on_real, schema) {
@@ -124,7 +126,7 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
                 .map(|step| step_check(&scenario.name, step)),
         );
         if compare {
-            match on_fake(&fake, scenario).await {
+            match on_fake(&fake, scenario, real.cluster, cli.timeout).await {
                 Ok(fake_steps) => run.divergences.extend(diverging_steps(
                     &scenario.name,
                     &on_real.steps,
@@ -216,10 +218,20 @@ fn fake_targets(cli: &Cli) -> HostTargets<ReferenceHost> {
     }))
 }
 
+/// The scenario on a fresh fake: the engine's fake backend, or for a cluster a fresh fake cluster
+/// with the same members, called through the member with the real target's name.
 async fn on_fake(
     fake: &HostTargets<ReferenceHost>,
     scenario: &Scenario,
+    cluster: Option<&ClusterInfo>,
+    timeout: u64,
 ) -> Result<Vec<StepOutcome>, String> {
+    if let Some(cluster) = cluster {
+        let (_fake, socket) = compare::start_fake(Some(cluster)).await?;
+        let connection = targets::connection(targets::unix(&socket), timeout, None)?;
+        let target = HostTarget::new(ReferenceHost::new(connection), ());
+        return Ok(run::run(scenario, &target).await.steps);
+    }
     let target: Box<dyn Target> = fake.start(&FakeSetup::default()).await?;
     Ok(run::run(scenario, target.as_ref()).await.steps)
 }
