@@ -18,12 +18,12 @@
 #     by its PID, leftover "[lxc monitor] <INCUS_DIR>/containers NAME" processes killed by PID, mounts
 #     under the INCUS_DIRs unmounted, the directories removed.
 #
-# Cost: measured at 163 s for the whole script (`time bash ci/real-incus-cluster.sh`, binaries already
-# built, on a 2-core machine shared with other builds): bring-up 6 s, acceptance through m1's socket ~40 s,
-# through m2's HTTPS ~65 s, member-down checks 18 s (of which ~10 s waiting for m3 to show Offline),
-# restart of m3, cleanup and tear-down ~15 s. In .ci/run the release runner is already built by
-# ci/real-incus.sh; building the release test binary of real-incus comes on top (a few minutes at most).
-# The whole .ci/run took 1,403 s before this script; its limit is 90 min.
+# Cost: measured at 179 s for the whole script (`time bash ci/real-incus-cluster.sh`, binaries already
+# built, on a 2-core machine shared with other builds): bring-up 8 s, acceptance through m1's socket with
+# --compare-fake ~80 s, through m2's HTTPS ~55 s, member-down checks 19 s (of which ~10 s waiting for m3
+# to show Offline), restart of m3, cleanup and tear-down ~15 s. In .ci/run the release runner is already
+# built by ci/real-incus.sh; building the release test binary of real-incus comes on top (a few minutes
+# at most), so the whole .ci/run (1,403 s before this script) stays near 30 min, its limit being 90 min.
 #
 # Subcommands (default: all): `up` brings a cluster up and leaves it running (state in
 # $REAL_INCUS_CLUSTER_DIR, printed), `down` tears down the cluster described there, `all` does up, the
@@ -266,7 +266,7 @@ run_checks() {
   cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --url "https://$(addr_of m2)" \
     --client-cert "$ROOT/client.crt" --client-key "$ROOT/client.key" --server-cert "$ROOT/cluster.crt" \
     --report-dir "$REPORT_DIR/https" || status=1
-  log "the cluster tests of the runner (ignored elsewhere; the last kills m3's daemon)"
+  log "the member-down run of the runner's tests (ignored elsewhere; it kills m3's daemon)"
   REAL_INCUS_CLUSTER_SOCKET="$sock1" REAL_INCUS_CLUSTER_VICTIM=m3 \
     REAL_INCUS_CLUSTER_VICTIM_PID="$(cat "$(dir_of m3)/incusd.pid")" \
     timeout -k 10 600 cargo test --profile "$PROFILE" -q -p real-incus --test runner -- --ignored cluster:: \
