@@ -127,8 +127,8 @@ if [ "${REAL_INCUS_SKIP_COMPARE:-0}" != 1 ]; then
   cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" --compare-fake \
     --report-dir "$REPORT_DIR/compare-fake" || status=1
 fi
-log "the tests that need a real daemon (ignored elsewhere)"
-INCUS_SOCKET="$SOCKET" cargo test -q -p real-incus --test runner -- --ignored || status=1
+log "the tests that need a real daemon (ignored elsewhere; the cluster ones run in ci/real-incus-cluster.sh)"
+INCUS_SOCKET="$SOCKET" cargo test -q -p real-incus --test runner -- --ignored --skip cluster:: || status=1
 log "raw differential probe: the same requests on the real daemon and on the fake"
 INCUS_SOCKET="$SOCKET" cargo test -q -p fake-incus --test differential_real -- --nocapture || status=1
 if [ -f "$REPORT_DIR/real-incus-acceptance.md" ]; then

@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::admin::Admin;
 use crate::cleanup::{self, CleanupOutcome};
 use crate::cli::{Cli, OPT_IN_REFUSAL};
+use crate::cluster::{self, ClusterInfo};
 use crate::compare;
 use crate::endpoint::Endpoint;
 use crate::plan;
@@ -83,15 +84,36 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         report.endpoint
     );
     match admin.server().await {
-        Ok(server) => report.server = Some(server_info(&server)),
+        Ok(server) => {
+            report.server = Some(server_info(&server));
+            match discover_cluster(admin, &server).await {
+                Ok(found) => report.cluster = found,
+                Err(e) => report.errors.push(e),
+            }
+        }
         Err(e) => {
             report
                 .errors
                 .push(format!("discovery (GET /1.0) failed: {e}"));
-            report.duration_ms = elapsed_ms(started);
-            return report;
         }
     }
+    if !report.errors.is_empty() {
+        report.duration_ms = elapsed_ms(started);
+        return report;
+    }
+    if let Some(cluster) = &report.cluster {
+        eprintln!(
+            "cluster: through member {} of {}",
+            cluster.member,
+            cluster
+                .members
+                .iter()
+                .map(|m| format!("{} ({})", m.name, m.status))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let cluster = report.cluster.clone();
     let catalogue = targets::catalogue();
     let sink: CheckSink = CheckSink::default();
     let work = async {
@@ -100,15 +122,18 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         let remote = cli.image_remote.as_ref().zip(cli.remote_alias.as_ref());
         let remote = remote.map(|((name, _), alias)| (name.clone(), alias.clone()));
         eprintln!("setup: project, root disk on pool {}, test image", cli.pool);
-        let sandbox = sandbox::prepare(admin, &project, &cli.pool, &source, remote)
+        let mut sandbox = sandbox::prepare(admin, &project, &cli.pool, &source, remote)
             .await
             .map_err(|e| format!("setup: {e}"))?;
         eprintln!("setup done: image {}", sandbox.fingerprint);
+        if let Some(cluster) = &cluster {
+            place_workload(admin, cluster, &mut sandbox).await?;
+        }
         let mut checks = plan::run_plan(&targets, &sandbox, "", Some(sink.clone())).await;
         let mut divergences = Vec::new();
         let mut errors = Vec::new();
         if cli.compare_fake {
-            match compare::against_fake(cli, &checks).await {
+            match compare::against_fake(cli, &checks, cluster.as_ref(), &sandbox).await {
                 Ok(rows) => divergences = rows,
                 Err(e) => errors.push(format!("differential run of the plan: {e}")),
             }
@@ -118,19 +143,27 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
             targets: &targets,
             sandbox: &sandbox,
             source: &source,
+            cluster: cluster.as_ref(),
         };
         let scenarios = portable::run_all(cli, real, cli.compare_fake).await;
         checks.extend(scenarios.checks);
         divergences.extend(scenarios.divergences);
-        Ok::<_, String>((checks, scenarios.rows, divergences, errors))
+        Ok::<_, String>((
+            checks,
+            scenarios.rows,
+            divergences,
+            errors,
+            scenarios.clustered_answers,
+        ))
     };
     tokio::select! {
         result = work => match result {
-            Ok((checks, scenarios, divergences, errors)) => {
+            Ok((checks, scenarios, divergences, errors, clustered_answers)) => {
                 report.checks = checks;
                 report.scenarios = scenarios;
                 report.divergences = divergences;
                 report.errors.extend(errors);
+                report.clustered_answers = clustered_answers;
             }
             Err(e) => report.errors.push(e),
         },
@@ -142,6 +175,9 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
     }
     eprintln!("cleanup: removing project {project} and all it holds");
     report.cleanup = cleanup::remove_projects(admin, std::slice::from_ref(&project)).await;
+    if report.cluster.is_some() {
+        report.placements = cluster::placements(&report.checks);
+    }
     report.summarize(
         &catalogue
             .iter()
@@ -150,6 +186,47 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
     );
     report.duration_ms = elapsed_ms(started);
     report
+}
+
+/// Name of the instance the exec, operation and snapshot checks run on in a cluster.
+const WORKLOAD: &str = "c2";
+
+/// Reads the members when `GET /1.0` says the server is clustered.
+async fn discover_cluster(admin: &Admin, server: &Value) -> Result<Option<ClusterInfo>, String> {
+    if server["environment"]["server_clustered"] != Value::Bool(true) {
+        return Ok(None);
+    }
+    let members = admin
+        .get("/1.0/cluster/members?recursion=1")
+        .await
+        .map_err(|e| format!("discovery (GET /1.0/cluster/members) failed: {e}"))?;
+    Ok(ClusterInfo::from_answers(server, &members.metadata))
+}
+
+/// Clustered: creates and starts the workload on another online member than the one the runner
+/// talks to (the admin set-up may target a member; the operations under test never do).
+async fn place_workload(
+    admin: &Admin,
+    cluster: &ClusterInfo,
+    sandbox: &mut crate::plan::Sandbox,
+) -> Result<(), String> {
+    let member = cluster.other_member().ok_or_else(|| {
+        format!(
+            "setup: the cluster has no online member other than {} for the workload",
+            cluster.member
+        )
+    })?;
+    eprintln!(
+        "setup: instance {WORKLOAD} on member {member} (the checks go through {})",
+        cluster.member
+    );
+    admin
+        .launch_on(&sandbox.project, WORKLOAD, &sandbox.alias, member)
+        .await
+        .map_err(|e| format!("setup: instance {WORKLOAD} on member {member}: {e}"))?;
+    sandbox.workload = WORKLOAD.to_owned();
+    sandbox.workload_member = Some(member.to_owned());
+    Ok(())
 }
 
 async fn cleanup_only(admin: &Admin) -> ExitCode {

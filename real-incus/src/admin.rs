@@ -256,6 +256,39 @@ impl Admin {
         let _ = self.get(&path).await;
     }
 
+    /// Creates an instance from an image alias of the project on one cluster member (`?target=`)
+    /// and starts it; both operations must succeed.
+    pub(crate) async fn launch_on(
+        &self,
+        project: &str,
+        name: &str,
+        alias: &str,
+        member: &str,
+    ) -> Result<(), AdminError> {
+        let path = format!(
+            "/1.0/instances?project={}&target={}",
+            enc(project),
+            enc(member)
+        );
+        let body =
+            json!({"name": name, "type": "container", "source": {"type": "image", "alias": alias}});
+        let created = self.send(Method::POST, &path, Some(body)).await?;
+        succeeded(&format!("POST {path}"), &created.metadata)?;
+        let path = format!(
+            "/1.0/instances/{}/state?project={}",
+            enc(name),
+            enc(project)
+        );
+        let started = self
+            .send(
+                Method::PUT,
+                &path,
+                Some(json!({"action": "start", "timeout": 30})),
+            )
+            .await?;
+        succeeded(&format!("PUT {path}"), &started.metadata)
+    }
+
     /// Stops an instance at once (force).
     pub(crate) async fn force_stop(&self, project: &str, name: &str) -> Result<(), AdminError> {
         let path = format!(
@@ -412,6 +445,21 @@ impl Admin {
             }
         }
     }
+}
+
+/// An operation that ended in anything but success is an error of `call`.
+fn succeeded(call: &str, operation: &Value) -> Result<(), AdminError> {
+    if operation["status"] == "Success" {
+        return Ok(());
+    }
+    Err(AdminError::Native {
+        call: call.to_owned(),
+        status: u16::try_from(operation["status_code"].as_u64().unwrap_or(500)).unwrap_or(500),
+        message: operation["err"]
+            .as_str()
+            .unwrap_or("the operation did not succeed")
+            .to_owned(),
+    })
 }
 
 async fn http1<S>(

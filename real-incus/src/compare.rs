@@ -1,9 +1,11 @@
 //! Differential mode: the same plan on an in-process fake Incus, compared by shape with what the real
 //! daemon answered.
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use crate::admin::Admin;
 use crate::cli::Cli;
+use crate::cluster::ClusterInfo;
 use crate::endpoint::Endpoint;
 use crate::plan::{self, Sandbox};
 use crate::report::{Check, Outcome, ScenarioRow};
@@ -22,37 +24,87 @@ struct Fake {
     _fake: fake_incus::FakeIncus,
 }
 
+/// A fresh fake Incus with its default state: standalone, or, when the real target is a cluster, a
+/// fake cluster with the same member names; returns it and the Unix socket of the member that has
+/// the real target's name (the standalone fake's own socket otherwise).
+pub(crate) async fn start_fake(
+    cluster: Option<&ClusterInfo>,
+) -> Result<(fake_incus::FakeIncus, PathBuf), String> {
+    let mut builder = fake_incus::FakeIncus::builder();
+    if let Some(cluster) = cluster {
+        builder = builder.cluster(cluster.members.iter().map(|m| m.name.clone()));
+    }
+    let fake = builder
+        .start()
+        .await
+        .map_err(|e| format!("starting the fake Incus: {e}"))?;
+    let socket = match cluster {
+        Some(cluster) => fake
+            .member(&cluster.member)
+            .ok_or_else(|| format!("the fake cluster has no member {}", cluster.member))?
+            .unix_socket
+            .clone(),
+        None => fake.unix_socket().to_owned(),
+    };
+    Ok((fake, socket))
+}
+
 impl Fake {
-    /// Starts a fake with its default state.
-    async fn start(cli: &Cli) -> Result<Fake, String> {
-        let fake = fake_incus::FakeIncus::builder()
-            .start()
-            .await
-            .map_err(|e| format!("starting the fake Incus: {e}"))?;
-        let endpoint = Endpoint::Unix(fake.unix_socket().to_owned());
+    /// Starts a fake with its default state (a fake cluster for a real cluster, its workload placed
+    /// on the same member as on the real one).
+    async fn start(
+        cli: &Cli,
+        cluster: Option<&ClusterInfo>,
+        real: &Sandbox,
+    ) -> Result<Fake, String> {
+        let (fake, socket) = start_fake(cluster).await?;
+        let endpoint = Endpoint::Unix(socket);
         let admin = Admin::new(endpoint.clone()).map_err(|e| e.to_string())?;
         let fingerprint = admin
             .alias_target(FAKE_PROJECT, FAKE_ALIAS)
             .await
             .map_err(|e| format!("the fake's default image alias {FAKE_ALIAS:?}: {e}"))?;
+        let mut sandbox = Sandbox {
+            project: FAKE_PROJECT.to_owned(),
+            pool: FAKE_POOL.to_owned(),
+            alias: FAKE_ALIAS.to_owned(),
+            fingerprint,
+            remote: None,
+            workload: plan::C1.to_owned(),
+            workload_member: None,
+        };
+        if let (Some(_), Some(member)) = (cluster, &real.workload_member) {
+            admin
+                .launch_on(FAKE_PROJECT, &real.workload, FAKE_ALIAS, member)
+                .await
+                .map_err(|e| format!("the fake cluster's workload on {member}: {e}"))?;
+            sandbox.workload = real.workload.clone();
+            sandbox.workload_member = Some(member.clone());
+        }
         Ok(Fake {
             targets: Targets::new(&endpoint, FAKE_PROJECT, cli)?,
-            sandbox: Sandbox {
-                project: FAKE_PROJECT.to_owned(),
-                pool: FAKE_POOL.to_owned(),
-                alias: FAKE_ALIAS.to_owned(),
-                fingerprint,
-                remote: None,
-            },
+            sandbox,
             _fake: fake,
         })
     }
 }
 
-/// Runs the plan on a fresh fake Incus and returns one row per check whose result differs in shape.
-pub(crate) async fn against_fake(cli: &Cli, real: &[Check]) -> Result<Vec<ScenarioRow>, String> {
-    eprintln!("differential: the acceptance plan on an in-process fake Incus");
-    let fake = Fake::start(cli).await?;
+/// Runs the plan on a fresh fake Incus (a fake cluster with the same members when `cluster` is
+/// given, the workload on the same member as `real_sandbox`'s) and returns one row per check whose
+/// result differs in shape.
+pub(crate) async fn against_fake(
+    cli: &Cli,
+    real: &[Check],
+    cluster: Option<&ClusterInfo>,
+    real_sandbox: &Sandbox,
+) -> Result<Vec<ScenarioRow>, String> {
+    let kind = if cluster.is_some() {
+        "a fake Incus cluster with the same members"
+    } else {
+        "an in-process fake Incus"
+    };
+    eprintln!("differential: the acceptance plan on {kind}");
+    let fake = Fake::start(cli, cluster, real_sandbox).await?;
     let on_fake = plan::run_plan(&fake.targets, &fake.sandbox, "fake: ", None).await;
     Ok(divergences(real, &on_fake))
 }

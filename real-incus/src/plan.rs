@@ -22,10 +22,23 @@ pub(crate) struct Sandbox {
     pub(crate) fingerprint: String,
     /// A host-approved image remote and an alias on it, when one was configured.
     pub(crate) remote: Option<(String, String)>,
+    /// The instance the exec, operation and snapshot checks run on: [`C1`], or on a cluster an
+    /// instance the setup placed (`?target=`) on another member than the one the runner talks to,
+    /// so that every one of those calls is forwarded.
+    pub(crate) workload: String,
+    /// Clustered: the member the workload lives on.
+    pub(crate) workload_member: Option<String>,
+}
+
+impl Sandbox {
+    /// The workload is an instance of its own (on another member), not [`C1`].
+    fn separate_workload(&self) -> bool {
+        self.workload != C1
+    }
 }
 
 /// The main test instance (created, started, snapshotted, deleted).
-const C1: &str = "c1";
+pub(crate) const C1: &str = "c1";
 
 /// Runs the whole plan. Checks that depend on an earlier step that failed still run: they then fail
 /// or are skipped with a reason, so that the report shows the whole picture.
@@ -146,10 +159,28 @@ async fn inspect_instance(rec: &mut Recorder<'_>, sb: &Sandbox) {
         "success: the created instance",
         with_project(sb, json!({})),
         Expect::success()
-            .equals("/count", 1)
+            .equals("/count", if sb.separate_workload() { 2 } else { 1 })
             .contains("/items", json!({"name": C1})),
     )
     .await;
+    if let Some(member) = &sb.workload_member {
+        rec.check(
+            "incus_instance_list",
+            "clustered: the workload is listed on its member",
+            with_project(sb, json!({})),
+            Expect::success().contains("/items", json!({"name": sb.workload, "location": member})),
+        )
+        .await;
+        rec.check(
+            "incus_instance_get",
+            "clustered: the workload's location passes through",
+            with_project(sb, json!({"name": sb.workload})),
+            Expect::success()
+                .equals("/item/location", member.as_str())
+                .equals("/item/status", "Running"),
+        )
+        .await;
+    }
     rec.check(
         "incus_instance_get",
         "success with the native ETag",
@@ -268,7 +299,7 @@ async fn state(rec: &mut Recorder<'_>, sb: &Sandbox) {
 }
 
 fn exec_input(sb: &Sandbox, fields: Value) -> Value {
-    let mut input = with_project(sb, json!({"name": C1}));
+    let mut input = with_project(sb, json!({"name": sb.workload}));
     if let (Some(target), Value::Object(extra)) = (input.as_object_mut(), fields) {
         target.extend(extra);
     }
@@ -372,7 +403,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
     };
     let slow_input = with_project(
         sb,
-        json!({"name": C1, "command": ["sleep", "6"], "timeout_seconds": 30}),
+        json!({"name": sb.workload, "command": ["sleep", "6"], "timeout_seconds": 30}),
     );
     let slow = call("incus_instance_exec", slow_input.clone());
     let probe = async {
@@ -444,7 +475,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
             "success: the running operation",
             by_id.clone(),
             probed.got,
-            Expect::success().equals("/item/id", id.as_str()),
+            on_workload_member(sb, Expect::success().equals("/item/id", id.as_str())),
         ),
         (
             "incus_operation_wait",
@@ -488,7 +519,7 @@ async fn mutation_outlasting_wait(rec: &mut Recorder<'_>, sb: &Sandbox) {
             "restart with wait_seconds 0 reports running",
             with_project(
                 sb,
-                json!({"name": C1, "action": "restart", "force": true, "wait_seconds": 0}),
+                json!({"name": sb.workload, "action": "restart", "force": true, "wait_seconds": 0}),
             ),
             Expect::status("running").present("/operation_id"),
         )
@@ -514,7 +545,7 @@ async fn mutation_outlasting_wait(rec: &mut Recorder<'_>, sb: &Sandbox) {
         "incus_operation_get",
         "success: the restart operation",
         json!({"operation_id": id}),
-        Expect::success().equals("/item/id", id.as_str()),
+        on_workload_member(sb, Expect::success().equals("/item/id", id.as_str())),
     )
     .await;
     rec.check(
@@ -540,6 +571,14 @@ async fn mutation_outlasting_wait(rec: &mut Recorder<'_>, sb: &Sandbox) {
     .await;
 }
 
+/// Clustered: the operation's `location` (the workload's member) passes through unchanged.
+fn on_workload_member(sb: &Sandbox, expect: Expect) -> Expect {
+    match &sb.workload_member {
+        Some(member) => expect.equals("/item/location", member.as_str()),
+        None => expect,
+    }
+}
+
 /// How `incus_operation_list` shows an exec operation that is still running.
 static RUNNING_EXEC: std::sync::LazyLock<Value> =
     std::sync::LazyLock::new(|| json!({"status": "Running", "description": "Executing command"}));
@@ -558,7 +597,7 @@ async fn snapshots(rec: &mut Recorder<'_>, sb: &Sandbox) {
     let snap = |name: &str| {
         with_project(
             sb,
-            json!({"instance": C1, "snapshot": name, "wait_seconds": 60}),
+            json!({"instance": sb.workload, "snapshot": name, "wait_seconds": 60}),
         )
     };
     rec.check(
@@ -578,21 +617,21 @@ async fn snapshots(rec: &mut Recorder<'_>, sb: &Sandbox) {
     rec.check(
         "incus_instance_snapshot_list",
         "success: lists snap0",
-        with_project(sb, json!({"instance": C1})),
+        with_project(sb, json!({"instance": sb.workload})),
         Expect::success().contains("/items", json!({"name": "snap0"})),
     )
     .await;
     rec.check(
         "incus_instance_snapshot_get",
         "success",
-        with_project(sb, json!({"instance": C1, "snapshot": "snap0"})),
+        with_project(sb, json!({"instance": sb.workload, "snapshot": "snap0"})),
         Expect::success().equals("/item/name", "snap0"),
     )
     .await;
     rec.check(
         "incus_instance_snapshot_get",
         "not found is a native 404",
-        with_project(sb, json!({"instance": C1, "snapshot": "nosnap"})),
+        with_project(sb, json!({"instance": sb.workload, "snapshot": "nosnap"})),
         Expect::native(404),
     )
     .await;
@@ -603,21 +642,23 @@ async fn restore_and_delete_snapshot(rec: &mut Recorder<'_>, sb: &Sandbox) {
     let confirmed = |snapshot: &str, confirm: &str| {
         with_project(
             sb,
-            json!({"instance": C1, "snapshot": snapshot, "wait_seconds": 60, "confirm": confirm}),
+            json!({"instance": sb.workload, "snapshot": snapshot, "wait_seconds": 60, "confirm": confirm}),
         )
     };
     let restore = "incus_instance_snapshot_restore";
+    let snap0 = format!("{}/snap0", sb.workload);
+    let nosnap = format!("{}/nosnap", sb.workload);
     rec.check(
         restore,
         "success with the exact confirm",
-        confirmed("snap0", "c1/snap0"),
+        confirmed("snap0", &snap0),
         Expect::status("completed"),
     )
     .await;
     rec.check(
         restore,
         "missing snapshot: accepted, then failed",
-        confirmed("nosnap", "c1/nosnap"),
+        confirmed("nosnap", &nosnap),
         Expect::status("failed"),
     )
     .await;
@@ -625,14 +666,14 @@ async fn restore_and_delete_snapshot(rec: &mut Recorder<'_>, sb: &Sandbox) {
     rec.check(
         delete,
         "success with the exact confirm",
-        confirmed("snap0", "c1/snap0"),
+        confirmed("snap0", &snap0),
         Expect::status("completed"),
     )
     .await;
     rec.check(
         delete,
         "again: native 404",
-        confirmed("snap0", "c1/snap0"),
+        confirmed("snap0", &snap0),
         Expect::native(404),
     )
     .await;

@@ -7,13 +7,15 @@ use std::sync::Arc;
 use incus_conformance::scenario::fake::{HostFactory, HostTargets};
 use incus_conformance::scenario::format::{FakeSetup, Scenario};
 use incus_conformance::scenario::load::{self, ScenarioFile};
-use incus_conformance::scenario::run::{self, StepOutcome};
-use incus_conformance::scenario::target::{Target, TargetFactory};
+use incus_conformance::scenario::run::{self, StepOutcome, Transcript};
+use incus_conformance::scenario::target::{HostTarget, Target, TargetFactory};
 use incus_conformance::ReferenceHost;
 
 use crate::admin::Admin;
 use crate::cleanup;
 use crate::cli::Cli;
+use crate::cluster::{self, ClusterInfo};
+use crate::compare;
 use crate::plan::Sandbox;
 use crate::recorder::judged;
 use crate::report::{Check, Outcome, ScenarioRow};
@@ -30,6 +32,8 @@ pub(crate) struct PortableRun {
     pub(crate) checks: Vec<Check>,
     /// Differential mode: the steps whose results differ in shape from the fake's.
     pub(crate) divergences: Vec<ScenarioRow>,
+    /// Clustered: the steps whose answer was accepted as the cluster's by design, with the reason.
+    pub(crate) clustered_answers: Vec<String>,
 }
 
 /// Everything the scenarios need on the real side.
@@ -38,6 +42,9 @@ pub(crate) struct RealSide<'a> {
     pub(crate) targets: &'a Targets,
     pub(crate) sandbox: &'a Sandbox,
     pub(crate) source: &'a ImageSource,
+    /// The cluster, when the target is one: its documented answers that differ by design are
+    /// accepted, and the differential run compares with a fake cluster of the same members.
+    pub(crate) cluster: Option<&'a ClusterInfo>,
 }
 
 /// The scenario files: `--scenarios DIR`, else the ones built into the harness.
@@ -88,7 +95,15 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
             run.rows.push(row(&name, Outcome::Failed, Some(problem)));
             continue;
         }
-        let on_real = run::run(scenario, &real.targets.standard).await;
+        let mut on_real = run::run(scenario, &real.targets.standard).await;
+        if real.cluster.is_some() {
+            let target = &real.targets.standard;
+            let schema = |operation: &str| target.output_schema(operation);
+            if let Some(note) = accept_clustered(scenario, &mut on_real, schema) {
+                eprintln!("        {note}");
+                run.clustered_answers.push(note);
+            }
+        }
         let verdict = on_real.verdict();
         let outcome = if verdict.is_ok() {
             Outcome::Passed
@@ -111,7 +126,7 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
                 .map(|step| step_check(&scenario.name, step)),
         );
         if compare {
-            match on_fake(&fake, scenario).await {
+            match on_fake(&fake, scenario, real.cluster, cli.timeout).await {
                 Ok(fake_steps) => run.divergences.extend(diverging_steps(
                     &scenario.name,
                     &on_real.steps,
@@ -123,6 +138,32 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
         run.rows.push(row(&name, outcome, verdict.err()));
     }
     run
+}
+
+/// Clustered: when the scenario's failing step is its last and its answer is the cluster's
+/// documented answer ([`cluster::CLUSTERED_ANSWERS`]), the step counts as passed; returns the note
+/// that says so. A step followed by others is never accepted (they did not run).
+pub(crate) fn accept_clustered(
+    scenario: &Scenario,
+    transcript: &mut Transcript,
+    schema: impl Fn(&str) -> Option<serde_json::Value>,
+) -> Option<String> {
+    let (index, _) = transcript.failing()?;
+    if index + 1 != scenario.steps.len() {
+        return None;
+    }
+    let step = &mut transcript.steps[index];
+    let why = cluster::accepts_clustered_answer(
+        &scenario.name,
+        &step.operation,
+        &step.result,
+        schema(&step.operation).as_ref(),
+    )?;
+    step.problems.clear();
+    Some(format!(
+        "scenario::{}: {}: {why}",
+        scenario.name, step.label
+    ))
 }
 
 /// A scenario step as a check of its operation.
@@ -177,10 +218,20 @@ fn fake_targets(cli: &Cli) -> HostTargets<ReferenceHost> {
     }))
 }
 
+/// The scenario on a fresh fake: the engine's fake backend, or for a cluster a fresh fake cluster
+/// with the same members, called through the member with the real target's name.
 async fn on_fake(
     fake: &HostTargets<ReferenceHost>,
     scenario: &Scenario,
+    cluster: Option<&ClusterInfo>,
+    timeout: u64,
 ) -> Result<Vec<StepOutcome>, String> {
+    if let Some(cluster) = cluster {
+        let (_fake, socket) = compare::start_fake(Some(cluster)).await?;
+        let connection = targets::connection(targets::unix(&socket), timeout, None)?;
+        let target = HostTarget::new(ReferenceHost::new(connection), ());
+        return Ok(run::run(scenario, &target).await.steps);
+    }
     let target: Box<dyn Target> = fake.start(&FakeSetup::default()).await?;
     Ok(run::run(scenario, target.as_ref()).await.steps)
 }
@@ -212,4 +263,69 @@ fn diverging_steps(name: &str, real: &[StepOutcome], fake: &[StepOutcome]) -> Ve
         ));
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use incus_conformance::scenario::load;
+    use serde_json::json;
+
+    use super::*;
+
+    fn unknown_alias() -> Scenario {
+        load::builtin()
+            .into_iter()
+            .find(|f| f.stem == "instance_create_unknown_alias_fails")
+            .and_then(|f| f.scenario.ok())
+            .expect("the built-in scenario")
+    }
+
+    fn transcript(scenario: &Scenario, result: serde_json::Value, problems: &[&str]) -> Transcript {
+        Transcript {
+            scenario: scenario.name.clone(),
+            steps: vec![StepOutcome {
+                label: "incus_instance_create".into(),
+                operation: "incus_instance_create".into(),
+                scopes: vec!["incus.write".into()],
+                input: json!({}),
+                result,
+                duration: Duration::from_millis(4),
+                problems: problems.iter().map(|p| (*p).to_owned()).collect(),
+            }],
+        }
+    }
+
+    fn schema(operation: &str) -> Option<serde_json::Value> {
+        incus_operations::fetch(operation).map(|d| d.output_schema().clone())
+    }
+
+    #[test]
+    fn a_clustered_answer_turns_the_failing_last_step_into_a_pass_with_a_note() {
+        let scenario = unknown_alias();
+        let answer = json!({"error": {"kind": "native", "http_status": 500, "error_code": 500,
+            "message": "No fingerprint prefix specified for the image"}});
+        let mut run = transcript(&scenario, answer, &["/status is absent"]);
+        let note = accept_clustered(&scenario, &mut run, schema).expect("accepted");
+        assert!(run.passed());
+        assert!(
+            note.starts_with(
+                "scenario::instance_create_unknown_alias_fails: incus_instance_create: clustered"
+            ),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn another_answer_or_a_passing_step_is_left_alone() {
+        let scenario = unknown_alias();
+        let other = json!({"error": {"kind": "native", "http_status": 500, "error_code": 500,
+            "message": "Server isn't ready yet"}});
+        let mut run = transcript(&scenario, other, &["/status is absent"]);
+        assert_eq!(accept_clustered(&scenario, &mut run, schema), None);
+        assert!(!run.passed(), "the step still fails");
+        let mut passing = transcript(&scenario, json!({"status": "failed"}), &[]);
+        assert_eq!(accept_clustered(&scenario, &mut passing, schema), None);
+    }
 }

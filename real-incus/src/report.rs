@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cleanup::CleanupOutcome;
+use crate::cluster::{ClusterInfo, Placement};
 
 /// File name of the Markdown report.
 pub const MARKDOWN_FILE: &str = "real-incus-acceptance.md";
@@ -127,6 +128,16 @@ pub struct Report {
     pub interrupted: bool,
     /// What cleanup did and what is left.
     pub cleanup: CleanupOutcome,
+    /// The cluster, when the server is clustered (`server_clustered`); `None` standalone.
+    #[serde(default)]
+    pub cluster: Option<ClusterInfo>,
+    /// Clustered: which member each resource landed on (from the results' `location`).
+    #[serde(default)]
+    pub placements: Vec<Placement>,
+    /// Clustered: the steps whose answer differs from a standalone daemon's by design and was
+    /// accepted as the cluster's, each with the reason.
+    #[serde(default)]
+    pub clustered_answers: Vec<String>,
 }
 
 impl Report {
@@ -178,6 +189,7 @@ impl Report {
         self.render_header(&mut md);
         self.render_operations(&mut md);
         self.render_failures(&mut md);
+        self.render_cluster(&mut md);
         render_rows(&mut md, "Portable scenarios", &self.scenarios);
         render_rows(
             &mut md,
@@ -220,6 +232,19 @@ impl Report {
             let _ = writeln!(
                 md,
                 "- **Interrupted** (Ctrl-C): cleanup ran, the rest did not"
+            );
+        }
+        if let Some(cluster) = &self.cluster {
+            let members: Vec<String> = cluster
+                .members
+                .iter()
+                .map(|m| format!("{} ({})", m.name, m.status))
+                .collect();
+            let _ = writeln!(
+                md,
+                "- Cluster: through member `{}`; members {}",
+                cluster.member,
+                members.join(", ")
             );
         }
         match &self.server {
@@ -292,6 +317,32 @@ impl Report {
             let _ = writeln!(md, "{}\n", check.problem.as_deref().unwrap_or("failed"));
             let _ = writeln!(md, "Call:\n\n```json\n{}\n```\n", pretty(&check.input));
             let _ = writeln!(md, "Answer:\n\n```json\n{}\n```\n", pretty(&check.output));
+        }
+    }
+
+    fn render_cluster(&self, md: &mut String) {
+        if self.cluster.is_none() {
+            return;
+        }
+        let _ = writeln!(md, "## Placement ({} resources)\n", self.placements.len());
+        let _ = writeln!(md, "| Resource | Member | Seen in |");
+        let _ = writeln!(md, "|---|---|---|");
+        for placement in &self.placements {
+            let _ = writeln!(
+                md,
+                "| {} | `{}` | {} |",
+                cell(&placement.resource),
+                placement.member,
+                cell(&placement.seen_in)
+            );
+        }
+        md.push('\n');
+        if !self.clustered_answers.is_empty() {
+            let _ = writeln!(md, "## Clustered answers accepted\n");
+            for answer in &self.clustered_answers {
+                let _ = writeln!(md, "- {}", one_line(answer));
+            }
+            md.push('\n');
         }
     }
 

@@ -102,6 +102,8 @@ pub(crate) async fn prepare(
         alias: IMAGE_ALIAS.to_owned(),
         fingerprint,
         remote,
+        workload: crate::plan::C1.to_owned(),
+        workload_member: None,
     })
 }
 

@@ -2,6 +2,7 @@
 
 mod cleanup_against_fake;
 mod cleanup_planner;
+mod cluster;
 mod command_line;
 mod real_daemon;
 mod report_rendering;
