@@ -46,8 +46,11 @@ pub(crate) struct Snapshot {
     /// Whatever else is derived from this snapshot only (see [`Snapshot::derived`]).
     derived: OnceLock<Derived>,
     /// Whole answers under their keys, at most [`ANSWERS_KEPT`] (see [`Snapshot::answer`]).
-    answers: RwLock<Vec<(Box<[Box<str>]>, Prebuilt)>>,
+    answers: RwLock<Vec<(AnswerKey, Prebuilt)>>,
 }
+
+/// The key a whole answer is kept under: a few strings (see [`Snapshot::answer`]).
+type AnswerKey = Box<[Box<str>]>;
 
 /// A whole answer body (envelope included) and its `ETag` header, sent again as they are.
 #[derive(Clone)]
