@@ -10,7 +10,13 @@
 //! Connection modes: `fresh` opens one connection per request and writes at once (as the core's
 //! client does); `keepalive` keeps one connection per client and never leaves it silent (the next
 //! request follows the previous answer at once), so incusd's accept loop, which stalls on new
-//! connections that stay silent, is never exposed.
+//! connections that stay silent, is never exposed. Bodies are read to their end frame by frame
+//! and counted, not gathered into one buffer.
+//!
+//! Each cell also gives the CPU time the target's process used per answered request (`cpu us/r`:
+//! all its threads, from `/proc/PID/task/*/schedstat`; the real daemon's PID is the `server_pid`
+//! its `GET /1.0` reports). Throughput on a shared machine follows the others' load; CPU per
+//! request much less so. The real daemon's figure also holds whatever else it serves meanwhile.
 //!
 //! Environment:
 //! - `INCUS_SOCKET`: the real daemon's socket (default `/var/lib/incus/unix.socket`; when nothing
@@ -96,6 +102,35 @@ async fn exchange(
     Ok((status, bytes))
 }
 
+/// One GET on `sender` for the load loops: the body is read to its end frame by frame and
+/// only counted, never gathered into one buffer (the load generator's own copy would otherwise
+/// weigh in every figure, most of all for large bodies). Returns the status and the body's
+/// length.
+async fn exchange_drain(sender: &mut Sender, path: &str) -> Result<(u16, u64), String> {
+    let request = Request::builder()
+        .method(Method::GET)
+        .uri(path)
+        .header(hyper::header::HOST, "incus")
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::new()))
+        .map_err(|e| e.to_string())?;
+    sender.ready().await.map_err(|e| format!("ready: {e}"))?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("send: {e}"))?;
+    let status = response.status().as_u16();
+    let mut body = response.into_body();
+    let mut length = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("body: {e}"))?;
+        if let Some(data) = frame.data_ref() {
+            length += data.len() as u64;
+        }
+    }
+    Ok((status, length))
+}
+
 /// One request on a fresh connection, parsed as JSON.
 async fn call(socket: &Path, method: Method, path: &str, body: Option<Value>) -> Value {
     let mut sender = match connect(socket).await {
@@ -135,6 +170,8 @@ struct Stats {
     elapsed: Duration,
     micros: Vec<u32>,
     bytes: u64,
+    /// CPU time the target process used during the cell (all its threads), when known.
+    cpu_ns: Option<u64>,
 }
 
 impl Stats {
@@ -144,6 +181,12 @@ impl Stats {
         self.elapsed += other.elapsed;
         self.micros.extend(other.micros);
         self.bytes += other.bytes;
+        self.cpu_ns = self.cpu_ns.zip(other.cpu_ns).map(|(a, b)| a + b);
+    }
+    /// The target's CPU time per answered request, in microseconds.
+    fn cpu_per_request(&self) -> Option<f64> {
+        self.cpu_ns
+            .map(|ns| ns as f64 / 1e3 / (self.requests.max(1) as f64))
     }
     fn rate(&self) -> f64 {
         self.requests as f64 / self.elapsed.as_secs_f64().max(1e-9)
@@ -193,7 +236,7 @@ async fn load(
                 };
                 let outcome = match sender {
                     Ok(mut sender) => {
-                        let answer = exchange(&mut sender, Method::GET, &path, None).await;
+                        let answer = exchange_drain(&mut sender, &path).await;
                         if mode == Mode::KeepAlive && answer.is_ok() {
                             kept = Some(sender);
                         }
@@ -203,9 +246,9 @@ async fn load(
                 };
                 let micros = u32::try_from(sent.elapsed().as_micros()).unwrap_or(u32::MAX);
                 match outcome {
-                    Ok((200, bytes)) => {
+                    Ok((200, length)) => {
                         stats.requests += 1;
-                        stats.bytes += bytes.len() as u64;
+                        stats.bytes += length;
                         stats.micros.push(micros);
                         done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
@@ -274,6 +317,39 @@ impl FakeProcess {
     fn rss_kib(&self) -> Option<u64> {
         rss_kib(self.child.id()?)
     }
+}
+
+/// The CPU time (ns) all threads of process `pid` have used so far (`/proc/PID/task/*/schedstat`;
+/// the real daemon is read too, through the `server_pid` its `GET /1.0` reports).
+fn cpu_ns(pid: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        total += stat
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(total)
+}
+
+/// `load` on one target, with the CPU time its process used meanwhile.
+async fn measured(
+    pid: Option<u32>,
+    socket: &Path,
+    path: &str,
+    clients: usize,
+    duration: Duration,
+    min_requests: u64,
+    mode: Mode,
+) -> Stats {
+    let before = pid.and_then(cpu_ns);
+    let mut stats = load(socket, path, clients, duration, min_requests, mode).await;
+    let after = pid.and_then(cpu_ns);
+    stats.cpu_ns = before.zip(after).map(|(b, a)| a.saturating_sub(b));
+    stats
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -516,13 +592,17 @@ async fn bench() {
         }
         None => None,
     };
-    let mut targets: Vec<(&str, PathBuf)> = Vec::new();
+    let mut targets: Vec<(&str, PathBuf, Option<u32>)> = Vec::new();
     if use_real {
-        targets.push(("real", real_socket.clone()));
+        let server = call(&real_socket, Method::GET, "/1.0", None).await;
+        let pid = server["metadata"]["environment"]["server_pid"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok());
+        targets.push(("real", real_socket.clone(), pid));
     }
-    targets.push(("fake", fake.socket.clone()));
+    targets.push(("fake", fake.socket.clone(), fake.child.id()));
     if let Some(baseline) = &baseline {
-        targets.push(("baseline", baseline.socket.clone()));
+        targets.push(("baseline", baseline.socket.clone(), baseline.child.id()));
     }
 
     let get = instance_name(50);
@@ -542,7 +622,7 @@ async fn bench() {
         ),
     ];
     for (_, path) in &requests {
-        for (name, socket) in &targets {
+        for (name, socket, _) in &targets {
             let answer = call(socket, Method::GET, path, None).await;
             assert_eq!(answer["status_code"], 200, "{name}: {path}: {answer}");
         }
@@ -552,8 +632,13 @@ async fn bench() {
         "\n100 instances, {rounds} rounds x {seconds} s per cell, the targets' cells interleaved"
     );
     print!("{:<10} {:<31} {:>3}", "mode", "request", "c");
-    for (name, _) in &targets {
-        print!(" {:>9} {:>13}", format!("{name} r/s"), "p50/p99 ms");
+    for (name, _, _) in &targets {
+        print!(
+            " {:>9} {:>13} {:>8}",
+            format!("{name} r/s"),
+            "p50/p99 ms",
+            "cpu us/r"
+        );
     }
     if use_real {
         print!(" {:>10}", "fake/real");
@@ -565,22 +650,32 @@ async fn bench() {
     for &mode in &modes {
         for (label, path) in &requests {
             for clients in [1usize, 16] {
-                let mut merged: Vec<Stats> = targets.iter().map(|_| Stats::default()).collect();
+                let mut merged: Vec<Stats> = targets
+                    .iter()
+                    .map(|_| Stats {
+                        cpu_ns: Some(0),
+                        ..Stats::default()
+                    })
+                    .collect();
                 for _ in 0..rounds {
-                    for (i, (_, socket)) in targets.iter().enumerate() {
-                        merged[i].merge(load(socket, path, clients, cell, 20, mode).await);
+                    for (i, (_, socket, pid)) in targets.iter().enumerate() {
+                        let stats = measured(*pid, socket, path, clients, cell, 20, mode).await;
+                        merged[i].merge(stats);
                     }
                 }
                 print!("{:<10} {:<31} {:>3}", mode.label(), label, clients);
                 for stats in &mut merged {
                     let latency =
                         format!("{:.2}/{:.2}", stats.percentile(0.5), stats.percentile(0.99));
-                    print!(" {:>9.0} {:>13}", stats.rate(), latency);
+                    let cpu = stats
+                        .cpu_per_request()
+                        .map_or("?".to_string(), |us| format!("{us:.1}"));
+                    print!(" {:>9.0} {:>13} {:>8}", stats.rate(), latency, cpu);
                 }
                 let rate = |name: &str| {
                     targets
                         .iter()
-                        .position(|(n, _)| *n == name)
+                        .position(|(n, _, _)| *n == name)
                         .map(|i| merged[i].rate())
                 };
                 let fake_rate = rate("fake").unwrap_or(f64::NAN);
@@ -649,26 +744,49 @@ async fn linear_cost(
             format!("/1.0/instances/{get}?project={project}"),
         ),
     ];
-    println!("\nlinear cost: 1 client, keep-alive, mean time per request (ratio to 100 instances)");
+    println!(
+        "\nlinear cost: 1 client, keep-alive, mean time per request after one warm-up request, \
+         and the fake's CPU time per request (ratio to 100 instances; to the previous count)"
+    );
     print!("{:<32}", "request");
     for count in &counts {
-        print!(" {:>18}", format!("{count} inst."));
+        print!(" {:>30}", format!("{count} inst."));
     }
     println!();
     for (label, path) in &requests {
-        let mut merged: Vec<Stats> = fakes.iter().map(|_| Stats::default()).collect();
+        // One request first, so that the mean is of answers from rendered objects (the first
+        // request after a start renders every object once).
+        for fake in &fakes {
+            call(&fake.socket, Method::GET, path, None).await;
+        }
+        let mut merged: Vec<Stats> = fakes
+            .iter()
+            .map(|_| Stats {
+                cpu_ns: Some(0),
+                ..Stats::default()
+            })
+            .collect();
         for _ in 0..rounds {
             for (i, fake) in fakes.iter().enumerate() {
-                merged[i].merge(load(&fake.socket, path, 1, cell, 5, Mode::KeepAlive).await);
+                let pid = fake.child.id();
+                let stats = measured(pid, &fake.socket, path, 1, cell, 5, Mode::KeepAlive).await;
+                merged[i].merge(stats);
             }
         }
-        let base = 1e3 / merged[0].rate();
-        print!("{label:<32}");
-        for stats in &merged {
-            let ms = 1e3 / stats.rate();
-            print!(" {:>18}", format!("{ms:.3} ms ({:.1}x)", ms / base));
+        let times: Vec<f64> = merged.iter().map(|s| 1e3 / s.rate()).collect();
+        let cpus: Vec<f64> = merged
+            .iter()
+            .map(|s| s.cpu_per_request().unwrap_or(f64::NAN) / 1e3)
+            .collect();
+        for (what, values) in [("", &times), (" (fake CPU)", &cpus)] {
+            print!("{:<32}", format!("{label}{what}"));
+            for (i, ms) in values.iter().enumerate() {
+                let previous = values[i.saturating_sub(1)];
+                let ratios = format!("{:.1}x; {:.1}x prev.", ms / values[0], ms / previous);
+                print!(" {:>30}", format!("{ms:.3} ms ({ratios})"));
+            }
+            println!();
         }
-        println!();
     }
 }
 

@@ -92,10 +92,15 @@ pub(crate) fn sync_etag(metadata: Value, etag: &str) -> Response<Body> {
 }
 
 fn with_etag(mut resp: Response<Body>, etag: &str) -> Response<Body> {
-    if let Ok(value) = HeaderValue::from_str(&format!("\"{etag}\"")) {
+    if let Some(value) = etag_header(etag) {
         resp.headers_mut().insert(header::ETAG, value);
     }
     resp
+}
+
+/// The `ETag` header value for this ETag (quoted, as the daemon sends it).
+pub(crate) fn etag_header(etag: &str) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!("\"{etag}\"")).ok()
 }
 
 /// The sync envelope's bytes before the metadata (as [`sync`] writes them).
@@ -103,13 +108,10 @@ const SYNC_PREFIX: &[u8] = br#"{"type":"sync","status":"Success","status_code":2
 /// The sync envelope's bytes after the metadata, with the final newline.
 const SYNC_SUFFIX: &[u8] = b"}\n";
 
-/// 200 sync response around metadata that is already JSON: the same bytes as [`sync`] (and,
-/// with an ETag, [`sync_etag`]) would write for its value. The pieces are written in order.
-pub(crate) fn sync_raw<'a>(
-    pieces: impl IntoIterator<Item = &'a [u8]>,
-    etag: Option<&str>,
-) -> Response<Body> {
-    let pieces: Vec<&[u8]> = pieces.into_iter().collect();
+/// The body of a 200 sync response around metadata that is already JSON: the same bytes as
+/// [`sync`] writes for its value. The pieces are written in order, into one allocation of
+/// the exact size.
+pub(crate) fn sync_body(pieces: &[&[u8]]) -> Bytes {
     let size =
         SYNC_PREFIX.len() + SYNC_SUFFIX.len() + pieces.iter().map(|p| p.len()).sum::<usize>();
     let mut bytes = Vec::with_capacity(size);
@@ -118,24 +120,56 @@ pub(crate) fn sync_raw<'a>(
         bytes.extend_from_slice(piece);
     }
     bytes.extend_from_slice(SYNC_SUFFIX);
-    let resp = bytes_response(StatusCode::OK, bytes);
+    Bytes::from(bytes)
+}
+
+/// 200 sync response around metadata that is already JSON: the same bytes as [`sync`] (and,
+/// with an ETag, [`sync_etag`]) would write for its value. The pieces are written in order.
+pub(crate) fn sync_raw<const N: usize>(pieces: [&[u8]; N], etag: Option<&str>) -> Response<Body> {
+    let resp = bytes_response(StatusCode::OK, sync_body(&pieces));
     match etag {
         Some(etag) => with_etag(resp, etag),
         None => resp,
     }
 }
 
-/// 200 sync response whose metadata is the JSON array of these already-serialized items.
-pub(crate) fn sync_list<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Response<Body> {
-    let mut pieces: Vec<&[u8]> = vec![b"["];
-    for (i, item) in items.into_iter().enumerate() {
-        if i > 0 {
-            pieces.push(b",");
-        }
-        pieces.push(item);
+/// 200 sync response whose whole body (envelope included) was built before, by
+/// [`sync_body`] or [`sync_list_body`]; `etag` is the header value as [`etag_header`] makes it.
+pub(crate) fn sync_prebuilt(body: Bytes, etag: Option<HeaderValue>) -> Response<Body> {
+    let mut resp = bytes_response(StatusCode::OK, body);
+    if let Some(etag) = etag {
+        resp.headers_mut().insert(header::ETAG, etag);
     }
-    pieces.push(b"]");
-    sync_raw(pieces, None)
+    resp
+}
+
+/// The body of a 200 sync response whose metadata is the JSON array of these
+/// already-serialized items: the items are copied once, into one allocation of the exact size.
+pub(crate) fn sync_list_body(items: &[&[u8]]) -> Bytes {
+    let commas = items.len().saturating_sub(1);
+    let size = SYNC_PREFIX.len()
+        + SYNC_SUFFIX.len()
+        + 2
+        + commas
+        + items.iter().map(|item| item.len()).sum::<usize>();
+    let mut bytes = Vec::with_capacity(size);
+    bytes.extend_from_slice(SYNC_PREFIX);
+    bytes.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            bytes.push(b',');
+        }
+        bytes.extend_from_slice(item);
+    }
+    bytes.push(b']');
+    bytes.extend_from_slice(SYNC_SUFFIX);
+    debug_assert_eq!(bytes.len(), size);
+    Bytes::from(bytes)
+}
+
+/// 200 sync response whose metadata is the JSON array of these already-serialized items.
+pub(crate) fn sync_list(items: &[&[u8]]) -> Response<Body> {
+    bytes_response(StatusCode::OK, sync_list_body(items))
 }
 
 /// 202 async response for an operation object.
@@ -211,16 +245,17 @@ mod tests {
             .map(|v| serde_json::to_vec(v).unwrap())
             .collect();
         let expected = body(sync(Value::Array(items.to_vec()))).await;
-        let raw = body(sync_list(encoded.iter().map(Vec::as_slice))).await;
+        let encoded: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+        let raw = body(sync_list(&encoded)).await;
         assert_eq!(raw, expected);
+        assert_eq!(body(sync_list(&[])).await, body(sync(json!([]))).await);
         assert_eq!(
-            body(sync_list(std::iter::empty())).await,
-            body(sync(json!([]))).await
+            body(sync_list(&encoded[..1])).await,
+            body(sync(json!([items[0]]))).await
         );
         let expected = body(sync_etag(items[0].clone(), "abc")).await;
-        assert_eq!(
-            body(sync_raw([encoded[0].as_slice()], Some("abc"))).await,
-            expected
-        );
+        assert_eq!(body(sync_raw([encoded[0]], Some("abc"))).await, expected);
+        let prebuilt = sync_prebuilt(sync_body(&[encoded[0]]), etag_header("abc"));
+        assert_eq!(body(prebuilt).await, expected);
     }
 }

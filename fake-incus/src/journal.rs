@@ -144,7 +144,11 @@ impl JournalEntry {
             content_type: None,
             body: cut(body, BODY_KEPT),
             body_size: body.len() as u64,
-            body_sha256: hex::encode(sha2::Sha256::digest(body)),
+            body_sha256: if body.is_empty() {
+                EMPTY_SHA256.to_string()
+            } else {
+                hex::encode(sha2::Sha256::digest(body))
+            },
             body_truncated: body.len() > BODY_KEPT,
             websocket: false,
             applied: false,
@@ -170,6 +174,9 @@ impl JournalEntry {
             .count()
     }
 }
+
+/// The SHA-256 of an empty body (most requests have one), so that it is not hashed each time.
+const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /// At most `limit` bytes of `bytes` as lossy UTF-8 (never splitting the text mid-character
 /// in a way that adds more than a replacement character).
@@ -227,32 +234,41 @@ impl Journal {
         }
     }
 
-    /// Records an arrival; returns its sequence number.
+    /// Records an arrival; returns its sequence number. The entry is built by the caller,
+    /// outside the lock; under it the entry is only numbered, counted by the expectations (if
+    /// any) and moved in. The entry it pushes out is freed after the lock is released.
     pub(crate) fn record(&self, mut entry: JournalEntry) -> u64 {
         let mut inner = self.lock();
         inner.last_seq += 1;
-        entry.seq = inner.last_seq;
-        let seq = entry.seq;
-        inner
-            .expectations
-            .retain(|counter| match counter.upgrade() {
-                Some(counter) => {
-                    if entry.is(&counter.method, &counter.pattern) {
-                        counter.seen.fetch_add(1, Ordering::SeqCst);
+        let seq = inner.last_seq;
+        entry.seq = seq;
+        if !inner.expectations.is_empty() {
+            inner
+                .expectations
+                .retain(|counter| match counter.upgrade() {
+                    Some(counter) => {
+                        if entry.is(&counter.method, &counter.pattern) {
+                            counter.seen.fetch_add(1, Ordering::SeqCst);
+                        }
+                        true
                     }
-                    true
-                }
-                None => false,
-            });
-        if inner.limit == 0 {
-            inner.dropped += 1;
-            return seq;
+                    None => false,
+                });
         }
-        inner.entries.push_back(entry);
-        while inner.entries.len() > inner.limit {
-            inner.entries.pop_front();
+        let evicted = if inner.limit == 0 {
             inner.dropped += 1;
-        }
+            Some(entry)
+        } else {
+            inner.entries.push_back(entry);
+            if inner.entries.len() > inner.limit {
+                inner.dropped += 1;
+                inner.entries.pop_front()
+            } else {
+                None
+            }
+        };
+        drop(inner);
+        drop(evicted);
         seq
     }
 
@@ -472,6 +488,14 @@ mod tests {
         assert_eq!(kept.body_size, body.len() as u64);
         use sha2::Digest;
         assert_eq!(kept.body_sha256, hex::encode(sha2::Sha256::digest(&body)));
+    }
+
+    #[test]
+    fn an_empty_body_has_the_sha256_of_nothing() {
+        use sha2::Digest;
+        let empty = entry("GET", "/1.0", b"");
+        assert_eq!(empty.body_sha256, hex::encode(sha2::Sha256::digest(b"")));
+        assert_eq!((empty.body_size, empty.body_truncated), (0, false));
     }
 
     #[test]

@@ -60,10 +60,13 @@ impl Ctx {
     }
     /// `project`, default `default`.
     pub(crate) fn project(&self) -> String {
+        self.project_name().to_string()
+    }
+    /// `project`, default `default`, borrowed.
+    pub(crate) fn project_name(&self) -> &str {
         self.param("project")
             .filter(|p| !p.is_empty())
             .unwrap_or("default")
-            .to_string()
     }
     /// `recursion`; anything that is not an integer counts as 0.
     pub(crate) fn recursion(&self) -> u8 {
@@ -81,7 +84,7 @@ impl Ctx {
         message: impl FnOnce(&str) -> String,
     ) -> Result<(), ApiError> {
         let project = self.project();
-        if self.all_projects() || self.app.state().project(&project).is_some() {
+        if self.all_projects() || self.app.snapshot().state.project(&project).is_some() {
             Ok(())
         } else {
             Err(ApiError::new(404, message(&project)))
@@ -92,7 +95,8 @@ impl Ctx {
     pub(crate) fn projects(&self) -> Vec<String> {
         if self.all_projects() {
             self.app
-                .state()
+                .snapshot()
+                .state
                 .projects
                 .iter()
                 .map(|p| p.name.clone())

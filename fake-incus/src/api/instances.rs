@@ -59,7 +59,7 @@ fn list(ctx: &Ctx) -> ApiResult {
         1 => items.map(|view| view.object_json().as_ref()).collect(),
         _ => items.map(|view| view.full_json().as_ref()).collect(),
     };
-    Ok(envelope::sync_list(items))
+    Ok(envelope::sync_list(&items))
 }
 
 /// The fields of an instance as the recursion-1 object has them, read from the instance itself;

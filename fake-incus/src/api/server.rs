@@ -4,7 +4,7 @@ use super::{only, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::journal::Listener;
 use crate::state::etag;
-use crate::state::snapshot::Derived;
+use crate::state::snapshot::{Derived, Prebuilt};
 use bytes::Bytes;
 use http::Method;
 use serde::Serialize;
@@ -59,16 +59,34 @@ pub(super) fn route(ctx: &Ctx, method: &Method) -> ApiResult {
         return Err(ApiError::new(404, "Cluster member not found"));
     }
     let snapshot = ctx.app.snapshot();
-    let parts = snapshot.derived(|state| rendered_parts(ctx, &state.server_config));
-    if !ctx.trusted {
-        return Ok(envelope::sync_raw([parts.parts[UNTRUSTED].as_ref()], None));
-    }
-    let (user, method_name) = user(ctx);
-    let user = serde_json::to_vec(&user).unwrap_or_default();
+    let parts = || snapshot.derived(|state| rendered_parts(ctx, &state.server_config));
+    // Discovery asks for this object before every operation: the whole answer is kept per
+    // snapshot and per caller (user, method, project), so a request costs a lookup.
+    let answer = if ctx.trusted {
+        let (user, method_name) = user(ctx);
+        let project = ctx.project_name();
+        snapshot.answer(&[user, method_name, project], || {
+            trusted_answer(parts(), user, method_name, project)
+        })
+    } else {
+        snapshot.answer(&[UNTRUSTED_KEY], || Prebuilt {
+            body: envelope::sync_body(&[parts().parts[UNTRUSTED].as_ref()]),
+            etag: None,
+        })
+    };
+    Ok(envelope::sync_prebuilt(answer.body, answer.etag))
+}
+
+/// The cache key of the untrusted answer (trusted keys have three parts).
+const UNTRUSTED_KEY: &str = "untrusted";
+
+/// The trusted answer: the cached pieces around the three per-request values.
+fn trusted_answer(parts: &Derived, user: &str, method_name: &str, project: &str) -> Prebuilt {
+    let user = serde_json::to_vec(user).unwrap_or_default();
     let method_name = serde_json::to_vec(method_name).unwrap_or_default();
-    let project = serde_json::to_vec(&ctx.project()).unwrap_or_default();
-    Ok(envelope::sync_raw(
-        [
+    let project = serde_json::to_vec(project).unwrap_or_default();
+    Prebuilt {
+        body: envelope::sync_body(&[
             parts.parts[BEFORE_USER].as_ref(),
             &user,
             parts.parts[BEFORE_METHOD].as_ref(),
@@ -76,9 +94,9 @@ pub(super) fn route(ctx: &Ctx, method: &Method) -> ApiResult {
             parts.parts[BEFORE_PROJECT].as_ref(),
             &project,
             parts.parts[AFTER_PROJECT].as_ref(),
-        ],
-        Some(&parts.etag),
-    ))
+        ]),
+        etag: envelope::etag_header(&parts.etag),
+    }
 }
 
 /// The trusted server object as a value (a cluster member patches its own view into it).
@@ -93,17 +111,18 @@ fn trusted_object(ctx: &Ctx) -> Value {
         auth: "trusted",
         public: false,
         auth_methods: ["tls"],
-        auth_user_name: user,
+        auth_user_name: user.to_string(),
         auth_user_method: method,
         environment: environment(ctx, &ctx.project()),
     };
     serde_json::to_value(&object).unwrap_or_default()
 }
 
-fn user(ctx: &Ctx) -> (String, &'static str) {
+/// The user name and authentication method of the caller.
+fn user(ctx: &Ctx) -> (&str, &'static str) {
     match (&ctx.peer.listener, &ctx.peer.fingerprint) {
-        (Listener::Https, Some(fp)) => (fp.clone(), "tls"),
-        _ => ("root".to_string(), "unix"),
+        (Listener::Https, Some(fp)) => (fp.as_str(), "tls"),
+        _ => ("root", "unix"),
     }
 }
 
@@ -241,7 +260,7 @@ mod tests {
             auth: "trusted",
             public: false,
             auth_methods: ["tls"],
-            auth_user_name: user,
+            auth_user_name: user.to_string(),
             auth_user_method: method,
             environment: environment(ctx, &ctx.project()),
         };
@@ -302,6 +321,12 @@ mod tests {
         ] {
             let ctx = ctx(&app, peer, true, project);
             assert_eq!(answer(&ctx).await, reference(&ctx), "project {project:?}");
+            // The second answer comes from the snapshot's kept answers.
+            assert_eq!(
+                answer(&ctx).await,
+                reference(&ctx),
+                "project {project:?}, kept"
+            );
         }
         let untrusted = ctx(
             &app,
@@ -314,6 +339,7 @@ mod tests {
             "default",
         );
         let (etag, bytes) = answer(&untrusted).await;
+        assert_eq!(answer(&untrusted).await, (etag.clone(), bytes.clone()));
         let body: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(etag, Value::Null);
         assert_eq!(body["metadata"]["auth"], "untrusted");
@@ -378,5 +404,38 @@ mod tests {
             ]
         );
         assert!(features.values().all(|v| v == "true"), "{features:?}");
+    }
+
+    #[tokio::test]
+    async fn callers_past_the_kept_answers_get_the_same_bytes_and_memory_stays_bounded() {
+        let app = App::new(
+            State::default_state(),
+            Identity::default(),
+            Settings::default(),
+        );
+        let unix = Peer {
+            listener: Listener::Unix,
+            fingerprint: None,
+        };
+        let count = crate::state::snapshot::ANSWERS_KEPT + 8;
+        for round in 0..2 {
+            for i in 0..count {
+                let ctx = ctx(&app, unix.clone(), true, &format!("p{i}"));
+                assert_eq!(answer(&ctx).await, reference(&ctx), "p{i}, round {round}");
+            }
+        }
+        assert_eq!(
+            app.snapshot().answers_kept(),
+            crate::state::snapshot::ANSWERS_KEPT
+        );
+        // A change publishes a new snapshot, whose answers start empty and show the change.
+        app.state()
+            .server_config
+            .insert("user.ui.x".into(), "y".into());
+        assert_eq!(app.snapshot().answers_kept(), 0);
+        let ctx = ctx(&app, unix, true, "p0");
+        let (_, bytes) = answer(&ctx).await;
+        assert!(String::from_utf8_lossy(&bytes).contains("user.ui.x"));
+        assert_eq!(answer(&ctx).await, reference(&ctx));
     }
 }

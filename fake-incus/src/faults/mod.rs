@@ -18,7 +18,8 @@ pub(crate) mod transport;
 
 use crate::pattern::glob_match;
 use serde::{Deserialize, Serialize};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 /// One fault rule: a request matcher and the faults to apply. Built with [`Rule::new`] and
@@ -559,17 +560,65 @@ struct Inner {
     rules: Vec<Installed>,
 }
 
+/// The rules and, readable without their lock, how many there are: a request that no rule can
+/// select (the usual case) costs one atomic load.
+#[derive(Default)]
+struct Shared {
+    inner: Mutex<Inner>,
+    /// `inner.rules.len()`, updated under the lock after every change.
+    installed: AtomicUsize,
+}
+
+impl Shared {
+    /// The rules, locked; the count is brought up to date when the guard is dropped.
+    fn lock(&self) -> Counted<'_> {
+        Counted {
+            inner: self
+                .inner
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            installed: &self.installed,
+        }
+    }
+}
+
+/// The locked rules; dropping it publishes their count.
+struct Counted<'a> {
+    inner: MutexGuard<'a, Inner>,
+    installed: &'a AtomicUsize,
+}
+
+impl std::ops::Deref for Counted<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for Counted<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.inner
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.installed
+            .store(self.inner.rules.len(), Ordering::Release);
+    }
+}
+
 /// The installed rules.
 #[derive(Default, Clone)]
 pub(crate) struct Faults {
-    inner: Arc<Mutex<Inner>>,
+    shared: Arc<Shared>,
 }
 
 impl Faults {
     /// Installs a rule after the others, once it is checked.
     pub(crate) fn install(&self, rule: Rule) -> Result<RuleGuard, RuleError> {
         let plan = rule.plan()?;
-        let mut inner = lock(&self.inner);
+        let mut inner = self.shared.lock();
         inner.next_id += 1;
         let id = inner.next_id;
         inner.rules.push(Installed {
@@ -579,18 +628,19 @@ impl Faults {
             seen: 0,
         });
         Ok(RuleGuard {
-            faults: Arc::downgrade(&self.inner),
+            faults: Arc::downgrade(&self.shared),
             id,
             keep: false,
         })
     }
 
     pub(crate) fn clear(&self) {
-        lock(&self.inner).rules.clear();
+        self.shared.lock().rules.clear();
     }
 
     pub(crate) fn rules(&self) -> Vec<Rule> {
-        lock(&self.inner)
+        self.shared
+            .lock()
             .rules
             .iter()
             .map(|r| r.rule.clone())
@@ -599,7 +649,13 @@ impl Faults {
 
     /// The verdict for one request: the plan of the first selected rule, if any.
     pub(crate) fn verdict(&self, method: &str, path: &str) -> Option<Plan> {
-        let mut inner = lock(&self.inner);
+        // No rule installed: nothing to count or select, and no lock to take. A rule installed
+        // while this request is in flight applies from the next request on, as it would had
+        // this request taken the lock first.
+        if self.shared.installed.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut inner = self.shared.lock();
         let mut verdict = None;
         for installed in inner
             .rules
@@ -620,12 +676,6 @@ impl Faults {
     }
 }
 
-fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
-    inner
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 fn millis(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
@@ -644,7 +694,7 @@ fn millis(ms: u64) -> Duration {
 /// ```
 #[must_use = "dropping the guard removes the rule at once"]
 pub struct RuleGuard {
-    faults: Weak<Mutex<Inner>>,
+    faults: Weak<Shared>,
     id: u64,
     keep: bool,
 }
@@ -667,8 +717,8 @@ impl Drop for RuleGuard {
         if self.keep {
             return;
         }
-        if let Some(inner) = self.faults.upgrade() {
-            lock(&inner).rules.retain(|r| r.id != self.id);
+        if let Some(shared) = self.faults.upgrade() {
+            shared.lock().rules.retain(|r| r.id != self.id);
         }
     }
 }

@@ -61,14 +61,17 @@ impl State {
 
     /// Parses a seed in the dump format. Missing top-level keys take their default values.
     pub(crate) fn seed(value: Value) -> Result<Self, SeedError> {
-        let object = value
-            .as_object()
-            .ok_or_else(|| SeedError("the state must be a JSON object".into()))?;
+        let Value::Object(object) = value else {
+            return Err(SeedError("the state must be a JSON object".into()));
+        };
         let defaults =
             serde_json::to_value(Self::default_state()).map_err(|e| SeedError(e.to_string()))?;
-        let mut merged = defaults.as_object().cloned().unwrap_or_default();
+        let Value::Object(mut merged) = defaults else {
+            return Err(SeedError("the default state is not an object".into()));
+        };
+        // The seed's values are moved, not copied: a seed of 10,000 instances is megabytes.
         for (key, item) in object {
-            merged.insert(key.clone(), item.clone());
+            merged.insert(key, item);
         }
         let state: State =
             serde_json::from_value(Value::Object(merged)).map_err(|e| SeedError(e.to_string()))?;

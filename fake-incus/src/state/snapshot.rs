@@ -13,9 +13,14 @@
 
 use super::{Instance, State};
 use bytes::Bytes;
+use http::HeaderValue;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// How many whole answers one snapshot keeps (see [`Snapshot::answer`]); past that, answers
+/// are built per request, so a client naming ever new keys cannot grow the fake's memory.
+pub(crate) const ANSWERS_KEPT: usize = 32;
 
 /// The instance JSON of one instance, rendered on first use (the bytes are exactly what
 /// `serde_json::to_vec` writes for the corresponding [`Instance`] method's value).
@@ -40,6 +45,20 @@ pub(crate) struct Snapshot {
     index: OnceLock<HashMap<(String, String), usize>>,
     /// Whatever else is derived from this snapshot only (see [`Snapshot::derived`]).
     derived: OnceLock<Derived>,
+    /// Whole answers under their keys, at most [`ANSWERS_KEPT`] (see [`Snapshot::answer`]).
+    answers: RwLock<Vec<(AnswerKey, Prebuilt)>>,
+}
+
+/// The key a whole answer is kept under: a few strings (see [`Snapshot::answer`]).
+type AnswerKey = Box<[Box<str>]>;
+
+/// A whole answer body (envelope included) and its `ETag` header, sent again as they are.
+#[derive(Clone)]
+pub(crate) struct Prebuilt {
+    /// The body.
+    pub(crate) body: Bytes,
+    /// The `ETag` header, if the answer has one.
+    pub(crate) etag: Option<HeaderValue>,
 }
 
 /// Bytes computed once per snapshot by a reader outside `state/` (the server endpoint keeps the
@@ -69,6 +88,7 @@ impl Snapshot {
             rendered,
             index: OnceLock::new(),
             derived: OnceLock::new(),
+            answers: RwLock::default(),
         }
     }
 
@@ -90,6 +110,7 @@ impl Snapshot {
             rendered,
             index: OnceLock::new(),
             derived: OnceLock::new(),
+            answers: RwLock::default(),
         }
     }
 
@@ -160,6 +181,43 @@ impl Snapshot {
     /// (one user: the server endpoint).
     pub(crate) fn derived(&self, make: impl FnOnce(&State) -> Derived) -> &Derived {
         self.derived.get_or_init(|| make(&self.state))
+    }
+
+    /// The whole answer kept under `key` for this snapshot, made by `make` when there is none.
+    /// At most [`ANSWERS_KEPT`] keys are kept; an answer past them is made every time. The
+    /// answer must depend only on this snapshot and the key (one user: the server endpoint,
+    /// keyed by user, authentication method and project).
+    pub(crate) fn answer(&self, key: &[&str], make: impl FnOnce() -> Prebuilt) -> Prebuilt {
+        let same = |kept: &[Box<str>]| {
+            kept.len() == key.len() && kept.iter().zip(key).all(|(a, b)| **a == **b)
+        };
+        let answers = self
+            .answers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, found)) = answers.iter().find(|(kept, _)| same(kept)) {
+            return found.clone();
+        }
+        drop(answers);
+        let made = make();
+        let mut answers = self
+            .answers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if answers.len() < ANSWERS_KEPT && !answers.iter().any(|(kept, _)| same(kept)) {
+            let kept = key.iter().map(|part| Box::from(*part)).collect();
+            answers.push((kept, made.clone()));
+        }
+        made
+    }
+
+    /// How many answers this snapshot keeps now.
+    #[cfg(test)]
+    pub(crate) fn answers_kept(&self) -> usize {
+        self.answers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
     }
 }
 
