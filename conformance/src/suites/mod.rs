@@ -12,6 +12,7 @@ mod arbitrary_input;
 mod byte_bounds;
 mod catalogue;
 mod client_binding;
+mod cluster;
 mod confirmation;
 mod contract;
 mod evidence;
@@ -50,6 +51,7 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
         checks.extend(contract::live_checks());
         checks.extend(exposure::live_checks());
         checks.extend(restricted::checks(factory));
+        checks.extend(cluster::checks());
     }
     checks.extend(catalogue::checks());
     checks.extend(contract::checks());
