@@ -38,10 +38,8 @@ impl<IO: AsyncWrite + Unpin> Severable<IO> {
                 }
             }
         }
-        if self.cut && !self.shut {
-            if Pin::new(&mut self.inner).poll_shutdown(cx).is_ready() {
-                self.shut = true;
-            }
+        if self.cut && !self.shut && Pin::new(&mut self.inner).poll_shutdown(cx).is_ready() {
+            self.shut = true;
         }
         self.cut
     }
