@@ -97,7 +97,9 @@ fn route(app: &App, method: &Method, path: &str, query: &str, body: &[u8]) -> Re
         ("GET", "/state") => Ok(app.state().dump()),
         ("PUT", "/state") => {
             let value: Value = parse(body)?;
-            let state = State::seed(value).map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
+            let mut state =
+                State::seed(value).map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
+            crate::cluster::place_seeded_on(app, &mut state);
             app.replace_state(state);
             Ok(json!({}))
         }

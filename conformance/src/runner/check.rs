@@ -8,6 +8,8 @@ pub(crate) type CheckBody = Box<dyn FnOnce() -> Result<(), String> + Send>;
 /// One test of the conformance run.
 ///
 /// `name` follows `area::clause::case` (the clause it checks, then the case), or
+/// `context::area::clause::case` for a clause checked in a deployment context of its own (see
+/// [`CONTEXTS`]: `cluster::mutation::statuses::...` checks `mutation::statuses` on a cluster), or
 /// `scenario::<file-stem>` for scenario files, which declare their clauses themselves.
 pub(crate) struct Check {
     pub(crate) name: String,
@@ -16,7 +18,7 @@ pub(crate) struct Check {
 }
 
 impl Check {
-    /// A check of the clause named by the first two segments of `name` (`area::clause::case`).
+    /// A check of the clause that `name` names (`[context::]area::clause::case`).
     pub(crate) fn new(
         name: impl Into<String>,
         body: impl FnOnce() -> Result<(), String> + Send + 'static,
@@ -53,13 +55,21 @@ impl fmt::Debug for Check {
     }
 }
 
-/// The clause id (`area::clause`) of a test named `area::clause::case`.
+/// Deployment contexts that prefix a test name: the same clauses of the specification, checked
+/// where the backend is not one standalone daemon (`cluster`: a cluster of Incus members).
+pub(crate) const CONTEXTS: &[&str] = &["cluster"];
+
+/// The clause id (`area::clause`) of a test named `area::clause::case` or
+/// `context::area::clause::case` (a context of [`CONTEXTS`]).
 pub(crate) fn clause_of(name: &str) -> Option<String> {
-    let mut parts = name.split("::");
-    let area = parts.next()?;
-    let clause = parts.next()?;
-    parts.next()?;
-    Some(format!("{area}::{clause}"))
+    let mut parts: Vec<&str> = name.split("::").collect();
+    if parts.len() == 4 && CONTEXTS.contains(&parts[0]) {
+        parts.remove(0);
+    }
+    match parts.as_slice() {
+        [area, clause, _case] => Some(format!("{area}::{clause}")),
+        _ => None,
+    }
 }
 
 /// Whether a segment of a test name is lower snake case (`[a-z0-9_]+`, starting with a letter).
@@ -81,6 +91,16 @@ mod tests {
             Some("confirmation::exact_resource")
         );
         assert_eq!(clause_of("scenario::x"), None);
+    }
+
+    #[test]
+    fn clause_of_a_context_test_skips_the_context() {
+        assert_eq!(
+            clause_of("cluster::mutation::statuses::member_down_during_the_wait").as_deref(),
+            Some("mutation::statuses")
+        );
+        assert_eq!(clause_of("nocontext::mutation::statuses::case"), None);
+        assert_eq!(clause_of("a::b::c::d::e"), None);
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod arbitrary_input;
 mod byte_bounds;
 mod catalogue;
 mod client_binding;
+mod cluster;
 mod confirmation;
 mod contract;
 mod evidence;
@@ -50,6 +51,7 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
         checks.extend(contract::live_checks());
         checks.extend(exposure::live_checks());
         checks.extend(restricted::checks(factory));
+        checks.extend(cluster::checks());
     }
     checks.extend(catalogue::checks());
     checks.extend(contract::checks());
@@ -69,7 +71,7 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
 #[cfg(test)]
 mod registry_tests {
     use super::*;
-    use crate::runner::check::{clause_of, is_snake_segment};
+    use crate::runner::check::{clause_of, is_snake_segment, CONTEXTS};
     use std::collections::BTreeSet;
 
     fn listing() -> Vec<Check> {
@@ -91,10 +93,11 @@ mod registry_tests {
             if segments[0] == "scenario" {
                 assert_eq!(segments.len(), 2, "{}", check.name);
             } else {
+                let context = CONTEXTS.contains(&segments[0]);
                 assert_eq!(
                     segments.len(),
-                    3,
-                    "{} is not area::clause::case",
+                    if context { 4 } else { 3 },
+                    "{} is not [context::]area::clause::case",
                     check.name
                 );
                 assert_eq!(check.clauses, vec![clause_of(&check.name).unwrap()]);

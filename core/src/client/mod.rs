@@ -39,7 +39,7 @@ pub use connection::{
 };
 pub use error::{ClientError, ConnectionError};
 pub(crate) use exec::ExecRequest;
-pub(crate) use operations::WaitOutcome;
+pub(crate) use operations::{is_final, WaitOutcome};
 pub(crate) use query::{json_len, Accepted, ListItem, Single};
 pub use tls::client_config as tls_client_config;
 

@@ -19,7 +19,7 @@ use super::input;
 use super::output::Success;
 use super::pipeline::Call;
 use super::results::{read_error, uncertain_or_error, RunError, Status, Uncertain};
-use crate::client::{effective_wait, Accepted, ClientError, WaitOutcome};
+use crate::client::{effective_wait, is_final, Accepted, ClientError, WaitOutcome};
 
 /// The wait endpoint's text for "the operation is still running".
 const DEADLINE_EXCEEDED: &str = "context deadline exceeded";
@@ -119,14 +119,16 @@ async fn observe(
         WaitOutcome::Final(operation) => final_status(operation),
         WaitOutcome::Failed { message, .. } => {
             // The failure envelope does not carry the operation; Incus keeps it a few seconds.
-            let operation = match call.client.get_operation(&call.project, id).await {
-                Ok(single) => Some(single.value),
-                Err(_) => last_seen,
-            };
-            Observed {
-                status: Status::Failed,
-                operation,
-                wait_error: Some(message),
+            // Only the operation read back final shows the outcome: a wait cut short answers an
+            // error envelope with HTTP 200 too (on a cluster, "unexpected EOF" when the member
+            // that runs the operation goes down), and that outcome was not observed.
+            match call.client.get_operation(&call.project, id).await {
+                Ok(single) if is_final(&single.value) => Observed {
+                    wait_error: Some(message),
+                    ..final_status(single.value)
+                },
+                Ok(single) => not_observed(Some(single.value), message),
+                Err(_) => not_observed(last_seen, message),
             }
         }
         WaitOutcome::NotFinished => Observed {
@@ -134,6 +136,15 @@ async fn observe(
             operation: last_seen,
             wait_error: Some(DEADLINE_EXCEEDED.to_owned()),
         },
+    }
+}
+
+/// The wait ended without showing the outcome: `running`, with why the wait ended.
+fn not_observed(operation: Option<Value>, wait_error: String) -> Observed {
+    Observed {
+        status: Status::Running,
+        operation,
+        wait_error: Some(wait_error),
     }
 }
 

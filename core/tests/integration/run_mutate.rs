@@ -577,3 +577,89 @@ mod call_bound {
         assert_eq!(bench.count("DELETE", &path), 1);
     }
 }
+
+/// The HTTP 200 error envelope a wait answers when it is cut short (Incus's forwarding on a
+/// cluster: the member that runs the operation went down).
+fn cut_wait() -> Fault {
+    Fault::Respond {
+        status: 200,
+        headers: Default::default(),
+        body: json!({"type": "error", "status": "", "status_code": 0, "operation": "",
+                     "error_code": 500, "error": "unexpected EOF", "metadata": null})
+        .to_string(),
+        apply: false,
+    }
+}
+
+#[tokio::test]
+async fn a_wait_cut_short_while_the_operation_runs_is_running_not_failed() {
+    let bench = Bench::start().await;
+    bench.instance("web").await;
+    let _never = bench.fake.add_rule(
+        Rule::new("POST", "/1.0/instances/web/snapshots").fault(Fault::OperationNeverFinish),
+    );
+    let _cut = bench
+        .fake
+        .add_rule(Rule::new("GET", "/1.0/operations/*/wait").fault(cut_wait()));
+    let snapshot = json!({"instance": "web", "snapshot": "s0"});
+    let result = bench.call("incus_instance_snapshot_create", snapshot).await;
+    assert_eq!(result["status"], "running", "{result}");
+    assert_eq!(result["wait_error"], "unexpected EOF", "{result}");
+    assert_eq!(result["operation"]["status"], "Running", "{result}");
+    let id = result["operation_id"].as_str().unwrap().to_owned();
+    let waited = bench
+        .call("incus_operation_wait", json!({"operation_id": id}))
+        .await;
+    assert_eq!(waited["status"], "running", "{waited}");
+    assert_eq!(bench.count("POST", "/1.0/instances/web/snapshots"), 1);
+
+    // When the operation cannot be read back either, the outcome is still not observed.
+    let _unreadable = bench
+        .fake
+        .add_rule(Rule::new("GET", "/1.0/operations/*").fault(Fault::Error {
+            status: 500,
+            message: "Server isn't ready yet".into(),
+        }));
+    let again = bench
+        .call(
+            "incus_instance_snapshot_create",
+            json!({"instance": "web", "snapshot": "s1"}),
+        )
+        .await;
+    assert_eq!(again["status"], "running", "{again}");
+    assert_eq!(again["operation"]["status"], "Running", "{again}");
+}
+
+#[tokio::test]
+async fn member_down_during_the_wait_on_a_cluster_is_running_not_failed() {
+    let builder = FakeIncus::builder()
+        .cluster(["m1", "m2", "m3"])
+        .cluster_timings(fake_incus::ClusterTimings::fast())
+        .state(json!({"instances": [{"name": "web", "status": "Running", "location": "m2"}]}));
+    let bench = Bench::with(builder).await;
+    let _never = bench
+        .fake
+        .add_rule(Rule::new("PUT", "/1.0/instances/web/state").fault(Fault::OperationNeverFinish));
+    let stop = json!({"name": "web", "action": "stop", "wait_seconds": 3});
+    let call = bench.call("incus_instance_state_update", stop);
+    let down = async {
+        // Bounded: the wait through m1 on m2's operation comes within the call's first steps.
+        for _ in 0..2500 {
+            let waiting = bench.fake.journal().iter().any(|entry| {
+                entry.method == "GET"
+                    && entry.path.starts_with("/1.0/operations/")
+                    && entry.path.ends_with("/wait")
+            });
+            if waiting {
+                bench.fake.member_down("m2").expect("m2 goes down");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        panic!("the wait never came");
+    };
+    let (result, ()) = tokio::join!(call, down);
+    assert_eq!(result["status"], "running", "{result}");
+    assert!(result["operation_id"].is_string(), "{result}");
+    assert_eq!(bench.count("PUT", "/1.0/instances/web/state"), 1);
+}

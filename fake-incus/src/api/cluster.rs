@@ -195,10 +195,7 @@ pub(super) async fn serve(ctx: &Ctx, cluster: &Cluster, req: Request<Bytes>) -> 
         return super::route(ctx, req).await;
     }
     let here = this_member(ctx, cluster).name.clone();
-    let owner = match owner(ctx, cluster, &req) {
-        Ok(owner) => owner,
-        Err(err) => return Err(err),
-    };
+    let owner = owner(ctx, cluster, &req)?;
     let location = match &owner {
         Owner::Member(name) | Owner::Placed(name) => name.clone(),
         Owner::Here => here.clone(),

@@ -218,10 +218,11 @@ impl Cluster {
         if matches!(member.life, Life::Down { .. }) {
             return false;
         }
+        // The token first: an accept loop that sees its socket shut down finds it cancelled.
+        member.token.cancel();
         for socket in member.listening.drain(..) {
             let _ = socket.shutdown(std::net::Shutdown::Both);
         }
-        member.token.cancel();
         member.life = Life::Down {
             since: Instant::now(),
             wall: SystemTime::now(),
@@ -385,6 +386,14 @@ pub(crate) fn place_seeded(state: &mut crate::state::State, members: &[String]) 
             return;
         };
         std::sync::Arc::make_mut(&mut state.instances[index]).location = Some(member);
+    }
+}
+
+/// [`place_seeded`] on the app's cluster, if it is one (a state replaced while it runs).
+pub(crate) fn place_seeded_on(app: &crate::app::App, state: &mut crate::state::State) {
+    if let Some(cluster) = app.cluster() {
+        let names: Vec<String> = cluster.members.iter().map(|m| m.name.clone()).collect();
+        place_seeded(state, &names);
     }
 }
 

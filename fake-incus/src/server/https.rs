@@ -37,8 +37,9 @@ pub(crate) async fn run_as(
     let mut backoff = super::AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
+            biased;
             () = until.cancelled() => return,
+            accepted = listener.accept() => accepted,
         };
         match accepted {
             Ok((stream, _)) => {

@@ -842,3 +842,31 @@ async fn serve_cluster_lists_the_members_in_its_ready_line_and_obeys_control_dow
     assert_eq!(listed.body[1]["name"], "m2");
     child.kill().await.unwrap();
 }
+
+#[tokio::test]
+async fn seeded_instances_are_spread_over_the_members_unless_their_location_is_given() {
+    let fake = FakeIncus::builder()
+        .cluster(["m1", "m2", "m3"])
+        .state(json!({"instances": [
+            {"name": "a", "status": "Running"},
+            {"name": "b", "status": "Running", "location": "m3"},
+            {"name": "c", "status": "Running"},
+        ]}))
+        .start()
+        .await
+        .unwrap();
+    let reply = via(&fake, "m2", "GET", "/1.0/instances?recursion=1", None).await;
+    let located: Vec<(&str, &str)> = reply
+        .metadata()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["name"].as_str().unwrap(), i["location"].as_str().unwrap()))
+        .collect();
+    assert_eq!(located, [("a", "m1"), ("b", "m3"), ("c", "m2")]);
+    assert_eq!(
+        fake.dump_state()["instances"][1]["location"],
+        "m3",
+        "the dump keeps locations"
+    );
+}

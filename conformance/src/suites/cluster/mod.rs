@@ -1,0 +1,120 @@
+//! The core on a cluster: the same clauses of the specification, checked over a fake cluster of
+//! three members (`m1`, `m2`, `m3`), each with its own Unix socket, through the reference host
+//! bound to one member at a time. Tests are named `cluster::<area>::<clause>::<case>`.
+//!
+//! | Trial | Clause | What a cluster adds |
+//! |---|---|---|
+//! | `placement::` | `inspection::passthrough` | the cluster picks the member (no `target` is sent); `location` is passed through unchanged, the same through every member |
+//! | `forwarding::` | `inspection::passthrough`, `mutation::statuses` | an instance on `m2` read and changed through `m1` and `m3`; each mutating request sent once |
+//! | `forwarding::` | `exec::noninteractive` | exec through `m1` and `m3` on an instance of `m2`: output, exit code, the operation's `location` |
+//! | `forwarding::` | `inspection::passthrough`, `mutation::statuses` | an operation of `m2` read and waited on through `m3` |
+//! | `member_down::` | `mutation::native_rejection` | a member down before a mutation or an exec on its instance: a `native` error with the member's message, sent once, not applied |
+//! | `member_down::` | `mutation::statuses` | a member going down during a mutation's wait: `running` with the operation identity |
+//! | `member_down::` | `mutation::never_resent` | whatever the member-down case, every mutating request reached the cluster exactly once |
+//! | `member_down::` | `exec::unobserved_exit` | a member going down during an exec: `running` with the operation identity, no exit code |
+//! | `member_down::` | `inspection::passthrough`, `inspection::native_order` | lists with a member down: its instances in `Error` (112) as Incus lists them, its operations left out of the count |
+//! | `every_operation::` | `catalogue::synchronous` | every exported operation (all 32) through `m2` and through `m3` |
+//!
+//! Each trial starts its own cluster with `ClusterTimings::fast()`, so that the member-down
+//! stalls and thresholds take tens of milliseconds, not the real daemon's seconds.
+
+use serde_json::{json, Value};
+
+use crate::runner::Check;
+
+mod every_operation;
+mod forwarding;
+mod member_down;
+mod session;
+
+use session::{Cluster, Through};
+
+const READ: &[&str] = &["incus.read"];
+const WRITE: &[&str] = &["incus.write"];
+const EXEC: &[&str] = &["incus.exec"];
+const DELETE: &[&str] = &["incus.delete"];
+
+/// The cluster trials (main job only: each starts its own fake cluster and hosts).
+pub(crate) fn checks() -> Vec<Check> {
+    let mut checks = Vec::new();
+    checks.extend(forwarding::checks());
+    checks.extend(member_down::checks());
+    checks.extend(every_operation::checks());
+    checks
+}
+
+/// A cluster trial: starts a cluster, runs `body` on it.
+fn trial(name: &str, body: impl FnOnce(&Cluster) -> Result<(), String> + Send + 'static) -> Check {
+    Check::new(format!("cluster::{name}"), move || body(&Cluster::start()?))
+}
+
+/// The create input for `name` from the fake's `busybox` image (no target: the cluster picks).
+fn create_input(name: &str) -> Value {
+    json!({"name": name, "source": {"type": "image", "alias": "busybox"}})
+}
+
+/// Creates `name` through `via` (the cluster places it) and returns the member it landed on,
+/// read from the create operation's `location`.
+fn create(cluster: &Cluster, via: &str, name: &str) -> Result<String, String> {
+    let created = cluster.call(via, "incus_instance_create", WRITE, create_input(name));
+    created.succeeded()?;
+    created
+        .result()
+        .pointer("/operation/location")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| created.failure("the create operation names no location"))
+}
+
+/// One instance per member, created through `m1` and placed by the cluster (fewest instances
+/// first); the names with the member each landed on, in creation order.
+fn place_one_per_member(cluster: &Cluster) -> Result<Vec<(String, String)>, String> {
+    let mut placed = Vec::new();
+    for name in ["cl-a", "cl-b", "cl-c"] {
+        let location = create(cluster, "m1", name)?;
+        placed.push((name.to_owned(), location));
+    }
+    let mut members: Vec<&str> = placed.iter().map(|(_, m)| m.as_str()).collect();
+    members.sort_unstable();
+    if members != session::MEMBERS {
+        return Err(format!(
+            "three creates on an empty cluster landed on {placed:?}, not one per member (the cluster places on the member with the fewest instances)"
+        ));
+    }
+    Ok(placed)
+}
+
+/// The instance of `placed` that lives on `member`.
+fn instance_on<'a>(placed: &'a [(String, String)], member: &str) -> &'a str {
+    placed
+        .iter()
+        .find(|(_, location)| location == member)
+        .map_or("", |(name, _)| name.as_str())
+}
+
+/// Whether `message` is one a cluster member answers for a member that is down (the reference's
+/// table: connection refused while forwarding, the missing event link, not ready yet).
+fn is_member_down_message(message: &str) -> bool {
+    message == "Server isn't ready yet"
+        || message == "Missing event connection with target cluster member"
+        || message.contains("Unable to connect to")
+}
+
+/// The result is a native error of HTTP 500 whose message is the member-down text, unchanged.
+fn is_member_down_error(through: &Through) -> Result<(), String> {
+    let result = through.result();
+    let message = result
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if through.called.error_kind() != Some("native")
+        || result.pointer("/error/http_status") != Some(&json!(500))
+        || result.pointer("/error/error_code") != Some(&json!(500))
+        || !is_member_down_message(message)
+    {
+        return Err(through.failure(
+            "expected a native error, HTTP 500 and error code 500, with the member-down message",
+        ));
+    }
+    through.called.schema_valid()
+}
