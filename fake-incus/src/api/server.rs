@@ -376,6 +376,7 @@ mod tests {
         let unix = Peer {
             listener: Listener::Unix,
             fingerprint: None,
+            member: None,
         };
         let (_, bytes) = answer(&ctx(&app, unix, true, "default")).await;
         let body: Value = serde_json::from_slice(&bytes).unwrap();
@@ -416,6 +417,7 @@ mod tests {
         let unix = Peer {
             listener: Listener::Unix,
             fingerprint: None,
+            member: None,
         };
         let count = crate::state::snapshot::ANSWERS_KEPT + 8;
         for round in 0..2 {
