@@ -7,9 +7,9 @@
 mod ignorable;
 
 mod cli;
-mod exec;
 mod cluster;
 mod config;
+mod exec;
 mod images;
 mod standalone;
 
