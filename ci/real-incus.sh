@@ -93,16 +93,7 @@ ensure_busybox_alias() {
   incus image alias list --format csv 2>/dev/null | grep -q '^busybox,' && return
   local img
   img=$(mktemp -d)
-  mkdir -p "$img/rootfs/bin" "$img/rootfs/sbin" "$img/rootfs/etc" "$img/rootfs/proc" "$img/rootfs/sys" \
-    "$img/rootfs/dev" "$img/rootfs/tmp" "$img/rootfs/root"
-  cp "$(command -v busybox)" "$img/rootfs/bin/busybox"
-  for c in sh ls cat echo printf sleep true false env id head yes dd; do ln -sf busybox "$img/rootfs/bin/$c"; done
-  ln -sf ../bin/busybox "$img/rootfs/sbin/init"
-  printf '::sysinit:/bin/true\n::respawn:/bin/sleep 100000\n' >"$img/rootfs/etc/inittab"
-  printf 'architecture: %s\ncreation_date: %s\nproperties:\n  description: busybox test image\n  os: busybox\n  release: "1"\n' \
-    "$(uname -m)" "$(date +%s)" >"$img/metadata.yaml"
-  tar -czf "$img/rootfs.tar.gz" -C "$img/rootfs" .
-  tar -czf "$img/meta.tar.gz" -C "$img" metadata.yaml
+  bash ci/busybox-image.sh "$img"
   incus image import "$img/meta.tar.gz" "$img/rootfs.tar.gz" --alias busybox >/dev/null
   rm -rf "$img"
   log "imported a busybox test image (alias busybox) into project default"

@@ -248,25 +248,14 @@ mod tests {
         }
     }
 
-    /// The answer as it was built before the cached pieces: the whole object, per request.
+    /// The answer as it was built before the cached pieces: the whole object, per request (as a
+    /// cluster member builds it).
     fn reference(ctx: &Ctx) -> (Value, Vec<u8>) {
         let config = ctx.app.snapshot().state.server_config.clone();
-        let (user, method) = user(ctx);
-        let metadata = TrustedServer {
-            config: &config,
-            api_extensions: api_extensions(),
-            api_status: "stable",
-            api_version: "1.0",
-            auth: "trusted",
-            public: false,
-            auth_methods: ["tls"],
-            auth_user_name: user.to_string(),
-            auth_user_method: method,
-            environment: environment(ctx, &ctx.project()),
-        };
+        let metadata = trusted_object(ctx);
         let envelope = json!({
             "type": "sync", "status": "Success", "status_code": 200, "operation": "",
-            "error_code": 0, "error": "", "metadata": serde_json::to_value(&metadata).unwrap(),
+            "error_code": 0, "error": "", "metadata": metadata,
         });
         let mut bytes = serde_json::to_vec(&envelope).unwrap();
         bytes.push(b'\n');
