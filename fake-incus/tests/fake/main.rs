@@ -11,4 +11,6 @@ mod https;
 mod listeners;
 mod protocol;
 mod serve;
+#[path = "../tarball/mod.rs"]
+mod tarball;
 mod writable;

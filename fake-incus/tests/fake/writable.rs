@@ -2,6 +2,7 @@
 //! answers, operations and texts of the real Incus 6.0.4 daemon (captured from it).
 
 use crate::common;
+use crate::tarball::tarball;
 
 use bytes::Bytes;
 use common::{launch, unix, wait, Reply};
@@ -46,29 +47,6 @@ async fn send(
         raw,
         body,
     }
-}
-
-fn tarball(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(Vec::new());
-    for (name, data) in entries {
-        let mut header = tar::Header::new_gnu();
-        if name.ends_with('/') {
-            header.set_entry_type(tar::EntryType::Directory);
-        }
-        header.set_size(if name.ends_with('/') {
-            0
-        } else {
-            data.len() as u64
-        });
-        header.set_mode(0o755);
-        header.set_mtime(1_700_000_000);
-        header.set_cksum();
-        builder.append_data(&mut header, name, *data).unwrap();
-    }
-    let tar = builder.into_inner().unwrap();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut gz, &tar).unwrap();
-    gz.finish().unwrap()
 }
 
 const META: &[u8] = b"architecture: x86_64\ncreation_date: 1700000000\nproperties:\n  os: probeos\n  release: \"7\"\n  description: probe image\n";

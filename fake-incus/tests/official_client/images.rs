@@ -3,6 +3,7 @@
 
 use crate::cli::{csv_rows, setup, NO_CLIENT};
 use crate::ignorable::trial;
+use crate::tarball::tarball;
 use fake_incus::FakeIncus;
 use libtest_mimic::{Completion, Trial};
 use sha2::{Digest, Sha256};
@@ -23,29 +24,6 @@ pub(crate) fn trials() -> Vec<Trial> {
             official_client_renames_moves_and_copies_instances_with_their_snapshots,
         ),
     ]
-}
-
-fn tarball(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(Vec::new());
-    for (name, data) in entries {
-        let mut header = tar::Header::new_gnu();
-        if name.ends_with('/') {
-            header.set_entry_type(tar::EntryType::Directory);
-        }
-        header.set_size(if name.ends_with('/') {
-            0
-        } else {
-            data.len() as u64
-        });
-        header.set_mode(0o755);
-        header.set_mtime(1_700_000_000);
-        header.set_cksum();
-        builder.append_data(&mut header, name, *data).unwrap();
-    }
-    let tar = builder.into_inner().unwrap();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut gz, &tar).unwrap();
-    gz.finish().unwrap()
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {

@@ -12,6 +12,8 @@ mod config;
 mod exec;
 mod images;
 mod standalone;
+#[path = "../tarball/mod.rs"]
+mod tarball;
 
 fn main() -> std::process::ExitCode {
     let args = libtest_mimic::Arguments::from_args();
