@@ -1,10 +1,10 @@
 //! `--cleanup-only` against the fake Incus, over the Unix socket and over mutual HTTPS with a pinned
-//! server certificate. The fake's projects are read-only, so a leftover project there cannot be
-//! removed: the runner must try, then report it as left over and fail.
+//! server certificate. A leftover project is removed (the fake's projects are writable); when its
+//! removal fails, the runner must report it as left over and fail.
 use std::path::Path;
 use std::process::Output;
 
-use fake_incus::FakeIncus;
+use fake_incus::{FakeIncus, Fault, Rule};
 use serde_json::json;
 
 const LEFTOVER: &str = "ioacc-leftover0001";
@@ -70,8 +70,8 @@ async fn cleanup_only_with_nothing_left_deletes_nothing_and_succeeds() {
     assert!(!fake.journal().is_empty(), "the runner did ask the daemon");
 }
 
-#[tokio::test]
-async fn cleanup_only_tries_leftover_projects_and_reports_what_stays() {
+/// A fake holding one leftover acceptance project and one project that only looks like one.
+async fn fake_with_a_leftover() -> FakeIncus {
     let seed = FakeIncus::builder().start().await.expect("fake");
     let mut state = seed.dump_state();
     let projects = state["projects"]
@@ -81,19 +81,15 @@ async fn cleanup_only_tries_leftover_projects_and_reports_what_stays() {
         .push(json!({"name": LEFTOVER, "description": "", "config": {"features.images": "true"}}));
     projects.push(json!({"name": "ioacc-", "description": "not ours: too short", "config": {}}));
     drop(seed);
-    let fake = FakeIncus::builder()
+    FakeIncus::builder()
         .state(state)
         .start()
         .await
-        .expect("seeded fake");
-    let output = runner(unix_args(&fake)).await;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(&format!("LEFT OVER: project {LEFTOVER}")),
-        "{stderr}"
-    );
-    let deleted = deletes(&fake);
+        .expect("seeded fake")
+}
+
+fn assert_only_the_leftover_was_deleted(fake: &FakeIncus) {
+    let deleted = deletes(fake);
     assert!(
         deleted
             .iter()
@@ -104,6 +100,48 @@ async fn cleanup_only_tries_leftover_projects_and_reports_what_stays() {
         deleted.iter().all(|p| p.contains(LEFTOVER)),
         "only the leftover is touched: {deleted:?}"
     );
+}
+
+#[tokio::test]
+async fn cleanup_only_deletes_leftover_projects_and_succeeds() {
+    let fake = fake_with_a_leftover().await;
+    let output = runner(unix_args(&fake)).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("done: delete project {LEFTOVER}")),
+        "{stderr}"
+    );
+    assert_only_the_leftover_was_deleted(&fake);
+    let left: Vec<String> = fake.dump_state()["projects"]
+        .as_array()
+        .expect("projects")
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(String::from))
+        .collect();
+    assert!(!left.iter().any(|n| n == LEFTOVER), "{left:?}");
+    assert!(left.iter().any(|n| n == "ioacc-"), "{left:?}");
+}
+
+#[tokio::test]
+async fn cleanup_only_tries_leftover_projects_and_reports_what_stays() {
+    let fake = fake_with_a_leftover().await;
+    let _refused = fake
+        .add_rule(
+            Rule::new("DELETE", &format!("/1.0/projects/{LEFTOVER}")).fault(Fault::Error {
+                status: 500,
+                message: "Only empty projects can be removed.".into(),
+            }),
+        )
+        .expect("rule");
+    let output = runner(unix_args(&fake)).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("LEFT OVER: project {LEFTOVER}")),
+        "{stderr}"
+    );
+    assert_only_the_leftover_was_deleted(&fake);
 }
 
 #[tokio::test]
