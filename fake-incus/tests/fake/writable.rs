@@ -4,49 +4,13 @@
 use crate::common;
 use crate::tarball::tarball;
 
-use bytes::Bytes;
-use common::{launch, unix, wait, Reply};
+use common::{launch, unix, unix_bytes as send, wait, Reply};
 use fake_incus::FakeIncus;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyperlocal::UnixClientExt;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::time::Duration;
 
 async fn fake() -> FakeIncus {
     FakeIncus::builder().start().await.expect("fake starts")
-}
-
-/// A request with a raw body and headers over the Unix socket.
-async fn send(
-    fake: &FakeIncus,
-    method: &str,
-    path: &str,
-    body: Vec<u8>,
-    headers: &[(&str, &str)],
-) -> Reply {
-    let client: Client<hyperlocal::UnixConnector, Full<Bytes>> = Client::unix();
-    let uri: http::Uri = hyperlocal::Uri::new(fake.unix_socket(), path).into();
-    let mut req = http::Request::builder().method(method).uri(uri);
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let req = req.body(Full::new(Bytes::from(body))).unwrap();
-    let resp = tokio::time::timeout(Duration::from_secs(20), client.request(req))
-        .await
-        .expect("answer within 20 s")
-        .expect("request");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let raw = resp.into_body().collect().await.unwrap().to_bytes();
-    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    Reply {
-        status,
-        headers,
-        raw,
-        body,
-    }
 }
 
 const META: &[u8] = b"architecture: x86_64\ncreation_date: 1700000000\nproperties:\n  os: probeos\n  release: \"7\"\n  description: probe image\n";

@@ -107,6 +107,28 @@ pub(crate) async fn unix_at(
     read(resp).await
 }
 
+/// A request with a raw (non-JSON) body and headers over the fake's Unix socket.
+pub(crate) async fn unix_bytes(
+    fake: &FakeIncus,
+    method: &str,
+    path: &str,
+    body: Vec<u8>,
+    headers: &[(&str, &str)],
+) -> Reply {
+    let client: Client<hyperlocal::UnixConnector, Full<Bytes>> = Client::unix();
+    let uri: http::Uri = hyperlocal::Uri::new(fake.unix_socket(), path).into();
+    let mut req = Request::builder().method(method).uri(uri);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let req = req.body(Full::new(Bytes::from(body))).unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(20), client.request(req))
+        .await
+        .expect("answer within 20 s")
+        .expect("request");
+    read(resp).await
+}
+
 /// A raw HTTP/1.1 request over a fresh Unix connection; `Err` when the connection fails.
 pub(crate) async fn unix_raw(
     fake: &FakeIncus,
