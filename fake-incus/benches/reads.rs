@@ -25,8 +25,14 @@
 //!   instances and deletes them and the project at the end.
 //! - `FAKE_INCUS_BASELINE`: another `fake-incus` binary (say, built from the commit before a
 //!   change); it joins the 100-instance table as a third target, interleaved like the others.
+//! - `BENCH_FLOOR` (default on; `0` leaves it out): the floor as another target, a minimal
+//!   server answering the fake's bodies (see `floor_serve`); `floor/real` is the most any server
+//!   could show against the real daemon with this load generator, `fake/floor` what the fake
+//!   reaches of it.
 //! - `BENCH_SECONDS` (default 1): length of one cell. `BENCH_ROUNDS` (default 2).
 //! - `BENCH_MODES` (default `fresh,keepalive`).
+//! - `BENCH_REQUESTS` (default all four): the requests of the 100-instance table, by label,
+//!   separated by commas (`BENCH_REQUESTS='GET /1.0'`). `BENCH_CLIENTS` (default `1,16`).
 //! - `BENCH_SCALE` (default `1000,10000`): the instance counts of the linear-cost table.
 //! - `BENCH_RSS_REQUESTS` (default 20000; the figure is 200000): requests sent to the
 //!   fake between its two RSS readings. `BENCH_STEADY_SECONDS` (default 0): a steady load of that
@@ -129,6 +135,16 @@ async fn exchange_drain(sender: &mut Sender, path: &str) -> Result<(u16, u64), S
         }
     }
     Ok((status, length))
+}
+
+/// The body of a GET on a fresh connection, as the server sent it.
+async fn raw_body(socket: &Path, path: &str) -> String {
+    let mut sender = connect(socket).await.expect("connect");
+    let (status, bytes) = exchange(&mut sender, Method::GET, path, None)
+        .await
+        .expect("GET");
+    assert_eq!(status, 200, "{path}");
+    String::from_utf8(bytes.to_vec()).expect("UTF-8")
 }
 
 /// One request on a fresh connection, parsed as JSON.
@@ -525,7 +541,118 @@ async fn real_answers(socket: &Path) -> bool {
     matches!(probe.await, Ok(v) if v["metadata"]["auth"] == "trusted")
 }
 
+/// The floor: the least a server can do to answer over a Unix socket with this load generator.
+/// A process of its own (this bench, started again with `BENCH_FLOOR_SERVE=SOCKET` and
+/// `BENCH_FLOOR_ANSWERS=FILE`) whose threads block in `accept`, read each request head and
+/// write the answer kept for its path (the same body the fake gives, with a minimal head):
+/// no parsing beyond the request line, no routing, no allocation per request. Its rate is what
+/// no server could beat on this machine with this client, so `floor/real` is the most any fake
+/// could show, and `fake/floor` what the fake reaches of it.
+fn floor_serve(socket: &Path, answers: &Path) -> ! {
+    use std::io::{Read, Write};
+    let kept: std::collections::HashMap<String, String> =
+        serde_json::from_slice(&std::fs::read(answers).expect("floor answers")).expect("JSON");
+    let kept: std::collections::HashMap<Vec<u8>, Vec<u8>> = kept
+        .into_iter()
+        .map(|(path, body)| {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            (path.into_bytes(), [head.into_bytes(), body.into_bytes()].concat())
+        })
+        .collect();
+    let kept = std::sync::Arc::new(kept);
+    let listener = std::os::unix::net::UnixListener::bind(socket).expect("floor socket");
+    let listener = std::sync::Arc::new(listener);
+    let not_found: &[u8] = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+    let threads: Vec<_> = (0..64)
+        .map(|_| {
+            let listener = std::sync::Arc::clone(&listener);
+            let kept = std::sync::Arc::clone(&kept);
+            std::thread::spawn(move || loop {
+                let Ok((mut stream, _)) = listener.accept() else {
+                    continue;
+                };
+                let mut buf = vec![0u8; 8192];
+                let mut filled = 0;
+                loop {
+                    let Ok(n) = stream.read(&mut buf[filled..]) else {
+                        break;
+                    };
+                    if n == 0 {
+                        break;
+                    }
+                    filled += n;
+                    let Some(end) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n") else {
+                        if filled == buf.len() {
+                            break;
+                        }
+                        continue;
+                    };
+                    let path = buf[..end]
+                        .split(|&b| b == b' ')
+                        .nth(1)
+                        .unwrap_or_default();
+                    let answer = kept.get(path).map_or(not_found, Vec::as_slice);
+                    if stream.write_all(answer).is_err() {
+                        break;
+                    }
+                    buf.copy_within(end + 4..filled, 0);
+                    filled -= end + 4;
+                }
+            })
+        })
+        .collect();
+    println!("ready");
+    for thread in threads {
+        let _ = thread.join();
+    }
+    std::process::exit(0)
+}
+
+/// The floor server's process (see [`floor_serve`]), answering `answers` (path to body).
+struct FloorProcess {
+    child: tokio::process::Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl FloorProcess {
+    async fn start(answers: &std::collections::HashMap<String, String>) -> FloorProcess {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("answers.json");
+        std::fs::write(&file, serde_json::to_vec(answers).expect("JSON")).expect("answers file");
+        let socket = dir.path().join("floor.socket");
+        let mut child = tokio::process::Command::new(std::env::current_exe().expect("bench exe"))
+            .env("BENCH_FLOOR_SERVE", &socket)
+            .env("BENCH_FLOOR_ANSWERS", &file)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the floor server starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
+        assert!(
+            matches!(ready, Ok(Ok(Some(_)))),
+            "the floor server did not print its ready line: {ready:?}"
+        );
+        FloorProcess {
+            child,
+            socket,
+            _dir: dir,
+        }
+    }
+}
+
 fn main() {
+    if let (Some(socket), Some(answers)) = (
+        std::env::var_os("BENCH_FLOOR_SERVE"),
+        std::env::var_os("BENCH_FLOOR_ANSWERS"),
+    ) {
+        floor_serve(Path::new(&socket), Path::new(&answers));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -546,6 +673,14 @@ async fn bench() {
             "keepalive" => Some(Mode::KeepAlive),
             _ => None,
         })
+        .collect();
+    let only: Option<Vec<String>> = std::env::var("BENCH_REQUESTS")
+        .ok()
+        .map(|r| r.split(',').map(|l| l.trim().to_string()).collect());
+    let client_counts: Vec<usize> = std::env::var("BENCH_CLIENTS")
+        .unwrap_or_else(|_| "1,16".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
         .collect();
     let scale: Vec<usize> = std::env::var("BENCH_SCALE")
         .unwrap_or_else(|_| "1000,10000".into())
@@ -592,19 +727,6 @@ async fn bench() {
         }
         None => None,
     };
-    let mut targets: Vec<(&str, PathBuf, Option<u32>)> = Vec::new();
-    if use_real {
-        let server = call(&real_socket, Method::GET, "/1.0", None).await;
-        let pid = server["metadata"]["environment"]["server_pid"]
-            .as_u64()
-            .and_then(|p| u32::try_from(p).ok());
-        targets.push(("real", real_socket.clone(), pid));
-    }
-    targets.push(("fake", fake.socket.clone(), fake.child.id()));
-    if let Some(baseline) = &baseline {
-        targets.push(("baseline", baseline.socket.clone(), baseline.child.id()));
-    }
-
     let get = instance_name(50);
     let requests = [
         ("GET /1.0".to_string(), "/1.0".to_string()),
@@ -621,6 +743,30 @@ async fn bench() {
             format!("/1.0/instances/{get}?project={project}"),
         ),
     ];
+    let mut targets: Vec<(&str, PathBuf, Option<u32>)> = Vec::new();
+    if use_real {
+        let server = call(&real_socket, Method::GET, "/1.0", None).await;
+        let pid = server["metadata"]["environment"]["server_pid"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok());
+        targets.push(("real", real_socket.clone(), pid));
+    }
+    targets.push(("fake", fake.socket.clone(), fake.child.id()));
+    if let Some(baseline) = &baseline {
+        targets.push(("baseline", baseline.socket.clone(), baseline.child.id()));
+    }
+    let mut floor = None;
+    if std::env::var("BENCH_FLOOR").as_deref() != Ok("0") {
+        let mut answers = std::collections::HashMap::new();
+        for (_, path) in &requests {
+            let body = raw_body(&fake.socket, path).await;
+            answers.insert(path.clone(), body);
+        }
+        let process = FloorProcess::start(&answers).await;
+        targets.push(("floor", process.socket.clone(), process.child.id()));
+        floor = Some(process);
+    }
+
     for (_, path) in &requests {
         for (name, socket, _) in &targets {
             let answer = call(socket, Method::GET, path, None).await;
@@ -646,10 +792,19 @@ async fn bench() {
     if baseline.is_some() {
         print!(" {:>10}", "fake/base");
     }
+    if floor.is_some() {
+        if use_real {
+            print!(" {:>10}", "floor/real");
+        }
+        print!(" {:>10}", "fake/floor");
+    }
     println!(" {:>6}", "errors");
     for &mode in &modes {
-        for (label, path) in &requests {
-            for clients in [1usize, 16] {
+        let chosen = requests
+            .iter()
+            .filter(|(label, _)| only.as_ref().is_none_or(|only| only.contains(label)));
+        for (label, path) in chosen {
+            for &clients in &client_counts {
                 let mut merged: Vec<Stats> = targets
                     .iter()
                     .map(|_| Stats {
@@ -685,11 +840,18 @@ async fn bench() {
                 if let Some(base) = rate("baseline") {
                     print!(" {:>10}", format!("{:.1}x", fake_rate / base));
                 }
+                if let Some(floor) = rate("floor") {
+                    if let Some(real) = rate("real") {
+                        print!(" {:>10}", format!("{:.1}x", floor / real));
+                    }
+                    print!(" {:>10}", format!("{:.2}", fake_rate / floor));
+                }
                 println!(" {:>6}", merged.iter().map(|s| s.errors).sum::<u64>());
             }
         }
     }
     drop(fixture);
+    drop(floor);
 
     if !scale.is_empty() {
         linear_cost(
