@@ -17,6 +17,13 @@
 //!    after an 8 MiB stream and after the 64 MiB one, which shows whether memory follows the
 //!    64 KiB capture bound or the stream size.
 //!
+//! 4. (run first, when a real daemon answers on `INCUS_SOCKET`, default
+//!    `/var/lib/incus/unix.socket`; `BENCH_REAL=0` skips it) The same exec streaming through
+//!    `run()` on the real daemon: a project `bench-exec-<random>` with one running `busybox`
+//!    container (`head -c 8388608 /dev/zero`, then `cat /dev/zero` to the 64 MiB total; a NUL
+//!    byte takes 6 bytes of JSON text, so the 256 KiB output bound returns about 43 KB of the
+//!    64 KiB captured), deleted at the end. It runs before anything else, so its peak RSS is the core's alone.
+//!
 //! `BENCH_ITERATIONS` (default 2000) sets the sample count of part 1, `BENCH_LIST_ROUNDS`
 //! (default 3) and `BENCH_EXEC_ROUNDS` (default 3) the repetitions of parts 2 and 3.
 
@@ -110,6 +117,8 @@ fn main() {
         .build()
         .expect("runtime");
     runtime.block_on(async {
+        // First: the peak RSS it reports is then the core's alone (no fake in process yet).
+        real_exec_streaming().await;
         run_overhead().await;
         // Before the lists: their 100k-item list raises the peak RSS this part reports.
         exec_streaming().await;
@@ -265,29 +274,170 @@ async fn list_truncation() {
 }
 
 async fn exec_streaming() {
-    let rounds: usize = env_or("BENCH_EXEC_ROUNDS", 3);
     let fake = started_fake(Some(json!({"instances": [
         {"name": "web", "project": "default", "status": "Running"}
     ]})))
     .await;
     let host = host_for(&fake).await;
-    println!("\nexec streaming through run() on the fake (in process), {rounds} rounds each");
-    println!("  peak RSS before any exec: {:.1} MiB", peak_rss_mib());
-    for (label, command) in [
-        ("8 MiB, exits", vec!["fake-flood", "stdout", "8388608"]),
-        (
-            "to the 64 MiB total",
+    println!("\nexec streaming through run() on the fake (in process)");
+    exec_cells(
+        &host,
+        json!({"name": "web"}),
+        [
+            vec!["fake-flood", "stdout", "8388608"],
             vec!["fake-flood", "stdout", "forever"],
-        ),
-    ] {
+        ],
+    )
+    .await;
+}
+
+/// Part 4: exec streaming on the real daemon, in a project of its own deleted at the end.
+async fn real_exec_streaming() {
+    let socket = std::env::var_os("INCUS_SOCKET").map_or_else(
+        || std::path::PathBuf::from("/var/lib/incus/unix.socket"),
+        std::path::PathBuf::from,
+    );
+    if std::env::var("BENCH_REAL").as_deref() == Ok("0") || !socket.exists() {
+        println!(
+            "exec streaming on a real daemon: skipped (no daemon at {}; set INCUS_SOCKET)",
+            socket.display()
+        );
+        return;
+    }
+    let project = format!("bench-exec-{}", std::process::id());
+    let created = native(
+        &socket,
+        "POST",
+        "/1.0/projects",
+        Some(json!({"name": project,
+        "description": "incus-operations costs bench (temporary)",
+        "config": {"features.images": "false", "features.profiles": "false"}})),
+    )
+    .await;
+    if created["type"] != "sync" {
+        println!(
+            "exec streaming on the real daemon: skipped (creating project {project}: {created})"
+        );
+        return;
+    }
+    let instances = format!("/1.0/instances?project={project}");
+    let outcome = native_wait(
+        &socket,
+        "POST",
+        &instances,
+        Some(json!({"name": "flood",
+        "source": {"type": "image", "alias": "busybox"}, "start": true})),
+    )
+    .await;
+    if outcome == "Success" {
+        let connection = Connection::builder(incus_operations::Endpoint::unix(&socket))
+            .timeout(Duration::from_secs(61))
+            .stream_timeout(Duration::from_secs(125))
+            .build()
+            .expect("connection");
+        let client = Client::connect(connection).await.expect("discovery");
+        let host = BenchHost { client };
+        println!(
+            "exec streaming through run() on the real daemon ({}, project {project})",
+            socket.display()
+        );
+        exec_cells(
+            &host,
+            json!({"name": "flood", "project": project}),
+            [
+                vec!["head", "-c", "8388608", "/dev/zero"],
+                vec!["cat", "/dev/zero"],
+            ],
+        )
+        .await;
+    } else {
+        println!("exec streaming on the real daemon: skipped (creating a running busybox container: {outcome})");
+    }
+    let flood = format!("/1.0/instances/flood?project={project}");
+    let _ = native_wait(
+        &socket,
+        "PUT",
+        &format!("/1.0/instances/flood/state?project={project}"),
+        Some(json!({"action": "stop", "force": true, "timeout": 30})),
+    )
+    .await;
+    let _ = native_wait(&socket, "DELETE", &flood, None).await;
+    let deleted = native(&socket, "DELETE", &format!("/1.0/projects/{project}"), None).await;
+    if deleted["type"] != "sync" {
+        eprintln!("could not delete project {project} from the real daemon: {deleted}");
+    }
+}
+
+/// One native request on a fresh connection, its answer parsed (`Null` if it is not JSON).
+async fn native(socket: &Path, method: &str, path: &str, body: Option<Value>) -> Value {
+    let Ok(stream) = tokio::net::UnixStream::connect(socket).await else {
+        return Value::Null;
+    };
+    let Ok((mut sender, connection)) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
+    else {
+        return Value::Null;
+    };
+    tokio::spawn(connection);
+    let body = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(http::header::HOST, "incus")
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(http_body_util::Full::new(body))
+        .expect("request");
+    let Ok(response) = sender.send_request(request).await else {
+        return Value::Null;
+    };
+    match response.into_body().collect().await {
+        Ok(bytes) => serde_json::from_slice(&bytes.to_bytes()).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    }
+}
+
+/// A native asynchronous request and the wait for its operation: the final status.
+async fn native_wait(socket: &Path, method: &str, path: &str, body: Option<Value>) -> String {
+    let accepted = native(socket, method, path, body).await;
+    let Some(operation) = accepted["operation"].as_str().filter(|o| !o.is_empty()) else {
+        return format!("not accepted: {accepted}");
+    };
+    let done = native(
+        socket,
+        "GET",
+        &format!("{operation}/wait?timeout=120"),
+        None,
+    )
+    .await;
+    done["metadata"]["status"]
+        .as_str()
+        .unwrap_or("no status")
+        .to_string()
+}
+
+/// The two exec cells (a stream of 8 MiB that ends, then one that runs past the 64 MiB total)
+/// of `instance`, `BENCH_EXEC_ROUNDS` times each.
+async fn exec_cells(host: &BenchHost, instance: Value, commands: [Vec<&str>; 2]) {
+    let rounds: usize = env_or("BENCH_EXEC_ROUNDS", 3);
+    println!(
+        "  {rounds} rounds each; peak RSS before any exec: {:.1} MiB",
+        peak_rss_mib()
+    );
+    for (label, command) in ["8 MiB, exits", "to the 64 MiB total"]
+        .into_iter()
+        .zip(commands)
+    {
         let mut times = Vec::new();
         let mut last = Value::Null;
         for _ in 0..rounds {
+            let mut input = instance.clone();
+            input["command"] = json!(command);
+            input["timeout_seconds"] = json!(120);
             let started = Instant::now();
             last = run(
                 "incus_instance_exec",
-                json!({"name": "web", "command": command, "timeout_seconds": 120}),
-                RunOptions::new(&host, &(), [Scope::Exec]),
+                input,
+                RunOptions::new(host, &(), [Scope::Exec]),
             )
             .await;
             times.push(started.elapsed());
