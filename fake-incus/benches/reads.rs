@@ -29,6 +29,9 @@
 //!   server answering the fake's bodies (see `floor_serve`); `floor/real` is the most any server
 //!   could show against the real daemon with this load generator, `fake/floor` what the fake
 //!   reaches of it.
+//! - `BENCH_OHA=/path/to/oha`: [oha](https://github.com/hatoo/oha) drives every cell of the
+//!   100-instance table instead of this process (an independent load generator, same targets,
+//!   same interleaving; p50/p99 are then the means of the rounds' figures).
 //! - `BENCH_SECONDS` (default 1): length of one cell. `BENCH_ROUNDS` (default 2).
 //! - `BENCH_MODES` (default `fresh,keepalive`).
 //! - `BENCH_REQUESTS` (default all four): the requests of the 100-instance table, by label,
@@ -188,6 +191,8 @@ struct Stats {
     bytes: u64,
     /// CPU time the target process used during the cell (all its threads), when known.
     cpu_ns: Option<u64>,
+    /// With oha as the load generator: each round's (p50, p99) in ms, as oha reports them.
+    oha_quantiles: Vec<(f64, f64)>,
 }
 
 impl Stats {
@@ -198,6 +203,7 @@ impl Stats {
         self.micros.extend(other.micros);
         self.bytes += other.bytes;
         self.cpu_ns = self.cpu_ns.zip(other.cpu_ns).map(|(a, b)| a + b);
+        self.oha_quantiles.extend(other.oha_quantiles);
     }
     /// The target's CPU time per answered request, in microseconds.
     fn cpu_per_request(&self) -> Option<f64> {
@@ -208,6 +214,12 @@ impl Stats {
         self.requests as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
     fn percentile(&mut self, p: f64) -> f64 {
+        if self.micros.is_empty() && !self.oha_quantiles.is_empty() {
+            // oha gives no samples: the mean of the rounds' figures.
+            let pick = |&(p50, p99): &(f64, f64)| if p < 0.9 { p50 } else { p99 };
+            let sum: f64 = self.oha_quantiles.iter().map(pick).sum();
+            return sum / self.oha_quantiles.len() as f64;
+        }
         if self.micros.is_empty() {
             return f64::NAN;
         }
@@ -282,6 +294,63 @@ async fn load(
     }
     total.elapsed = started.elapsed();
     total
+}
+
+/// One cell with [oha](https://github.com/hatoo/oha) as the load generator instead of this
+/// process (`BENCH_OHA=/path/to/oha`): an independent client, for a cross-check of the figures.
+async fn oha_load(
+    oha: &Path,
+    socket: &Path,
+    path: &str,
+    clients: usize,
+    duration: Duration,
+    mode: Mode,
+) -> Stats {
+    let mut command = tokio::process::Command::new(oha);
+    command
+        .arg("-z")
+        .arg(format!("{}ms", duration.as_millis().max(1)))
+        .arg("-c")
+        .arg(clients.to_string())
+        .args(["--no-tui", "--output-format", "json", "--unix-socket"])
+        .arg(socket)
+        .arg(format!("http://incus{path}"))
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    if mode == Mode::Fresh {
+        command.arg("--disable-keepalive");
+    }
+    let output = command.output().await.expect("oha runs");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    let ok = report["statusCodeDistribution"]["200"]
+        .as_u64()
+        .unwrap_or(0);
+    let all: u64 = report["statusCodeDistribution"]
+        .as_object()
+        .map_or(0, |codes| codes.values().filter_map(Value::as_u64).sum());
+    // The requests oha cut at the end of its time are not errors of the target.
+    let errors: u64 = report["errorDistribution"].as_object().map_or(0, |errors| {
+        errors
+            .iter()
+            .filter(|(what, _)| !what.contains("aborted due to deadline"))
+            .filter_map(|(_, n)| n.as_u64())
+            .sum()
+    });
+    let ms = |key: &str| {
+        report["latencyPercentiles"][key]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+            * 1e3
+    };
+    Stats {
+        requests: ok,
+        errors: errors + (all - ok),
+        elapsed: Duration::from_secs_f64(report["summary"]["total"].as_f64().unwrap_or(0.0)),
+        micros: Vec::new(),
+        bytes: report["summary"]["totalData"].as_u64().unwrap_or(0),
+        cpu_ns: None,
+        oha_quantiles: vec![(ms("p50"), ms("p99"))],
+    }
 }
 
 /// A fake-incus process serving a seeded state.
@@ -362,7 +431,10 @@ async fn measured(
     mode: Mode,
 ) -> Stats {
     let before = pid.and_then(cpu_ns);
-    let mut stats = load(socket, path, clients, duration, min_requests, mode).await;
+    let mut stats = match std::env::var_os("BENCH_OHA") {
+        Some(oha) => oha_load(Path::new(&oha), socket, path, clients, duration, mode).await,
+        None => load(socket, path, clients, duration, min_requests, mode).await,
+    };
     let after = pid.and_then(cpu_ns);
     stats.cpu_ns = before.zip(after).map(|(b, a)| a.saturating_sub(b));
     stats
@@ -559,7 +631,10 @@ fn floor_serve(socket: &Path, answers: &Path) -> ! {
                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
                 body.len()
             );
-            (path.into_bytes(), [head.into_bytes(), body.into_bytes()].concat())
+            (
+                path.into_bytes(),
+                [head.into_bytes(), body.into_bytes()].concat(),
+            )
         })
         .collect();
     let kept = std::sync::Arc::new(kept);
@@ -590,10 +665,7 @@ fn floor_serve(socket: &Path, answers: &Path) -> ! {
                         }
                         continue;
                     };
-                    let path = buf[..end]
-                        .split(|&b| b == b' ')
-                        .nth(1)
-                        .unwrap_or_default();
+                    let path = buf[..end].split(|&b| b == b' ').nth(1).unwrap_or_default();
                     let answer = kept.get(path).map_or(not_found, Vec::as_slice);
                     if stream.write_all(answer).is_err() {
                         break;
