@@ -651,10 +651,7 @@ fn floor_serve(socket: &Path, answers: &Path) -> ! {
                 };
                 let mut buf = vec![0u8; 8192];
                 let mut filled = 0;
-                loop {
-                    let Ok(n) = stream.read(&mut buf[filled..]) else {
-                        break;
-                    };
+                while let Ok(n) = stream.read(&mut buf[filled..]) {
                     if n == 0 {
                         break;
                     }
