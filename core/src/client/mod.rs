@@ -9,6 +9,7 @@
 //! attempt, and every failure says whether the request may have reached Incus
 //! ([`ClientError::may_have_been_sent`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -60,10 +61,15 @@ pub(crate) const KILL_GRACE: Duration = Duration::from_secs(5);
 /// # Ok(())
 /// # }
 /// ```
+///
+/// Cloning is cheap (the server object is shared, not copied), so a host may hand every call a
+/// clone of one discovered client.
 #[derive(Clone, Debug)]
 pub struct Client {
     connection: Connection,
-    server: Value,
+    /// Shared: a deep copy of the server object (its API extensions alone are hundreds of
+    /// strings) on every clone cost more than a whole inspection operation's checks.
+    server: Arc<Value>,
 }
 
 impl Client {

@@ -1,6 +1,8 @@
 //! Discovery (Go: `ConnectIncus` + `GetServer`): `GET /1.0`, which must report
 //! `auth: "trusted"`. The Go client accepts untrusted answers; this client refuses them.
 
+use std::sync::Arc;
+
 use http::Method;
 use serde_json::Value;
 
@@ -17,7 +19,7 @@ impl Client {
     pub async fn connect(connection: Connection) -> Result<Client, ClientError> {
         let mut client = Client {
             connection,
-            server: Value::Null,
+            server: Arc::new(Value::Null),
         };
         let reply = client
             .query(Method::GET, target(&["1.0"], &[]), None, None)
@@ -34,7 +36,7 @@ impl Client {
             });
         }
         tracing::debug!("discovered a trusting Incus server");
-        client.server = server;
+        client.server = Arc::new(server);
         Ok(client)
     }
 }
