@@ -11,6 +11,17 @@ fn query_of(entry: &JournalEntry) -> String {
 
 /// GetInstances: `GET /1.0/instances?recursion=1&project=...`, native order kept.
 #[tokio::test]
+async fn clones_share_the_discovered_server_object_instead_of_copying_it() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    let clone = client.clone();
+    assert!(client.server()["api_extensions"]
+        .as_array()
+        .is_some_and(|e| e.len() > 100));
+    assert!(std::sync::Arc::ptr_eq(&client.server, &clone.server));
+}
+
+#[tokio::test]
 async fn get_instances_lists_native_objects_in_native_order() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
