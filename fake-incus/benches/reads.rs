@@ -353,6 +353,29 @@ async fn oha_load(
     }
 }
 
+/// Starts `command` (killed when dropped) and waits, at most 30 s, for its first line on
+/// stdout, its ready line; stdout is then drained so that the child never blocks on a full pipe.
+async fn spawn_until_ready(
+    command: &mut tokio::process::Command,
+    what: &str,
+) -> tokio::process::Child {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what} does not start: {e}"));
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
+    assert!(
+        matches!(ready, Ok(Ok(Some(_)))),
+        "{what} did not print its ready line: {ready:?}"
+    );
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    child
+}
+
 /// A fake-incus process serving a seeded state.
 struct FakeProcess {
     child: tokio::process::Child,
@@ -368,29 +391,17 @@ impl FakeProcess {
         std::fs::write(&state, seed.to_string()).expect("seed file");
         let socket = dir.path().join("unix.socket");
         let started = Instant::now();
-        let mut child = tokio::process::Command::new(binary)
+        let mut command = tokio::process::Command::new(binary);
+        command
             .arg("serve")
             .arg("--unix")
             .arg(&socket)
             .arg("--tls-dir")
             .arg(dir.path())
             .arg("--state")
-            .arg(&state)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("fake-incus starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
-        assert!(
-            matches!(ready, Ok(Ok(Some(_)))),
-            "fake-incus did not print its ready line: {ready:?}"
-        );
+            .arg(&state);
+        let child = spawn_until_ready(&mut command, "fake-incus").await;
         let ready_in = started.elapsed();
-        // Keep draining stdout so the child never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         FakeProcess {
             child,
             socket,
@@ -693,20 +704,11 @@ impl FloorProcess {
         let file = dir.path().join("answers.json");
         std::fs::write(&file, serde_json::to_vec(answers).expect("JSON")).expect("answers file");
         let socket = dir.path().join("floor.socket");
-        let mut child = tokio::process::Command::new(std::env::current_exe().expect("bench exe"))
+        let mut command = tokio::process::Command::new(std::env::current_exe().expect("bench exe"));
+        command
             .env("BENCH_FLOOR_SERVE", &socket)
-            .env("BENCH_FLOOR_ANSWERS", &file)
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the floor server starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
-        assert!(
-            matches!(ready, Ok(Ok(Some(_)))),
-            "the floor server did not print its ready line: {ready:?}"
-        );
+            .env("BENCH_FLOOR_ANSWERS", &file);
+        let child = spawn_until_ready(&mut command, "the floor server").await;
         FloorProcess {
             child,
             socket,
