@@ -46,18 +46,35 @@ impl ApiError {
     pub(crate) fn envelope(&self) -> Value {
         error_envelope(self.status, &self.message)
     }
+
+    /// The error envelope as the daemon writes it: the JSON and two newlines (its error
+    /// response prints the encoder's newline-terminated output with `fmt.Fprintln`), where a
+    /// sync answer has one.
+    pub(crate) fn body_bytes(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec(&self.envelope()).unwrap_or_default();
+        bytes.extend_from_slice(b"\n\n");
+        bytes
+    }
 }
 
 impl From<ApiError> for Response<Body> {
     fn from(err: ApiError) -> Self {
         let status = StatusCode::from_u16(err.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut resp = json_response(status, &err.envelope());
+        let mut resp = bytes_response(status, err.body_bytes());
         resp.headers_mut().insert(
             "x-content-type-options",
             HeaderValue::from_static("nosniff"),
         );
         resp
     }
+}
+
+/// An HTTP date: `Tue, 01 Dec 2026 14:00:19 GMT`.
+pub(crate) fn http_date(at: time::OffsetDateTime) -> String {
+    let format = time::macros::format_description!(
+        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+    );
+    at.format(&format).unwrap_or_default()
 }
 
 /// The error envelope value.

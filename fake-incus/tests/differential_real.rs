@@ -5,7 +5,7 @@
 //! Values that legitimately differ (ids, timestamps, fingerprints, ETag values, host names,
 //! `used_by` contents, API extensions...) are not compared. Compared values: the envelope's
 //! `type`, `status`, `status_code`, `error_code`, its `error` text (ids masked), the
-//! `Content-Type` header, and the `status`, `status_code`, `class`, `may_cancel`, `return` and
+//! `Content-Type` header, the newlines that end the body, and the `status`, `status_code`, `class`, `may_cancel`, `return` and
 //! `type` of every metadata object outside lists. Besides: whether the ETag changes between
 //! two GETs (description-only PATCH, config PATCH, two snapshots) and the recorded exec output.
 //!
@@ -77,6 +77,9 @@ struct Reply {
     etag: Option<String>,
     location: bool,
     content_type: String,
+    /// How many newlines end the body (the daemon ends an error envelope with two, a sync one
+    /// with one).
+    trailing_newlines: usize,
     body: Value,
 }
 
@@ -161,11 +164,13 @@ impl Side {
             .to_bytes();
         let body = serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        let trailing_newlines = bytes.iter().rev().take_while(|&&b| b == b'\n').count();
         Ok(Reply {
             status,
             etag,
             location,
             content_type,
+            trailing_newlines,
             body,
         })
     }
@@ -304,6 +309,11 @@ fn compare(real: &Reply, fake: &Reply) -> Vec<String> {
         "Content-Type",
         real.content_type.clone(),
         fake.content_type.clone(),
+    );
+    differ(
+        "newlines ending the body",
+        real.trailing_newlines.to_string(),
+        fake.trailing_newlines.to_string(),
     );
     let (rb, fb) = (&real.body, &fake.body);
     match (rb.as_object(), fb.as_object()) {

@@ -645,9 +645,7 @@ fn cut_with_member(response: Response<Body>, life: Option<CancellationToken>) ->
         tokio::select! {
             collected = body.collect() => collected.map(|c| Frame::data(c.to_bytes())),
             () = life.cancelled() => {
-                let mut bytes = serde_json::to_vec(&ApiError::internal("unexpected EOF").envelope())
-                    .unwrap_or_default();
-                bytes.push(b'\n');
+                let bytes = ApiError::internal("unexpected EOF").body_bytes();
                 Ok(Frame::data(Bytes::from(bytes)))
             }
         }

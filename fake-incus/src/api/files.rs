@@ -131,16 +131,8 @@ fn set_file_headers(headers: &mut HeaderMap, node: &Node, head: bool) {
     );
     // `http.ServeContent` adds it to a GET of a file; the daemon's HEAD answer has none.
     if !head && !matches!(node.kind, Kind::Directory) {
-        set("last-modified", http_date(modified));
+        set("last-modified", crate::envelope::http_date(modified));
     }
-}
-
-/// `Tue, 01 Dec 2026 14:00:19 GMT`.
-fn http_date(at: time::OffsetDateTime) -> String {
-    let format = time::macros::format_description!(
-        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
-    );
-    at.format(&format).unwrap_or_default()
 }
 
 fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {

@@ -91,12 +91,15 @@ fn wait(ctx: &Ctx, id: &str) -> ApiResult {
     let app = ctx.app.clone();
     let id = id.to_string();
     let body = async move {
-        let value = match app.wait_operation(&id, timeout).await {
-            Ok(op) => envelope::sync_envelope(op),
-            Err(err) => err.envelope(),
+        let bytes = match app.wait_operation(&id, timeout).await {
+            Ok(op) => {
+                let mut bytes =
+                    serde_json::to_vec(&envelope::sync_envelope(op)).unwrap_or_default();
+                bytes.push(b'\n');
+                bytes
+            }
+            Err(err) => err.body_bytes(),
         };
-        let mut bytes = serde_json::to_vec(&value).unwrap_or_default();
-        bytes.push(b'\n');
         Ok::<_, std::io::Error>(Frame::data(Bytes::from(bytes)))
     };
     let stream = futures_util::stream::once(body.boxed());
@@ -146,9 +149,7 @@ fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
 /// What a plain GET on the websocket endpoint gets.
 fn bad_upgrade() -> Response<envelope::Body> {
     let mut body = b"Bad Request\n".to_vec();
-    let envelope = ApiError::internal("websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header").envelope();
-    body.extend(serde_json::to_vec(&envelope).unwrap_or_default());
-    body.push(b'\n');
+    body.extend(ApiError::internal("websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header").body_bytes());
     let mut resp = Response::new(envelope::full(body));
     *resp.status_mut() = StatusCode::BAD_REQUEST;
     resp.headers_mut().insert(

@@ -329,6 +329,10 @@ async fn watchdog(activity: Arc<Activity>, limits: Limits) {
 struct Watched<IO> {
     inner: IO,
     activity: Arc<Activity>,
+    /// HTTP/1 only (the Unix socket): an HTTP/2 preface gets the daemon's answer to it.
+    h1_only: bool,
+    /// The preface's answer is queued: reads end (after it is written), so hyper closes.
+    preface_answered: bool,
     first_read: bool,
     /// The first bytes received, while no request has been served (at most [`HEAD_KEPT`]).
     head: Vec<u8>,
@@ -340,10 +344,12 @@ struct Watched<IO> {
 const HEAD_KEPT: usize = 8192;
 
 impl<IO> Watched<IO> {
-    fn new(inner: IO, activity: Arc<Activity>) -> Self {
+    fn new(inner: IO, activity: Arc<Activity>, h1_only: bool) -> Self {
         Self {
             inner,
             activity,
+            h1_only,
+            preface_answered: false,
             first_read: true,
             head: Vec::new(),
             pending: None,
@@ -416,6 +422,19 @@ fn go_reason_for(head: &[u8]) -> (&'static str, &'static str) {
     ("400 Bad Request", "")
 }
 
+/// What the daemon answers on its Unix socket to an HTTP/2 connection preface: Go's server
+/// reads `PRI * HTTP/2.0` as a request for `*`, which no route has, and closes the connection
+/// after the top-level 404 (it speaks HTTP/2 only over TLS, where ALPN offers it).
+fn h2_preface_answer() -> Vec<u8> {
+    let body = ApiError::not_found().body_bytes();
+    let head = format!(
+        "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nDate: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        crate::envelope::http_date(time::OffsetDateTime::now_utc()),
+        body.len()
+    );
+    [head.into_bytes(), body].concat()
+}
+
 impl<IO: AsyncWrite + Unpin> Watched<IO> {
     /// Writes what is left of a replaced answer; `Ready(Ok)` once nothing is left.
     fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -433,16 +452,30 @@ impl<IO: AsyncWrite + Unpin> Watched<IO> {
     }
 }
 
-impl<IO: AsyncRead + Unpin> AsyncRead for Watched<IO> {
+impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for Watched<IO> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
+        if self.preface_answered {
+            // The preface's answer is written before anything else, then input ends, so hyper
+            // closes the connection.
+            std::task::ready!(self.poll_pending(cx))?;
+            return Poll::Ready(Ok(()));
+        }
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = &polled {
             let new = &buf.filled()[before..];
+            if self.first_read && self.h1_only && new.starts_with(b"PRI * HTTP/2.0\r\n") {
+                buf.set_filled(before);
+                self.first_read = false;
+                self.preface_answered = true;
+                self.pending = Some((h2_preface_answer(), 0));
+                std::task::ready!(self.poll_pending(cx))?;
+                return Poll::Ready(Ok(()));
+            }
             if !new.is_empty() {
                 self.activity.received(new, self.first_read);
                 self.first_read = false;
@@ -550,7 +583,9 @@ pub(crate) async fn serve_connection_until<IO>(
         idle: app.settings.idle_timeout,
     };
     let activity = Arc::new(Activity::new());
-    let io = Watched::new(io, Arc::clone(&activity));
+    // The daemon speaks HTTP/2 only over TLS (ALPN); on its Unix socket, HTTP/1.1 alone.
+    let h1_only = peer.listener == Listener::Unix;
+    let io = Watched::new(io, Arc::clone(&activity), h1_only);
     let service_activity = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let app = Arc::clone(&app);
@@ -563,7 +598,10 @@ pub(crate) async fn serve_connection_until<IO>(
                 .map(|response| response.map(|body| hold_until_sent(body, in_flight)))
         }
     });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    if h1_only {
+        builder = builder.http1_only();
+    }
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::select! {
         result = connection => {

@@ -181,6 +181,54 @@ async fn raw(fake: &FakeIncus, request: &str) -> String {
     String::from_utf8_lossy(&got).into_owned()
 }
 
+/// The daemon's Unix socket speaks HTTP/1.1 only (HTTP/2 is offered over TLS through ALPN):
+/// Go's server reads the HTTP/2 connection preface as a request for `*`, answers the top-level
+/// 404 and closes (checked on the daemon's Unix socket).
+#[tokio::test]
+async fn http2_preface_on_the_unix_socket_gets_the_daemons_404_and_close() {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    let answer = raw(&fake, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 404 Not Found\r\n"), "{answer}");
+    for header in [
+        "Content-Type: application/json\r\n",
+        "X-Content-Type-Options: nosniff\r\n",
+        "Content-Length: 114\r\n",
+        "Connection: close\r\n",
+        "Date: ",
+    ] {
+        assert!(answer.contains(header), "{header:?} in {answer}");
+    }
+    assert!(
+        answer.ends_with("\r\n\r\n{\"type\":\"error\",\"status\":\"\",\"status_code\":0,\"operation\":\"\",\"error_code\":404,\"error\":\"not found\",\"metadata\":null}\n\n"),
+        "{answer}"
+    );
+    // Nothing reached the API: the answer is Go's server's, before any route.
+    assert!(fake.journal().is_empty(), "{:?}", fake.journal());
+}
+
+/// The daemon writes an error envelope with `fmt.Fprintln` of the encoder's newline-terminated
+/// JSON: its error bodies end with two newlines (114 bytes for the top-level 404), its sync
+/// bodies with one (checked on the daemon's Unix socket).
+#[tokio::test]
+async fn error_bodies_end_with_two_newlines_and_sync_bodies_with_one() {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    let close = "Host: x\r\nConnection: close\r\n\r\n";
+    let not_found = raw(&fake, &format!("GET /nope HTTP/1.1\r\n{close}")).await;
+    assert!(not_found.starts_with("HTTP/1.1 404"), "{not_found}");
+    assert!(not_found.contains("content-length: 114\r\n"), "{not_found}");
+    assert!(not_found.ends_with("\"metadata\":null}\n\n"), "{not_found}");
+    let missing = raw(
+        &fake,
+        &format!("GET /1.0/instances/nope HTTP/1.1\r\n{close}"),
+    )
+    .await;
+    assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+    assert!(missing.ends_with("}\n\n"), "{missing}");
+    let sync = raw(&fake, &format!("GET /1.0/networks HTTP/1.1\r\n{close}")).await;
+    assert!(sync.starts_with("HTTP/1.1 200"), "{sync}");
+    assert!(sync.ends_with("]}\n") && !sync.ends_with("\n\n"), "{sync}");
+}
+
 /// Malformed requests answered as Incus 6.0.4 answers them (each checked on the daemon's Unix
 /// socket): status line, body form (JSON envelope or Go's plain text) and error text.
 #[tokio::test]
