@@ -106,7 +106,7 @@ pub(crate) struct Attrs {
     pub(crate) mode: Option<u32>,
 }
 
-/// A path made absolute and clean: `root//a/./b/../c` is `/root/a/c`.
+/// A path made absolute and clean: `srv//a/./b/../c` is `/srv/a/c`.
 pub(crate) fn clean(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
@@ -502,18 +502,18 @@ mod tests {
             tree.write("/nodir/x", Bytes::from_static(b"x"), attrs, false),
             Err(FileError::NotFound)
         );
-        tree.write("root/a", Bytes::from_static(b"ab"), attrs, false)
+        tree.write("tmp/a", Bytes::from_static(b"ab"), attrs, false)
             .unwrap();
-        tree.write("/root/a", Bytes::from_static(b"c"), Attrs::default(), true)
+        tree.write("/tmp/a", Bytes::from_static(b"c"), Attrs::default(), true)
             .unwrap();
-        let node = tree.get("/root/a").unwrap();
+        let node = tree.get("/tmp/a").unwrap();
         assert_eq!(node.kind, Kind::File(Bytes::from_static(b"abc")));
         assert_eq!((node.uid, node.gid, node.mode), (1000, 1001, 0o600));
         assert_eq!(
-            tree.write("/root", Bytes::new(), Attrs::default(), false),
-            Err(FileError::IsDirectory("/root".into()))
+            tree.write("/tmp", Bytes::new(), Attrs::default(), false),
+            Err(FileError::IsDirectory("/tmp".into()))
         );
-        assert_eq!(tree.list("/root"), vec!["a".to_string()]);
+        assert_eq!(tree.list("/tmp"), vec!["a".to_string()]);
         assert_eq!(
             tree.list("/"),
             ["bin", "dev", "etc", "proc", "root", "sbin", "sys", "tmp"]
