@@ -273,6 +273,22 @@ mod tests {
         (etag, bytes.to_vec())
     }
 
+    fn default_app() -> Arc<App> {
+        App::new(
+            State::default_state(),
+            Identity::default(),
+            Settings::default(),
+        )
+    }
+
+    fn unix_peer() -> Peer {
+        Peer {
+            listener: Listener::Unix,
+            fingerprint: None,
+            member: None,
+        }
+    }
+
     #[tokio::test]
     async fn the_server_object_from_cached_pieces_is_byte_for_byte_the_serialized_object() {
         let mut state = State::default_state();
@@ -292,11 +308,7 @@ mod tests {
             ..Identity::default()
         };
         let app = App::new(state, identity, settings);
-        let unix = Peer {
-            listener: Listener::Unix,
-            fingerprint: None,
-            member: None,
-        };
+        let unix = unix_peer();
         let https = Peer {
             listener: Listener::Https,
             fingerprint: Some("cd".repeat(32)),
@@ -357,16 +369,8 @@ mod tests {
     /// `environment.lxc_features` lists the 14 features of the real 6.0.4 daemon, all available.
     #[tokio::test]
     async fn lxc_features_are_the_fourteen_keys_of_the_real_daemon() {
-        let app = App::new(
-            State::default_state(),
-            Identity::default(),
-            Settings::default(),
-        );
-        let unix = Peer {
-            listener: Listener::Unix,
-            fingerprint: None,
-            member: None,
-        };
+        let app = default_app();
+        let unix = unix_peer();
         let (_, bytes) = answer(&ctx(&app, unix, true, "default")).await;
         let body: Value = serde_json::from_slice(&bytes).unwrap();
         let features = body["metadata"]["environment"]["lxc_features"]
@@ -398,16 +402,8 @@ mod tests {
 
     #[tokio::test]
     async fn callers_past_the_kept_answers_get_the_same_bytes_and_memory_stays_bounded() {
-        let app = App::new(
-            State::default_state(),
-            Identity::default(),
-            Settings::default(),
-        );
-        let unix = Peer {
-            listener: Listener::Unix,
-            fingerprint: None,
-            member: None,
-        };
+        let app = default_app();
+        let unix = unix_peer();
         let count = crate::state::snapshot::ANSWERS_KEPT + 8;
         for round in 0..2 {
             for i in 0..count {

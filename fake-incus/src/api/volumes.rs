@@ -8,7 +8,7 @@ use super::storage::pool_not_found;
 use super::validation::volume_config_problem;
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::{clock, url, Devices, StringMap, Volume};
+use crate::state::{clock, url, Devices, State, StringMap, Volume};
 use http::HeaderMap;
 use serde::Deserialize;
 
@@ -57,6 +57,18 @@ fn check_volume_name(name: &str) -> Result<(), ApiError> {
         ));
     }
     Ok(())
+}
+
+/// The custom volume `name` of `project` in `pool`, as it is now: the pool's 404 first, then
+/// the volume's.
+fn existing(state: &State, pool: &str, project: &str, name: &str) -> Result<Volume, ApiError> {
+    if !state.storage_pools.iter().any(|p| p.name == pool) {
+        return Err(pool_not_found());
+    }
+    state
+        .custom_volume(pool, project, name)
+        .cloned()
+        .ok_or_else(volume_not_found)
 }
 
 fn volume_not_found() -> ApiError {
@@ -110,13 +122,7 @@ pub(super) fn update(
 ) -> ApiResult {
     let project = ctx.project();
     let mut state = ctx.app.state();
-    if !state.storage_pools.iter().any(|p| p.name == pool) {
-        return Err(pool_not_found());
-    }
-    let current = state
-        .custom_volume(pool, &project, name)
-        .cloned()
-        .ok_or_else(volume_not_found)?;
+    let current = existing(&state, pool, &project, name)?;
     check_etag(headers, &current.etag())?;
     let req: VolumePutBody = parse_body(body)?;
     let mut config = if patch {
@@ -148,13 +154,7 @@ pub(super) fn update(
 pub(super) fn delete(ctx: &Ctx, pool: &str, name: &str) -> ApiResult {
     let project = ctx.project();
     let mut state = ctx.app.state();
-    if !state.storage_pools.iter().any(|p| p.name == pool) {
-        return Err(pool_not_found());
-    }
-    let current = state
-        .custom_volume(pool, &project, name)
-        .cloned()
-        .ok_or_else(volume_not_found)?;
+    let current = existing(&state, pool, &project, name)?;
     if !state.volume_used_by(&current).is_empty() {
         return Err(ApiError::bad_request("The storage volume is still in use"));
     }
@@ -176,13 +176,7 @@ pub(super) fn rename(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResul
     }
     check_volume_name(&req.name)?;
     let mut state = ctx.app.state();
-    if !state.storage_pools.iter().any(|p| p.name == pool) {
-        return Err(pool_not_found());
-    }
-    let current = state
-        .custom_volume(pool, &project, name)
-        .cloned()
-        .ok_or_else(volume_not_found)?;
+    let current = existing(&state, pool, &project, name)?;
     if state.custom_volume(pool, &project, &req.name).is_some() {
         return Err(ApiError::new(409, "Volume by that name already exists"));
     }
