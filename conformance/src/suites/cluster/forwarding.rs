@@ -273,12 +273,7 @@ fn operation_get_elsewhere(cluster: &Cluster) -> Result<(), String> {
     got.all_through("m3")?;
     let listed = cluster.call("m3", "incus_operation_list", READ, json!({}));
     listed.succeeded()?;
-    let items = listed
-        .result()
-        .get("items")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let items = listed.items();
     if !items
         .iter()
         .any(|op| op.get("id") == Some(&json!(id)) && op.get("location") == Some(&json!("m2")))

@@ -5,7 +5,7 @@
 use fake_incus::{Answer, Fault, JournalEntry, Rule};
 use serde_json::{json, Value};
 
-use super::session::{waiting, Cluster, Through};
+use super::session::{take_down, waiting, Cluster, Through};
 use super::{
     instance_on, is_member_down_error, place_one_per_member, trial, DELETE, EXEC, READ, WRITE,
 };
@@ -202,10 +202,7 @@ fn down_during_wait(cluster: &Cluster, mutation: Mutation) -> Result<(Through, S
         mutation.scopes,
         input,
         |entries| entries.iter().any(is_wait),
-        |fake| {
-            fake.member_down("m2")
-                .map_err(|e| format!("member_down(m2) failed: {e}"))
-        },
+        |fake| take_down(fake, "m2"),
     )?;
     Ok((through, name))
 }
@@ -274,10 +271,7 @@ fn exec_cut_by_member_down(cluster: &Cluster) -> Result<(Through, String), Strin
                 .count();
             upgraded >= 4
         },
-        |fake| {
-            fake.member_down("m2")
-                .map_err(|e| format!("member_down(m2) failed: {e}"))
-        },
+        |fake| take_down(fake, "m2"),
     )?;
     Ok((through, name))
 }
@@ -301,12 +295,7 @@ fn instance_list_member_down(cluster: &Cluster) -> Result<(), String> {
         let listed = cluster.call(via, "incus_instance_list", READ, json!({}));
         listed.succeeded()?;
         listed.expect("/count", &json!(placed.len()))?;
-        let items = listed
-            .result()
-            .get("items")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let items = listed.items();
         for (name, location) in &placed {
             let Some(item) = items.iter().find(|i| i.get("name") == Some(&json!(name))) else {
                 return Err(listed.failure(&format!("{name} is not listed")));
@@ -345,12 +334,7 @@ fn operation_list_member_down(cluster: &Cluster) -> Result<(), String> {
     cluster.down("m2")?;
     let listed = cluster.call("m1", "incus_operation_list", READ, json!({}));
     listed.succeeded()?;
-    let items = listed
-        .result()
-        .get("items")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let items = listed.items();
     listed.expect("/count", &json!(items.len()))?;
     listed.expect("/truncated", &json!(false))?;
     let listed_ids: Vec<&Value> = items.iter().filter_map(|op| op.get("id")).collect();

@@ -193,16 +193,28 @@ impl Cluster {
 
     /// The member's daemon dies.
     pub(super) fn down(&self, member: &str) -> Result<(), String> {
-        self.fake
-            .member_down(member)
-            .map_err(|e| format!("member_down({member}) failed: {e}"))
+        take_down(&self.fake, member)
     }
+}
+
+/// Kills `member`'s daemon in `fake` (also from inside a call, while it runs).
+pub(super) fn take_down(fake: &FakeIncus, member: &str) -> Result<(), String> {
+    fake.member_down(member)
+        .map_err(|e| format!("member_down({member}) failed: {e}"))
 }
 
 impl Through {
     /// The call's result.
     pub(super) fn result(&self) -> &Value {
         &self.called.result
+    }
+
+    /// The `items` of a list result (none when the result has none).
+    pub(super) fn items(&self) -> &[Value] {
+        self.result()
+            .get("items")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// A failure message about this call (with its reproducer).
