@@ -526,15 +526,7 @@ async fn once_not_ready_everything_routed_to_the_dead_member_answers_server_isnt
     .await;
     create(&fake, "m1", "cl-m1", Some("m1")).await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;
-    let exec = via(
-        &fake,
-        "m1",
-        "POST",
-        "/1.0/instances/cl-m3/exec",
-        Some(json!({"command": ["sleep", "30"], "wait-for-websocket": false})),
-    )
-    .await;
-    let op = exec.metadata()["id"].as_str().unwrap().to_string();
+    let op = sleeping_exec_on_m3(&fake).await;
     fake.member_down("m3").unwrap();
     for (method, path) in [
         ("GET", "/1.0/instances/cl-m3".to_string()),
@@ -647,15 +639,7 @@ async fn after_a_member_returns_its_old_operations_are_gone_and_its_instances_re
     })
     .await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;
-    let exec = via(
-        &fake,
-        "m1",
-        "POST",
-        "/1.0/instances/cl-m3/exec",
-        Some(json!({"command": ["sleep", "30"], "wait-for-websocket": false})),
-    )
-    .await;
-    let op = exec.metadata()["id"].as_str().unwrap().to_string();
+    let op = sleeping_exec_on_m3(&fake).await;
     fake.member_down("m3").unwrap();
     fake.member_up("m3").unwrap();
     let reply = via(&fake, "m1", "GET", &format!("/1.0/operations/{op}"), None).await;
@@ -869,4 +853,17 @@ async fn seeded_instances_are_spread_over_the_members_unless_their_location_is_g
         "m3",
         "the dump keeps locations"
     );
+}
+
+/// Starts `sleep 30` in `cl-m3` through m1 (no websockets); the exec operation's id.
+async fn sleeping_exec_on_m3(fake: &FakeIncus) -> String {
+    let exec = via(
+        fake,
+        "m1",
+        "POST",
+        "/1.0/instances/cl-m3/exec",
+        Some(json!({"command": ["sleep", "30"], "wait-for-websocket": false})),
+    )
+    .await;
+    exec.metadata()["id"].as_str().unwrap().to_string()
 }

@@ -418,6 +418,18 @@ fn files_path(instance: &str, path: &str) -> String {
     format!("/1.0/instances/{instance}/files?path={path}")
 }
 
+/// Writes `bytes` to `path` in `instance` (`POST` of an octet stream).
+async fn write_file(fake: &FakeIncus, instance: &str, path: &str, bytes: Vec<u8>) -> Reply {
+    send(
+        fake,
+        "POST",
+        &files_path(instance, path),
+        bytes,
+        &[("content-type", "application/octet-stream")],
+    )
+    .await
+}
+
 #[tokio::test]
 async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
     let fake = fake().await;
@@ -563,14 +575,7 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
     let missing = unix(&fake, "GET", &files_path("nope", "/"), None).await;
     assert_eq!(missing.status, 404);
 
-    send(
-        &fake,
-        "POST",
-        &files_path("c1", "/root/d1/f"),
-        b"x".to_vec(),
-        &[octet],
-    )
-    .await;
+    write_file(&fake, "c1", "/root/d1/f", b"x".to_vec()).await;
     let not_empty = unix(&fake, "DELETE", &files_path("c1", "/root/d1"), None).await;
     assert_eq!(
         (not_empty.status, not_empty.body["error"].as_str()),
@@ -590,24 +595,9 @@ async fn an_instance_file_tree_is_bounded_and_answers_a_full_disk_past_its_cap()
     let fake = fake().await;
     launch(&fake, "c1", false).await;
     let nine_mib = vec![7u8; 9 << 20];
-    let octet = ("content-type", "application/octet-stream");
-    let first = send(
-        &fake,
-        "POST",
-        &files_path("c1", "/tmp/a"),
-        nine_mib.clone(),
-        &[octet],
-    )
-    .await;
+    let first = write_file(&fake, "c1", "/tmp/a", nine_mib.clone()).await;
     assert_eq!(first.status, 200);
-    let second = send(
-        &fake,
-        "POST",
-        &files_path("c1", "/tmp/b"),
-        nine_mib,
-        &[octet],
-    )
-    .await;
+    let second = write_file(&fake, "c1", "/tmp/b", nine_mib).await;
     assert_eq!(
         (second.status, second.body["error"].as_str()),
         (
@@ -626,15 +616,7 @@ async fn file_of(fake: &FakeIncus, instance: &str, path: &str) -> Option<Vec<u8>
 async fn files_follow_rename_copy_snapshot_restore_and_go_with_the_instance() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let octet = ("content-type", "application/octet-stream");
-    send(
-        &fake,
-        "POST",
-        &files_path("c1", "/root/f"),
-        b"v1".to_vec(),
-        &[octet],
-    )
-    .await;
+    write_file(&fake, "c1", "/root/f", b"v1".to_vec()).await;
     let snap = unix(
         &fake,
         "POST",
@@ -643,14 +625,7 @@ async fn files_follow_rename_copy_snapshot_restore_and_go_with_the_instance() {
     )
     .await;
     wait(&fake, &snap).await;
-    send(
-        &fake,
-        "POST",
-        &files_path("c1", "/root/f"),
-        b"v2".to_vec(),
-        &[octet],
-    )
-    .await;
+    write_file(&fake, "c1", "/root/f", b"v2".to_vec()).await;
 
     let renamed = unix(
         &fake,
