@@ -81,6 +81,17 @@ async fn connect(socket: &Path) -> Result<Sender, String> {
     Ok(sender)
 }
 
+/// A request as the bench sends it (JSON, to the host `incus`).
+fn request(method: Method, path: &str, body: Bytes) -> Result<Request<Full<Bytes>>, String> {
+    Request::builder()
+        .method(method)
+        .uri(path)
+        .header(hyper::header::HOST, "incus")
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(body))
+        .map_err(|e| e.to_string())
+}
+
 /// One request on `sender`; returns the status and the body's length.
 async fn exchange(
     sender: &mut Sender,
@@ -89,13 +100,7 @@ async fn exchange(
     body: Option<&Value>,
 ) -> Result<(u16, Bytes), String> {
     let body = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
-    let request = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(hyper::header::HOST, "incus")
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(body))
-        .map_err(|e| e.to_string())?;
+    let request = request(method, path, body)?;
     sender.ready().await.map_err(|e| format!("ready: {e}"))?;
     let response = sender
         .send_request(request)
@@ -116,13 +121,7 @@ async fn exchange(
 /// weigh in every figure, most of all for large bodies). Returns the status and the body's
 /// length.
 async fn exchange_drain(sender: &mut Sender, path: &str) -> Result<(u16, u64), String> {
-    let request = Request::builder()
-        .method(Method::GET)
-        .uri(path)
-        .header(hyper::header::HOST, "incus")
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::new()))
-        .map_err(|e| e.to_string())?;
+    let request = request(Method::GET, path, Bytes::new())?;
     sender.ready().await.map_err(|e| format!("ready: {e}"))?;
     let response = sender
         .send_request(request)
