@@ -111,6 +111,11 @@ pub(crate) const CLAUSES: &[Clause] = &[
     // Exposing operations
     clause("exposure::no_protocol_binding", "The library ships no protocol binding."),
     clause("exposure::host_builds_tools", "A host builds its own over all/0, fetch/1, describe/1 and run/3, for example one tool per operation, or a search tool over describe/1 plus an execute tool that calls run/3."),
+    // Safety: rules of SECURITY.md. Each quotes the rule; one beyond the specification's letter says
+    // so and why ("Beyond the specification: ...").
+    // Safety: what create, update and state changes may write (suites/safety/grants.rs)
+    // Safety: what results never carry, and which operations a call sees (suites/safety/secrets.rs)
+    // Safety: results say what was observed (suites/safety/observed.rs)
 ];
 
 /// The clause with this id.

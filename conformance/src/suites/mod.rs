@@ -25,6 +25,7 @@ pub(crate) mod mutation_faults;
 mod property;
 pub(crate) mod reliability;
 mod restricted;
+mod safety;
 mod scenarios;
 mod scopes;
 mod session;
@@ -64,6 +65,7 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
     checks.extend(mutation_faults::checks(factory));
     checks.extend(inspection_bounds::checks(factory));
     checks.extend(exec_output::checks(factory));
+    checks.extend(safety::checks(factory));
     checks.sort_by(|a, b| a.name.cmp(&b.name));
     checks
 }
