@@ -5,14 +5,15 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-/// `cargo tree` for `selection` (`--workspace` or `-p NAME`): each registry package with its
-/// resolved features, one line each.
-fn resolved(selection: &[&str]) -> BTreeSet<String> {
+/// `cargo tree` for `selection` (`--workspace` or `-p NAME`) over `edges` (`normal,build` as a
+/// build resolves features, `normal,build,dev` as a test build does): each registry package with
+/// its resolved features, one line each.
+fn resolved(edges: &str, selection: &[&str]) -> BTreeSet<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .current_dir(&root)
-        .args(["tree", "--offline", "--locked", "-e", "normal,build,dev"])
+        .args(["tree", "--offline", "--locked", "-e", edges])
         .args(["--prefix", "none", "-f", "{p} [{f}]"])
         .args(selection)
         .output()
@@ -32,7 +33,6 @@ fn resolved(selection: &[&str]) -> BTreeSet<String> {
 
 #[test]
 fn every_package_resolves_shared_dependencies_as_the_workspace_does() {
-    let workspace = resolved(&["--workspace"]);
     let metadata = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
         .args(["metadata", "--offline", "--no-deps", "--format-version", "1"])
@@ -50,9 +50,12 @@ fn every_package_resolves_shared_dependencies_as_the_workspace_does() {
         .collect();
     assert!(packages.len() >= 5, "{packages:?}");
     let mut differing = Vec::new();
-    for package in &packages {
-        for line in resolved(&["-p", package]).difference(&workspace) {
-            differing.push(format!("{package}: {line}"));
+    for edges in ["normal,build", "normal,build,dev"] {
+        let workspace = resolved(edges, &["--workspace"]);
+        for package in &packages {
+            for line in resolved(edges, &["-p", package]).difference(&workspace) {
+                differing.push(format!("{package} ({edges}): {line}"));
+            }
         }
     }
     assert!(
