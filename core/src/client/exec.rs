@@ -14,8 +14,9 @@
 //! operation's end is what is awaited, whether or not the streams have ended.
 //!
 //! The status says what ended the command, as far as it was observed ([`ExecStatus`]): its own
-//! exit (`completed`, also when a `SIGKILL` sent at a bound found it already exiting: the exit
-//! code is then not the kill's 137), the kill (`timed_out`, `output_limited`), or an operation
+//! exit (`completed`, also when the `SIGKILL` sent at the duration found it already exiting: the
+//! exit code is then not the kill's 137), the kill at the duration (`timed_out`), output past the
+//! stream total (`output_limited`, whatever ended the command then), or an operation
 //! that ended in failure without an exit code (`failed`, with Incus's error as the reason).
 //!
 //! The duration bound (and `duration_ms`) starts when the command starts: Incus starts it once
@@ -72,12 +73,13 @@ pub(crate) struct ExecRequest {
 /// How an exec ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExecStatus {
-    /// The command exited on its own and the exit was observed. A `SIGKILL` sent at a bound may
-    /// have found it already exiting: its exit code is then not the kill's.
+    /// The command exited on its own and the exit was observed. The `SIGKILL` sent at the
+    /// duration may have found it already exiting: its exit code is then not the kill's.
     Completed,
     /// The duration bound passed; `SIGKILL` was sent and the exit it caused observed.
     TimedOut,
-    /// The stream total was passed; `SIGKILL` was sent and the exit it caused observed.
+    /// The stream total was passed; `SIGKILL` was sent and the exit observed (the output was
+    /// limited, whatever ended the command).
     OutputLimited,
     /// The operation ended in failure without an exit code (for example Incus timed out
     /// waiting for the websockets, so the command never started): the end was observed, an
@@ -564,6 +566,11 @@ impl Session<'_> {
                 // The operation ended; Incus closes its sockets right after. The output that
                 // is still in flight gets the kill grace to arrive.
                 let _ = tokio::time::timeout(KILL_GRACE, &mut readers).await;
+                // A command that passes the total and exits at once: that output arrived after
+                // the end was seen, and passing the total is still what happened.
+                if total.load(Ordering::Relaxed) > limit {
+                    cause = Some(KillCause::StreamTotal);
+                }
             }
             if let Some(cause) = cause {
                 tracing::info!(?cause, operation = %self.operation_id, "sending SIGKILL to the exec");
@@ -572,13 +579,15 @@ impl Session<'_> {
                 }
                 // The output and the exit together: the operation may end while a stream is
                 // still open, and its end is what decides.
-                let grace = Instant::now() + KILL_GRACE;
-                let drained = async {
-                    if !readers_done {
-                        let _ = tokio::time::timeout_at(grace, &mut readers).await;
-                    }
-                };
-                ended = tokio::join!(drained, self.observe_exit(grace)).1;
+                if ended.is_none() {
+                    let grace = Instant::now() + KILL_GRACE;
+                    let drained = async {
+                        if !readers_done {
+                            let _ = tokio::time::timeout_at(grace, &mut readers).await;
+                        }
+                    };
+                    ended = tokio::join!(drained, self.observe_exit(grace)).1;
+                }
             }
         }
         let status = status(ended.as_ref(), cause);
@@ -691,9 +700,11 @@ enum Ended {
 /// - ended without an exit code (a failure reported without the object, or a final object
 ///   with no `return`): `failed`, since the end was observed and an exit was not;
 /// - an exit code after no kill: `completed`;
-/// - the kill's exit code (137) after a kill: `timed_out` or `output_limited`;
-/// - any other exit code after a kill: `completed`, since `SIGKILL` cannot be caught, so the
-///   command ended on its own before the signal reached it.
+/// - any exit code after the kill past the stream total: `output_limited`, since the output was
+///   limited whatever ended the command;
+/// - the kill's exit code (137) after the kill at the duration: `timed_out`;
+/// - any other exit code after the kill at the duration: `completed`, since `SIGKILL` cannot be
+///   caught, so the command ended on its own before the signal reached it.
 fn status(ended: Option<&Ended>, cause: Option<KillCause>) -> ExecStatus {
     let exit_code = match ended {
         None => return ExecStatus::Running,
@@ -702,8 +713,8 @@ fn status(ended: Option<&Ended>, cause: Option<KillCause>) -> ExecStatus {
     };
     match (exit_code, cause) {
         (None, _) => ExecStatus::Failed,
+        (Some(_), Some(KillCause::StreamTotal)) => ExecStatus::OutputLimited,
         (Some(KILLED_BY_SIGKILL), Some(KillCause::Duration)) => ExecStatus::TimedOut,
-        (Some(KILLED_BY_SIGKILL), Some(KillCause::StreamTotal)) => ExecStatus::OutputLimited,
         (Some(_), _) => ExecStatus::Completed,
     }
 }
