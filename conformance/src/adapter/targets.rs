@@ -73,7 +73,8 @@ impl WireTargets {
 
 /// A fake Incus and the request every call of the trial starts from.
 struct WireTarget {
-    fake: FakeIncus,
+    /// The trial's own fake (none when the harness keeps the Incus itself: a cluster's member).
+    fake: Option<FakeIncus>,
     transport: Arc<dyn Transport>,
     backend: Backend,
     host: HostBehaviour,
@@ -85,7 +86,7 @@ impl TargetFactory for WireTargets {
             let fake = fake::start_with(setup, self.listener == Listener::Https).await?;
             let backend = self.backend(&fake)?;
             Ok(Box::new(WireTarget {
-                fake,
+                fake: Some(fake),
                 transport: Arc::clone(&self.transport),
                 backend,
                 host: self.host.clone(),
@@ -106,6 +107,19 @@ impl TargetFactory for WireTargets {
             host: host.clone(),
             limits: *limits,
             ..self.clone()
+        }))
+    }
+
+    fn bound_to(&self, socket: &std::path::Path) -> Option<Box<dyn Target>> {
+        Some(Box::new(WireTarget {
+            fake: None,
+            transport: Arc::clone(&self.transport),
+            backend: Backend {
+                unix_socket: Some(socket.to_path_buf()),
+                https: None,
+                limits: self.limits,
+            },
+            host: self.host.clone(),
         }))
     }
 }
@@ -153,7 +167,7 @@ impl Target for WireTarget {
     }
 
     fn journal(&self) -> Option<Vec<Request>> {
-        Some(fake::journal(&self.fake))
+        self.fake.as_ref().map(fake::journal)
     }
 
     fn output_schema(&self, operation: &str) -> Option<Value> {
@@ -161,6 +175,9 @@ impl Target for WireTarget {
     }
 
     fn add_fault(&self, rule: &Value) -> Result<(), String> {
-        fake::add_fault(&self.fake, rule)
+        match &self.fake {
+            Some(fake) => fake::add_fault(fake, rule),
+            None => Err("this target's Incus is the harness's own: fault rules go to it".into()),
+        }
     }
 }

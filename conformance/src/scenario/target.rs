@@ -72,6 +72,13 @@ pub trait TargetFactory: Send + Sync {
     ) -> Option<std::sync::Arc<dyn TargetFactory>> {
         None
     }
+
+    /// A target for an Incus the harness started itself (a member of a fake cluster, at
+    /// `socket`), with the reference host's behaviour, when this backend can make one (an adapter
+    /// over the wire); `None` otherwise.
+    fn bound_to(&self, _socket: &std::path::Path) -> Option<Box<dyn Target>> {
+        None
+    }
 }
 
 /// Runs operations through the core's `run()` and `host`, as `caller`, against whatever Incus

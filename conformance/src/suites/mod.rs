@@ -55,7 +55,6 @@ pub(crate) const IN_PROCESS_ONLY: &[(&str, &str)] = &[
     ("evidence::", "checks the evidence ledgers compiled into this build's core"),
     ("binding::trusted_backend::a_discovered_client_is_used_without_discovering_again", "binds a caller to a Rust Client value (Binding::client), which has no wire form"),
     ("authorization::validated_input::authorize_sees_normalized_input", "reads the input the host's authorize callback was given; the wire carries only the result (the callback order checks of the other host trials are likewise in-process only)"),
-    ("cluster::", "binds the core to each member of a fake cluster and takes members down mid-call with the harness's own runtime; not carried over the wire yet"),
 ];
 
 /// Why the trial `name` only runs in-process, if it does.
@@ -76,7 +75,7 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
         checks.extend(contract::live_checks());
         checks.extend(exposure::live_checks());
         checks.extend(restricted::checks(factory));
-        checks.extend(cluster::checks());
+        checks.extend(cluster::checks(factory));
     }
     checks.extend(catalogue::checks());
     checks.extend(contract::checks());
