@@ -164,9 +164,12 @@ impl RestrictedItem {
     /// A device's `type` (empty when missing or not a string); `None` for a config key.
     pub fn device_type(&self) -> Option<&str> {
         match self {
-            RestrictedItem::Device { config, .. } => {
-                Some(config.get("type").and_then(Value::as_str).unwrap_or_default())
-            }
+            RestrictedItem::Device { config, .. } => Some(
+                config
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ),
             RestrictedItem::ConfigKey { .. } => None,
         }
     }

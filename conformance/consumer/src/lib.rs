@@ -103,7 +103,8 @@ impl TeamHost {
 fn named_projects<'a>(operation: &str, input: &'a Value) -> Vec<&'a str> {
     let text = |field: &str| input.get(field).and_then(Value::as_str);
     let mut named = vec![text("project").unwrap_or("default")];
-    let reads_a_project = incus_operations::fetch(operation).is_some_and(|d| d.resource() == "project");
+    let reads_a_project =
+        incus_operations::fetch(operation).is_some_and(|d| d.resource() == "project");
     if let Some(name) = text("name").filter(|_| reads_a_project) {
         named.push(name);
     }
@@ -220,12 +221,18 @@ mod tests {
     #[tokio::test]
     async fn the_project_list_goes_only_through_the_filtering_run() {
         let caller = Grants::new("agent", [Scope::Read]).project("team-a");
-        assert_eq!(kind_of(&caller, PROJECT_LIST, json!({})).await, "unauthorized");
+        assert_eq!(
+            kind_of(&caller, PROJECT_LIST, json!({})).await,
+            "unauthorized"
+        );
         let host = TeamHost::new(Connection::unix("/nonexistent/incus.socket"));
         let result = host.run(&caller, PROJECT_LIST, json!({})).await;
         assert_eq!(result["error"]["kind"], "discovery_failed", "{result}");
         let admin = Grants::new("admin", [Scope::Read]).any_project();
-        assert_eq!(kind_of(&admin, PROJECT_LIST, json!({})).await, "discovery_failed");
+        assert_eq!(
+            kind_of(&admin, PROJECT_LIST, json!({})).await,
+            "discovery_failed"
+        );
     }
 
     #[tokio::test]

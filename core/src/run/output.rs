@@ -194,7 +194,10 @@ mod tests {
             }
         );
         let message = error.to_string();
-        assert!(message.contains("object") && !message.contains("list"), "{message}");
+        assert!(
+            message.contains("object") && !message.contains("list"),
+            "{message}"
+        );
     }
 
     #[test]

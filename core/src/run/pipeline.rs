@@ -1,10 +1,10 @@
 //! The ordered checks of `run`, the bounded host callbacks, and dispatch to the executors.
 use serde_json::{Map, Value};
 
+use super::callback::bounded;
 use super::deadline::Progress;
 use super::output::{self, Success};
-use super::results::{read_error, RunError};
-use super::callback::bounded;
+use super::results::RunError;
 use super::{checks, native, writes, RunOptions};
 use crate::catalogue::{self, Confirmation, Descriptor};
 use crate::client::Client;

@@ -176,7 +176,10 @@ pub(crate) struct Findings {
 
 impl Findings {
     /// Scans a config map and a device map.
-    pub(crate) fn of(config: Option<&Map<String, Value>>, devices: Option<&Map<String, Value>>) -> Self {
+    pub(crate) fn of(
+        config: Option<&Map<String, Value>>,
+        devices: Option<&Map<String, Value>>,
+    ) -> Self {
         let mut found = Findings::default();
         for (key, value) in config.into_iter().flatten() {
             match key_class(key) {
@@ -261,7 +264,10 @@ pub(crate) fn profile_findings(
         from.insert(key.clone(), origin.cloned().unwrap_or_default());
     }
     for key in &found.guest_code {
-        from.insert(key.clone(), config_from.get(key).cloned().unwrap_or_default());
+        from.insert(
+            key.clone(),
+            config_from.get(key).cloned().unwrap_or_default(),
+        );
     }
     (found, from)
 }
@@ -300,15 +306,6 @@ pub(crate) fn describe_item(item: &RestrictedItem) -> String {
             format!("device {name:?} of type {device_type:?}")
         }
     }
-}
-
-/// A short description of restricted items for an error message.
-pub(crate) fn describe(items: &[RestrictedItem]) -> String {
-    items
-        .iter()
-        .map(describe_item)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]
@@ -352,7 +349,10 @@ mod tests {
             [
                 RestrictedItem::config_key("raw.lxc", json!("x")),
                 RestrictedItem::config_key("security.privileged", json!("true")),
-                RestrictedItem::device("data", json!({"type": "disk", "source": "/srv", "path": "/srv"})),
+                RestrictedItem::device(
+                    "data",
+                    json!({"type": "disk", "source": "/srv", "path": "/srv"})
+                ),
             ]
         );
         assert_eq!(found.guest_code, ["cloud-init.user-data"]);
@@ -449,7 +449,10 @@ mod tests {
         // Each device carries its whole config, so a host can allow one exact value.
         assert_eq!(
             items[0],
-            RestrictedItem::device("host", json!({"type": "disk", "pool": "default", "source": "/etc", "path": "/mnt"}))
+            RestrictedItem::device(
+                "host",
+                json!({"type": "disk", "pool": "default", "source": "/etc", "path": "/mnt"})
+            )
         );
         assert_eq!(items[16].device_type(), Some(""));
     }

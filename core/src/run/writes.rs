@@ -43,7 +43,10 @@ pub(crate) async fn check_input<C: Send + Sync>(
 ) -> Result<(), RunError> {
     match descriptor.native() {
         Native::InstanceUpdate if input.get("ephemeral") == Some(&Value::Bool(true)) => {
-            let name = input.get("name").and_then(Value::as_str).unwrap_or_default();
+            let name = input
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             require(
                 options,
                 Scope::Delete,
@@ -52,7 +55,7 @@ pub(crate) async fn check_input<C: Send + Sync>(
                 ),
             )?;
         }
-        Native::InstanceCreate | Native::InstanceUpdate => {}
+        native if native.writes_instance_config() => {}
         _ => return Ok(()),
     }
     let found = Findings::of_input(input);
@@ -95,7 +98,11 @@ async fn implied_profiles(
     project: &str,
     input: &Value,
 ) -> Result<Vec<String>, RunError> {
-    let source = |key: &str| input.pointer(&format!("/source/{key}")).and_then(Value::as_str);
+    let source = |key: &str| {
+        input
+            .pointer(&format!("/source/{key}"))
+            .and_then(Value::as_str)
+    };
     let default = || vec![DEFAULT_PROFILE.to_owned()];
     if source("type") != Some("image") || source("remote").is_some() {
         return Ok(default());
@@ -155,9 +162,7 @@ async fn alias_target(
 }
 
 /// A read's value, `None` when Incus answers 404, the error otherwise.
-fn found(
-    read: Result<crate::client::Single, ClientError>,
-) -> Result<Option<Value>, RunError> {
+fn found(read: Result<crate::client::Single, ClientError>) -> Result<Option<Value>, RunError> {
     match read {
         Ok(single) => Ok(Some(single.value)),
         Err(ClientError::Native {
@@ -190,7 +195,10 @@ async fn check_profiles<C: Send + Sync>(
     }
     let (found, from) = restricted::profile_findings(&profiles, &writes);
     check_findings(descriptor, found, options, |key| {
-        format!(" from profile {:?}", from.get(key).map(String::as_str).unwrap_or_default())
+        format!(
+            " from profile {:?}",
+            from.get(key).map(String::as_str).unwrap_or_default()
+        )
     })
     .await
 }

@@ -55,9 +55,18 @@ async fn setting_ephemeral_by_update_needs_incus_delete() {
     let result = call_with(&host, "incus_instance_update", input.clone(), &WRITE).await;
     assert_eq!(kind(&result), "scope_missing", "{result}");
     let message = result["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("incus.delete") && message.contains("ephemeral"), "{message}");
+    assert!(
+        message.contains("incus.delete") && message.contains("ephemeral"),
+        "{message}"
+    );
     assert!(bench.fake.journal().is_empty(), "{:?}", sent(&bench));
-    let result = call_with(&host, "incus_instance_update", json!({"name": "c1", "ephemeral": false}), &WRITE).await;
+    let result = call_with(
+        &host,
+        "incus_instance_update",
+        json!({"name": "c1", "ephemeral": false}),
+        &WRITE,
+    )
+    .await;
     assert_eq!(result["status"], "completed", "{result}");
     let both = [Scope::Write, Scope::Delete];
     let result = call_with(&host, "incus_instance_update", input, &both).await;
@@ -98,7 +107,11 @@ async fn stopping_an_ephemeral_instance_needs_incus_delete_after_one_read() {
 async fn guest_code_needs_incus_exec_in_the_input_and_in_applied_profiles() {
     let bench = bench().await;
     let host = bench.host();
-    for key in ["cloud-init.user-data", "user.vendor-data", "cloud-init.network-config"] {
+    for key in [
+        "cloud-init.user-data",
+        "user.vendor-data",
+        "cloud-init.network-config",
+    ] {
         let input = json!({"name": "c2", "config": {key: "#cloud-config\nruncmd: [id]"}});
         let result = call_with(&host, "incus_instance_update", input.clone(), &WRITE).await;
         assert_eq!(kind(&result), "scope_missing", "{key}: {result}");
@@ -113,7 +126,10 @@ async fn guest_code_needs_incus_exec_in_the_input_and_in_applied_profiles() {
     assert_eq!(kind(&result), "scope_missing", "{result}");
     let message = result["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("from profile \"ci\""), "{message}");
-    assert_eq!(sent(&bench), ["GET /1.0/profiles/default", "GET /1.0/profiles/ci"]);
+    assert_eq!(
+        sent(&bench),
+        ["GET /1.0/profiles/default", "GET /1.0/profiles/ci"]
+    );
 }
 
 #[tokio::test]
@@ -134,7 +150,10 @@ async fn a_create_without_profiles_checks_and_sends_the_image_profiles() {
     );
     assert_eq!(
         *host.restricted_items.lock().unwrap(),
-        [RestrictedItem::config_key("security.privileged", json!("true"))]
+        [RestrictedItem::config_key(
+            "security.privileged",
+            json!("true")
+        )]
     );
     bench.fake.clear_journal();
     let input = json!({"name": "w1", "source": {"type": "image", "alias": "plain"}});
@@ -160,7 +179,8 @@ async fn a_create_without_profiles_checks_and_sends_the_image_profiles() {
 async fn device_keys_outside_the_allowlist_are_restricted_items_with_their_config() {
     let bench = bench().await;
     let host = bench.host();
-    let routes = json!({"type": "nic", "network": "incusbr0", "ipv4.routes": "0.0.0.0/1,128.0.0.0/1"});
+    let routes =
+        json!({"type": "nic", "network": "incusbr0", "ipv4.routes": "0.0.0.0/1,128.0.0.0/1"});
     let input = json!({"name": "c2", "devices": {"eth1": routes.clone()}});
     let result = call_with(&host, "incus_instance_update", input, &WRITE).await;
     assert_eq!(kind(&result), "restricted_input", "{result}");
@@ -169,8 +189,10 @@ async fn device_keys_outside_the_allowlist_are_restricted_items_with_their_confi
         *host.restricted_items.lock().unwrap(),
         [RestrictedItem::device("eth1", routes)]
     );
-    let plain = json!({"type": "nic", "network": "incusbr0", "name": "eth1", "ipv4.address": "10.0.0.7"});
-    let input = json!({"name": "c2", "devices": {"eth1": plain}, "config": {"limits.memory": "1GiB"}});
+    let plain =
+        json!({"type": "nic", "network": "incusbr0", "name": "eth1", "ipv4.address": "10.0.0.7"});
+    let input =
+        json!({"name": "c2", "devices": {"eth1": plain}, "config": {"limits.memory": "1GiB"}});
     let result = call_with(&host, "incus_instance_update", input, &WRITE).await;
     assert_ne!(kind(&result), "restricted_input", "{result}");
 }

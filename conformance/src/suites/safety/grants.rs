@@ -11,13 +11,13 @@ use serde_json::{json, Value};
 
 mod incus_keys;
 
-use incus_keys::Expected;
 use crate::runner::Check;
 use crate::scenario::format::FakeSetup;
 use crate::scenario::target::TargetFactory;
 use crate::suites::host_target::{HostFactory, HostTargets};
 use crate::suites::property;
 use crate::suites::session::{Called, Session};
+use incus_keys::Expected;
 
 const WRITE: &str = "incus.write";
 const EXEC: &str = "incus.exec";
@@ -53,16 +53,24 @@ fn default_profile(config: Value) -> Value {
            "devices": {"root": {"type": "disk", "pool": "default", "path": "/"}}})
 }
 
-/// The call sent exactly these requests (method and path pattern), in this order.
+/// The call sent exactly these requests (method and path pattern), in this order, besides
+/// discovery (`GET /1.0`, which a binding to a connection makes first).
 fn sent_exactly(called: &Called, expected: &[(&str, &str)]) -> Result<(), String> {
     let Some(requests) = &called.requests else {
         return Ok(());
     };
+    let requests: Vec<_> = requests
+        .iter()
+        .filter(|r| !(r.method == "GET" && r.path == "/1.0"))
+        .collect();
     let matches = requests.len() == expected.len()
-        && requests.iter().zip(expected).all(|(request, (method, pattern))| {
-            request.method == *method
-                && crate::scenario::journal::path_matches(pattern, &request.path)
-        });
+        && requests
+            .iter()
+            .zip(expected)
+            .all(|(request, (method, pattern))| {
+                request.method == *method
+                    && crate::scenario::journal::path_matches(pattern, &request.path)
+            });
     if matches {
         Ok(())
     } else {
@@ -78,7 +86,11 @@ fn sent_exactly(called: &Called, expected: &[(&str, &str)]) -> Result<(), String
 
 /// The instance still exists (read through the operation, with `incus.read`).
 fn still_there(session: &Session, name: &str) -> Result<(), String> {
-    let read = session.call("incus_instance_get", &scopes(&[READ]), json!({"name": name}));
+    let read = session.call(
+        "incus_instance_get",
+        &scopes(&[READ]),
+        json!({"name": name}),
+    );
     if read.error_kind().is_some() {
         return Err(read.failure(&format!("instance {name} is gone")));
     }
@@ -469,7 +481,8 @@ fn device_keys(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
                 // The host-route attack of the issue, and a host path on a pool disk.
                 let routes = json!({"type": "nic", "network": "incusbr0", "ipv4.routes": "0.0.0.0/1,128.0.0.0/1"});
                 device_verdict(&session, routes, false)?;
-                let host = json!({"type": "disk", "pool": "default", "source": "/etc", "path": "/mnt"});
+                let host =
+                    json!({"type": "disk", "pool": "default", "source": "/etc", "path": "/mnt"});
                 device_verdict(&session, host, false)
             },
         ),
@@ -482,8 +495,14 @@ fn device_keys(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
                         .prop_map(|keys| ("nic", keys)),
                     proptest::sample::subsequence(incus_keys::DISK_KEYS.to_vec(), 0..=5)
                         .prop_map(|keys| ("disk", keys)),
-                    prop_oneof![Just("gpu"), Just("proxy"), Just("unix-char"), Just("none"), Just("usb")]
-                        .prop_map(|kind| (kind, Vec::new())),
+                    prop_oneof![
+                        Just("gpu"),
+                        Just("proxy"),
+                        Just("unix-char"),
+                        Just("none"),
+                        Just("usb")
+                    ]
+                    .prop_map(|kind| (kind, Vec::new())),
                 ];
                 property::check(
                     "safety::device_keys_allowlisted::generated_device_maps_pass_only_within_the_allowlist",
@@ -553,7 +572,10 @@ fn guest_code(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
                 update.error_is("scope_missing")?;
                 sent_exactly(
                     &update,
-                    &[("GET", "/1.0/profiles/default"), ("GET", "/1.0/profiles/ci")],
+                    &[
+                        ("GET", "/1.0/profiles/default"),
+                        ("GET", "/1.0/profiles/ci"),
+                    ],
                 )?;
                 let create = session.call(
                     "incus_instance_create",
@@ -563,7 +585,10 @@ fn guest_code(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
                 create.error_is("scope_missing")?;
                 sent_exactly(
                     &create,
-                    &[("GET", "/1.0/profiles/default"), ("GET", "/1.0/profiles/ci")],
+                    &[
+                        ("GET", "/1.0/profiles/default"),
+                        ("GET", "/1.0/profiles/ci"),
+                    ],
                 )
             },
         ),
@@ -664,9 +689,15 @@ fn single_object_bound(factory: &Arc<dyn TargetFactory>) -> Check {
         factory,
         Some(json!({"instances": [{"name": "big", "config": {"user.blob": big}}]})),
         |session| {
-            let called = session.call("incus_instance_get", &scopes(&[READ]), json!({"name": "big"}));
+            let called = session.call(
+                "incus_instance_get",
+                &scopes(&[READ]),
+                json!({"name": "big"}),
+            );
             called.error_is("output_limit")?;
-            let message = called.result["error"]["message"].as_str().unwrap_or_default();
+            let message = called.result["error"]["message"]
+                .as_str()
+                .unwrap_or_default();
             if message.contains("list") || !message.contains("object") {
                 return Err(called.failure("the message does not describe a single object"));
             }
