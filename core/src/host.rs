@@ -87,21 +87,92 @@ pub enum HostError {
     Failed(String),
 }
 
-/// A restricted item found in create or update input, passed to [`Host::allow_restricted`].
+/// A restricted item found in create or update input, or in the profiles the call applies, passed
+/// to [`Host::allow_restricted`] with the value the instance would get, so that a host can allow one
+/// exact value (one host path, one key's setting) without allowing every item of its kind.
+///
+/// The variants and their fields are `#[non_exhaustive]`: match them with `..`, and build them with
+/// [`RestrictedItem::config_key`] and [`RestrictedItem::device`].
+///
+/// ```
+/// use incus_operations::RestrictedItem;
+/// use serde_json::json;
+///
+/// /// Allows only a read-only bind mount of `/srv/data`.
+/// fn allowed(item: &RestrictedItem) -> bool {
+///     match item {
+///         RestrictedItem::Device { config, .. } => {
+///             let expected = json!({"type": "disk", "source": "/srv/data", "path": "/data", "readonly": "true"});
+///             serde_json::Value::Object(config.clone()) == expected
+///         }
+///         _ => false,
+///     }
+/// }
+///
+/// let item = RestrictedItem::device(
+///     "data",
+///     json!({"type": "disk", "source": "/srv/data", "path": "/data", "readonly": "true"}),
+/// );
+/// assert!(allowed(&item));
+/// assert!(!allowed(&RestrictedItem::config_key("raw.lxc", json!("lxc.mount.auto = sys:rw"))));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RestrictedItem {
-    /// A restricted config key (`raw.*`, `volatile.*`, `security.privileged`, `security.idmap.*`,
-    /// `security.syscalls.*`, `linux.kernel_modules`).
-    ConfigKey(String),
-    /// A device other than a disk on a pool without a host-path source, or a nic on a network
-    /// without `nictype` or `parent`.
+    /// A config key outside the allowlist (`raw.*`, `volatile.*`, `security.privileged`,
+    /// `security.idmap.*`, `security.syscalls.*`, `linux.kernel_modules`, `security.nesting`,
+    /// `nvidia.*`, unknown keys, ...; see `SECURITY.md`), with its value as given.
+    #[non_exhaustive]
+    ConfigKey {
+        /// The key, as given.
+        key: String,
+        /// Its value, as given (Incus config values are strings).
+        value: Value,
+    },
+    /// A device that is not a plain pool disk or managed-network nic (see `SECURITY.md` for the
+    /// keys each may carry), with its whole config.
+    #[non_exhaustive]
     Device {
         /// The device name.
         name: String,
-        /// The device's `type` (empty when missing).
-        device_type: String,
+        /// The device's whole config as given (`type` included); a device given as something
+        /// other than an object is an empty map here.
+        config: serde_json::Map<String, Value>,
     },
+}
+
+impl RestrictedItem {
+    /// A restricted config key and its value.
+    pub fn config_key(key: impl Into<String>, value: Value) -> Self {
+        RestrictedItem::ConfigKey {
+            key: key.into(),
+            value,
+        }
+    }
+
+    /// A restricted device and its whole config (anything but an object counts as empty).
+    pub fn device(name: impl Into<String>, config: Value) -> Self {
+        RestrictedItem::Device {
+            name: name.into(),
+            config: match config {
+                Value::Object(config) => config,
+                _ => serde_json::Map::new(),
+            },
+        }
+    }
+
+    /// A device's `type` (empty when missing or not a string); `None` for a config key.
+    pub fn device_type(&self) -> Option<&str> {
+        match self {
+            RestrictedItem::Device { config, .. } => Some(
+                config
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ),
+            RestrictedItem::ConfigKey { .. } => None,
+        }
+    }
 }
 
 /// The host binding: how a host tells [`run`](crate::run) which Incus to use for a caller and
@@ -177,7 +248,9 @@ pub trait Host: Send + Sync {
         async move { Err(HostError::UnknownRemote(name)) }
     }
 
-    /// Whether restricted config keys or devices are allowed. By default they are not.
+    /// Whether restricted config keys or devices are allowed. By default they are not. Each item
+    /// carries its value (a key's value, a device's whole config), so a host can allow one exact
+    /// value; it is asked once per check with every restricted item of that check.
     fn allow_restricted(
         &self,
         _caller: &Self::Caller,

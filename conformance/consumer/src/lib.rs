@@ -1,5 +1,7 @@
 //! An example host: every caller's operations go to one Incus, and a caller may run an operation
-//! only when it was granted the operation's scope and the input's project.
+//! only when it was granted the operation's scope and every project its input names (the native
+//! `project`, and the project that `incus_project_get` reads). A caller limited to some projects
+//! lists projects only through [`TeamHost::run`], which keeps the granted ones.
 //!
 //! `tests/certify.rs` certifies it with `incus_conformance::certify`.
 //!
@@ -13,7 +15,7 @@
 //! ```
 use std::collections::BTreeSet;
 
-use incus_operations::{Binding, BindingContext, Connection, Host, HostError, Scope};
+use incus_operations::{Binding, BindingContext, Connection, Host, HostError, RunOptions, Scope};
 use serde_json::Value;
 
 /// What a verified caller was granted: scopes, and the projects it may touch (`None`: any).
@@ -22,6 +24,8 @@ pub struct Grants {
     name: String,
     scopes: Vec<Scope>,
     projects: Option<BTreeSet<String>>,
+    /// Set only by [`TeamHost::run`] for the project list it filters to the grant.
+    filtered_listing: bool,
 }
 
 impl Grants {
@@ -31,6 +35,7 @@ impl Grants {
             name: name.into(),
             scopes: scopes.into_iter().collect(),
             projects: Some(BTreeSet::new()),
+            filtered_listing: false,
         }
     }
 
@@ -55,11 +60,55 @@ pub struct TeamHost {
     connection: Connection,
 }
 
+/// The operation whose result names projects the caller may not be granted.
+const PROJECT_LIST: &str = "incus_project_list";
+
 impl TeamHost {
     /// A host for the Incus behind `connection`.
     pub fn new(connection: Connection) -> Self {
         TeamHost { connection }
     }
+
+    /// Runs an operation for `caller` with its granted scopes, as the host's tool would. For a
+    /// caller limited to some projects, `incus_project_list` keeps only the granted projects:
+    /// `items` are filtered and `count` is the number kept (`truncated` still says whether the
+    /// native list was cut by `limit`).
+    pub async fn run(&self, caller: &Grants, operation: &str, input: Value) -> Value {
+        let scopes = caller.scopes.clone();
+        let (Some(allowed), PROJECT_LIST) = (&caller.projects, operation) else {
+            return incus_operations::run(operation, input, RunOptions::new(self, caller, scopes))
+                .await;
+        };
+        let listing = Grants {
+            filtered_listing: true,
+            ..caller.clone()
+        };
+        let mut result =
+            incus_operations::run(operation, input, RunOptions::new(self, &listing, scopes)).await;
+        if let Some(items) = result.get_mut("items").and_then(Value::as_array_mut) {
+            items.retain(|item| {
+                item.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|name| allowed.contains(name))
+            });
+            let kept = items.len();
+            result["count"] = Value::from(kept);
+        }
+        result
+    }
+}
+
+/// Every project an input names: the native `project` (normalized, so always there) and, for the
+/// project operations, the project they read by `name`.
+fn named_projects<'a>(operation: &str, input: &'a Value) -> Vec<&'a str> {
+    let text = |field: &str| input.get(field).and_then(Value::as_str);
+    let mut named = vec![text("project").unwrap_or("default")];
+    let reads_a_project =
+        incus_operations::fetch(operation).is_some_and(|d| d.resource() == "project");
+    if let Some(name) = text("name").filter(|_| reads_a_project) {
+        named.push(name);
+    }
+    named
 }
 
 impl Host for TeamHost {
@@ -89,17 +138,25 @@ impl Host for TeamHost {
             let scope = descriptor.scope().as_str();
             return Err(HostError::Denied(format!("{} lacks {scope}", caller.name)));
         }
+        let Some(allowed) = &caller.projects else {
+            return Ok(());
+        };
+        if operation == PROJECT_LIST && !caller.filtered_listing {
+            return Err(HostError::Denied(format!(
+                "{} may list projects only through TeamHost::run, which keeps the granted ones",
+                caller.name
+            )));
+        }
         // The input is normalized: `project` is the native project the operation will run in.
-        let project = input
-            .get("project")
-            .and_then(Value::as_str)
-            .unwrap_or("default");
-        match &caller.projects {
-            Some(allowed) if !allowed.contains(project) => Err(HostError::Denied(format!(
+        match named_projects(operation, input)
+            .into_iter()
+            .find(|project| !allowed.contains(*project))
+        {
+            Some(project) => Err(HostError::Denied(format!(
                 "{} may not use project {project}",
                 caller.name
             ))),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 }
@@ -147,6 +204,35 @@ mod tests {
         // reaches discovery, which fails on the missing socket.
         let kind = kind_of(&caller, "incus_instance_list", json!({})).await;
         assert_eq!(kind, "discovery_failed");
+    }
+
+    #[tokio::test]
+    async fn authorize_refuses_a_project_read_by_name_that_is_not_granted() {
+        let caller = Grants::new("agent", [Scope::Read]).project("team-a");
+        let kind = kind_of(&caller, "incus_project_get", json!({"name": "other"})).await;
+        assert_eq!(kind, "unauthorized");
+        let kind = kind_of(&caller, "incus_project_get", json!({"name": "team-a"})).await;
+        assert_eq!(kind, "discovery_failed");
+        // `name` names a project only for the project operations.
+        let kind = kind_of(&caller, "incus_instance_get", json!({"name": "other"})).await;
+        assert_eq!(kind, "discovery_failed");
+    }
+
+    #[tokio::test]
+    async fn the_project_list_goes_only_through_the_filtering_run() {
+        let caller = Grants::new("agent", [Scope::Read]).project("team-a");
+        assert_eq!(
+            kind_of(&caller, PROJECT_LIST, json!({})).await,
+            "unauthorized"
+        );
+        let host = TeamHost::new(Connection::unix("/nonexistent/incus.socket"));
+        let result = host.run(&caller, PROJECT_LIST, json!({})).await;
+        assert_eq!(result["error"]["kind"], "discovery_failed", "{result}");
+        let admin = Grants::new("admin", [Scope::Read]).any_project();
+        assert_eq!(
+            kind_of(&admin, PROJECT_LIST, json!({})).await,
+            "discovery_failed"
+        );
     }
 
     #[tokio::test]

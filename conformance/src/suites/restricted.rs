@@ -101,8 +101,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
                     "data": {"type": "disk", "pool": "default", "path": "/data", "source": "vol1"},
                     "eth0": {"type": "nic", "network": "incusbr0", "name": "eth0"},
                 });
-                let config =
-                    json!({"limits.cpu": "1", "security.nesting": "true", "user.raw": "x"});
+                let config = json!({"limits.cpu": "1", "boot.autostart": "true", "user.raw": "x"});
                 for operation in OPERATIONS {
                     let mut input = with_field(operation, "devices", devices.clone());
                     input["config"] = config.clone();

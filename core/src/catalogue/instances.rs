@@ -103,7 +103,7 @@ fn create() -> Spec {
         title: "Create an instance",
         description: concat!(
             "Creates a container or virtual machine from an image (source.alias or source.fingerprint, optionally on a host-approved source.remote named by the host) or empty (source.type none), with native config, devices, profiles, description and ephemeral. Set start to start it once created.",
-            " Restricted config keys and devices (raw.*, volatile.*, security.privileged, security.idmap.*, security.syscalls.*, linux.kernel_modules; devices other than a pool disk without a host-path source or a network nic without nictype or parent), in the input or in the profiles it names, are refused with restricted_input unless the host allows them.",
+            " Safety (SECURITY.md): config keys outside Incus's plain instance keys (raw.*, volatile.*, security.privileged, security.idmap.*, security.syscalls.*, linux.kernel_modules, security.nesting, nvidia.*, unknown keys, ...) and devices other than a pool disk (no host-path source) or a managed-network nic, each with only its type's allowed keys (no ipv4.routes*, ipv6.routes*, host_name, hwaddr, vlan, security.*, limits.* on a nic), are refused with restricted_input unless the host allows them; guest-code keys (cloud-init.*, user.user-data, user.vendor-data, user.meta-data, user.network-config, smbios11.*) also need incus.exec (scope_missing). The same holds for the profiles the instance gets: without profiles, the source image's profiles (or default) are read, checked and sent explicitly.",
             " A duplicate name or an unknown alias is reported by Incus inside the operation (status failed).",
             mutation_returns!(),
             project_note!()
@@ -157,7 +157,7 @@ fn update() -> Spec {
         description: concat!(
             "Sends one conditional PATCH of only the given fields: config keys are added or overwritten (a key set to \"\" is removed), devices are merged by name, profiles are replaced, description and ephemeral are set. The current description is kept when description is absent.",
             " Pass etag from incus_instance_get to refuse the update if the instance changed since (a native error with http_status 412); without etag the current ETag is read first.",
-            " Restricted config keys and devices, in the input or in the profiles it names, are refused with restricted_input unless the host allows them.",
+            " Safety (SECURITY.md): the restricted config keys and devices of incus_instance_create, in the input or in the profiles it names, are refused with restricted_input unless the host allows them; guest-code keys (cloud-init.*, user.user-data, ...) also need incus.exec, and ephemeral true also needs incus.delete, since Incus deletes an ephemeral instance when it stops (scope_missing).",
             " Returns {\"status\": \"completed\"|\"uncertain\", \"etag_source\": \"input\"|\"read\", \"etag\": <the ETag sent>}; uncertain means the PATCH may have been applied but no response was decoded (nothing is resent), and then \"reason\" says why.",
             project_note!()
         ),
@@ -229,6 +229,7 @@ fn state_update() -> Spec {
         description: concat!(
             "Changes an instance's run state with action start, stop, restart, freeze or unfreeze. For stop and restart, timeout is the clean-shutdown time in seconds (0 or force true kills at once; a negative timeout means 600). stateful saves or restores the runtime state where supported.",
             " Starting a running instance or stopping a stopped one fails inside the operation (status failed).",
+            " Safety (SECURITY.md): Incus deletes an ephemeral instance, with its snapshots, when it stops, so a stop by a caller without incus.delete first reads the instance and is refused with scope_missing if it is ephemeral (restart does not delete).",
             mutation_returns!(),
             project_note!()
         ),

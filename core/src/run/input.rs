@@ -211,7 +211,7 @@ pub(crate) struct Delete {
 }
 
 /// The run-state actions of `incus_instance_state_update`.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Action {
     Start,
@@ -240,6 +240,11 @@ pub(crate) struct StateUpdate {
 }
 
 impl StateUpdate {
+    /// The run-state action.
+    pub(crate) fn action(&self) -> Action {
+        self.action
+    }
+
     /// The native body: `action`, and `timeout`, `force`, `stateful` when given.
     pub(crate) fn body(&self) -> Value {
         serde_json::to_value(self).unwrap_or_default()

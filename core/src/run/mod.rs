@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::catalogue::Scope;
 use crate::host::DynHost;
 
+mod callback;
 mod cancel;
 mod checks;
 mod deadline;
@@ -23,6 +24,7 @@ mod spelling_tests;
 #[cfg(test)]
 mod tests;
 mod update;
+mod writes;
 
 /// How long a host callback may take before it counts as a denial, unless configured.
 pub const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -87,17 +89,22 @@ impl<'a, C> RunOptions<'a, C> {
 ///    compiled once per operation (`invalid_input`);
 /// 4. a destructive operation's `confirm` repeats the exact resource (`confirmation_required`,
 ///    `confirmation_mismatch`);
-/// 5. restricted config keys and devices, unless the host allows them (`restricted_input`);
+/// 5. what create and update may write (`SECURITY.md`): an update setting `ephemeral: true`
+///    needs `incus.delete` and guest-code config keys (`cloud-init.*`, `user.user-data`, ...) need
+///    `incus.exec` (`scope_missing`); config keys outside Incus's plain keys and devices beyond a
+///    pool disk's or managed-network nic's allowed keys need the host's `allow_restricted`
+///    (`restricted_input`);
 /// 6. the host's `binding` (`binding_denied`);
 /// 7. the host's `authorize`, with validated, normalized input (`unauthorized`);
 /// 8. the image remote named by `source.remote`, through the host (`unknown_remote`);
 /// 9. discovery, when the binding is a connection (`discovery_failed`);
-/// 10. for create and update, the profiles the input names, read from Incus: their effective
-///     config and devices pass the same restricted rule unless the host allows them
-///     (`restricted_input`).
+/// 10. the profiles the call applies, read from Incus (for a create without `profiles`, the source
+///     image's, or `default`, sent explicitly): their effective config and devices pass rule 5
+///     (`scope_missing`, `restricted_input`); and a stop by a caller without `incus.delete` reads
+///     the instance, since stopping an ephemeral instance deletes it (`scope_missing`).
 ///
-/// Nothing before the native calls makes a backend request except discovery and the profile reads
-/// of check 10, and the native project is selected only after authorization.
+/// Nothing before the native calls makes a backend request except discovery and the reads of
+/// check 10, and the native project is selected only after authorization.
 ///
 /// The whole call is bounded by [`RunOptions::call_timeout`]. A call cut by it before anything that
 /// changes state was sent is a `timeout` error; one cut while a mutation, update, cancel or exec

@@ -71,7 +71,10 @@ impl Listing {
         // At least one item goes: the whole list did not fit as it was.
         let kept = fitting_prefix(&sizes, room).min(sizes.len().saturating_sub(1));
         if kept == 0 {
-            return Err(RunError::OutputLimit { limit: bound });
+            return Err(RunError::OutputLimit {
+                limit: bound,
+                single: false,
+            });
         }
         items.truncate(kept);
         Ok(envelope(items, count, true))
@@ -102,7 +105,10 @@ fn envelope_len(count: usize, truncated: bool) -> usize {
 /// Any other result must fit the bound as a whole.
 pub(crate) fn bounded(result: Value, bound: usize) -> Result<Value, RunError> {
     if json_len(&result) > bound {
-        return Err(RunError::OutputLimit { limit: bound });
+        return Err(RunError::OutputLimit {
+            limit: bound,
+            single: true,
+        });
     }
     Ok(result)
 }
@@ -166,7 +172,32 @@ mod tests {
     #[test]
     fn a_single_item_alone_over_the_bound_is_output_limit() {
         let result = Listing::first(measured(vec![item(500), item(10)]), 100).into_result(400);
-        assert_eq!(result, Err(RunError::OutputLimit { limit: 400 }));
+        let error = result.unwrap_err();
+        assert_eq!(
+            error,
+            RunError::OutputLimit {
+                limit: 400,
+                single: false
+            }
+        );
+        assert!(error.to_string().contains("list item"), "{error}");
+    }
+
+    #[test]
+    fn a_single_object_over_the_bound_says_object_not_list_items() {
+        let error = bounded(json!({"item": item(500)}), 400).unwrap_err();
+        assert_eq!(
+            error,
+            RunError::OutputLimit {
+                limit: 400,
+                single: true
+            }
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains("object") && !message.contains("list"),
+            "{message}"
+        );
     }
 
     #[test]

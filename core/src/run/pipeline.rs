@@ -1,19 +1,14 @@
 //! The ordered checks of `run`, the bounded host callbacks, and dispatch to the executors.
-use std::any::Any;
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::time::Duration;
-
-use futures_util::FutureExt;
 use serde_json::{Map, Value};
 
+use super::callback::bounded;
 use super::deadline::Progress;
 use super::output::{self, Success};
-use super::results::{read_error, RunError};
-use super::{checks, input, native, restricted, RunOptions};
+use super::results::RunError;
+use super::{checks, native, writes, RunOptions};
 use crate::catalogue::{self, Confirmation, Descriptor};
 use crate::client::Client;
-use crate::host::{Binding, ImageRemote, RestrictedItem};
+use crate::host::{Binding, ImageRemote};
 
 /// The project used when neither the input nor the binding names one.
 const DEFAULT_PROJECT: &str = "default";
@@ -96,7 +91,7 @@ async fn checked<C: Send + Sync>(
     validate_input(descriptor, &input)?;
     let input = whole_numbers_as_integers(input);
     checks::confirmation(descriptor, &input)?;
-    check_restricted(descriptor, &input, options).await?;
+    writes::check_input(descriptor, &input, options).await?;
     let binding = bind(descriptor, options).await?;
     let input = normalize(descriptor, input, &binding)?;
     authorize(descriptor, &input, options).await?;
@@ -107,6 +102,7 @@ async fn checked<C: Send + Sync>(
         .and_then(Value::as_str)
         .unwrap_or(DEFAULT_PROJECT)
         .to_owned();
+    let input = writes::check_applied(descriptor, &client, &project, input, options).await?;
     let call = Call {
         descriptor,
         client: &client,
@@ -115,7 +111,6 @@ async fn checked<C: Send + Sync>(
         remote,
         progress,
     };
-    check_profiles(&call, options).await?;
     let success = native::execute(&call).await?;
     output::finish(success)
 }
@@ -205,81 +200,6 @@ fn is_missing_confirm(error: &jsonschema::ValidationError<'_>) -> bool {
 
 fn is_full_fingerprint(text: &str) -> bool {
     text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-/// Restricted config keys and devices need the host's explicit yes.
-async fn check_restricted<C: Send + Sync>(
-    descriptor: &Descriptor,
-    input: &Value,
-    options: &RunOptions<'_, C>,
-) -> Result<(), RunError> {
-    if !descriptor.native().writes_instance_config() {
-        return Ok(());
-    }
-    let items = restricted::restricted_items(input);
-    if items.is_empty() {
-        return Ok(());
-    }
-    approve_restricted(descriptor, &items, restricted::describe(&items), options).await
-}
-
-/// The profiles that create or update input names must pass the same rule: read after
-/// authorization, before the mutation, in the call's project.
-async fn check_profiles<C: Send + Sync>(
-    call: &Call<'_>,
-    options: &RunOptions<'_, C>,
-) -> Result<(), RunError> {
-    if !call.descriptor.native().writes_instance_config() {
-        return Ok(());
-    }
-    let writes: input::InstanceWrites = input::parse(&call.input)?;
-    let Some(names) = &writes.profiles else {
-        return Ok(());
-    };
-    let mut profiles = Vec::with_capacity(names.len());
-    for name in names {
-        let profile = call
-            .client
-            .get_profile(&call.project, name)
-            .await
-            .map_err(read_error)?;
-        profiles.push((name.clone(), profile.value));
-    }
-    let found = restricted::profile_items(&profiles, &writes);
-    if found.is_empty() {
-        return Ok(());
-    }
-    let described = found
-        .iter()
-        .map(|(profile, item)| {
-            format!(
-                "{} from profile {profile:?}",
-                restricted::describe(std::slice::from_ref(item))
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
-    let items: Vec<RestrictedItem> = found.into_iter().map(|(_, item)| item).collect();
-    approve_restricted(call.descriptor, &items, described, options).await
-}
-
-/// Asks the host, bounded, whether it allows these restricted items.
-async fn approve_restricted<C: Send + Sync>(
-    descriptor: &Descriptor,
-    items: &[RestrictedItem],
-    described: String,
-    options: &RunOptions<'_, C>,
-) -> Result<(), RunError> {
-    let allowed = options
-        .host
-        .allow_restricted(options.caller, descriptor.name(), items);
-    match bounded(options.callback_timeout, allowed).await {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(RunError::RestrictedInput(described)),
-        Err(failure) => Err(RunError::RestrictedInput(format!(
-            "{described} (allow_restricted {failure})"
-        ))),
-    }
 }
 
 /// The host's binding for this caller.
@@ -396,38 +316,4 @@ async fn discover(binding: Binding) -> Result<Client, RunError> {
             .await
             .map_err(|error| RunError::DiscoveryFailed(error.to_string())),
     }
-}
-
-/// Why a bounded host callback produced no answer.
-#[derive(Debug)]
-struct CallbackFailure(String);
-
-impl std::fmt::Display for CallbackFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// Runs a host callback with a time bound, turning a panic or a hang into a failure.
-async fn bounded<T>(
-    bound: Duration,
-    callback: impl Future<Output = T>,
-) -> Result<T, CallbackFailure> {
-    let guarded = AssertUnwindSafe(callback).catch_unwind();
-    match tokio::time::timeout(bound, guarded).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(panic)) => Err(CallbackFailure(format!("panicked: {}", panic_text(&panic)))),
-        Err(_) => Err(CallbackFailure(format!(
-            "did not answer within {} ms",
-            bound.as_millis()
-        ))),
-    }
-}
-
-fn panic_text(panic: &Box<dyn Any + Send>) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
 }

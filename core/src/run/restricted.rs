@@ -1,64 +1,236 @@
-//! Restricted create and update input: config keys and devices that reach past the instance's
-//! own sandbox. They are denied unless the host's `allow_restricted` callback says yes.
+//! What create and update may write into an instance without the host's say: an allowlist of
+//! config keys and, per device type, of device keys, derived from Incus 6.0.4's own key lists
+//! (`internal/instance/config.go` for instance config, the `validateConfig` of
+//! `internal/server/device/{disk,nic,nic_bridged,...}.go` for devices). Anything else is a
+//! restricted item, denied unless the host's `allow_restricted` callback says yes; a few keys are
+//! guest code, which needs the caller's `incus.exec` scope as well.
 //!
-//! Restricted config keys: `raw.*`, `volatile.*`, `security.privileged`, `security.idmap.*`,
-//! `security.syscalls.*` and `linux.kernel_modules` (compared case-insensitively, so a key
-//! Incus would reject anyway is not let through on a technicality).
-//! Every device is restricted except a `disk` with a `pool` and no host-path `source`, and a `nic`
-//! with a `network` and neither `nictype` nor `parent`.
+//! Config keys (exact names, case-sensitive as Incus compares them):
+//! - plain: `boot.*`, `cluster.evacuate`, `agent.nic_config`, the `limits.*` of the instance's own
+//!   CPU, memory, disk priority, processes and kernel rlimits, `migration.*`, `snapshots.*`, the
+//!   VM firmware and protection keys (`security.csm`, `security.secureboot`, `security.iommu`,
+//!   `security.sev*`, `security.agent.metrics`, `security.guestapi`,
+//!   `security.protection.delete`, `security.protection.shift`), and the free-form families
+//!   `environment.*`, `image.*`, `linux.sysctl.*` (namespaced inside the container) and `user.*`;
+//! - guest code (plain, but needs `incus.exec`): `cloud-init.user-data`, `cloud-init.vendor-data`,
+//!   `cloud-init.network-config`, `user.user-data`, `user.vendor-data`, `user.network-config`,
+//!   `user.meta-data` (cloud-init runs them as root in the guest; meta-data carries `public-keys`)
+//!   and `smbios11.*` (systemd credentials of a VM guest);
+//! - restricted: everything else, among them the spec's `raw.*`, `volatile.*`,
+//!   `security.privileged`, `security.idmap.*`, `security.syscalls.*`, `linux.kernel_modules`,
+//!   and beyond it `security.nesting`, `security.guestapi.images`, `nvidia.*` (host driver files)
+//!   and any key Incus does not know (a different casing included).
 //!
-//! The same rule covers the profiles that create or update input names: their effective config and
+//! Devices: a `nic` with a non-empty `network` and no keys but [`NIC_KEYS`], and a `disk` with a
+//! non-empty `pool`, a `source` (when given) that names a volume (no host path: no leading `/`, no
+//! `ceph:`/`cephfs:` scheme) and no keys but [`DISK_KEYS`], are plain. Every other device is
+//! restricted: other types (`none` too, which hides a profile's device), a nic's
+//! `nictype`/`parent`, `ipv4.routes*`, `ipv6.routes*`, `host_name`, `hwaddr`, `vlan*`,
+//! `security.*`, `limits.*`, a disk's host path, `propagation`, `raw.mount.options`, `shift`,
+//! `recursive`, `ceph.*`, and any key not listed.
+//!
+//! The same rule covers the profiles that create or update applies: their effective config and
 //! devices (merged in the listed order, a later profile's key or device replacing an earlier one's,
 //! and the input's own keys and devices replacing both, as Incus expands them) must pass it too.
 use std::collections::HashMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::input::InstanceWrites;
 use crate::host::RestrictedItem;
 
-/// The restricted items of create or update input, in input order.
-pub(crate) fn restricted_items(input: &Value) -> Vec<RestrictedItem> {
-    let mut items = Vec::new();
-    if let Some(config) = input.get("config").and_then(Value::as_object) {
-        items.extend(
-            config
-                .keys()
-                .filter(|key| is_restricted_key(key))
-                .map(|key| RestrictedItem::ConfigKey(key.clone())),
-        );
-    }
-    if let Some(devices) = input.get("devices").and_then(Value::as_object) {
-        items.extend(devices.iter().filter_map(|(name, device)| {
-            let device = device.as_object();
-            if device.is_some_and(is_plain_device) {
-                return None;
-            }
-            let device_type = device
-                .and_then(|d| d.get("type"))
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            Some(RestrictedItem::Device {
-                name: name.clone(),
-                device_type: device_type.to_owned(),
-            })
-        }));
-    }
-    items
+/// The keys a plain nic may carry (it attaches to a managed network of the project; Incus checks
+/// `ipv4.address`/`ipv6.address` against that network's subnet).
+pub(crate) const NIC_KEYS: &[&str] = &[
+    "type",
+    "network",
+    "name",
+    "ipv4.address",
+    "ipv6.address",
+    "mtu",
+    "boot.priority",
+    "queue.tx.length",
+    "io.bus",
+];
+
+/// The keys a plain disk may carry (a volume of a storage pool, mounted at `path`).
+pub(crate) const DISK_KEYS: &[&str] = &[
+    "type",
+    "pool",
+    "source",
+    "path",
+    "readonly",
+    "required",
+    "optional",
+    "size",
+    "size.state",
+    "boot.priority",
+    "io.bus",
+    "io.cache",
+    "limits.read",
+    "limits.write",
+    "limits.max",
+];
+
+/// Instance config keys that stay inside the instance's sandbox (exact names).
+const PLAIN_KEYS: &[&str] = &[
+    "agent.nic_config",
+    "boot.autorestart",
+    "boot.autostart",
+    "boot.autostart.delay",
+    "boot.autostart.priority",
+    "boot.host_shutdown_action",
+    "boot.host_shutdown_timeout",
+    "boot.stop.priority",
+    "cluster.evacuate",
+    "limits.cpu",
+    "limits.cpu.allowance",
+    "limits.cpu.nodes",
+    "limits.cpu.priority",
+    "limits.disk.priority",
+    "limits.memory",
+    "limits.memory.enforce",
+    "limits.memory.hugepages",
+    "limits.memory.swap",
+    "limits.memory.swap.priority",
+    "limits.processes",
+    "migration.incremental.memory",
+    "migration.incremental.memory.goal",
+    "migration.incremental.memory.iterations",
+    "migration.stateful",
+    "security.agent.metrics",
+    "security.csm",
+    "security.guestapi",
+    "security.iommu",
+    "security.protection.delete",
+    "security.protection.shift",
+    "security.secureboot",
+    "security.sev",
+    "security.sev.policy.es",
+    "security.sev.session.data",
+    "security.sev.session.dh",
+    "snapshots.expiry",
+    "snapshots.pattern",
+    "snapshots.schedule",
+    "snapshots.schedule.stopped",
+];
+
+/// Free-form key families that stay inside the sandbox (a key must be longer than the prefix).
+const PLAIN_PREFIXES: &[&str] = &[
+    "environment.",
+    "image.",
+    "limits.kernel.",
+    "linux.sysctl.",
+    "user.",
+];
+
+/// Keys whose value the guest runs or trusts as root: they need `incus.exec` as well.
+const GUEST_CODE_KEYS: &[&str] = &[
+    "cloud-init.network-config",
+    "cloud-init.user-data",
+    "cloud-init.vendor-data",
+    "user.meta-data",
+    "user.network-config",
+    "user.user-data",
+    "user.vendor-data",
+];
+
+/// Key families whose value the guest runs or trusts (`smbios11.*`: systemd credentials of a VM).
+const GUEST_CODE_PREFIXES: &[&str] = &["smbios11."];
+
+/// What the rule makes of one config key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyClass {
+    /// Inside the sandbox.
+    Plain,
+    /// Runs in the guest: needs `incus.exec`.
+    GuestCode,
+    /// Reaches past the sandbox, or unknown: needs the host's yes.
+    Restricted,
 }
 
-/// The restricted items that the named profiles bring into the instance, each with the profile it
-/// comes from: the profiles' effective config and devices, without the keys and devices that the
-/// input sets itself (the input check saw those, and they replace the profiles' ones).
-pub(crate) fn profile_items(
+/// The class of a config key.
+pub(crate) fn key_class(key: &str) -> KeyClass {
+    let family = |prefixes: &[&str]| {
+        prefixes
+            .iter()
+            .any(|prefix| key.len() > prefix.len() && key.starts_with(prefix))
+    };
+    if GUEST_CODE_KEYS.contains(&key) || family(GUEST_CODE_PREFIXES) {
+        KeyClass::GuestCode
+    } else if PLAIN_KEYS.contains(&key) || family(PLAIN_PREFIXES) {
+        KeyClass::Plain
+    } else {
+        KeyClass::Restricted
+    }
+}
+
+/// What one scan of config and devices found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Findings {
+    /// Restricted items, config keys first, each in input order.
+    pub(crate) restricted: Vec<RestrictedItem>,
+    /// Guest-code config keys, in input order.
+    pub(crate) guest_code: Vec<String>,
+}
+
+impl Findings {
+    /// Scans a config map and a device map.
+    pub(crate) fn of(
+        config: Option<&Map<String, Value>>,
+        devices: Option<&Map<String, Value>>,
+    ) -> Self {
+        let mut found = Findings::default();
+        for (key, value) in config.into_iter().flatten() {
+            match key_class(key) {
+                KeyClass::Plain => {}
+                KeyClass::GuestCode => found.guest_code.push(key.clone()),
+                KeyClass::Restricted => found
+                    .restricted
+                    .push(RestrictedItem::config_key(key.clone(), value.clone())),
+            }
+        }
+        for (name, device) in devices.into_iter().flatten() {
+            if !device.as_object().is_some_and(is_plain_device) {
+                found
+                    .restricted
+                    .push(RestrictedItem::device(name.clone(), device.clone()));
+            }
+        }
+        found
+    }
+
+    /// Scans create or update input.
+    pub(crate) fn of_input(input: &Value) -> Self {
+        let map = |field: &str| input.get(field).and_then(Value::as_object);
+        Findings::of(map("config"), map("devices"))
+    }
+
+    /// Whether nothing was found.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.restricted.is_empty() && self.guest_code.is_empty()
+    }
+}
+
+/// The restricted items of create or update input, in input order.
+#[cfg(test)]
+pub(crate) fn restricted_items(input: &Value) -> Vec<RestrictedItem> {
+    Findings::of_input(input).restricted
+}
+
+/// What the profiles a call applies bring into the instance: their effective config and devices,
+/// without the keys and devices that the input sets itself (the input check saw those, and they
+/// replace the profiles' ones), with a map from each config key and device name to the profile it
+/// comes from.
+pub(crate) fn profile_findings(
     profiles: &[(String, Value)],
     input: &InstanceWrites,
-) -> Vec<(String, RestrictedItem)> {
+) -> (Findings, HashMap<String, String>) {
     // Each key and device with its value and the profile it came from; a later profile replaces.
     let mut config: Map<String, Value> = Map::new();
     let mut devices: Map<String, Value> = Map::new();
-    let mut config_from: HashMap<&str, &str> = HashMap::new();
-    let mut device_from: HashMap<&str, &str> = HashMap::new();
+    let mut config_from: HashMap<String, String> = HashMap::new();
+    let mut device_from: HashMap<String, String> = HashMap::new();
     for (profile, object) in profiles {
         let fields = |key: &str| {
             object
@@ -69,11 +241,11 @@ pub(crate) fn profile_items(
         };
         for (key, value) in fields("config") {
             config.insert(key.clone(), value.clone());
-            config_from.insert(key, profile);
+            config_from.insert(key.clone(), profile.clone());
         }
         for (name, device) in fields("devices") {
             devices.insert(name.clone(), device.clone());
-            device_from.insert(name, profile);
+            device_from.insert(name.clone(), profile.clone());
         }
     }
     for key in input.config.iter().flat_map(Map::keys) {
@@ -82,73 +254,78 @@ pub(crate) fn profile_items(
     for name in input.devices.iter().flat_map(Map::keys) {
         devices.remove(name);
     }
-    let effective = json!({"config": config, "devices": devices});
-    restricted_items(&effective)
-        .into_iter()
-        .map(|item| {
-            let profile = match &item {
-                RestrictedItem::ConfigKey(key) => config_from.get(key.as_str()),
-                RestrictedItem::Device { name, .. } => device_from.get(name.as_str()),
-            };
-            (profile.copied().unwrap_or_default().to_owned(), item)
-        })
-        .collect()
+    let found = Findings::of(Some(&config), Some(&devices));
+    let mut from = HashMap::new();
+    for item in &found.restricted {
+        let (key, origin) = match item {
+            RestrictedItem::ConfigKey { key, .. } => (key, config_from.get(key)),
+            RestrictedItem::Device { name, .. } => (name, device_from.get(name)),
+        };
+        from.insert(key.clone(), origin.cloned().unwrap_or_default());
+    }
+    for key in &found.guest_code {
+        from.insert(
+            key.clone(),
+            config_from.get(key).cloned().unwrap_or_default(),
+        );
+    }
+    (found, from)
 }
 
-/// Whether a config key is restricted.
-pub(crate) fn is_restricted_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    const PREFIXES: [&str; 5] = [
-        "raw.",
-        "volatile.",
-        "security.idmap.",
-        "security.syscalls.",
-        "linux.kernel_modules.",
-    ];
-    const EXACT: [&str; 2] = ["security.privileged", "linux.kernel_modules"];
-    EXACT.contains(&key.as_str()) || PREFIXES.iter().any(|prefix| key.starts_with(prefix))
-}
-
-/// A disk on a pool without a host-path source, or a nic on a managed network without
-/// `nictype` or `parent`.
+/// A disk on a pool whose source names a volume, or a nic on a managed network, with no keys
+/// beyond its type's allowlist.
 fn is_plain_device(device: &Map<String, Value>) -> bool {
     let text = |key: &str| device.get(key).and_then(Value::as_str);
-    let present = |key: &str| device.get(key).is_some_and(|v| !v.is_null());
     let non_empty = |key: &str| text(key).is_some_and(|v| !v.is_empty());
+    let only = |allowed: &[&str]| device.keys().all(|key| allowed.contains(&key.as_str()));
     match text("type") {
         Some("disk") => {
             let volume_source = match device.get("source") {
                 None | Some(Value::Null) => true,
-                Some(Value::String(source)) => !source.starts_with('/'),
+                Some(Value::String(source)) => is_volume_name(source),
                 Some(_) => false,
             };
-            non_empty("pool") && volume_source
+            non_empty("pool") && volume_source && only(DISK_KEYS)
         }
-        Some("nic") => non_empty("network") && !present("nictype") && !present("parent"),
+        Some("nic") => non_empty("network") && only(NIC_KEYS),
         _ => false,
     }
 }
 
-/// A short description of restricted items for an error message.
-pub(crate) fn describe(items: &[RestrictedItem]) -> String {
-    items
-        .iter()
-        .map(|item| match item {
-            RestrictedItem::ConfigKey(key) => format!("config key {key:?}"),
-            RestrictedItem::Device { name, device_type } => {
-                format!("device {name:?} of type {device_type:?}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+/// A disk `source` that names a volume of the disk's pool: not a host path, not a Ceph URI.
+fn is_volume_name(source: &str) -> bool {
+    !source.starts_with('/') && !source.contains(':')
+}
+
+/// A short description of one restricted item for an error message (values are not repeated).
+pub(crate) fn describe_item(item: &RestrictedItem) -> String {
+    match item {
+        RestrictedItem::ConfigKey { key, .. } => format!("config key {key:?}"),
+        RestrictedItem::Device { name, .. } => {
+            let device_type = item.device_type().unwrap_or_default();
+            format!("device {name:?} of type {device_type:?}")
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn writes(input: Value) -> InstanceWrites {
         serde_json::from_value(input).unwrap()
+    }
+
+    fn names(items: &[RestrictedItem]) -> Vec<String> {
+        items
+            .iter()
+            .map(|item| match item {
+                RestrictedItem::Device { name, .. } => name.clone(),
+                RestrictedItem::ConfigKey { key, .. } => key.clone(),
+            })
+            .collect()
     }
 
     #[test]
@@ -156,7 +333,7 @@ mod tests {
         let profiles = vec![
             (
                 "base".to_owned(),
-                json!({"config": {"raw.lxc": "x", "limits.cpu": "1"},
+                json!({"config": {"raw.lxc": "x", "limits.cpu": "1", "cloud-init.user-data": "#!/bin/sh"},
                        "devices": {"data": {"type": "disk", "source": "/srv", "path": "/srv"},
                                    "eth0": {"type": "nic", "nictype": "bridged", "parent": "br0"}}}),
             ),
@@ -166,37 +343,34 @@ mod tests {
                        "devices": {"eth0": {"type": "nic", "network": "incusbr0"}}}),
             ),
         ];
-        let found = profile_items(&profiles, &writes(json!({})));
+        let (found, from) = profile_findings(&profiles, &writes(json!({})));
         assert_eq!(
-            found,
+            found.restricted,
             [
-                (
-                    "base".to_owned(),
-                    RestrictedItem::ConfigKey("raw.lxc".into())
-                ),
-                (
-                    "later".to_owned(),
-                    RestrictedItem::ConfigKey("security.privileged".into())
-                ),
-                (
-                    "base".to_owned(),
-                    RestrictedItem::Device {
-                        name: "data".into(),
-                        device_type: "disk".into()
-                    }
+                RestrictedItem::config_key("raw.lxc", json!("x")),
+                RestrictedItem::config_key("security.privileged", json!("true")),
+                RestrictedItem::device(
+                    "data",
+                    json!({"type": "disk", "source": "/srv", "path": "/srv"})
                 ),
             ]
         );
-        // The input's own device replaces the profile's host-path disk.
-        let own = writes(
-            json!({"devices": {"data": {"type": "disk", "pool": "default", "path": "/srv"}}}),
-        );
-        let found = profile_items(&profiles, &own);
-        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found.guest_code, ["cloud-init.user-data"]);
+        assert_eq!(from["raw.lxc"], "base");
+        assert_eq!(from["security.privileged"], "later");
+        assert_eq!(from["data"], "base");
+        // The input's own device and key replace the profile's.
+        let own = writes(json!({
+            "config": {"cloud-init.user-data": "#cloud-config"},
+            "devices": {"data": {"type": "disk", "pool": "default", "path": "/srv"}}
+        }));
+        let (found, _) = profile_findings(&profiles, &own);
+        assert_eq!(found.restricted.len(), 2, "{found:?}");
+        assert!(found.guest_code.is_empty());
     }
 
     #[test]
-    fn restricted_config_keys_are_found() {
+    fn config_keys_are_classified_by_incus_key_lists() {
         for key in [
             "raw.lxc",
             "volatile.base_image",
@@ -204,45 +378,82 @@ mod tests {
             "security.idmap.isolated",
             "security.syscalls.intercept.mount",
             "linux.kernel_modules",
+            "security.nesting",
+            "security.guestapi.images",
+            "nvidia.runtime",
             "RAW.lxc",
+            "Limits.cpu",
+            "no.such.key",
+            "user.",
+            "",
         ] {
-            assert!(is_restricted_key(key), "{key}");
+            assert_eq!(key_class(key), KeyClass::Restricted, "{key}");
         }
         for key in [
             "limits.cpu",
-            "security.nesting",
+            "limits.kernel.nofile",
             "user.foo",
-            "rawx",
-            "linux.sysctl.x",
+            "linux.sysctl.net.ipv4.ip_forward",
+            "environment.HOME",
+            "snapshots.schedule",
+            "boot.autostart",
         ] {
-            assert!(!is_restricted_key(key), "{key}");
+            assert_eq!(key_class(key), KeyClass::Plain, "{key}");
+        }
+        for key in [
+            "cloud-init.user-data",
+            "cloud-init.vendor-data",
+            "cloud-init.network-config",
+            "user.user-data",
+            "user.vendor-data",
+            "user.meta-data",
+            "user.network-config",
+            "smbios11.io.systemd.credential:ssh.authorized_keys.root",
+        ] {
+            assert_eq!(key_class(key), KeyClass::GuestCode, "{key}");
         }
     }
 
     #[test]
-    fn only_pool_disks_and_network_nics_are_plain() {
+    fn devices_are_checked_key_by_key() {
         let input = json!({"devices": {
-            "root": {"type": "disk", "pool": "default", "path": "/"},
-            "data": {"type": "disk", "pool": "default", "source": "vol1", "path": "/data"},
+            "root": {"type": "disk", "pool": "default", "path": "/", "size": "10GiB"},
+            "data": {"type": "disk", "pool": "default", "source": "vol1", "path": "/data", "readonly": "true"},
             "host": {"type": "disk", "pool": "default", "source": "/etc", "path": "/mnt"},
+            "ceph": {"type": "disk", "pool": "default", "source": "ceph:pool/vol", "path": "/mnt"},
+            "prop": {"type": "disk", "pool": "default", "source": "vol1", "path": "/p", "propagation": "shared"},
             "nopool": {"type": "disk", "source": "/srv", "path": "/srv"},
-            "eth0": {"type": "nic", "network": "incusbr0"},
+            "eth0": {"type": "nic", "network": "incusbr0", "name": "eth0", "ipv4.address": "10.0.0.5"},
+            "routes": {"type": "nic", "network": "incusbr0", "ipv4.routes": "0.0.0.0/1"},
+            "external": {"type": "nic", "network": "incusbr0", "ipv6.routes.external": "::/1"},
+            "hostname": {"type": "nic", "network": "incusbr0", "host_name": "eth0"},
+            "mac": {"type": "nic", "network": "incusbr0", "hwaddr": "00:16:3e:00:00:01"},
+            "vlan": {"type": "nic", "network": "incusbr0", "vlan": "10"},
+            "filter": {"type": "nic", "network": "incusbr0", "security.ipv4_filtering": "false"},
+            "limits": {"type": "nic", "network": "incusbr0", "limits.max": "1Gbit"},
             "macvlan": {"type": "nic", "network": "incusbr0", "nictype": "macvlan"},
             "bridged": {"type": "nic", "nictype": "bridged", "parent": "br0"},
-            "parent": {"type": "nic", "network": "incusbr0", "parent": "eth0"},
+            "none": {"type": "none"},
             "gpu": {"type": "gpu"},
-            "untyped": {}
+            "untyped": {},
+            "string": "disk"
         }});
-        let names: Vec<String> = restricted_items(&input)
-            .into_iter()
-            .map(|item| match item {
-                RestrictedItem::Device { name, .. } => name,
-                RestrictedItem::ConfigKey(key) => key,
-            })
-            .collect();
+        let items = restricted_items(&input);
         assert_eq!(
-            names,
-            ["host", "nopool", "macvlan", "bridged", "parent", "gpu", "untyped"]
+            names(&items),
+            [
+                "host", "ceph", "prop", "nopool", "routes", "external", "hostname", "mac", "vlan",
+                "filter", "limits", "macvlan", "bridged", "none", "gpu", "untyped", "string"
+            ]
         );
+        // Each device carries its whole config, so a host can allow one exact value.
+        assert_eq!(
+            items[0],
+            RestrictedItem::device(
+                "host",
+                json!({"type": "disk", "pool": "default", "source": "/etc", "path": "/mnt"})
+            )
+        );
+        assert_eq!(items[16].device_type(), Some(""));
     }
 }

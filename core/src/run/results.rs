@@ -12,6 +12,9 @@ pub(crate) enum RunError {
     UnknownOperation(String),
     #[error("the caller's verified scopes lack {0}")]
     ScopeMissing(String),
+    /// A scope that this input needs beyond the operation's own (`scope_missing`), and why.
+    #[error("{reason}: the caller's verified scopes lack {scope}")]
+    ScopeNeeded { scope: String, reason: String },
     #[error("{message}")]
     InvalidInput { message: String, pointer: String },
     #[error("serialized input is {size} bytes, over the bound of {limit} bytes")]
@@ -40,8 +43,12 @@ pub(crate) enum RunError {
     Transport(String),
     #[error("{0}")]
     Timeout(String),
-    #[error("the result would exceed {limit} bytes of JSON even without list items")]
-    OutputLimit { limit: usize },
+    #[error("{}", output_limit_message(*limit, *single))]
+    OutputLimit {
+        limit: usize,
+        /// A single-object result (a get), rather than a list whose first item alone is over.
+        single: bool,
+    },
     #[error("invalid response from Incus: {0}")]
     InvalidResponse(String),
 }
@@ -51,7 +58,7 @@ impl RunError {
     pub(crate) fn kind(&self) -> ErrorKind {
         match self {
             RunError::UnknownOperation(_) => ErrorKind::UnknownOperation,
-            RunError::ScopeMissing(_) => ErrorKind::ScopeMissing,
+            RunError::ScopeMissing(_) | RunError::ScopeNeeded { .. } => ErrorKind::ScopeMissing,
             RunError::InvalidInput { .. } => ErrorKind::InvalidInput,
             RunError::InputTooLarge { .. } => ErrorKind::InputTooLarge,
             RunError::ConfirmationRequired(_) => ErrorKind::ConfirmationRequired,
@@ -78,7 +85,7 @@ impl RunError {
             RunError::InvalidInput { pointer, .. } => {
                 error.insert("pointer".into(), json!(pointer));
             }
-            RunError::InputTooLarge { limit, .. } | RunError::OutputLimit { limit } => {
+            RunError::InputTooLarge { limit, .. } | RunError::OutputLimit { limit, .. } => {
                 error.insert("limit".into(), json!(limit));
             }
             RunError::Native {
@@ -92,6 +99,14 @@ impl RunError {
             _ => {}
         }
         json!({ "error": Value::Object(error) })
+    }
+}
+
+fn output_limit_message(limit: usize, single: bool) -> String {
+    if single {
+        format!("the result is a single object over the output bound of {limit} bytes of JSON")
+    } else {
+        format!("the first list item alone is over the output bound of {limit} bytes of JSON")
     }
 }
 

@@ -14,3 +14,4 @@ mod run_inspect;
 mod run_mutate;
 mod run_support;
 mod run_update;
+mod run_writes;

@@ -39,6 +39,8 @@ pub(crate) struct TestHost {
     pub(crate) default_project: Option<String>,
     pub(crate) authorized: Mutex<Vec<Value>>,
     pub(crate) calls: Mutex<Vec<&'static str>>,
+    /// Every item `allow_restricted` was asked about, in order.
+    pub(crate) restricted_items: Mutex<Vec<RestrictedItem>>,
 }
 
 impl TestHost {
@@ -52,6 +54,7 @@ impl TestHost {
             default_project: None,
             authorized: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
+            restricted_items: Mutex::new(Vec::new()),
         }
     }
 
@@ -121,9 +124,13 @@ impl Host for TestHost {
         &self,
         _caller: &String,
         _operation: &str,
-        _items: &[RestrictedItem],
+        items: &[RestrictedItem],
     ) -> bool {
         self.record("allow_restricted");
+        self.restricted_items
+            .lock()
+            .unwrap()
+            .extend(items.iter().cloned());
         act(self.restricted).await;
         self.restricted == Act::Allow
     }

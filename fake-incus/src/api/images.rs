@@ -369,6 +369,12 @@ fn import(
         properties,
         aliases: Vec::new(),
         public: request.public,
+        // The daemon gives an image uploaded without profiles the `default` one.
+        profiles: if request.profiles.is_empty() {
+            crate::state::images::default_profiles()
+        } else {
+            request.profiles.clone()
+        },
         auto_update: false,
         architecture: upload.metadata.architecture.clone(),
         filename: upload.filename.clone(),

@@ -84,6 +84,7 @@ fn busybox_image() -> Image {
             description: String::new(),
         }],
         public: false,
+        profiles: super::images::default_profiles(),
         auto_update: false,
         architecture: "x86_64".into(),
         filename: "rootfs.tar.gz".into(),

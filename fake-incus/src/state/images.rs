@@ -26,6 +26,10 @@ pub(crate) struct Image {
     pub(crate) aliases: Vec<Alias>,
     #[serde(default)]
     pub(crate) public: bool,
+    /// The profiles an instance created from this image gets when its create names none
+    /// (`default` unless the upload or the seed says otherwise), as the daemon keeps them.
+    #[serde(default = "default_profiles")]
+    pub(crate) profiles: Vec<String>,
     #[serde(default)]
     pub(crate) auto_update: bool,
     #[serde(default = "x86_64")]
@@ -58,7 +62,7 @@ impl Image {
     pub(crate) fn to_json(&self) -> Value {
         json!({
             "auto_update": self.auto_update, "properties": self.properties, "public": self.public,
-            "expires_at": self.expires_at, "profiles": ["default"], "aliases": self.aliases,
+            "expires_at": self.expires_at, "profiles": self.profiles, "aliases": self.aliases,
             "architecture": self.architecture, "cached": false, "filename": self.filename,
             "fingerprint": self.fingerprint, "size": self.size, "type": self.kind,
             "created_at": self.created_at, "last_used_at": self.last_used_at,
@@ -77,6 +81,9 @@ impl Image {
     }
 }
 
+pub(crate) fn default_profiles() -> Vec<String> {
+    vec!["default".into()]
+}
 fn default_project() -> String {
     "default".into()
 }

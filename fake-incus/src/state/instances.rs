@@ -126,7 +126,8 @@ impl Instance {
             config,
             devices: Devices::new(),
             ephemeral: false,
-            profiles: default_profiles(),
+            // Without profiles in the create, the daemon applies the source image's.
+            profiles: image.map_or_else(default_profiles, |image| image.profiles.clone()),
             stateful: false,
             description: String::new(),
             created_at: clock::now(),
