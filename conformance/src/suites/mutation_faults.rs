@@ -151,6 +151,75 @@ pub(crate) fn faults(mutation: Mutation) -> Vec<(Value, Expected)> {
     faults
 }
 
+/// The failure the operation faults of [`read_faults`] and [`exec_observed_faults`] inject.
+pub(crate) const INJECTED: &str = "injected";
+
+/// For an async `mutation`: its operation fails (the wait reports the failure), and the read of
+/// the operation that follows answers with each transport fault or a 500. Each pair of rules
+/// must give `failed` (the wait observed the failure; a standalone server answers every wait
+/// itself).
+pub(crate) fn read_faults(mutation: Mutation) -> Vec<[Value; 2]> {
+    let fail = json!({"method": mutation.method, "path": mutation.path, "which": {"nth": 1},
+                      "fault": {"kind": "operation_fail", "message": INJECTED}});
+    TRANSPORT_FAULTS
+        .iter()
+        .map(|kind| json!({"kind": kind}))
+        .chain([json!({"kind": "error", "status": 500, "message": "Server isn't ready yet"})])
+        .map(|fault| {
+            let read = json!({"method": "GET", "path": "/1.0/operations/*", "fault": fault});
+            [fail.clone(), read]
+        })
+        .collect()
+}
+
+/// Faults on an exec's operation and on the first wait on it, with the status each must give:
+/// the operation fails without an exit code (`failed`), finishes only while a wait is in flight
+/// (`completed`), or the first wait breaks (`completed`: the exec asks again, it does not kill).
+pub(crate) fn exec_observed_faults() -> Vec<(Value, &'static str)> {
+    let on_exec = |fault: Value| json!({"method": "POST", "path": "/1.0/instances/web/exec", "which": {"nth": 1}, "fault": fault});
+    let on_wait = |fault: Value| json!({"method": "GET", "path": "/1.0/operations/*/wait", "which": {"nth": 1}, "fault": fault});
+    let mut faults = vec![
+        (
+            on_exec(json!({"kind": "operation_fail", "message": INJECTED})),
+            "failed",
+        ),
+        (
+            on_exec(json!({"kind": "operation_finish_during_wait"})),
+            "completed",
+        ),
+    ];
+    for fault in TRANSPORT_FAULTS
+        .iter()
+        .map(|kind| json!({"kind": kind}))
+        .chain([json!({"kind": "error", "status": 500, "message": INJECTED})])
+    {
+        faults.push((on_wait(fault), "completed"));
+    }
+    faults
+}
+
+/// Installs `rule` and runs `sh -c 'sleep 0.3; exit 0'` on the running instance `web`: the
+/// status must be `expected`, the exec request sent once and the result schema-valid.
+pub(crate) fn exec_observed_case(
+    session: &Session,
+    rule: &Value,
+    expected: &str,
+) -> Result<(Called, usize), String> {
+    session.add_fault(rule)?;
+    let input = json!({"name": "web", "command": ["sh", "-c", "sleep 0.3; exit 0"]});
+    let called = session.call("incus_instance_exec", &["incus.exec".to_owned()], input);
+    let sent = called.sent("POST", "/1.0/instances/*/exec").unwrap_or(1);
+    let context = |problem: &str| called.failure(&format!("with fault rule {rule}: {problem}"));
+    if called.result.get("status") != Some(&json!(expected)) {
+        return Err(context(&format!("expected status {expected}")));
+    }
+    if sent != 1 {
+        return Err(context(&format!("the exec request was sent {sent} times")));
+    }
+    called.schema_valid().map_err(|p| context(&p))?;
+    Ok((called, sent))
+}
+
 /// One property trial per mutation, and one for exec.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks: Vec<Check> = MUTATIONS

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::arbitrary_input::{self, REFUSED_BEFORE_BACKEND};
 use super::host_target::scripted;
 use super::host_target::{HostFactory, HostTargets};
-use super::mutation_faults::{self, MUTATIONS, TRANSPORT_FAULTS};
+use super::mutation_faults::{self, Expected, MUTATIONS, TRANSPORT_FAULTS};
 use super::session::Session;
 use super::spec_table::{Confirm, OPERATIONS};
 use crate::scenario::fake::Listener;
@@ -110,10 +110,14 @@ fn fault_matrix() -> Result<String, String> {
 
 One fresh fake per cell: the resource is prepared through the operations, one fault rule is installed
 on the mutating request (or on the operation wait that follows its acceptance), then the mutation runs.
-`sent` counts the mutating request in the fake's journal: every cell is sent exactly once, nothing is
-ever resent. `uncertain`: the request may have been applied but no answer was decoded; `running`: the
-outcome was not observed within the wait; `failed`: the operation's failure was observed; `native N`:
-Incus refused it with HTTP status N.
+`read` rows make the operation fail and fault the read of the operation that follows the wait's failure
+report: the wait observed the failure, so they are `failed` whatever the read does. `sent` counts the
+mutating (or exec) request in the fake's journal: every cell is sent exactly once, nothing is ever resent.
+`uncertain`: the request may have been applied but no answer was decoded; `running`: the outcome was not
+observed within the wait; `failed`: the operation's failure was observed; `completed`: the command's own
+exit was observed (exec rows: the operation may fail without an exit code, finish only while a wait is in
+flight, or its first wait may break, which is asked again and never a reason to kill); `native N`: Incus
+refused it with HTTP status N.
 
 | mutation | fault | on | Unix socket | HTTPS |
 |---|---|---|---|---|
@@ -153,6 +157,60 @@ Incus refused it with HTTP status N.
                 cells[1]
             );
         }
+    }
+    for mutation in MUTATIONS.iter().filter(|m| m.async_operation) {
+        for rules in mutation_faults::read_faults(*mutation) {
+            let mut cells = Vec::new();
+            for factory in &factories {
+                let cell = Session::start(factory, &FakeSetup::default()).and_then(|session| {
+                    let (called, sent) = mutation_faults::observe_on(&session, *mutation, &rules)?;
+                    mutation_faults::verdict(&called, sent, &rules[1], Expected::Failed)?;
+                    if called.result["wait_error"] != json!(mutation_faults::INJECTED) {
+                        return Err(called.failure("expected the failure as wait_error"));
+                    }
+                    Ok(format!("{}, sent {sent}", outcome(&called.result)))
+                });
+                cells.push(cell.unwrap_or_else(|problem| {
+                    problems.push(problem);
+                    "BROKEN".to_owned()
+                }));
+            }
+            let _ = writeln!(
+                out,
+                "| `{}` | operation_fail, then {} | read | {} | {} |",
+                mutation.operation,
+                fault_label(&rules[1]["fault"]),
+                cells[0],
+                cells[1]
+            );
+        }
+    }
+    for (rule, expected) in mutation_faults::exec_observed_faults() {
+        let mut cells = Vec::new();
+        for factory in &factories {
+            let cell = Session::start(factory, &FakeSetup::default()).and_then(|session| {
+                super::exec_output::start_instance(&session)?;
+                let (called, sent) =
+                    mutation_faults::exec_observed_case(&session, &rule, expected)?;
+                Ok(format!("{}, sent {sent}", outcome(&called.result)))
+            });
+            cells.push(cell.unwrap_or_else(|problem| {
+                problems.push(problem);
+                "BROKEN".to_owned()
+            }));
+        }
+        let on = if rule["path"] == json!("/1.0/instances/web/exec") {
+            "request"
+        } else {
+            "wait"
+        };
+        let _ = writeln!(
+            out,
+            "| `incus_instance_exec` | {} | {on} | {} | {} |",
+            fault_label(&rule["fault"]),
+            cells[0],
+            cells[1]
+        );
     }
     for kind in TRANSPORT_FAULTS {
         let mut cells = Vec::new();
