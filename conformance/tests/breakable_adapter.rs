@@ -78,11 +78,14 @@ const BROKEN: &[Broken] = &[
     },
 ];
 
-/// The clauses of every failed test of a wire run with `broken`, each with the test's name.
-fn failures(broken: &str) -> Result<Vec<(String, Vec<String>)>, Failed> {
+/// The clauses of every failed test of a wire run with `broken` (of the tests `filter` selects,
+/// all without one), each with the test's name.
+fn failures_of(broken: &str, filter: &[&str]) -> Result<Vec<(String, Vec<String>)>, Failed> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("adapters/breakable.py");
     let output = Command::new(BIN)
-        .args(["certify", "--format", "json", "--adapter"])
+        .args(["certify", "--format", "json"])
+        .args(filter)
+        .arg("--adapter")
         .arg(format!("python3 '{}'", script.display()))
         .env("INCUS_ADAPTER_BREAK", broken)
         .env("INCUS_REFERENCE_ADAPTER", format!("'{BIN}' adapter"))
@@ -116,8 +119,27 @@ fn failures(broken: &str) -> Result<Vec<(String, Vec<String>)>, Failed> {
     Ok(failed)
 }
 
+/// The failures of a whole wire run with `broken`. A trial that fails outside the clauses the
+/// promise touches is run again alone: the exec trials can miss their bounds on a machine busy
+/// with other work, so only a failure that repeats counts.
+fn failures(broken: &str, may_fail: &[&str]) -> Result<Vec<(String, Vec<String>)>, Failed> {
+    let mut failed = failures_of(broken, &[])?;
+    let mut kept = Vec::new();
+    for (name, clauses) in failed.drain(..) {
+        let touched = clauses
+            .iter()
+            .any(|id| may_fail.iter().any(|p| id.starts_with(p)));
+        if touched || !failures_of(broken, &["--exact", &name])?.is_empty() {
+            kept.push((name, clauses));
+        } else {
+            eprintln!("{broken}: {name} failed in the whole run and passed alone (a busy machine)");
+        }
+    }
+    Ok(kept)
+}
+
 fn caught(broken: &Broken) -> Result<(), Failed> {
-    let failed = failures(broken.word)?;
+    let failed = failures(broken.word, broken.may_fail)?;
     let clauses: BTreeSet<&str> = failed
         .iter()
         .flat_map(|(_, c)| c.iter().map(String::as_str))
@@ -149,7 +171,7 @@ fn caught(broken: &Broken) -> Result<(), Failed> {
 
 /// A run with nothing broken passes: the Python adapter itself keeps every promise.
 fn faithful() -> Result<(), Failed> {
-    let failed = failures("")?;
+    let failed = failures("", &[])?;
     if failed.is_empty() {
         Ok(())
     } else {
