@@ -99,3 +99,26 @@ fn container() -> String {
 fn zero() -> String {
     clock::ZERO_TIME.into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Instance;
+
+    /// `cmd/incusd/instances_post.go`: a create that names no profiles gets the source image's
+    /// `profiles`; an image uploaded or seeded without any has `default`.
+    #[test]
+    fn an_image_carries_its_profiles_and_an_instance_created_from_it_gets_them() {
+        let image: Image = serde_json::from_value(json!({
+            "fingerprint": "b".repeat(64), "profiles": ["iso"]
+        }))
+        .unwrap();
+        assert_eq!(image.to_json()["profiles"], json!(["iso"]));
+        let instance = Instance::from_image("c1", "default", Some(&image));
+        assert_eq!(instance.profiles, ["iso"]);
+        let plain: Image = serde_json::from_value(json!({"fingerprint": "c".repeat(64)})).unwrap();
+        assert_eq!(plain.to_json()["profiles"], json!(["default"]));
+        let empty = Instance::from_image("c2", "default", None);
+        assert_eq!(empty.profiles, ["default"]);
+    }
+}
