@@ -15,7 +15,9 @@ mod inspect;
 mod mutate;
 mod native;
 mod output;
+mod own_operation;
 mod pipeline;
+mod redact;
 mod restricted;
 mod results;
 #[cfg(test)]
@@ -23,6 +25,8 @@ mod spelling_tests;
 #[cfg(test)]
 mod tests;
 mod update;
+
+pub use redact::REDACTED;
 
 /// How long a host callback may take before it counts as a denial, unless configured.
 pub const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(5);
