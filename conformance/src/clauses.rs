@@ -115,6 +115,10 @@ pub(crate) const CLAUSES: &[Clause] = &[
     // so and why ("Beyond the specification: ...").
     // Safety: what create, update and state changes may write (suites/safety/grants.rs)
     // Safety: what results never carry, and which operations a call sees (suites/safety/secrets.rs)
+    clause("safety::server_credentials_redacted", "Beyond the specification: incus_server_get replaces the value of every server configuration key that holds a credential in Incus 6.0.4 (loki.auth.password, openfga.api.token, network.ovn.client_key, acme.provider.environment, and core.proxy_http, core.proxy_https, loki.api.url or openfga.api.url when it carries user:password@) by \"[redacted]\", where the specification passes the native object unchanged: Incus itself hides none of them, and an agent with incus.read must not read the host's credentials."),
+    clause("safety::network_credentials_redacted", "Beyond the specification: incus_network_get and incus_network_list replace the value of every bgp.peers.<peer>.password key by \"[redacted]\", where the specification passes native objects unchanged."),
+    clause("safety::operation_secrets_redacted", "Beyond the specification: every result that carries an Incus operation (incus_operation_list, _get, _wait, _cancel, and the operation of a mutation) replaces its metadata's secrets by \"[redacted]\": secret (trust, cluster-join and image tokens), fds (exec and console websockets), control, fs and criu (migrations); with a pending token's secret an agent could make itself a trusted Incus client."),
+    clause("safety::operations_of_the_project_only", "Beyond the specification: incus_operation_get, _wait and _cancel act only on an operation that Incus lists for the call's project (one read of GET /1.0/operations?project=P first) and answer any other ID exactly as an unknown operation, sending nothing else; incus_operation_list shows only the project's operations. Incus itself finds an operation id in every project."),
     // Safety: results say what was observed (suites/safety/observed.rs)
 ];
 
