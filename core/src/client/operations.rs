@@ -43,7 +43,10 @@ impl Client {
     /// the project, read from their URLs. Incus looks an operation id up in every project, so
     /// this list is how a caller learns which project an operation belongs to (the operation
     /// object has no project field in 6.0.4).
-    pub(crate) async fn get_operation_ids(&self, project: &str) -> Result<Vec<String>, ClientError> {
+    pub(crate) async fn get_operation_ids(
+        &self,
+        project: &str,
+    ) -> Result<Vec<String>, ClientError> {
         let groups = self
             .query_value(target(&["1.0", "operations"], &[("project", project)]))
             .await?
@@ -160,7 +163,9 @@ fn operation_id_of(url: &Value) -> Result<String, ClientError> {
         .and_then(|path| path.strip_prefix("/1.0/operations/"))
         .filter(|id| !id.is_empty() && !id.contains('/'))
         .map(str::to_owned)
-        .ok_or_else(|| ClientError::invalid_response("an operation list entry is not an operation URL"))
+        .ok_or_else(|| {
+            ClientError::invalid_response("an operation list entry is not an operation URL")
+        })
 }
 
 fn flatten_groups(groups: Value) -> Result<Vec<ListItem>, ClientError> {
@@ -202,11 +207,21 @@ mod tests {
     #[test]
     fn operation_ids_are_read_from_their_urls() {
         assert_eq!(
-            operation_id_of(&json!("/1.0/operations/37e88fd3-c0b4-44fd-b4e1-97436b0af51f")).unwrap(),
+            operation_id_of(&json!(
+                "/1.0/operations/37e88fd3-c0b4-44fd-b4e1-97436b0af51f"
+            ))
+            .unwrap(),
             "37e88fd3-c0b4-44fd-b4e1-97436b0af51f"
         );
-        assert_eq!(operation_id_of(&json!("/1.0/operations/ab?project=p")).unwrap(), "ab");
-        for bad in [json!("/1.0/instances/c1"), json!("/1.0/operations/"), json!({"id": "x"})] {
+        assert_eq!(
+            operation_id_of(&json!("/1.0/operations/ab?project=p")).unwrap(),
+            "ab"
+        );
+        for bad in [
+            json!("/1.0/instances/c1"),
+            json!("/1.0/operations/"),
+            json!({"id": "x"}),
+        ] {
             assert!(operation_id_of(&bad).is_err(), "{bad}");
         }
     }

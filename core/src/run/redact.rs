@@ -136,7 +136,9 @@ fn strings(value: &mut Value) -> bool {
             *value = Value::String(REDACTED.to_owned());
             true
         }
-        Value::Array(items) => items.iter_mut().fold(false, |changed, item| strings(item) | changed),
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, item| strings(item) | changed),
         Value::Object(fields) => fields
             .values_mut()
             .fold(false, |changed, item| strings(item) | changed),
@@ -192,9 +194,15 @@ mod tests {
         }});
         server(&mut object);
         assert_eq!(object["config"]["core.proxy_http"], REDACTED);
-        assert_eq!(object["config"]["core.proxy_https"], "http://proxy:3128/a@b");
+        assert_eq!(
+            object["config"]["core.proxy_https"],
+            "http://proxy:3128/a@b"
+        );
         assert_eq!(object["config"]["loki.api.url"], REDACTED);
-        assert_eq!(object["config"]["openfga.api.url"], "https://openfga.example");
+        assert_eq!(
+            object["config"]["openfga.api.url"],
+            "https://openfga.example"
+        );
     }
 
     #[test]

@@ -66,7 +66,10 @@ async fn network_get_and_list_replace_bgp_peer_passwords() {
         .await;
     let list = bench.call("incus_network_list", json!({})).await;
     for network in [&get["item"], &list["items"][0]] {
-        assert_eq!(network["config"]["bgp.peers.r1.password"], REDACTED, "{network}");
+        assert_eq!(
+            network["config"]["bgp.peers.r1.password"], REDACTED,
+            "{network}"
+        );
         assert_eq!(network["config"]["bgp.peers.r1.asn"], "65001");
     }
 }

@@ -11,7 +11,7 @@ mod https;
 mod listeners;
 mod protocol;
 mod serve;
-mod tokens;
 #[path = "../tarball/mod.rs"]
 mod tarball;
+mod tokens;
 mod writable;

@@ -44,7 +44,10 @@ async fn trust_token_is_a_running_token_operation_of_project_default_with_a_secr
         (op["class"].as_str(), op["description"].as_str()),
         (Some("token"), Some("Executing operation"))
     );
-    assert_eq!((op["status_code"].as_u64(), op["may_cancel"].as_bool()), (Some(103), Some(true)));
+    assert_eq!(
+        (op["status_code"].as_u64(), op["may_cancel"].as_bool()),
+        (Some(103), Some(true))
+    );
     assert_eq!(op["resources"], json!({}));
     let metadata = &op["metadata"];
     assert_eq!(
@@ -52,7 +55,10 @@ async fn trust_token_is_a_running_token_operation_of_project_default_with_a_secr
         ["addresses", "fingerprint", "request", "secret"]
     );
     assert!(is_hex64(metadata["secret"].as_str().unwrap()), "{metadata}");
-    assert!(is_hex64(metadata["fingerprint"].as_str().unwrap()), "{metadata}");
+    assert!(
+        is_hex64(metadata["fingerprint"].as_str().unwrap()),
+        "{metadata}"
+    );
     assert_eq!(metadata["addresses"], json!(["127.0.0.1:8443"]));
     assert_eq!(
         metadata["request"],
@@ -64,12 +70,26 @@ async fn trust_token_is_a_running_token_operation_of_project_default_with_a_secr
     let id = op["id"].as_str().unwrap();
     let listed = unix(&fake, "GET", "/1.0/operations?recursion=1", None).await;
     let running = listed.metadata()["running"].as_array().expect("running");
-    assert!(running.iter().any(|o| o["id"] == id && o["metadata"]["secret"] == metadata["secret"]));
+    assert!(running
+        .iter()
+        .any(|o| o["id"] == id && o["metadata"]["secret"] == metadata["secret"]));
     // Not listed in another project, but found by id from any project, as Incus does.
-    unix(&fake, "POST", "/1.0/projects", Some(json!({"name": "other"}))).await;
+    unix(
+        &fake,
+        "POST",
+        "/1.0/projects",
+        Some(json!({"name": "other"})),
+    )
+    .await;
     let other = unix(&fake, "GET", "/1.0/operations?project=other", None).await;
     assert_eq!(other.metadata(), &json!({}));
-    let found = unix(&fake, "GET", &format!("/1.0/operations/{id}?project=other"), None).await;
+    let found = unix(
+        &fake,
+        "GET",
+        &format!("/1.0/operations/{id}?project=other"),
+        None,
+    )
+    .await;
     assert_eq!((found.status, &found.metadata()["id"]), (200, &json!(id)));
 
     // `incus config trust revoke-token agent`: the operation is cancelled.
@@ -100,7 +120,10 @@ async fn trust_tokens_need_a_network_address_a_client_type_and_no_certificate() 
         ),
     ] {
         let reply = trust_add(fake, body).await;
-        assert_eq!((reply.status, reply.body["error"].as_str()), (400, Some(message)));
+        assert_eq!(
+            (reply.status, reply.body["error"].as_str()),
+            (400, Some(message))
+        );
         let ops = unix(fake, "GET", "/1.0/operations", None).await;
         assert_eq!(ops.metadata(), &json!({}), "no operation was made");
     }
@@ -122,12 +145,21 @@ async fn cluster_join_token_is_a_token_operation_with_the_online_members_address
     .await;
     assert_eq!(reply.status, 202, "{}", reply.body);
     let op = reply.metadata();
-    assert_eq!((op["class"].as_str(), op["may_cancel"].as_bool()), (Some("token"), Some(true)));
+    assert_eq!(
+        (op["class"].as_str(), op["may_cancel"].as_bool()),
+        (Some("token"), Some(true))
+    );
     assert_eq!(op["resources"], json!({"cluster": []}));
     let metadata = &op["metadata"];
     assert_eq!(
         sorted_keys(metadata),
-        ["addresses", "expiresAt", "fingerprint", "secret", "serverName"]
+        [
+            "addresses",
+            "expiresAt",
+            "fingerprint",
+            "secret",
+            "serverName"
+        ]
     );
     assert_eq!(metadata["serverName"], "m4");
     assert!(is_hex64(metadata["secret"].as_str().unwrap()));

@@ -41,8 +41,14 @@ const SERVER_CREDENTIALS: &[(&str, &str)] = &[
         "acme.provider.environment",
         "CLOUDFLARE_DNS_API_TOKEN=acme-token-55e0",
     ),
-    ("core.proxy_http", "http://proxy:proxy-pw-0b7e@10.0.0.9:3128"),
-    ("core.proxy_https", "http://proxy:proxy-pw-4c21@10.0.0.9:3128"),
+    (
+        "core.proxy_http",
+        "http://proxy:proxy-pw-0b7e@10.0.0.9:3128",
+    ),
+    (
+        "core.proxy_https",
+        "http://proxy:proxy-pw-4c21@10.0.0.9:3128",
+    ),
     ("loki.api.url", "https://loki:loki-url-pw-8e3f@loki.example"),
     ("openfga.api.url", "https://fga:fga-url-pw-a41d@fga.example"),
 ];
@@ -230,7 +236,10 @@ fn network_credentials(session: &Session) -> Result<(), String> {
             return Err(called.failure("other network keys did not come back unchanged"));
         }
     }
-    sent_exactly(&get, &["GET /1.0/networks/incusbr0?project=default".to_owned()])?;
+    sent_exactly(
+        &get,
+        &["GET /1.0/networks/incusbr0?project=default".to_owned()],
+    )?;
     sent_exactly(
         &list,
         &["GET /1.0/networks?recursion=1&project=default".to_owned()],
@@ -251,7 +260,10 @@ fn trust_token(session: &Session) -> Result<(String, String), String> {
 /// The operation id and `metadata.secret` of a token operation's 202 envelope.
 fn token_of(envelope: &Value) -> Result<(String, String), String> {
     let operation = &envelope["metadata"];
-    match (operation["id"].as_str(), operation["metadata"]["secret"].as_str()) {
+    match (
+        operation["id"].as_str(),
+        operation["metadata"]["secret"].as_str(),
+    ) {
         (Some(id), Some(secret)) if operation["class"] == "token" && secret.len() == 64 => {
             Ok((id.to_owned(), secret.to_owned()))
         }
@@ -301,7 +313,10 @@ fn trust_token_secret(session: &Session) -> Result<(), String> {
     token_redacted(&get, &get.result["item"], &secret)?;
     sent_exactly(
         &get,
-        &[operations_list_read("default"), operation_read(&id, "default")],
+        &[
+            operations_list_read("default"),
+            operation_read(&id, "default"),
+        ],
     )?;
 
     let wait = session.call(
@@ -352,7 +367,9 @@ fn join_token_secret() -> Result<(), String> {
         )
         .await?;
         if status != 202 {
-            return Err(format!("incus cluster add m4 answered {status}: {envelope}"));
+            return Err(format!(
+                "incus cluster add m4 answered {status}: {envelope}"
+            ));
         }
         let (id, secret) = token_of(&envelope)?;
         let host = HostTarget::new(ReferenceHost::new(Connection::unix(&socket)), ());
@@ -375,8 +392,7 @@ fn join_token_secret() -> Result<(), String> {
             ),
             (get.get("item"), &get),
         ] {
-            let redacted =
-                operation.is_some_and(|op| op["metadata"]["secret"] == REDACTED);
+            let redacted = operation.is_some_and(|op| op["metadata"]["secret"] == REDACTED);
             if !redacted || carries(result, &secret) {
                 return Err(format!(
                     "the join token is missing or carries its secret: {result}"
@@ -390,12 +406,7 @@ fn join_token_secret() -> Result<(), String> {
 /// A running operation of project `other`: project `other`, then an instance create in it whose
 /// operation never finishes.
 fn operation_of_other(session: &Session) -> Result<String, String> {
-    session.native(
-        "POST",
-        "/1.0/projects",
-        Some(json!({"name": "other"})),
-        201,
-    )?;
+    session.native("POST", "/1.0/projects", Some(json!({"name": "other"})), 201)?;
     session.add_fault(&json!({
         "method": "POST", "path": "/1.0/instances",
         "fault": {"kind": "operation_never_finish"}
