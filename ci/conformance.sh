@@ -5,3 +5,9 @@ cd "$(dirname "$0")/.."
 mkdir -p target/conformance
 echo "== cargo run --release -p incus-conformance"
 cargo run --release -p incus-conformance -- run --junit target/conformance/junit.xml
+# The same suites over the wire protocol, through the reference adapter (the core behind
+# incus-operations-adapter/1): every trial that can be expressed over the wire, its own JUnit report.
+echo "== incus-conformance certify --adapter 'incus-conformance adapter'"
+cargo run --release -p incus-conformance -- certify \
+  --adapter "'${CARGO_TARGET_DIR:-$PWD/target}/release/incus-conformance' adapter" \
+  --junit target/conformance/junit-wire.xml

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use clap::Parser;
 use incus_operations::{Connection, Host};
 
+use crate::adapter::targets::WireTargets;
 use crate::runner::{self, RunArgs};
 use crate::scenario::fake::HostTargets;
 use crate::scenario::target::TargetFactory;
@@ -80,4 +81,27 @@ where
         args,
         suites::registry(&factory, suites::Subject::HostUnderCertification),
     )
+}
+
+/// Runs every suite that can be expressed over the wire protocol `incus-operations-adapter/1`
+/// through the adapter behind `targets`, with the same clause names, reports, JSON events, JUnit
+/// and baseline as the main job; returns the exit code. With `--list`, the trials that only run
+/// in-process follow the list, each with its reason.
+pub fn certify_adapter(args: &RunArgs, targets: WireTargets) -> ExitCode {
+    let factory: Arc<dyn TargetFactory> = Arc::new(targets);
+    let code = runner::execute(args, suites::registry(&factory, suites::Subject::Adapter));
+    if args.listing() {
+        print!("{}", in_process_only_listing());
+    }
+    code
+}
+
+/// The trials an adapter run leaves out, with the reason for each group.
+pub fn in_process_only_listing() -> String {
+    let mut text = String::from("\nin-process only (not run over the wire):\n");
+    for (prefix, reason) in suites::IN_PROCESS_ONLY {
+        let star = if prefix.ends_with("::") { "*" } else { "" };
+        text.push_str(&format!("  {prefix}{star}: {reason}\n"));
+    }
+    text
 }

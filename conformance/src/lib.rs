@@ -1,5 +1,6 @@
 //! Conformance harness for the Incus operations.
 
+pub mod adapter;
 mod certify;
 mod clauses;
 mod embedded;
@@ -9,7 +10,7 @@ pub mod scenario;
 mod suites;
 pub mod tama;
 
-pub use certify::{certify, certify_with};
+pub use certify::{certify, certify_adapter, certify_with, in_process_only_listing};
 pub use reference_host::ReferenceHost;
 pub use runner::RunArgs;
 

@@ -4,8 +4,10 @@
 //! `run(...) -> ExitCode`, add a variant to [`Command`] and a match arm in [`main`].
 //! Exit codes: 0 success, 1 the job ran and failed, 2 usage errors.
 
+mod adapter;
 mod call;
 mod catalogue;
+mod certify;
 mod output;
 mod reliability;
 mod run;
@@ -55,6 +57,13 @@ enum Command {
     /// refusals before the backend, TLS refusals, bad input, load) and print RELIABILITY.md.
     /// Exit 1 when a promise broke.
     Reliability(reliability::Args),
+    /// Run every suite that can be expressed over the wire protocol incus-operations-adapter/1
+    /// through an implementation under test (--adapter 'COMMAND ARGS' or --adapter-url URL),
+    /// with the flags of `run`. --list also lists the trials that only run in-process, and why.
+    Certify(Box<certify::Args>),
+    /// The reference adapter: the core behind incus-operations-adapter/1, on standard input and
+    /// output (JSON lines), or over HTTP with --listen ADDR.
+    Adapter(adapter::Args),
 }
 
 /// Parses `args` (program name first) and runs the chosen subcommand.
@@ -77,6 +86,8 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Call(args)) => call::run_call(*args),
         Some(Command::Reliability(args)) => reliability::run(args),
+        Some(Command::Certify(args)) => certify::run(*args),
+        Some(Command::Adapter(args)) => adapter::run(args),
         None => run::run(cli.run),
     }
 }

@@ -88,6 +88,13 @@ pub struct RunArgs {
     libtest: Arguments,
 }
 
+impl RunArgs {
+    /// Whether these arguments only list the tests (`--list`).
+    pub(crate) fn listing(&self) -> bool {
+        self.libtest.list
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verdict {
@@ -115,7 +122,7 @@ pub(crate) const EXPECTED_PANIC: &str = "(a panic scripted by the conformance ru
 
 /// Installs, once, a panic hook that keeps quiet about [`EXPECTED_PANIC`]s and passes every
 /// other panic to the previous hook.
-fn quiet_expected_panics() {
+pub(crate) fn quiet_expected_panics() {
     static INSTALL: std::sync::Once = std::sync::Once::new();
     INSTALL.call_once(|| {
         let previous = std::panic::take_hook();

@@ -160,18 +160,7 @@ impl<H: Host + 'static> Target for FakeTarget<H> {
     }
 
     fn journal(&self) -> Option<Vec<Request>> {
-        let entries = self.fake.journal().into_iter();
-        Some(
-            entries
-                .map(|entry| Request {
-                    method: entry.method,
-                    path: entry.path,
-                    query: entry.query,
-                    body: entry.body,
-                    if_match: entry.if_match,
-                })
-                .collect(),
-        )
+        Some(journal(&self.fake))
     }
 
     fn output_schema(&self, operation: &str) -> Option<Value> {
@@ -179,11 +168,7 @@ impl<H: Host + 'static> Target for FakeTarget<H> {
     }
 
     fn add_fault(&self, fault: &Value) -> Result<(), String> {
-        self.fake
-            .add_rule(rule(fault)?)
-            .map_err(|e| format!("fault rule {fault} refused: {e}"))?
-            .forget();
-        Ok(())
+        add_fault(&self.fake, fault)
     }
     fn native<'a>(
         &'a self,
@@ -231,6 +216,28 @@ pub(crate) async fn native_request(
     let value = serde_json::from_str(body.trim())
         .map_err(|e| format!("{method} {path}: the body is not JSON ({e}): {body:?}"))?;
     Ok((status, value))
+}
+
+/// Every request `fake` has received so far, in order, as a target reports them.
+pub(crate) fn journal(fake: &FakeIncus) -> Vec<Request> {
+    fake.journal()
+        .into_iter()
+        .map(|entry| Request {
+            method: entry.method,
+            path: entry.path,
+            query: entry.query,
+            body: entry.body,
+            if_match: entry.if_match,
+        })
+        .collect()
+}
+
+/// Installs the fault rule `fault` (the fake's rule format) on `fake` from now on.
+pub(crate) fn add_fault(fake: &FakeIncus, fault: &Value) -> Result<(), String> {
+    fake.add_rule(rule(fault)?)
+        .map_err(|e| format!("fault rule {fault} refused: {e}"))?
+        .forget();
+    Ok(())
 }
 
 #[cfg(test)]

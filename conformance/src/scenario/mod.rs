@@ -7,13 +7,15 @@
 //! - [`matcher`]: what a result must be, the one judge of every expectation;
 //! - [`target`]: the target trait and the real-Incus backend ([`target::HostTarget`]);
 //! - [`fake`]: the fake backend, an embedded fake Incus per target ([`fake::HostTargets`]);
-//! - [`journal`]: fake-only expectations on the requests a step sent.
+//! - [`journal`]: fake-only expectations on the requests a step sent;
+//! - [`host`]: the host a trial needs, as data, and the Rust host that follows it.
 //!
 //! The conformance run turns each file into a trial `scenario::<file-stem>`; the acceptance
 //! runner (`real-incus`) runs the portable ones against a real Incus through the same engine.
 
 pub mod fake;
 pub mod format;
+pub mod host;
 pub mod journal;
 pub mod load;
 pub mod matcher;

@@ -13,6 +13,7 @@ use incus_operations::{Host, RunOptions, Scope};
 use serde_json::Value;
 
 use super::format::FakeSetup;
+use super::host::{ConnectionLimits, HostBehaviour};
 
 /// A boxed future, as trait objects need.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -73,6 +74,24 @@ pub trait TargetFactory: Send + Sync {
 
     /// Whether this factory can apply fake-only setup and read a journal (false for a real Incus).
     fn is_fake(&self) -> bool;
+
+    /// The same backend with the host following `host` and the connection bounded by `limits`,
+    /// when this backend takes its host as data (an adapter over the wire); `None` otherwise
+    /// (a Rust host, whose behaviour is its code).
+    fn with_host(
+        &self,
+        _host: &HostBehaviour,
+        _limits: &ConnectionLimits,
+    ) -> Option<std::sync::Arc<dyn TargetFactory>> {
+        None
+    }
+
+    /// A target for an Incus the harness started itself (a member of a fake cluster, at
+    /// `socket`), with the reference host's behaviour, when this backend can make one (an adapter
+    /// over the wire); `None` otherwise.
+    fn bound_to(&self, _socket: &std::path::Path) -> Option<Box<dyn Target>> {
+        None
+    }
 }
 
 /// Runs operations through the core's `run()` and `host`, as `caller`, against whatever Incus

@@ -40,19 +40,42 @@ pub(crate) enum Subject {
     Core,
     /// A host's certification: only the suites that run through the host under test.
     HostUnderCertification,
+    /// An implementation behind the wire protocol: every trial that can be expressed over the
+    /// wire (see [`IN_PROCESS_ONLY`] for the others and why).
+    Adapter,
+}
+
+/// The trials that only make sense in-process, by name prefix, with the reason. An adapter run
+/// leaves them out and lists them.
+pub(crate) const IN_PROCESS_ONLY: &[(&str, &str)] = &[
+    ("catalogue::public_contract::", "checks this build's Rust catalogue (describe(), the pinned fixture, the profile export), not the implementation under test"),
+    ("catalogue::no_side_effects::", "reads the Rust catalogue API and checks that doing so needs no runtime and sends nothing"),
+    ("catalogue::synchronous::", "drives run() on the harness's own runtime to see that no task outlives it; over the wire, every trial's journal already shows what the implementation sent"),
+    ("exposure::", "checks the Rust crate (its dependencies, its source, a Rust host's execute tool), not an implementation's behaviour"),
+    ("evidence::", "checks the evidence ledgers compiled into this build's core"),
+    ("binding::trusted_backend::a_discovered_client_is_used_without_discovering_again", "binds a caller to a Rust Client value (Binding::client), which has no wire form"),
+    ("authorization::validated_input::authorize_sees_normalized_input", "reads the input the host's authorize callback was given; the wire carries only the result (the callback order checks of the other host trials are likewise in-process only)"),
+];
+
+/// Why the trial `name` only runs in-process, if it does.
+pub(crate) fn in_process_only(name: &str) -> Option<&'static str> {
+    IN_PROCESS_ONLY
+        .iter()
+        .find(|(prefix, _)| name.starts_with(prefix))
+        .map(|(_, reason)| *reason)
 }
 
 /// Every check of the conformance run against targets built by `factory`.
 pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Vec<Check> {
     let mut checks = scenarios::checks(factory);
-    if subject == Subject::Core {
-        checks.extend(host_callbacks::checks());
+    if subject != Subject::HostUnderCertification {
+        checks.extend(host_callbacks::checks(factory));
         checks.extend(client_binding::checks());
-        checks.extend(timeouts::checks());
+        checks.extend(timeouts::checks(factory));
         checks.extend(contract::live_checks());
         checks.extend(exposure::live_checks());
         checks.extend(restricted::checks(factory));
-        checks.extend(cluster::checks());
+        checks.extend(cluster::checks(factory));
     }
     checks.extend(catalogue::checks());
     checks.extend(contract::checks());
@@ -66,6 +89,9 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
     checks.extend(inspection_bounds::checks(factory));
     checks.extend(exec_output::checks(factory));
     checks.extend(safety::checks(factory));
+    if subject == Subject::Adapter {
+        checks.retain(|c| in_process_only(&c.name).is_none());
+    }
     checks.sort_by(|a, b| a.name.cmp(&b.name));
     checks
 }

@@ -21,10 +21,10 @@ use crate::scenario::target::TargetFactory;
 pub(crate) struct Mutation {
     pub(crate) operation: &'static str,
     scope: &'static str,
-    method: &'static str,
+    pub(crate) method: &'static str,
     pub(crate) path: &'static str,
     /// Whether the native request creates an operation (everything but update's PATCH).
-    async_operation: bool,
+    pub(crate) async_operation: bool,
 }
 
 pub(crate) const MUTATIONS: &[Mutation] = &[
@@ -263,11 +263,22 @@ pub(crate) fn observe(
     rule: &Value,
 ) -> Result<(Called, usize), String> {
     let session = Session::start(factory, &FakeSetup::default())?;
-    let mut input = prepare(&session, mutation)?;
-    session.add_fault(rule)?;
-    if rule.pointer("/fault/kind") == Some(&json!("operation_never_finish")) {
-        // The outcome can never be observed: do not spend the default wait on it.
-        input["wait_seconds"] = json!(0);
+    observe_on(&session, mutation, std::slice::from_ref(rule))
+}
+
+/// As [`observe`], on a started session and with several rules, installed in order.
+pub(crate) fn observe_on(
+    session: &Session,
+    mutation: Mutation,
+    rules: &[Value],
+) -> Result<(Called, usize), String> {
+    let mut input = prepare(session, mutation)?;
+    for rule in rules {
+        session.add_fault(rule)?;
+        if rule.pointer("/fault/kind") == Some(&json!("operation_never_finish")) {
+            // The outcome can never be observed: do not spend the default wait on it.
+            input["wait_seconds"] = json!(0);
+        }
     }
     let called = session.call(mutation.operation, &[mutation.scope.to_owned()], input);
     let sent = called.sent(mutation.method, mutation.path).unwrap_or(1);

@@ -19,13 +19,16 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value};
 
 use super::arbitrary_input::{self, REFUSED_BEFORE_BACKEND};
-use super::host_callbacks::{scripted, Behaviour, Script};
+use super::host_target::scripted;
 use super::host_target::{HostFactory, HostTargets};
 use super::mutation_faults::{self, MUTATIONS, TRANSPORT_FAULTS};
 use super::session::Session;
 use super::spec_table::{Confirm, OPERATIONS};
 use crate::scenario::fake::Listener;
 use crate::scenario::format::FakeSetup;
+use crate::scenario::host::{
+    Answer, BindingBehaviour, CallbackBehaviour, ConnectionLimits, HostBehaviour,
+};
 use crate::scenario::target::TargetFactory;
 use crate::ReferenceHost;
 
@@ -222,15 +225,19 @@ discovery. `-`: the check does not apply to that operation.
     );
     let reference = listener_factory(Listener::Unix);
     let deny = |binding, authorize| {
-        scripted(Script {
-            binding,
-            authorize,
-            ..Script::default()
-        })
-        .0
+        let host = HostBehaviour {
+            binding: BindingBehaviour {
+                answer: binding,
+                project: None,
+            },
+            authorize: CallbackBehaviour { answer: authorize },
+            callback_timeout_ms: Some(300),
+            ..HostBehaviour::default()
+        };
+        scripted(&reference, host, ConnectionLimits::default()).0
     };
-    let binding_denied = deny(Behaviour::Deny, Behaviour::Allow);
-    let unauthorized = deny(Behaviour::Allow, Behaviour::Deny);
+    let binding_denied = deny(Answer::Deny, Answer::Allow);
+    let unauthorized = deny(Answer::Allow, Answer::Deny);
     let mut problems = Vec::new();
     for op in OPERATIONS {
         let scopes = [op.scope.to_owned()];

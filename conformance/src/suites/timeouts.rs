@@ -7,16 +7,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use incus_operations::{Connection, Endpoint};
 use serde_json::{json, Value};
 
 use super::exec_output::start_instance;
-use super::host_target::{HostFactory, HostTargets};
+use super::host_target::scripted;
 use super::session::Session;
 use crate::runner::Check;
 use crate::scenario::format::FakeSetup;
+use crate::scenario::host::{ConnectionLimits, HostBehaviour};
 use crate::scenario::target::TargetFactory;
-use crate::ReferenceHost;
 
 /// The short connection: 3 s per request, 6 s streams (1 s exec cap), 1 MiB stream budget.
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -26,37 +25,40 @@ const MAX_STREAM_BYTES: u64 = 1024 * 1024;
 /// A stream timeout that leaves a 3 s exec duration (8 s minus the 5 s kill grace).
 const THREE_SECOND_EXEC_STREAM_TIMEOUT: Duration = Duration::from_secs(8);
 
-fn short_connection(stream_timeout: Duration) -> Arc<dyn TargetFactory> {
-    let hosts: HostFactory<ReferenceHost> =
-        Arc::new(|connection| (ReferenceHost::new(connection), ()));
-    let targets = HostTargets::new(hosts).connection(Arc::new(move |socket| {
-        Connection::builder(Endpoint::unix(socket))
-            .timeout(TIMEOUT)
-            .stream_timeout(stream_timeout)
-            .max_stream_bytes(MAX_STREAM_BYTES)
-            .build()
-            .map_err(|e| format!("cannot build the short connection: {e}"))
-    }));
-    Arc::new(targets)
+/// The reference host on the short connection (with `stream_timeout`).
+fn short_connection(
+    main: &Arc<dyn TargetFactory>,
+    stream_timeout: Duration,
+) -> Arc<dyn TargetFactory> {
+    let millis = |d: Duration| u64::try_from(d.as_millis()).ok();
+    let limits = ConnectionLimits {
+        timeout_ms: millis(TIMEOUT),
+        stream_timeout_ms: millis(stream_timeout),
+        max_stream_bytes: Some(MAX_STREAM_BYTES),
+    };
+    scripted(main, HostBehaviour::default(), limits).0
 }
 
 fn check(
+    main: &Arc<dyn TargetFactory>,
     name: &str,
     faults: Vec<Value>,
     body: impl FnOnce(&Session) -> Result<(), String> + Send + 'static,
 ) -> Check {
-    check_with(name, STREAM_TIMEOUT, faults, body)
+    check_with(main, name, STREAM_TIMEOUT, faults, body)
 }
 
 /// A check on the short connection with another stream timeout.
 fn check_with(
+    main: &Arc<dyn TargetFactory>,
     name: &str,
     stream_timeout: Duration,
     faults: Vec<Value>,
     body: impl FnOnce(&Session) -> Result<(), String> + Send + 'static,
 ) -> Check {
+    let main = Arc::clone(main);
     Check::new(name, move || {
-        let connection = short_connection(stream_timeout);
+        let connection = short_connection(&main, stream_timeout);
         let session = Session::start(&connection, &FakeSetup { seed: None, faults })?;
         body(&session)
     })
@@ -70,8 +72,9 @@ fn expect(called: &super::session::Called, pointer: &str, value: Value) -> Resul
     }
 }
 
-/// The timeout checks (main job only: they configure the reference host's connection).
-pub(crate) fn checks() -> Vec<Check> {
+/// The timeout checks: the reference host on a connection with short bounds (over the wire, the
+/// bounds travel in the request's backend).
+pub(crate) fn checks(main: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let never_finish = json!({"method": "POST", "path": "/1.0/instances", "which": {"nth": 1}, "fault": {"kind": "operation_never_finish"}});
     let create =
         json!({"name": "web", "source": {"type": "image", "alias": "busybox"}, "wait_seconds": 60});
@@ -80,18 +83,30 @@ pub(crate) fn checks() -> Vec<Check> {
     let exec = vec!["incus.exec".to_owned()];
     vec![
         check(
+            main,
             "timeouts::effective_wait::wait_is_capped_by_the_connection_timeout",
             vec![never_finish],
             {
                 let (create, write) = (create.clone(), write.clone());
                 move |session| {
+                    let started = std::time::Instant::now();
                     let called = session.call("incus_instance_create", &write, create);
+                    let took = started.elapsed();
                     expect(&called, "/status", json!("running"))?;
-                    expect(&called, "/waited_seconds", json!(2))
+                    expect(&called, "/waited_seconds", json!(2))?;
+                    // The 2 s wait, and at most one request bound for the create and the wait's
+                    // own requests: a call that answers later waited past its effective wait.
+                    if took > Duration::from_secs(2) + TIMEOUT {
+                        return Err(called.failure(&format!(
+                            "the call returned after {took:?}, past the 2 s effective wait and the 3 s request bound"
+                        )));
+                    }
+                    Ok(())
                 }
             },
         ),
         check(
+            main,
             "timeouts::request_bound::stalled_read_is_a_timeout",
             vec![json!({"method": "GET", "path": "/1.0/instances", "fault": {"kind": "stall"}})],
             {
@@ -104,6 +119,7 @@ pub(crate) fn checks() -> Vec<Check> {
             },
         ),
         check(
+            main,
             "mutation::statuses::stalled_mutation_is_uncertain",
             vec![json!({"method": "POST", "path": "/1.0/instances", "fault": {"kind": "stall"}})],
             {
@@ -118,6 +134,7 @@ pub(crate) fn checks() -> Vec<Check> {
             },
         ),
         check(
+            main,
             "timeouts::exec_duration_cap::exec_duration_is_capped_by_the_stream_timeout",
             vec![],
             {
@@ -135,6 +152,7 @@ pub(crate) fn checks() -> Vec<Check> {
             },
         ),
         check(
+            main,
             "exec::stream_total::exactly_the_total_is_not_output_limited",
             vec![],
             {
@@ -143,6 +161,7 @@ pub(crate) fn checks() -> Vec<Check> {
             },
         ),
         check(
+            main,
             "exec::stream_total::one_byte_past_the_total_is_output_limited",
             vec![],
             {
@@ -153,6 +172,7 @@ pub(crate) fn checks() -> Vec<Check> {
             },
         ),
         check(
+            main,
             "exec::stream_total::passing_the_total_then_exiting_at_once_is_output_limited",
             vec![],
             {
@@ -164,20 +184,26 @@ pub(crate) fn checks() -> Vec<Check> {
                 }
             },
         ),
-        check("exec::kill::sigkill_is_sent_at_the_duration", vec![], {
-            let exec = exec.clone();
-            move |session| {
-                let called = killed_at_one_second(session, &exec)?;
-                expect(&called, "/status", json!("timed_out"))?;
-                match called.result.get("duration_ms").and_then(Value::as_u64) {
+        check(
+            main,
+            "exec::kill::sigkill_is_sent_at_the_duration",
+            vec![],
+            {
+                let exec = exec.clone();
+                move |session| {
+                    let called = killed_at_one_second(session, &exec)?;
+                    expect(&called, "/status", json!("timed_out"))?;
+                    match called.result.get("duration_ms").and_then(Value::as_u64) {
                     Some(ms) if (1_000..2_000).contains(&ms) => Ok(()),
                     other => Err(called.failure(&format!(
                         "duration_ms is {other:?}: SIGKILL is due at the 1 s duration, so the exit is seen within the next second"
                     ))),
                 }
-            }
-        }),
+                }
+            },
+        ),
         check(
+            main,
             "exec::kill::sigkill_is_sent_once",
             vec![
                 json!({"method": "POST", "path": "/1.0/instances/*/exec", "fault": {"kind": "exec_ignore_first_sigkill"}}),
@@ -193,6 +219,7 @@ pub(crate) fn checks() -> Vec<Check> {
             },
         ),
         check_with(
+            main,
             "exec::duration_bounds::the_duration_starts_when_the_command_starts",
             THREE_SECOND_EXEC_STREAM_TIMEOUT,
             vec![
@@ -214,16 +241,19 @@ pub(crate) fn checks() -> Vec<Check> {
             },
         ),
         grace_check(
+            main,
             "exec::kill::collection_has_5_s_to_observe_the_exit",
             4_000,
             "timed_out",
         ),
         grace_check(
+            main,
             "exec::unobserved_exit::an_exit_after_the_5_s_grace_is_running",
             6_000,
             "running",
         ),
         check(
+            main,
             "exec::stream_total::half_of_max_stream_bytes_bounds_the_streams",
             vec![],
             move |session| {
@@ -293,9 +323,14 @@ fn flood_case(
 
 /// A command killed at the 1 s duration whose operation ends `exit_after_ms` after the exit:
 /// within the 5 s kill grace it is `timed_out`, after it `running` with the operation identity.
-fn grace_check(name: &str, exit_after_ms: u64, status: &'static str) -> Check {
+fn grace_check(
+    main: &Arc<dyn TargetFactory>,
+    name: &str,
+    exit_after_ms: u64,
+    status: &'static str,
+) -> Check {
     let rule = json!({"method": "POST", "path": "/1.0/instances/*/exec", "fault": {"kind": "exec_exit_after", "ms": exit_after_ms}});
-    check(name, vec![rule], move |session| {
+    check(main, name, vec![rule], move |session| {
         let called = killed_at_one_second(session, &["incus.exec".to_owned()])?;
         expect(&called, "/status", json!(status))?;
         if called

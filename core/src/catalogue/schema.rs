@@ -310,7 +310,7 @@ pub(super) fn mutation_success() -> Value {
             "description": "completed/failed: the native outcome was observed; running: not observed within the wait; uncertain: the request may have been accepted but no response was decoded. Nothing is resent.",
         },
         "operation_id": {"type": ["string", "null"], "description": "The native operation ID, when known."},
-        "operation": nullable_native_object("The last native operation object seen, when any."),
+        "operation": nullable_native_object("The last native operation object seen, when any; null when failed was reported by the wait without the object and it could not be read back (operation_id names it)."),
         "waited_seconds": {"type": "integer", "minimum": 0, "description": "The effective server-side wait."},
         "wait_error": {"type": ["string", "null"], "description": "The native wait error text, when the wait ended in one; for uncertain, why no response was decoded."},
     }))
@@ -353,7 +353,7 @@ fn exec_stream() -> Value {
 pub(super) fn exec_success() -> Value {
     let result = closed(json!({
         "status": {
-            "enum": ["completed", "timed_out", "output_limited", "running", "uncertain"],
+            "enum": ["completed", "timed_out", "output_limited", "failed", "running", "uncertain"],
         },
         "exit_code": {"type": ["integer", "null"]},
         "stdout": exec_stream(),
@@ -365,7 +365,15 @@ pub(super) fn exec_success() -> Value {
     }));
     // An exec whose streams could not be attached is uncertain in the client's own outcome,
     // which does not carry the attach error yet: there `reason` may be absent.
-    with_uncertain_reason(result, false)
+    let mut result = with_uncertain_reason(result, false);
+    // A failed exec (its operation ended in failure without an exit code) always says why.
+    result["properties"]["reason"]["description"] = json!("When status is uncertain: why the outcome is unknown (the error after the request may have been sent; nothing was resent). When status is failed: Incus's error for the operation that ended without an exit code. Absent otherwise.");
+    result["else"] = json!({
+        "if": {"properties": {"status": {"const": "failed"}}},
+        "then": {"required": ["reason"]},
+        "else": {"not": {"required": ["reason"]}},
+    });
+    result
 }
 
 /// The error shape shared by every operation.

@@ -10,7 +10,14 @@
 //! cut: its output may be incomplete, and the result says so with `truncated`. At the duration
 //! bound, or once the stream total is passed, `SIGKILL` is sent once over the control channel
 //! and collection has 5 s to observe the exit, whose code is the final operation's
-//! `metadata.return`.
+//! `metadata.return`. During those 5 s the output and the exit are collected together: the
+//! operation's end is what is awaited, whether or not the streams have ended.
+//!
+//! The status says what ended the command, as far as it was observed ([`ExecStatus`]): its own
+//! exit (`completed`, also when the `SIGKILL` sent at the duration found it already exiting: the
+//! exit code is then not the kill's 137), the kill at the duration (`timed_out`), output past the
+//! stream total (`output_limited`, whatever ended the command then), or an operation
+//! that ended in failure without an exit code (`failed`, with Incus's error as the reason).
 //!
 //! The duration bound (and `duration_ms`) starts when the command starts: Incus starts it once
 //! its streams are connected, so slow websocket set-up (each connection has the connection's own
@@ -45,6 +52,8 @@ const MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
 const SIGKILL_MESSAGE: &str = r#"{"command":"signal","args":null,"signal":9}"#;
 /// Shortest pause between two operation polls when the server-side wait cannot be used.
 const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// The exit code of a process ended by `SIGKILL`, as Incus reports it (128 + 9).
+const KILLED_BY_SIGKILL: i64 = 128 + 9;
 
 type Socket = WebSocketStream<Stream>;
 
@@ -64,12 +73,18 @@ pub(crate) struct ExecRequest {
 /// How an exec ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExecStatus {
-    /// The command exited on its own and the exit was observed.
+    /// The command exited on its own and the exit was observed. The `SIGKILL` sent at the
+    /// duration may have found it already exiting: its exit code is then not the kill's.
     Completed,
-    /// The duration bound passed; `SIGKILL` was sent and the exit observed.
+    /// The duration bound passed; `SIGKILL` was sent and the exit it caused observed.
     TimedOut,
-    /// The stream total was passed; `SIGKILL` was sent and the exit observed.
+    /// The stream total was passed; `SIGKILL` was sent and the exit observed (the output was
+    /// limited, whatever ended the command).
     OutputLimited,
+    /// The operation ended in failure without an exit code (for example Incus timed out
+    /// waiting for the websockets, so the command never started): the end was observed, an
+    /// exit was not. The reason is Incus's error.
+    Failed,
     /// The exit was not observed in time; the operation identity is reported.
     Running,
     /// Incus accepted the exec but its streams could not be attached, so whether the
@@ -83,6 +98,7 @@ impl ExecStatus {
             Self::Completed => "completed",
             Self::TimedOut => "timed_out",
             Self::OutputLimited => "output_limited",
+            Self::Failed => "failed",
             Self::Running => "running",
             Self::Uncertain => "uncertain",
         }
@@ -284,6 +300,8 @@ pub(crate) struct ExecOutcome {
     pub(crate) operation: Option<Value>,
     /// Whether `SIGKILL` was sent.
     pub(crate) killed: bool,
+    /// Why the operation failed (Incus's error), for [`ExecStatus::Failed`].
+    pub(crate) reason: Option<String>,
 }
 
 impl ExecOutcome {
@@ -330,7 +348,7 @@ impl ExecOutcome {
     }
 
     fn shape(&self, operation: Option<&Value>, [stdout, stderr]: [Value; 2]) -> Value {
-        json!({
+        let mut shape = json!({
             "status": self.status.as_str(),
             "exit_code": self.exit_code,
             "stdout": stdout,
@@ -339,7 +357,11 @@ impl ExecOutcome {
             "timeout_seconds": self.timeout_seconds,
             "operation_id": self.operation_id,
             "operation": operation,
-        })
+        });
+        if let Some(reason) = &self.reason {
+            shape["reason"] = json!(reason);
+        }
+        shape
     }
 }
 
@@ -505,7 +527,7 @@ impl Session<'_> {
         let mut out = StreamCapture::default();
         let mut err = StreamCapture::default();
         let mut cause = None;
-        let mut final_operation = None;
+        let mut ended = None;
         {
             let readers = async {
                 tokio::join!(
@@ -515,20 +537,39 @@ impl Session<'_> {
             };
             tokio::pin!(readers);
             let mut readers_done = false;
-            tokio::select! {
-                _ = &mut readers => readers_done = true,
-                () = tokio::time::sleep_until(deadline) => cause = Some(KillCause::Duration),
-                () = limit_hit.notified() => cause = Some(KillCause::StreamTotal),
+            // The operation's end is awaited from the start, beside the output: it is what shows
+            // the exit, whether or not the streams have ended (a stream may stay open, or end
+            // long before the operation does).
+            let exit = self.observe_exit(deadline);
+            tokio::pin!(exit);
+            let mut exit_seen = false;
+            while cause.is_none() && !exit_seen {
+                tokio::select! {
+                    _ = &mut readers, if !readers_done => readers_done = true,
+                    seen = &mut exit => {
+                        exit_seen = true;
+                        ended = seen;
+                        if ended.is_none() {
+                            cause = Some(KillCause::Duration);
+                        }
+                    }
+                    () = tokio::time::sleep_until(deadline) => cause = Some(KillCause::Duration),
+                    () = limit_hit.notified() => cause = Some(KillCause::StreamTotal),
+                }
+                // A command that passes the total and exits at once ends the readers too;
+                // whichever branch the select took, passing the total is what happened.
+                if cause.is_none() && total.load(Ordering::Relaxed) > limit {
+                    cause = Some(KillCause::StreamTotal);
+                }
             }
-            // A command that passes the total and exits at once ends the readers too; whichever
-            // branch the select took, passing the total is what happened.
-            if cause.is_none() && total.load(Ordering::Relaxed) > limit {
-                cause = Some(KillCause::StreamTotal);
-            }
-            if cause.is_none() {
-                final_operation = self.observe_exit(deadline).await;
-                if final_operation.is_none() {
-                    cause = Some(KillCause::Duration);
+            if cause.is_none() && !readers_done {
+                // The operation ended; Incus closes its sockets right after. The output that
+                // is still in flight gets the kill grace to arrive.
+                let _ = tokio::time::timeout(KILL_GRACE, &mut readers).await;
+                // A command that passes the total and exits at once: that output arrived after
+                // the end was seen, and passing the total is still what happened.
+                if total.load(Ordering::Relaxed) > limit {
+                    cause = Some(KillCause::StreamTotal);
                 }
             }
             if let Some(cause) = cause {
@@ -536,27 +577,43 @@ impl Session<'_> {
                 if let Some(kill) = kill_tx.take() {
                     let _ = kill.send(());
                 }
-                let grace = Instant::now() + KILL_GRACE;
-                if !readers_done {
-                    let _ = tokio::time::timeout_at(grace, &mut readers).await;
+                // The output and the exit together: the operation may end while a stream is
+                // still open, and its end is what decides.
+                if ended.is_none() {
+                    let grace = Instant::now() + KILL_GRACE;
+                    let drained = async {
+                        if !readers_done {
+                            let _ = tokio::time::timeout_at(grace, &mut readers).await;
+                        }
+                    };
+                    ended = tokio::join!(drained, self.observe_exit(grace)).1;
                 }
-                final_operation = self.observe_exit(grace).await;
             }
         }
-        let status = match (final_operation.is_some(), cause) {
-            (false, _) => ExecStatus::Running,
-            (true, None) => ExecStatus::Completed,
-            (true, Some(KillCause::Duration)) => ExecStatus::TimedOut,
-            (true, Some(KillCause::StreamTotal)) => ExecStatus::OutputLimited,
-        };
-        if let Some(operation) = final_operation {
-            self.operation = operation;
+        let status = status(ended.as_ref(), cause);
+        match ended {
+            Some(Ended::Final(operation)) => self.operation = operation,
+            Some(Ended::Reported(reason)) => {
+                return ExecOutcome {
+                    reason: Some(reason),
+                    operation: None,
+                    ..self.outcome(status, out, err, cause.is_some())
+                }
+            }
+            None => {}
         }
-        self.outcome(status, out, err, cause.is_some())
+        let mut outcome = self.outcome(status, out, err, cause.is_some());
+        if status == ExecStatus::Failed {
+            outcome.reason = Some(operation_error(&self.operation));
+        }
+        outcome
     }
 
-    /// Waits for the operation to be final until `until`; returns the final object.
-    async fn observe_exit(&self, until: Instant) -> Option<Value> {
+    /// Waits for the operation to end until `until`: its final object, or its failure as a
+    /// standalone server's wait reported it when the object cannot be read. `None`: the end was
+    /// not seen by `until`. Waits are asked one after another, at least
+    /// [`MIN_POLL_INTERVAL`] apart, each bounded by the connection's timeout.
+    async fn observe_exit(&self, until: Instant) -> Option<Ended> {
         let client = self.client;
         let cap = effective_wait(u64::MAX, client.connection.timeout());
         while Instant::now() < until {
@@ -567,13 +624,17 @@ impl Session<'_> {
                 .get_operation_wait_until(self.project, &self.operation_id, seconds, until)
                 .await;
             match waited {
-                Ok(WaitOutcome::Final(operation)) => return Some(operation),
-                Ok(WaitOutcome::Failed { .. }) => return self.read_failed_operation(until).await,
-                Ok(WaitOutcome::NotFinished) | Err(ClientError::Timeout { .. }) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "could not observe the exec's exit");
-                    return None;
+                Ok(WaitOutcome::Final(operation)) => return Some(Ended::Final(operation)),
+                Ok(WaitOutcome::Failed { message, .. }) => {
+                    if let Some(ended) = self.read_failed_operation(until, message).await {
+                        return Some(ended);
+                    }
                 }
+                Ok(WaitOutcome::NotFinished) | Err(ClientError::Timeout { .. }) => {}
+                // A wait that breaks observed nothing: the next one may (a wait is a read, so
+                // asking again resends nothing), until the bound. Giving up here would end the
+                // command's collection early, or kill it before its duration has passed.
+                Err(error) => tracing::warn!(%error, "an exec wait broke; asking again"),
             }
             let next = (asked + MIN_POLL_INTERVAL).min(until);
             tokio::time::sleep_until(next).await;
@@ -581,12 +642,19 @@ impl Session<'_> {
         None
     }
 
-    /// A failed exec operation (for example `Command not found`) still carries `return`.
-    async fn read_failed_operation(&self, until: Instant) -> Option<Value> {
+    /// The wait reported a failure: the operation read back (a failed exec operation, for
+    /// example `Command not found`, still carries `return`), or, when it cannot be read, the
+    /// report itself where it is the operation's outcome
+    /// ([`Client::wait_failure_is_outcome`]). An object still running means the wait broke.
+    async fn read_failed_operation(&self, until: Instant, message: String) -> Option<Ended> {
         let read = self.client.get_operation(self.project, &self.operation_id);
         match tokio::time::timeout_at(until, read).await {
-            Ok(Ok(single)) if is_final(&single.value) => Some(single.value),
-            _ => None,
+            Ok(Ok(single)) if is_final(&single.value) => Some(Ended::Final(single.value)),
+            Ok(Ok(_)) => None,
+            _ => self
+                .client
+                .wait_failure_is_outcome()
+                .then_some(Ended::Reported(message)),
         }
     }
 
@@ -611,8 +679,55 @@ impl Session<'_> {
             operation_id: Some(self.operation_id.clone()),
             operation: Some(self.operation.clone()),
             killed,
+            reason: None,
         }
     }
+}
+
+/// How collection saw the operation end.
+#[derive(Debug)]
+enum Ended {
+    /// The final operation object.
+    Final(Value),
+    /// A standalone server's wait reported the operation's failure (this error), and the
+    /// object could not be read back.
+    Reported(String),
+}
+
+/// What ended the command, from how the operation was seen to end and whether (and why)
+/// `SIGKILL` was sent:
+/// - not seen: `running` (the spec's "an exit not observed");
+/// - ended without an exit code (a failure reported without the object, or a final object
+///   with no `return`): `failed`, since the end was observed and an exit was not;
+/// - an exit code after no kill: `completed`;
+/// - any exit code after the kill past the stream total: `output_limited`, since the output was
+///   limited whatever ended the command;
+/// - the kill's exit code (137) after the kill at the duration: `timed_out`;
+/// - any other exit code after the kill at the duration: `completed`, since `SIGKILL` cannot be
+///   caught, so the command ended on its own before the signal reached it.
+fn status(ended: Option<&Ended>, cause: Option<KillCause>) -> ExecStatus {
+    let exit_code = match ended {
+        None => return ExecStatus::Running,
+        Some(Ended::Reported(_)) => return ExecStatus::Failed,
+        Some(Ended::Final(operation)) => operation["metadata"]["return"].as_i64(),
+    };
+    match (exit_code, cause) {
+        (None, _) => ExecStatus::Failed,
+        (Some(_), Some(KillCause::StreamTotal)) => ExecStatus::OutputLimited,
+        (Some(KILLED_BY_SIGKILL), Some(KillCause::Duration)) => ExecStatus::TimedOut,
+        (Some(_), _) => ExecStatus::Completed,
+    }
+}
+
+/// The error of a final operation (`err`), or its status when it has none.
+fn operation_error(operation: &Value) -> String {
+    operation
+        .get("err")
+        .and_then(Value::as_str)
+        .filter(|err| !err.is_empty())
+        .or_else(|| operation.get("status").and_then(Value::as_str))
+        .unwrap_or("the operation ended without an exit code")
+        .to_owned()
 }
 
 /// Reads one output stream to its end, keeping the first bytes and counting the rest, and
@@ -874,6 +989,7 @@ mod tests {
             operation_id: Some("6f1c1a0e-1111-4222-8333-944455556666".into()),
             operation: Some(operation),
             killed: false,
+            reason: None,
         }
     }
 

@@ -19,7 +19,9 @@ const WAIT_DEADLINE_EXCEEDED: &str = "context deadline exceeded";
 pub(crate) enum WaitOutcome {
     /// The operation is final (`Success`, `Cancelled`, ...): the native operation object.
     Final(Value),
-    /// The operation failed; Incus returns only its error, not the object.
+    /// An error envelope that is not the wait's deadline: the operation failed (Incus returns
+    /// only its error, not the object), or, on a cluster, a forwarded wait broke
+    /// ([`Client::wait_failure_is_outcome`] tells which may be).
     Failed { error_code: i64, message: String },
     /// The wait ended first; the operation is still running.
     NotFinished,
@@ -123,6 +125,25 @@ impl Client {
                 "the operation wait answered neither an operation nor an error",
             )),
         }
+    }
+
+    /// Whether a failure envelope from a wait is the operation's own outcome.
+    ///
+    /// A wait answers HTTP 200 with an error envelope both when the operation failed (its `err`)
+    /// and when the wait itself broke after the headers were sent. A standalone server answers
+    /// every wait itself (Incus 6.0.4 `operationWaitGet` forwards a wait only to another
+    /// cluster member), and its own wait breaks only at the deadline (`context deadline
+    /// exceeded`), so there any other error envelope is the operation's failure. A cluster
+    /// member may have forwarded the wait to the member that runs the operation, and that
+    /// forward breaks with a Go transport error ("unexpected EOF" when the member goes down)
+    /// in the same envelope: only a read of the operation shows the outcome there. Discovery's
+    /// `environment.server_clustered` says which; when it is missing, the wait may have been
+    /// forwarded.
+    pub(crate) fn wait_failure_is_outcome(&self) -> bool {
+        self.server
+            .pointer("/environment/server_clustered")
+            .and_then(Value::as_bool)
+            == Some(false)
     }
 
     /// `DELETE /1.0/operations/{id}`: asks Incus to cancel the operation (200 `{}` when

@@ -6,7 +6,9 @@
 //! - nothing that changes state had been sent: a `timeout` error;
 //! - a mutation, update, cancel or exec request may have been sent: `uncertain`, with the bound as
 //!   the reason (mutations in `wait_error`, the others in `reason`);
-//! - a mutation had been accepted and its wait was under way: `running` with the operation.
+//! - a mutation had been accepted and its wait was under way: `running` with the operation;
+//! - a wait had already observed the outcome (a failure reported without the operation object,
+//!   being read back): that outcome, unchanged.
 //!
 //! Nothing is resent: the executors record, before each request that may change something, the
 //! result to report if the bound passes from then on.
@@ -22,8 +24,8 @@ pub(crate) struct Progress(Mutex<Option<Fallback>>);
 #[derive(Debug)]
 struct Fallback {
     result: Value,
-    /// The top-level key that gets the reason.
-    reason_at: &'static str,
+    /// The top-level key that gets the reason; `None` for an outcome already observed.
+    reason_at: Option<&'static str>,
     /// When set, `duration_ms` is measured from here when the bound passes (exec).
     started: Option<Instant>,
 }
@@ -33,7 +35,17 @@ impl Progress {
     pub(crate) fn record(&self, result: Value, reason_at: &'static str) {
         self.store(Fallback {
             result,
-            reason_at,
+            reason_at: Some(reason_at),
+            started: None,
+        });
+    }
+
+    /// From now on, a call cut by its bound reports `result` as it is: the outcome it holds
+    /// was observed before the bound passed.
+    pub(crate) fn record_observed(&self, result: Value) {
+        self.store(Fallback {
+            result,
+            reason_at: None,
             started: None,
         });
     }
@@ -42,7 +54,7 @@ impl Progress {
     pub(crate) fn record_timed(&self, result: Value, reason_at: &'static str, started: Instant) {
         self.store(Fallback {
             result,
-            reason_at,
+            reason_at: Some(reason_at),
             started: Some(started),
         });
     }
@@ -57,7 +69,9 @@ impl Progress {
     pub(crate) fn take(&self, reason: &str) -> Option<Value> {
         let fallback = self.0.lock().ok()?.take()?;
         let mut result = fallback.result;
-        result[fallback.reason_at] = json!(reason);
+        if let Some(reason_at) = fallback.reason_at {
+            result[reason_at] = json!(reason);
+        }
         if let Some(started) = fallback.started {
             let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             result["duration_ms"] = json!(elapsed);
@@ -90,5 +104,13 @@ mod tests {
             progress.take("late"),
             Some(json!({"status": "running", "wait_error": "late"}))
         );
+    }
+
+    #[test]
+    fn an_observed_outcome_is_reported_unchanged() {
+        let progress = Progress::default();
+        let failed = json!({"status": "failed", "wait_error": "disk full"});
+        progress.record_observed(failed.clone());
+        assert_eq!(progress.take("late"), Some(failed));
     }
 }

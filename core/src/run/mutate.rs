@@ -1,7 +1,8 @@
 //! Mutations (one native request, then a bounded wait) and `incus_operation_wait`.
 //!
 //! Statuses mean exactly what the spec says:
-//! - `completed` / `failed`: the native outcome was observed;
+//! - `completed` / `failed`: the native outcome was observed (a final operation object, or, on a
+//!   standalone server, the wait's failure envelope: see [`Client::wait_failure_is_outcome`]);
 //! - `running`: the outcome was not observed within the wait, including when the local wait
 //!   deadline passed (which never cancels anything);
 //! - `uncertain`: the request may have been accepted but no response was decoded.
@@ -19,12 +20,13 @@ use super::input;
 use super::output::Success;
 use super::pipeline::Call;
 use super::results::{read_error, uncertain_or_error, RunError, Status, Uncertain};
-use crate::client::{effective_wait, is_final, Accepted, ClientError, WaitOutcome};
+use crate::client::{effective_wait, is_final, Accepted, Client, ClientError, WaitOutcome};
 
 /// The wait endpoint's text for "the operation is still running".
 const DEADLINE_EXCEEDED: &str = "context deadline exceeded";
 
 /// What a wait observed.
+#[derive(Clone)]
 struct Observed {
     status: Status,
     operation: Option<Value>,
@@ -55,7 +57,7 @@ pub(crate) async fn mutation(
         .get_operation_wait(&call.project, &id, waited)
         .await
     {
-        Ok(outcome) => observe(call, &id, outcome, Some(operation)).await,
+        Ok(outcome) => observe(call, &id, waited, outcome, Some(operation)).await,
         // Accepted, but the outcome was not observed: a local deadline or a broken wait never
         // cancels anything, and nothing is resent.
         Err(error) => Observed {
@@ -80,7 +82,7 @@ pub(crate) async fn wait(
         .get_operation_wait(&call.project, &id, waited)
         .await
     {
-        Ok(outcome) => observe(call, &id, outcome, None).await,
+        Ok(outcome) => observe(call, &id, waited, outcome, None).await,
         // The local deadline passed before the server-side wait ended: not observed.
         Err(error @ ClientError::Timeout { .. }) => Observed {
             status: Status::Running,
@@ -112,23 +114,29 @@ fn effective(call: &Call<'_>, wait_seconds: u64) -> u64 {
 async fn observe(
     call: &Call<'_>,
     id: &str,
+    waited: u64,
     outcome: WaitOutcome,
     last_seen: Option<Value>,
 ) -> Observed {
     match outcome {
         WaitOutcome::Final(operation) => final_status(operation),
         WaitOutcome::Failed { message, .. } => {
-            // The failure envelope does not carry the operation; Incus keeps it a few seconds.
-            // Only the operation read back final shows the outcome: a wait cut short answers an
-            // error envelope with HTTP 200 too (on a cluster, "unexpected EOF" when the member
-            // that runs the operation goes down), and that outcome was not observed.
+            // The failure envelope does not carry the operation; Incus keeps it a few seconds,
+            // so it is read back once (a read; the mutation is never resent). A final object is
+            // the outcome; one still running shows that the wait broke without it.
+            let reported = reported_failure(call.client, message.clone());
+            if let Some(failed) = &reported {
+                // The failure was observed: a call cut by its bound during the read reports it.
+                call.progress
+                    .record_observed(mutation_result(id, failed.clone(), waited));
+            }
             match call.client.get_operation(&call.project, id).await {
                 Ok(single) if is_final(&single.value) => Observed {
                     wait_error: Some(message),
                     ..final_status(single.value)
                 },
                 Ok(single) => not_observed(Some(single.value), message),
-                Err(_) => not_observed(last_seen, message),
+                Err(_) => reported.unwrap_or_else(|| not_observed(last_seen, message)),
             }
         }
         WaitOutcome::NotFinished => Observed {
@@ -137,6 +145,18 @@ async fn observe(
             wait_error: Some(DEADLINE_EXCEEDED.to_owned()),
         },
     }
+}
+
+/// The failure a wait reported, when that report is the operation's own outcome (a standalone
+/// server): `failed`, with the failure as `wait_error`. The final object was not read, so
+/// `operation` is `null` rather than an older object that still says `Running`; `operation_id`
+/// names it. `None` on a cluster, where the report may come from a forwarded wait that broke.
+fn reported_failure(client: &Client, message: String) -> Option<Observed> {
+    client.wait_failure_is_outcome().then_some(Observed {
+        status: Status::Failed,
+        operation: None,
+        wait_error: Some(message),
+    })
 }
 
 /// The wait ended without showing the outcome: `running`, with why the wait ended.

@@ -612,22 +612,140 @@ async fn a_wait_cut_short_while_the_operation_runs_is_running_not_failed() {
         .await;
     assert_eq!(waited["status"], "running", "{waited}");
     assert_eq!(bench.count("POST", "/1.0/instances/web/snapshots"), 1);
+}
 
-    // When the operation cannot be read back either, the outcome is still not observed.
+/// On a cluster member a wait may have been forwarded to the member that runs the operation,
+/// and a forward that breaks answers the same HTTP 200 error envelope as a failure: when the
+/// operation cannot be read back either, the outcome was not observed.
+#[tokio::test]
+async fn a_cut_wait_on_a_cluster_whose_operation_cannot_be_read_is_running_not_failed() {
+    let builder = FakeIncus::builder()
+        .cluster(["m1", "m2", "m3"])
+        .cluster_timings(fake_incus::ClusterTimings::fast())
+        .state(json!({"instances": [{"name": "web", "status": "Stopped", "location": "m2"}]}));
+    let bench = Bench::with(builder).await;
+    let _never = bench.fake.add_rule(
+        Rule::new("POST", "/1.0/instances/web/snapshots").fault(Fault::OperationNeverFinish),
+    );
+    let _cut = bench
+        .fake
+        .add_rule(Rule::new("GET", "/1.0/operations/*/wait").fault(cut_wait()));
     let _unreadable = bench
         .fake
         .add_rule(Rule::new("GET", "/1.0/operations/*").fault(Fault::Error {
             status: 500,
-            message: "Server isn't ready yet".into(),
+            message: "Missing event connection with target cluster member".into(),
         }));
-    let again = bench
-        .call(
-            "incus_instance_snapshot_create",
-            json!({"instance": "web", "snapshot": "s1"}),
-        )
-        .await;
-    assert_eq!(again["status"], "running", "{again}");
-    assert_eq!(again["operation"]["status"], "Running", "{again}");
+    let snapshot = json!({"instance": "web", "snapshot": "s1"});
+    let result = bench.call("incus_instance_snapshot_create", snapshot).await;
+    assert_eq!(result["status"], "running", "{result}");
+    assert_eq!(result["wait_error"], "unexpected EOF", "{result}");
+    assert_eq!(result["operation"]["status"], "Running", "{result}");
+    assert_eq!(bench.count("POST", "/1.0/instances/web/snapshots"), 1);
+}
+
+/// The read that follows a failure envelope: stalled (answers nothing until the connection's
+/// timeout), reset, or refused by Incus.
+fn unreadable_operation() -> [Fault; 3] {
+    [
+        Fault::Stall,
+        Fault::Reset,
+        Fault::Error {
+            status: 500,
+            message: "Server isn't ready yet".into(),
+        },
+    ]
+}
+
+/// Safety, results say what was observed: a standalone server answers every wait itself, so a
+/// wait that answers the operation's failure (`disk full`) observed the outcome. When the read
+/// of the operation that follows stalls, breaks or is refused, every async mutation is still
+/// `failed` with that error, `operation` is `null` (no object that still says `Running`), and the
+/// mutation is sent once and the operation read once.
+#[tokio::test]
+async fn safety_observed_a_failure_the_wait_reports_is_failed_when_the_read_back_stalls() {
+    let probe = Bench::start().await;
+    let images = probe.call("incus_image_list", json!({})).await;
+    let fingerprint = images["items"][0]["fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    drop(probe);
+    for (index, (name, mut input, method, path)) in mutations(&fingerprint).into_iter().enumerate()
+    {
+        let read_fault = unreadable_operation()[index % 3].clone();
+        let bench = Bench::with_timeout(FakeIncus::builder(), Duration::from_secs(2)).await;
+        bench.instance("web").await;
+        let snapshot = bench
+            .call(
+                "incus_instance_snapshot_create",
+                json!({"instance": "web", "snapshot": "snap0"}),
+            )
+            .await;
+        assert_eq!(snapshot["status"], "completed", "{snapshot}");
+        let before = bench.count(method, &path);
+        let _fail = bench
+            .fake
+            .add_rule(Rule::new(method, &path).fault(Fault::OperationFail {
+                message: "disk full".into(),
+            }));
+        let _read = bench
+            .fake
+            .add_rule(Rule::new("GET", "/1.0/operations/*").fault(read_fault.clone()));
+        input["wait_seconds"] = json!(1);
+        let result = bench.call(name, input).await;
+        let case = format!("{name} with the read {read_fault:?}: {result}");
+        assert_eq!(result["status"], "failed", "{case}");
+        assert_eq!(result["wait_error"], "disk full", "{case}");
+        assert_eq!(result["operation"], Value::Null, "{case}");
+        let id = result["operation_id"].as_str().expect("operation id");
+        assert_eq!(bench.count(method, &path), before + 1, "{case}: sent once");
+        let read = format!("/1.0/operations/{id}");
+        assert_eq!(bench.count("GET", &read), 1, "{case}: read once");
+        assert_eq!(bench.count("GET", &format!("{read}/wait")), 1, "{case}");
+
+        // incus_operation_wait on the same operation sees the same failure.
+        let waited = bench
+            .call(
+                "incus_operation_wait",
+                json!({"operation_id": id, "wait_seconds": 1}),
+            )
+            .await;
+        assert_eq!(waited["status"], "failed", "{name}: {waited}");
+        assert_eq!(waited["wait_error"], "disk full", "{name}: {waited}");
+        assert_eq!(
+            bench.count(method, &path),
+            before + 1,
+            "{case}: never resent"
+        );
+    }
+}
+
+/// When the call's own bound passes during that read, the failure already observed is what the
+/// call reports, not `running`.
+#[tokio::test]
+async fn safety_observed_a_failure_observed_before_the_call_bound_is_reported_as_failed() {
+    let bench = Bench::with_timeout(FakeIncus::builder(), Duration::from_secs(5)).await;
+    let _fail =
+        bench.fake.add_rule(
+            Rule::new("POST", "/1.0/instances").fault(Fault::OperationFail {
+                message: "disk full".into(),
+            }),
+        );
+    let _stall = bench
+        .fake
+        .add_rule(Rule::new("GET", "/1.0/operations/*").fault(Fault::Stall));
+    let result = run_support::call_bounded(
+        &bench.host(),
+        "incus_instance_create",
+        create("web"),
+        Duration::from_millis(1500),
+    )
+    .await;
+    assert_eq!(result["status"], "failed", "{result}");
+    assert_eq!(result["wait_error"], "disk full", "{result}");
+    assert_eq!(result["operation"], Value::Null, "{result}");
+    assert_eq!(bench.count("POST", "/1.0/instances"), 1);
 }
 
 #[tokio::test]

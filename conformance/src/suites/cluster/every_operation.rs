@@ -10,12 +10,15 @@ use serde_json::{json, Value};
 use super::session::{waiting, Cluster, Through};
 use super::{create_input, trial, DELETE, EXEC, READ, WRITE};
 use crate::runner::Check;
+use crate::scenario::target::TargetFactory;
+use std::sync::Arc;
 
-pub(super) fn checks() -> Vec<Check> {
+pub(super) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     ["m2", "m3"]
         .into_iter()
         .map(|via| {
             trial(
+                factory,
                 &format!("catalogue::synchronous::every_operation_runs_through_{via}"),
                 move |cluster| every_operation(cluster, via),
             )

@@ -6,34 +6,43 @@ use serde_json::{json, Value};
 use super::session::{waiting, Cluster, MEMBERS};
 use super::{create_input, instance_on, place_one_per_member, trial, DELETE, EXEC, READ, WRITE};
 use crate::runner::Check;
+use crate::scenario::target::TargetFactory;
+use std::sync::Arc;
 
-pub(super) fn checks() -> Vec<Check> {
+pub(super) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     vec![
         trial(
+            factory,
             "inspection::passthrough::placed_instance_reports_the_member_the_cluster_picked",
             placement,
         ),
         trial(
+            factory,
             "inspection::passthrough::server_get_is_the_view_of_the_member_asked",
             server_views,
         ),
         trial(
+            factory,
             "inspection::passthrough::instance_on_another_member_reads_the_same_through_every_member",
             forwarded_reads,
         ),
         trial(
+            factory,
             "mutation::statuses::mutations_on_another_member_complete_through_any_member",
             forwarded_mutations,
         ),
         trial(
+            factory,
             "exec::noninteractive::exec_on_another_member_runs_through_any_member",
             forwarded_exec,
         ),
         trial(
+            factory,
             "inspection::passthrough::operation_of_another_member_reads_through_any_member",
             operation_get_elsewhere,
         ),
         trial(
+            factory,
             "mutation::statuses::operation_wait_through_another_member_observes_the_outcome",
             operation_wait_elsewhere,
         ),

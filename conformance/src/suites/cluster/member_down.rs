@@ -11,33 +11,43 @@ use super::{
 };
 use crate::runner::Check;
 use crate::scenario::journal::path_matches;
+use crate::scenario::target::TargetFactory;
+use std::sync::Arc;
 
-pub(super) fn checks() -> Vec<Check> {
+pub(super) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     vec![
         trial(
+            factory,
             "mutation::native_rejection::member_down_before_a_mutation_is_the_members_native_error",
             down_before_mutations,
         ),
         trial(
+            factory,
             "mutation::statuses::member_down_during_the_wait_is_running",
             |cluster| {
                 let (through, _) = down_during_wait(cluster, Mutation::ALL[0])?;
                 is_running(&through)
             },
         ),
-        Check::new(
-            "cluster::mutation::never_resent::member_down_during_any_mutation_resends_nothing",
-            resends_nothing,
-        ),
+        {
+            let factory = Arc::clone(factory);
+            Check::new(
+                "cluster::mutation::never_resent::member_down_during_any_mutation_resends_nothing",
+                move || resends_nothing(&factory),
+            )
+        },
         trial(
+            factory,
             "exec::unobserved_exit::member_down_during_an_exec_is_running_with_its_operation",
             down_during_exec,
         ),
         trial(
+            factory,
             "inspection::passthrough::instance_list_with_a_member_down_shows_its_instances_as_incus_lists_them",
             instance_list_member_down,
         ),
         trial(
+            factory,
             "inspection::native_order::operation_list_with_a_member_down_counts_what_incus_lists",
             operation_list_member_down,
         ),
@@ -222,9 +232,9 @@ fn is_running(through: &Through) -> Result<(), String> {
 
 /// For every mutation, on a cluster of its own: the member going down during the wait leaves
 /// the mutating request sent once, and the exec request of an exec cut by it too.
-fn resends_nothing() -> Result<(), String> {
+fn resends_nothing(factory: &Arc<dyn TargetFactory>) -> Result<(), String> {
     for mutation in Mutation::ALL {
-        let cluster = Cluster::start()?;
+        let cluster = Cluster::start(factory)?;
         let (through, name) = down_during_wait(&cluster, mutation)?;
         let sent = mutation.sent(&through, &name);
         if sent != 1 {
@@ -235,7 +245,7 @@ fn resends_nothing() -> Result<(), String> {
             )));
         }
     }
-    let cluster = Cluster::start()?;
+    let cluster = Cluster::start(factory)?;
     let (through, name) = exec_cut_by_member_down(&cluster)?;
     let sent = through
         .sent("POST", &format!("/1.0/instances/{name}/exec"))

@@ -18,9 +18,12 @@
 //! Each trial starts its own cluster with `ClusterTimings::fast()`, so that the member-down
 //! stalls and thresholds take tens of milliseconds, not the real daemon's seconds.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use crate::runner::Check;
+use crate::scenario::target::TargetFactory;
 
 mod every_operation;
 mod forwarding;
@@ -34,18 +37,26 @@ const WRITE: &[&str] = &["incus.write"];
 const EXEC: &[&str] = &["incus.exec"];
 const DELETE: &[&str] = &["incus.delete"];
 
-/// The cluster trials (main job only: each starts its own fake cluster and hosts).
-pub(crate) fn checks() -> Vec<Check> {
+/// The cluster trials: each starts its own fake cluster, and calls each member through the run's
+/// backend (an adapter over the wire) or, in-process, the reference host.
+pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks = Vec::new();
-    checks.extend(forwarding::checks());
-    checks.extend(member_down::checks());
-    checks.extend(every_operation::checks());
+    checks.extend(forwarding::checks(factory));
+    checks.extend(member_down::checks(factory));
+    checks.extend(every_operation::checks(factory));
     checks
 }
 
 /// A cluster trial: starts a cluster, runs `body` on it.
-fn trial(name: &str, body: impl FnOnce(&Cluster) -> Result<(), String> + Send + 'static) -> Check {
-    Check::new(format!("cluster::{name}"), move || body(&Cluster::start()?))
+fn trial(
+    factory: &Arc<dyn TargetFactory>,
+    name: &str,
+    body: impl FnOnce(&Cluster) -> Result<(), String> + Send + 'static,
+) -> Check {
+    let factory = Arc::clone(factory);
+    Check::new(format!("cluster::{name}"), move || {
+        body(&Cluster::start(&factory)?)
+    })
 }
 
 /// The create input for `name` from the fake's `busybox` image (no target: the cluster picks).

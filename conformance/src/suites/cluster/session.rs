@@ -1,6 +1,7 @@
 //! One fake cluster for one trial, and the core through the reference host on each member's own
 //! Unix socket: a call names the member it goes through.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use fake_incus::{ClusterTimings, FakeIncus, JournalEntry};
@@ -9,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use crate::scenario::journal::path_matches;
-use crate::scenario::target::{HostTarget, Request, Target};
+use crate::scenario::target::{HostTarget, Request, Target, TargetFactory};
 use crate::suites::session::Called;
 use crate::ReferenceHost;
 
@@ -26,7 +27,7 @@ const TRIGGER_POLL: Duration = Duration::from_millis(2);
 pub(super) struct Cluster {
     runtime: tokio::runtime::Runtime,
     fake: FakeIncus,
-    hosts: Vec<(String, HostTarget<ReferenceHost>)>,
+    hosts: Vec<(String, Box<dyn Target>)>,
 }
 
 /// One call through one member: what the core returned and every request the cluster received
@@ -41,12 +42,13 @@ pub(super) struct Through {
 
 impl Cluster {
     /// Starts a cluster of [`MEMBERS`] with the fast timings, and the core on each member.
-    pub(super) fn start() -> Result<Self, String> {
-        Self::start_with(|builder| builder)
+    pub(super) fn start(factory: &Arc<dyn TargetFactory>) -> Result<Self, String> {
+        Self::start_with(factory, |builder| builder)
     }
 
     /// As [`Cluster::start`], with more set-up of the fake (seed state, rules).
     pub(super) fn start_with(
+        factory: &Arc<dyn TargetFactory>,
         setup: impl FnOnce(fake_incus::FakeIncusBuilder) -> fake_incus::FakeIncusBuilder,
     ) -> Result<Self, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -69,8 +71,11 @@ impl Cluster {
         let hosts = members
             .iter()
             .map(|member| {
-                let host = ReferenceHost::new(Connection::unix(&member.unix_socket));
-                (member.name.clone(), HostTarget::new(host, ()))
+                let target = factory.bound_to(&member.unix_socket).unwrap_or_else(|| {
+                    let host = ReferenceHost::new(Connection::unix(&member.unix_socket));
+                    Box::new(HostTarget::new(host, ()))
+                });
+                (member.name.clone(), target)
             })
             .collect();
         Ok(Self {
@@ -85,12 +90,12 @@ impl Cluster {
         &self.fake
     }
 
-    fn host(&self, member: &str) -> &HostTarget<ReferenceHost> {
+    fn host(&self, member: &str) -> &dyn Target {
         self.hosts
             .iter()
             .find(|(name, _)| name == member)
-            .map(|(_, host)| host)
-            .unwrap_or_else(|| &self.hosts[0].1)
+            .map(|(_, host)| host.as_ref())
+            .unwrap_or_else(|| self.hosts[0].1.as_ref())
     }
 
     fn last_seq(&self) -> u64 {

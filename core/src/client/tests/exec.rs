@@ -250,3 +250,137 @@ async fn exec_over_https_uses_the_pinned_tls_websockets() {
         .filter(|e| e.websocket)
         .all(|e| e.listener == fake_incus::Listener::Https));
 }
+
+/// Safety, results say what was observed: an exec whose operation fails without an exit code
+/// (here `disk full`; on a real Incus, for example, websockets that never connected) ended, and
+/// its exit was never observed. It is `failed` with Incus's error as the reason, no exit code and
+/// the final operation, never `completed`. The exec request is sent once.
+#[tokio::test]
+async fn exec_whose_operation_fails_without_an_exit_code_is_failed_with_the_reason() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let _fail = fake.add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(
+        Fault::OperationFail {
+            message: "disk full".into(),
+        },
+    ));
+    let outcome = client
+        .exec_instance(PROJECT, "c1", &shell("echo hi", 10))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, ExecStatus::Failed, "{outcome:?}");
+    assert_eq!(outcome.exit_code, None);
+    assert_eq!(outcome.reason.as_deref(), Some("disk full"));
+    let result = outcome.to_json();
+    assert_eq!(result["status"], "failed");
+    assert_eq!(result["reason"], "disk full");
+    assert_eq!(result["operation"]["status"], "Failure", "{result}");
+    assert!(!outcome.killed, "nothing to kill: the end was observed");
+    let posts = requests(&fake)
+        .iter()
+        .filter(|e| e.method == "POST" && e.path == "/1.0/instances/c1/exec")
+        .count();
+    assert_eq!(posts, 1);
+}
+
+/// The same failure when the operation cannot be read back after the wait reported it: a
+/// standalone server's wait answered the operation's own failure, so the exec is still
+/// `failed` with that reason; `operation` is absent rather than the object that said `Running`.
+#[tokio::test]
+async fn exec_whose_failure_the_wait_reports_is_failed_when_the_read_back_stalls() {
+    let fake = fake().await;
+    let connection = Connection::builder(Endpoint::unix(fake.unix_socket()))
+        .timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let client = Client::connect(connection).await.unwrap();
+    running_instance(&client, "c1").await;
+    let _fail = fake.add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(
+        Fault::OperationFail {
+            message: "disk full".into(),
+        },
+    ));
+    let _stall = fake.add_rule(Rule::new("GET", "/1.0/operations/*").fault(Fault::Stall));
+    let outcome = client
+        .exec_instance(PROJECT, "c1", &shell("echo hi", 10))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, ExecStatus::Failed, "{outcome:?}");
+    assert_eq!(outcome.exit_code, None);
+    assert_eq!(outcome.reason.as_deref(), Some("disk full"));
+    assert_eq!(outcome.operation, None);
+    assert!(outcome.operation_id.is_some());
+    assert!(!outcome.killed);
+}
+
+/// An operation that outlasts its command (it ends 2.5 s after the command exited with 3, past
+/// the 1 s duration): `SIGKILL` is sent at the duration, but the exit observed is the command's
+/// own 3, not the kill's 137. SIGKILL cannot be caught, so the command ended on its own: the
+/// exec is `completed` with exit code 3, not `timed_out`.
+#[tokio::test]
+async fn exec_whose_operation_outlasts_the_command_is_completed_with_its_own_exit_code() {
+    let fake = fake().await;
+    let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
+    running_instance(&client, "c1").await;
+    let _late = fake.add_rule(
+        Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::ExecExitAfter { ms: 2500 }),
+    );
+    let outcome = client
+        .exec_instance(PROJECT, "c1", &shell("echo hi; exit 3", 30))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, ExecStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(3));
+    assert!(
+        outcome.killed,
+        "the duration passed before the end was seen"
+    );
+    assert_eq!(outcome.to_json()["stdout"]["data"], "hi\n");
+}
+
+/// An operation that finishes only while a wait on it is in flight: the exec waits on its
+/// operation from the start, beside the output, so the end is observed and the command's own
+/// exit reported; it is never `running`.
+#[tokio::test]
+async fn exec_whose_operation_finishes_during_the_wait_is_observed_not_running() {
+    let fake = fake().await;
+    let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
+    running_instance(&client, "c1").await;
+    let _during = fake.add_rule(
+        Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::OperationFinishDuringWait),
+    );
+    let outcome = client
+        .exec_instance(PROJECT, "c1", &shell("echo hi; exit 4", 30))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, ExecStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(4));
+    assert!(!outcome.killed);
+    assert_eq!(outcome.to_json()["stdout"]["data"], "hi\n");
+}
+
+/// A wait that breaks (reset) while the command runs observed nothing: the exec asks again
+/// rather than killing the command before its duration, and reports the exit it then sees.
+#[tokio::test]
+async fn exec_whose_first_wait_breaks_is_not_killed_and_completes() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let _broken = fake.add_rule(
+        Rule::new("GET", "/1.0/operations/*/wait")
+            .nth(1)
+            .fault(Fault::Reset),
+    );
+    let outcome = client
+        .exec_instance(PROJECT, "c1", &shell("sleep 0.3; echo done", 10))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, ExecStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(0));
+    assert!(
+        !outcome.killed,
+        "a broken read is no reason to kill the command"
+    );
+    assert_eq!(outcome.to_json()["stdout"]["data"], "done\n");
+}
