@@ -52,6 +52,19 @@ pub trait Target: Send + Sync {
     /// Installs a fault rule (the fake's rule format) from now on; an error when the backend
     /// takes no rules.
     fn add_fault(&self, rule: &Value) -> Result<(), String>;
+
+    /// Sends one native request straight to the backend, not through the core, and returns its
+    /// HTTP status and envelope: setup that no operation of the catalogue makes (a trust token,
+    /// an operation of another project). An error when the backend takes none (the default).
+    fn native<'a>(
+        &'a self,
+        method: &'a str,
+        path: &'a str,
+        body: Option<Value>,
+    ) -> BoxFuture<'a, Result<(u16, Value), String>> {
+        let _ = (method, path, body);
+        Box::pin(async { Err("this backend takes no direct native requests".to_owned()) })
+    }
 }
 
 /// Builds one target per trial.

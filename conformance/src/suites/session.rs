@@ -46,6 +46,26 @@ impl Session {
         self.target.add_fault(rule)
     }
 
+    /// Sends one native request straight to the backend (setup the catalogue cannot make) and
+    /// returns its envelope; an error unless it answered `expected_status`.
+    pub(crate) fn native(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        expected_status: u16,
+    ) -> Result<Value, String> {
+        let (status, envelope) = self
+            .runtime
+            .block_on(self.target.native(method, path, body))?;
+        if status != expected_status {
+            return Err(format!(
+                "setup {method} {path} answered {status}, not {expected_status}: {envelope}"
+            ));
+        }
+        Ok(envelope)
+    }
+
     /// Calls `operation` and collects what happened.
     pub(crate) fn call(&self, operation: &str, scopes: &[String], input: Value) -> Called {
         let before = self.target.journal().map(|j| j.len());

@@ -24,6 +24,18 @@ macro_rules! project_note {
         " project selects the Incus project (the host's default when absent)."
     };
 }
+/// Operation objects in a result: their secrets are redacted (core/src/run/redact.rs).
+macro_rules! operation_secrets_note {
+    () => {
+        " Secrets in an operation's metadata (secret of trust, cluster-join and image tokens; fds of exec and console websockets; control, fs and criu of migrations) are replaced by \"[redacted]\"."
+    };
+}
+/// Operation get, wait and cancel: only operations of the call's project (run/own_operation.rs).
+macro_rules! own_operation_note {
+    () => {
+        " Acts only on an operation that Incus lists for the project (one read of GET /1.0/operations?project=P first); any other ID, an operation of another project included, gets exactly the answer of an unknown operation (native error, http_status 404, \"Operation not found\") and nothing else is sent."
+    };
+}
 
 mod images;
 mod instances;

@@ -16,6 +16,7 @@ fn list() -> Spec {
         description: concat!(
             "Lists the networks visible in a project, managed bridges and unmanaged host interfaces alike (native network objects: name, type, managed, status, config, used_by).",
             list_returns!(),
+            " The value of every bgp.peers.<peer>.password key (a BGP session password) is replaced by \"[redacted]\".",
             project_note!()
         ),
         example: json!({}),
@@ -36,6 +37,7 @@ fn get() -> Spec {
         description: concat!(
             "Reads one network by name.",
             item_returns!(),
+            " The value of every bgp.peers.<peer>.password key (a BGP session password) is replaced by \"[redacted]\".",
             project_note!()
         ),
         example: json!({"name": "incusbr0"}),

@@ -16,6 +16,8 @@ fn list() -> Spec {
         description: concat!(
             "Lists the background operations of a project, running and recently finished (Incus keeps finished ones for about 5 seconds), flattened from the native status groups in native order (native operation objects: id, class, description, status, resources, metadata, may_cancel, err).",
             list_returns!(),
+            " Only the project's operations are listed (as Incus lists them for project; its server-wide tasks, which belong to no project, included).",
+            operation_secrets_note!(),
             project_note!()
         ),
         example: json!({"limit": 25}),
@@ -35,7 +37,9 @@ fn get() -> Spec {
         title: "Get an Incus operation",
         description: concat!(
             "Reads one background operation by ID (status, status_code, err, metadata such as an exec's return code). Finished operations disappear after about 5 seconds (native error, http_status 404).",
-            item_returns!()
+            item_returns!(),
+            own_operation_note!(),
+            operation_secrets_note!()
         ),
         example: json!({"operation_id": "f4031b3c-f39e-4a3a-aba8-81ec55003bd1"}),
         resource: "operation",
@@ -54,7 +58,9 @@ fn wait() -> Spec {
         title: "Wait for an Incus operation to finish",
         description: concat!(
             "Waits for an existing background operation, for example one a mutation reported as running.",
-            mutation_returns!()
+            mutation_returns!(),
+            own_operation_note!(),
+            operation_secrets_note!()
         ),
         example: json!({"operation_id": "f4031b3c-f39e-4a3a-aba8-81ec55003bd1", "wait_seconds": 60}),
         resource: "operation",
@@ -75,7 +81,9 @@ fn cancel() -> Spec {
         title: "Request cancellation of an Incus operation",
         description: concat!(
             "Reads the operation first, then sends at most one native cancel request. Returns {\"status\", \"operation_id\", \"operation\"} with operation = the object read first: already_final (it had finished; nothing sent), unsupported (may_cancel is false; nothing sent), requested (one cancel was accepted) or uncertain (the cancel may have been accepted but no response was decoded; \"reason\" then says why). The operation's own completion stays authoritative: check it with incus_operation_get.",
-            " Most Incus operations (create, delete, state changes, snapshots, exec) are not cancellable."
+            " Most Incus operations (create, delete, state changes, snapshots, exec) are not cancellable.",
+            own_operation_note!(),
+            operation_secrets_note!()
         ),
         example: json!({"operation_id": "f4031b3c-f39e-4a3a-aba8-81ec55003bd1"}),
         resource: "operation",

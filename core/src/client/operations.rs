@@ -41,6 +41,24 @@ impl Client {
         flatten_groups(groups)
     }
 
+    /// `GET /1.0/operations?project=P` (no recursion): the ids of the operations Incus lists for
+    /// the project, read from their URLs. Incus looks an operation id up in every project, so
+    /// this list is how a caller learns which project an operation belongs to (the operation
+    /// object has no project field in 6.0.4).
+    pub(crate) async fn get_operation_ids(
+        &self,
+        project: &str,
+    ) -> Result<Vec<String>, ClientError> {
+        let groups = self
+            .query_value(target(&["1.0", "operations"], &[("project", project)]))
+            .await?
+            .value;
+        flatten_groups(groups)?
+            .into_iter()
+            .map(|item| operation_id_of(&item.value))
+            .collect()
+    }
+
     /// `GET /1.0/operations/{id}`.
     pub(crate) async fn get_operation(
         &self,
@@ -159,6 +177,18 @@ fn operation_target(project: &str, id: &str, tail: &[&str]) -> String {
     target(&segments, &[("project", project)])
 }
 
+/// The id at the end of an operation URL (`/1.0/operations/{id}`, a query string allowed).
+fn operation_id_of(url: &Value) -> Result<String, ClientError> {
+    url.as_str()
+        .and_then(|url| url.split(['?', '#']).next())
+        .and_then(|path| path.strip_prefix("/1.0/operations/"))
+        .filter(|id| !id.is_empty() && !id.contains('/'))
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            ClientError::invalid_response("an operation list entry is not an operation URL")
+        })
+}
+
 fn flatten_groups(groups: Value) -> Result<Vec<ListItem>, ClientError> {
     let Value::Object(groups) = groups else {
         return Err(ClientError::invalid_response(
@@ -193,6 +223,28 @@ mod tests {
         assert_eq!(ids, ["b", "a", "c"]);
         assert!(flatten_groups(json!([])).is_err());
         assert!(flatten_groups(json!({"running": {}})).is_err());
+    }
+
+    #[test]
+    fn operation_ids_are_read_from_their_urls() {
+        assert_eq!(
+            operation_id_of(&json!(
+                "/1.0/operations/37e88fd3-c0b4-44fd-b4e1-97436b0af51f"
+            ))
+            .unwrap(),
+            "37e88fd3-c0b4-44fd-b4e1-97436b0af51f"
+        );
+        assert_eq!(
+            operation_id_of(&json!("/1.0/operations/ab?project=p")).unwrap(),
+            "ab"
+        );
+        for bad in [
+            json!("/1.0/instances/c1"),
+            json!("/1.0/operations/"),
+            json!({"id": "x"}),
+        ] {
+            assert!(operation_id_of(&bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

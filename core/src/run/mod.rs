@@ -16,7 +16,9 @@ mod inspect;
 mod mutate;
 mod native;
 mod output;
+mod own_operation;
 mod pipeline;
+mod redact;
 mod restricted;
 mod results;
 #[cfg(test)]
@@ -25,6 +27,8 @@ mod spelling_tests;
 mod tests;
 mod update;
 mod writes;
+
+pub use redact::REDACTED;
 
 /// How long a host callback may take before it counts as a denial, unless configured.
 pub const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(5);

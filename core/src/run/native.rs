@@ -6,7 +6,7 @@ use super::input::{self, parse};
 use super::output::Success;
 use super::pipeline::Call;
 use super::results::RunError;
-use super::{cancel, exec, inspect, mutate, update};
+use super::{cancel, exec, inspect, mutate, own_operation, update};
 use crate::catalogue::Native;
 use serde_json::json;
 
@@ -152,9 +152,18 @@ pub(crate) async fn execute(call: &Call<'_>) -> Result<Success, RunError> {
         }
         Native::OperationGet => {
             let input: input::Operation = parse(given)?;
+            own_operation::require(call, &input.operation_id).await?;
             inspect::item(client.get_operation(project, &input.operation_id).await)
         }
-        Native::OperationWait => mutate::wait(call, parse(given)?).await,
-        Native::OperationCancel => cancel::cancel(call, parse(given)?).await,
+        Native::OperationWait => {
+            let input: input::OperationWait = parse(given)?;
+            own_operation::require(call, &input.operation_id).await?;
+            mutate::wait(call, input).await
+        }
+        Native::OperationCancel => {
+            let input: input::Operation = parse(given)?;
+            own_operation::require(call, &input.operation_id).await?;
+            cancel::cancel(call, input).await
+        }
     }
 }

@@ -5,7 +5,9 @@
 //! alone does not fit, and any other result over the bound, fails with `output_limit`.
 use serde_json::{json, Value};
 
+use super::redact;
 use super::results::RunError;
+use crate::catalogue::Native;
 pub(crate) use crate::client::json_len;
 
 /// The bound on a result's compact JSON, in bytes.
@@ -20,8 +22,9 @@ pub(crate) enum Success {
     Object(Value),
 }
 
-/// The result within the 256 KiB bound.
-pub(crate) fn finish(success: Success) -> Result<Value, RunError> {
+/// The result of `native`, its credentials redacted, within the 256 KiB bound.
+pub(crate) fn finish(native: Native, mut success: Success) -> Result<Value, RunError> {
+    redact::success(native, &mut success);
     match success {
         Success::List(listing) => listing.into_result(OUTPUT_BYTES),
         Success::Object(result) => bounded(result, OUTPUT_BYTES),
@@ -52,6 +55,16 @@ impl Listing {
             items,
             sizes,
             count,
+        }
+    }
+
+    /// Applies `change` to every item, measuring again the items it changed (it returns whether
+    /// it did).
+    pub(crate) fn redact_items(&mut self, change: impl Fn(&mut Value) -> bool) {
+        for (item, size) in self.items.iter_mut().zip(self.sizes.iter_mut()) {
+            if change(item) {
+                *size = json_len(item);
+            }
         }
     }
 

@@ -70,7 +70,7 @@ pub(crate) async fn run_operation<C: Send + Sync>(
                 bound.as_millis()
             );
             match progress.take(&reason) {
-                Some(result) => output::finish(Success::Object(result)),
+                Some(result) => output::finish(descriptor.native(), Success::Object(result)),
                 None => Err(RunError::Timeout(format!(
                     "{reason}; nothing that changes state was sent"
                 ))),
@@ -112,7 +112,7 @@ async fn checked<C: Send + Sync>(
         progress,
     };
     let success = native::execute(&call).await?;
-    output::finish(success)
+    output::finish(descriptor.native(), success)
 }
 
 /// The input schema (compiled once per descriptor by the catalogue), plus semantic rules.

@@ -12,6 +12,7 @@ mod run_exec;
 mod run_https;
 mod run_inspect;
 mod run_mutate;
+mod run_secrets;
 mod run_support;
 mod run_update;
 mod run_writes;

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 /// `/1.0/cluster[/...]`.
-pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
+pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> ApiResult {
     let Some(cluster) = ctx.app.cluster() else {
         return standalone(ctx, method, rest);
     };
@@ -27,6 +27,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
             let tag = etag::hash(&metadata);
             Ok(envelope::sync_etag(metadata, &tag))
         }
+        ["members"] if method == Method::POST => join_token(ctx, cluster, body),
         ["members"] => {
             only(method, Method::GET)?;
             let items: Vec<Value> = cluster
@@ -89,10 +90,37 @@ fn standalone(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
             let tag = etag::hash(&metadata);
             Ok(envelope::sync_etag(metadata, &tag))
         }
+        ["members"] if method == Method::POST => {
+            Err(ApiError::bad_request("This server is not clustered"))
+        }
         ["members", ..] => Err(ApiError::internal("Server is not clustered")),
         ["groups", ..] => Err(ApiError::bad_request("This server is not clustered")),
         _ => Err(ApiError::not_found()),
     }
+}
+
+/// `POST /1.0/cluster/members {"server_name"}`: a join token for a new member (its name must be
+/// new), listing the online members' addresses.
+fn join_token(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> ApiResult {
+    #[derive(serde::Deserialize)]
+    struct ClusterMembersPost {
+        #[serde(default)]
+        server_name: String,
+    }
+    let req: ClusterMembersPost = super::parse_body(body)?;
+    if cluster.member(&req.server_name).is_some() {
+        return Err(ApiError::internal(format!(
+            "The cluster already has a member with name: {}",
+            req.server_name
+        )));
+    }
+    let addresses = cluster
+        .members
+        .iter()
+        .filter(|m| cluster.status(&m.name).0 == "Online")
+        .map(|m| m.address.clone())
+        .collect();
+    super::certificates::join_token(ctx, &req.server_name, addresses)
 }
 
 fn member_not_found() -> ApiError {

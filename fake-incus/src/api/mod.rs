@@ -4,6 +4,7 @@
 //! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
 
 mod body;
+mod certificates;
 mod cluster;
 mod context;
 mod events;
@@ -142,7 +143,8 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         "profiles" => profiles::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "projects" => projects::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "storage-pools" => storage::route(ctx, &method, &segs[2..], req.headers(), req.body()),
-        "cluster" => cluster::route(ctx, &method, &segs[2..]),
+        "cluster" => cluster::route(ctx, &method, &segs[2..], req.body()),
+        "certificates" => certificates::route(ctx, &method, &segs[2..], req.body()),
         "operations" => operations::route(ctx, req, &segments[2..]).await,
         "events" if segs.len() == 2 => events::route(ctx, req),
         _ => Err(ApiError::not_found()),

@@ -13,4 +13,5 @@ mod protocol;
 mod serve;
 #[path = "../tarball/mod.rs"]
 mod tarball;
+mod tokens;
 mod writable;
