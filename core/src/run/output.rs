@@ -24,7 +24,14 @@ pub(crate) enum Success {
 
 /// The result of `native`, its credentials redacted, within the 256 KiB bound.
 pub(crate) fn finish(native: Native, mut success: Success) -> Result<Value, RunError> {
-    redact::success(native, &mut success);
+    match &mut success {
+        Success::List(listing) => {
+            if let Some(change) = redact::list_item(native) {
+                listing.redact_items(change);
+            }
+        }
+        Success::Object(result) => redact::object(native, result),
+    }
     match success {
         Success::List(listing) => listing.into_result(OUTPUT_BYTES),
         Success::Object(result) => bounded(result, OUTPUT_BYTES),

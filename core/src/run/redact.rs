@@ -22,7 +22,6 @@
 //! unchanged.
 use serde_json::Value;
 
-use super::output::Success;
 use crate::catalogue::Native;
 
 /// The value every credential is replaced by, wherever a result would carry it.
@@ -53,34 +52,29 @@ const BGP_PASSWORD_SUFFIX: &str = ".password";
 /// Operation metadata keys whose value is a secret (every string inside it is redacted).
 pub(crate) const OPERATION_SECRET_KEYS: &[&str] = &["secret", "fds", "control", "fs", "criu"];
 
-/// Replaces the credentials in an operation's result (before the output bound, so that lists
-/// are measured as sent).
-pub(crate) fn success(native: Native, success: &mut Success) {
-    match success {
-        Success::List(listing) => match native {
-            Native::NetworkList => listing.redact_items(network),
-            Native::OperationList => listing.redact_items(operation),
-            _ => {}
-        },
-        Success::Object(result) => {
-            let item = result.get_mut("item");
-            match (native, item) {
-                (Native::ServerGet, Some(item)) => {
-                    server(item);
-                }
-                (Native::NetworkGet, Some(item)) => {
-                    network(item);
-                }
-                (Native::OperationGet, Some(item)) => {
-                    operation(item);
-                }
-                _ => {}
-            }
-            // Mutations, waits, cancels and execs report the operation they observed.
-            if let Some(observed) = result.get_mut("operation") {
-                operation(observed);
-            }
-        }
+/// How each item of `native`'s list result is redacted, if it holds credentials.
+pub(crate) fn list_item(native: Native) -> Option<fn(&mut Value) -> bool> {
+    match native {
+        Native::NetworkList => Some(network),
+        Native::OperationList => Some(operation),
+        _ => None,
+    }
+}
+
+/// Replaces the credentials in any other result of `native`: its `item`, and the `operation`
+/// that mutations, waits, cancels and execs report.
+pub(crate) fn object(native: Native, result: &mut Value) {
+    let redact_item: Option<fn(&mut Value) -> bool> = match native {
+        Native::ServerGet => Some(server),
+        Native::NetworkGet => Some(network),
+        Native::OperationGet => Some(operation),
+        _ => None,
+    };
+    if let (Some(redact), Some(item)) = (redact_item, result.get_mut("item")) {
+        redact(item);
+    }
+    if let Some(observed) = result.get_mut("operation") {
+        operation(observed);
     }
 }
 
@@ -253,13 +247,13 @@ mod tests {
 
     #[test]
     fn every_result_that_reports_an_operation_is_redacted() {
-        let mut result = Success::Object(json!({
-            "status": "running", "operation": {"metadata": {"secret": "s"}}
-        }));
-        success(Native::OperationWait, &mut result);
-        let Success::Object(result) = result else {
-            unreachable!()
-        };
+        let mut result = json!({"status": "running", "operation": {"metadata": {"secret": "s"}}});
+        object(Native::OperationWait, &mut result);
         assert_eq!(result["operation"]["metadata"]["secret"], REDACTED);
+        let mut item = json!({"item": {"config": {"loki.auth.password": "p"}}});
+        object(Native::ServerGet, &mut item);
+        assert_eq!(item["item"]["config"]["loki.auth.password"], REDACTED);
+        assert!(list_item(Native::NetworkList).is_some());
+        assert!(list_item(Native::InstanceList).is_none());
     }
 }
