@@ -35,7 +35,13 @@ fn resolved(edges: &str, selection: &[&str]) -> BTreeSet<String> {
 fn every_package_resolves_shared_dependencies_as_the_workspace_does() {
     let metadata = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .args(["metadata", "--offline", "--no-deps", "--format-version", "1"])
+        .args([
+            "metadata",
+            "--offline",
+            "--no-deps",
+            "--format-version",
+            "1",
+        ])
         .output()
         .expect("cargo metadata runs");
     let metadata: serde_json::Value =

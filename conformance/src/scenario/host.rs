@@ -154,13 +154,19 @@ impl ConnectionLimits {
 }
 
 /// A restricted item as the wire carries it: a JSON object that may gain fields, never lose
-/// them. `{"kind": "config_key", "key": K}` or `{"kind": "device", "name": N, "type": T}`.
+/// them. `{"kind": "config_key", "key": K, "value": V}` or
+/// `{"kind": "device", "name": N, "type": T, "config": {...}}` (the device's whole config).
 pub fn restricted_item(item: &RestrictedItem) -> Value {
     match item {
-        RestrictedItem::ConfigKey(key) => json!({"kind": "config_key", "key": key}),
-        RestrictedItem::Device { name, device_type } => {
-            json!({"kind": "device", "name": name, "type": device_type})
+        RestrictedItem::ConfigKey { key, value, .. } => {
+            json!({"kind": "config_key", "key": key, "value": value})
         }
+        RestrictedItem::Device { name, config, .. } => json!({
+            "kind": "device",
+            "name": name,
+            "type": item.device_type().unwrap_or_default(),
+            "config": config,
+        }),
         other => json!({"kind": "other", "debug": format!("{other:?}")}),
     }
 }
@@ -300,10 +306,21 @@ mod tests {
 
     #[test]
     fn an_only_entry_matches_the_items_whose_fields_it_names() {
-        let item = restricted_item(&RestrictedItem::ConfigKey("raw.lxc".into()));
+        let item = restricted_item(&RestrictedItem::config_key("raw.lxc", json!("x")));
         assert!(matches(&json!({"kind": "config_key"}), &item));
         assert!(matches(&json!({"key": "raw.lxc"}), &item));
+        assert!(matches(&json!({"key": "raw.lxc", "value": "x"}), &item));
+        assert!(!matches(&json!({"key": "raw.lxc", "value": "y"}), &item));
         assert!(!matches(&json!({"key": "raw.idmap"}), &item));
         assert!(!matches(&json!("raw.lxc"), &item));
+        // A host can allow one exact host path: the device's whole config is on the wire.
+        let disk = json!({"type": "disk", "source": "/srv/data", "path": "/data"});
+        let item = restricted_item(&RestrictedItem::device("data", disk.clone()));
+        assert!(matches(
+            &json!({"kind": "device", "type": "disk", "config": disk}),
+            &item
+        ));
+        let other = json!({"type": "disk", "source": "/etc", "path": "/data"});
+        assert!(!matches(&json!({"config": other}), &item));
     }
 }
