@@ -40,7 +40,7 @@ builtins! {
     "unset" => Unset => unset,
     "cd" => Cd => cd,
     "umask" => Umask => umask,
-    "command" => CommandBuiltin => command,
+    "command" => Command => command,
     "type" => Type => type_,
     "read" => Read => read,
     "local" => Local => local,

@@ -660,8 +660,8 @@ impl Shell {
     /// Runs an applet as a program of its own (its own variables and directory).
     async fn run_applet(&mut self, applet: applets::Applet, argv: &[String]) -> Status {
         let mut process = self.program(self.environ());
-        let status = applet.run(&mut process, &argv[1..]).await;
-        status
+        process.arg0 = fs::base_name(&argv[0]).to_owned();
+        applet.run(&mut process, &argv[1..]).await
     }
 
     async fn call_function(&mut self, body: &Command, argv: &[String]) -> Status {
@@ -693,7 +693,8 @@ impl Shell {
             Search::Exec => {}
             Search::Shell => self.err_line(&format!("sh: {name}: {reason}")).await?,
             Search::Program => {
-                self.err_line(&format!("can't execute '{name}': {}", error.text()))
+                let who = &self.arg0;
+                self.err_line(&format!("{who}: can't execute '{name}': {}", error.text()))
                     .await?
             }
         }

@@ -379,7 +379,7 @@ async fn kill_of_the_shell_itself_ends_the_program_like_the_signal() {
         &sh("kill 99999").await,
         1,
         "",
-        "kill: can't kill pid 99999: No such process\n",
+        "sh: can't kill pid 99999: No such process\n",
     );
 }
 

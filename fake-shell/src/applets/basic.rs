@@ -583,7 +583,10 @@ pub(super) async fn kill(process: &mut Shell, args: &[String]) -> Status {
             }
             None => {
                 process
-                    .err_line(&format!("kill: can't kill pid {pid}: No such process"))
+                    .err_line(&format!(
+                        "{}: can't kill pid {pid}: No such process",
+                        process.arg0
+                    ))
                     .await?;
                 status = 1;
             }

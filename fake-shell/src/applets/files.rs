@@ -514,9 +514,7 @@ pub(crate) fn symbolic_mode(spec: &str, current: u32, _umask_free: bool) -> Opti
                 return None;
             }
             rest = &rest[1..];
-            let perm_end = rest
-                .find(|c: char| matches!(c, '+' | '-' | '='))
-                .unwrap_or(rest.len());
+            let perm_end = rest.find(['+', '-', '=']).unwrap_or(rest.len());
             let perms = &rest[..perm_end];
             rest = &rest[perm_end..];
             let mut bits = 0;
@@ -1210,7 +1208,7 @@ pub(super) async fn mktemp(process: &mut Shell, args: &[String]) -> Status {
     };
     let xs = base.len() - base.trim_end_matches('X').len();
     if xs < 3 {
-        return process.fail(&format!("mktemp: Invalid argument")).await;
+        return process.fail("mktemp: Invalid argument").await;
     }
     const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     for _ in 0..100 {

@@ -120,6 +120,7 @@ fn applet_names() -> impl Iterator<Item = &'static str> {
 
 /// Busybox run under the name `called` (the link it was reached through).
 pub(crate) async fn busybox_called(process: &mut Shell, called: &str, args: &[String]) -> Status {
+    process.arg0 = called.to_owned();
     match find(called) {
         Some(applet) => applet.run(process, args).await,
         None if is_real_applet(called) => {

@@ -270,7 +270,7 @@ pub(super) async fn wc(process: &mut Shell, args: &[String]) -> Status {
     let files = inputs(process, "wc", &opts.operands, &mut failed).await?;
     let mut totals = [0u64; 5];
     let mut out = String::new();
-    let plain = opts.operands.is_empty() && columns.len() == 1;
+    let plain = columns.len() == 1;
     for (name, content) in &files {
         let text = String::from_utf8_lossy(content);
         let counts = [
@@ -511,13 +511,29 @@ async fn grep_with(
         files
     } else {
         let mut files = Vec::new();
-        for (file, content) in inputs(process, name, &operands, &mut failed).await? {
-            let label = if file == "-" {
-                "(standard input)".to_owned()
-            } else {
-                file
-            };
-            files.push((label, content));
+        if operands.is_empty() {
+            files.push((
+                "(standard input)".to_owned(),
+                Bytes::from(process.read_stdin().await),
+            ));
+        }
+        for operand in &operands {
+            if operand == "-" {
+                files.push((
+                    "(standard input)".to_owned(),
+                    Bytes::from(process.read_stdin().await),
+                ));
+                continue;
+            }
+            match read_file(process, operand) {
+                Ok(content) => files.push((operand.clone(), content)),
+                Err(error) => {
+                    process
+                        .err_line(&format!("{name}: {operand}: {}", error.text()))
+                        .await?;
+                    failed = true;
+                }
+            }
         }
         files
     };
