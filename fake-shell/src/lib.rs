@@ -32,6 +32,7 @@
 mod applets;
 mod arith;
 mod builtins;
+mod dispatch;
 mod expand;
 pub mod fs;
 mod io;
