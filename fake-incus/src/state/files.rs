@@ -807,6 +807,8 @@ mod tests {
             tree.list("/"),
             ["bin", "dev", "etc", "proc", "root", "sbin", "sys", "tmp"]
         );
+        assert_eq!(tree.list("/sbin"), ["init"]);
+        assert!(tree.list("/bin").contains(&"busybox".to_string()));
     }
 
     #[test]
@@ -842,6 +844,51 @@ mod tests {
         tree.remove("/tmp/a").unwrap();
         tree.write("/tmp/b", big, Attrs::default(), false).unwrap();
         assert!(tree.used() <= TREE_LIMIT);
+    }
+
+    #[test]
+    fn an_images_instances_share_its_tree_until_one_writes() {
+        let mut files = Files::default();
+        let mut rootfs = Tree::empty();
+        let node = Node::new(Kind::File(Bytes::from_static(b"image")), 0o644);
+        rootfs.add_archived("/etc/motd", node).unwrap();
+        files.set_image("f1", rootfs);
+        for name in ["c1", "c2"] {
+            files.create_instance("default", name, Some("f1"), None);
+        }
+        let shared = |files: &Files| {
+            let one = files.tree("default", "c1").unwrap();
+            let two = files.tree("default", "c2").unwrap();
+            Arc::ptr_eq(&one.nodes, &two.nodes)
+        };
+        assert!(shared(&files), "one tree for both instances");
+        files
+            .tree_mut("default", "c1")
+            .write(
+                "/etc/motd",
+                Bytes::from_static(b"mine"),
+                Attrs::default(),
+                false,
+            )
+            .unwrap();
+        assert!(!shared(&files), "the writer got its own copy");
+        let motd = |name: &str| {
+            files
+                .tree("default", name)
+                .and_then(|t| t.get("/etc/motd"))
+                .map(|n| n.kind.clone())
+        };
+        assert_eq!(motd("c1"), Some(Kind::File(Bytes::from_static(b"mine"))));
+        assert_eq!(motd("c2"), Some(Kind::File(Bytes::from_static(b"image"))));
+        files.create_instance(
+            "default",
+            "c3",
+            None,
+            Some(&["/usr/bin/python3".to_string()]),
+        );
+        let tree = files.tree("default", "c3").unwrap();
+        assert_eq!(tree.list("/"), ["dev", "proc", "sys", "usr"]);
+        assert_eq!(tree.get("/usr/bin/python3").map(|n| n.mode), Some(0o755));
     }
 
     #[test]
