@@ -110,7 +110,7 @@ pub(crate) struct App {
     pub(crate) exec: Arc<Exec>,
     pub(crate) journal: Journal,
     /// The instances' file trees (beside the state: never dumped, cleared by a reset).
-    files: Mutex<Files>,
+    files: Arc<Mutex<Files>>,
     pub(crate) faults: Faults,
     pub(crate) identity: Identity,
     pub(crate) settings: Settings,
@@ -137,7 +137,7 @@ impl App {
             lifecycle,
             exec,
             journal,
-            files: Mutex::new(Files::default()),
+            files: Arc::new(Mutex::new(Files::default())),
             faults: Faults::default(),
             identity,
             settings,
@@ -192,6 +192,15 @@ impl App {
         self.files
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One instance's files as exec reaches them.
+    pub(crate) fn instance_fs(
+        &self,
+        project: &str,
+        instance: &str,
+    ) -> crate::state::files::InstanceFs {
+        crate::state::files::InstanceFs::new(Arc::clone(&self.files), project, instance)
     }
 
     /// Back to the state the fake started with; operations (and the task-mode commands they

@@ -675,6 +675,7 @@ async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
     let (real, fake) = p.wait("exec echo hi (record-output)", &started).await;
     exec_output(p, &inst, &q, (&real, &fake)).await;
     exec_not_found(p, &inst, &q).await;
+    shell_lines(p, &inst, &q).await;
     running_errors(p, &inst, &q, &create).await;
 
     freeze_and_restart(p, &inst, &q).await;
@@ -732,6 +733,89 @@ async fn exec_output(p: &mut Probe, inst: &str, q: &str, waited: (&Reply, &Reply
     if real.body != fake.body {
         let diff = format!("body: real {} vs fake {}", real.body, fake.body);
         p.diffs.push(("exec output stdout".into(), diff));
+    }
+}
+
+/// Shell lines of the kind tools run in the busybox image, in order in one instance (files made by
+/// one are seen by the next): each must give the same exit status, stdout and stderr on both sides.
+const SHELL_LINES: &[&str] = &[
+    "umask 77 && mkdir -p \"$(echo ~/.tmp)\" && echo ok=$(pwd)",
+    "echo $HOME $PWD; pwd; ls -d ~/.tmp",
+    "/tmp; echo $?; nosuch; echo $?; /nope; echo $?; /etc/inittab; echo $?",
+    "cat /nope; ls /nope; rm /nope; mkdir /root; mkdir /a/b; rmdir /nope; echo end",
+    "echo hi > /tmp/x; cat /tmp/x; wc /tmp/x; wc -l < /tmp/x; wc -c /tmp/x; cat < /tmp/x",
+    "echo `echo a` $(echo b); (cd /tmp; pwd); pwd; for i in 1 2; do echo $i; done",
+    "if [ -d /tmp ]; then echo yes; fi; case ab in a*) echo A;; esac; f(){ echo f$1; return 3; }; f x; echo $?",
+    "x=1; export x; env | grep ^x; command -v ls; command -v cd; command -v nosuch; echo $?; type ls",
+    "set -e; false; echo no",
+    "cat <<EOF\na $HOME\nEOF\ncat <<'E'\n$HOME\nE",
+    "uname; uname -s -m; uname -a",
+    "printf 'b\\na\\nb\\n' | sort | uniq -c; echo abc | tr a-c A-C; echo a:b:c | cut -d: -f2,3",
+    "echo hello | sed 's/l/L/g'; echo xyz | grep -c y; echo q | base64; echo cQo= | base64 -d",
+    "printf abc > /tmp/f; md5sum /tmp/f; sha1sum /tmp/f; sha256sum < /tmp/f",
+    "mkdir -p /tmp/t/u; touch /tmp/t/a.txt /tmp/t/u/b.txt; find /tmp/t -name '*.txt' | sort | xargs echo; find /tmp/t -type d",
+    "[ -f /etc/inittab ] && test ! -e /tmp/none && echo ok; [ 1 -lt 2 ]; echo $?; [ a = b ]; echo $?",
+    "ls -R /etc; ls -d /tmp /root; ls /bin | head -3",
+    "touch /tmp/m; chmod 751 /tmp/m; stat -c '%a %s %F' /tmp/m; chmod u-w,o+w /tmp/m; stat -c %A /tmp/m",
+    "ln -s /etc/inittab /tmp/l; readlink /tmp/l; head -1 /tmp/l; cp /etc/inittab /tmp/c; mv /tmp/c /tmp/d; ls /tmp/d; basename /a/b/c.txt .txt; dirname /a/b/c",
+    "id; whoami; echo $?; hostname",
+    "kill -0 $$; echo $?; kill 99999; echo $?",
+    "head -n 1 /etc/inittab; tail -n 1 /etc/inittab; tail -c 4 /etc/inittab",
+    "echo ${x:-d} ${#HOME} $((3*4)); set -- a b; echo $# \"$@\"",
+    "which sh; which uname; echo $?; mktemp -u | cut -c1-9",
+    "dd if=/dev/zero bs=512 count=3 | wc -c",
+    "echo a 1>&2; echo b >&2 2>/dev/null; ls /nope 2>&1 | cat",
+    "while read a b; do echo \"$b $a\"; done <<E\n1 2\n3 4\nE",
+    "[ -x /bin/sh ] && echo x; [ -L /bin/sh ] && echo l; [ -s /etc/inittab ] && echo s",
+    "chown 1:2 /tmp/x && stat -c '%u %g' /tmp/x; chown nobody /tmp/x; echo $?",
+    "grep -n sleep /etc/inittab; grep -q nope /etc/inittab; echo $?; grep -v true /etc/inittab; grep nope /nofile; echo $?",
+    "rm -r /tmp/t; ls /tmp; rm -rf /tmp/nope; echo $?",
+    "exit 7",
+];
+
+/// A recorded output of an exec (`fd` 1 or 2), as the body the log endpoint answers.
+async fn output(side: &Side, reply: &Reply, fd: &str, q: &str) -> Value {
+    let Some(path) = reply.metadata()["metadata"]["output"][fd].as_str() else {
+        return Value::Null;
+    };
+    match side.send(&Req::get(format!("{path}?{q}"))).await {
+        Ok(file) => file.body,
+        Err(error) => Value::String(error),
+    }
+}
+
+/// Runs each of [`SHELL_LINES`] with `sh -c` on both sides and compares status and output.
+async fn shell_lines(p: &mut Probe, inst: &str, q: &str) {
+    for line in SHELL_LINES {
+        let label = format!("sh -c {line:?}");
+        let exec = json!({
+            "command": ["sh", "-c", line], "environment": {}, "interactive": false,
+            "wait-for-websocket": false, "record-output": true,
+        });
+        let started = p
+            .step(
+                &label,
+                Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
+            )
+            .await;
+        let (real, fake) = p.wait(&label, &started).await;
+        let ret = |r: &Reply| r.metadata()["metadata"]["return"].clone();
+        let real_out = (
+            ret(&real),
+            output(&p.real, &real, "1", q).await,
+            output(&p.real, &real, "2", q).await,
+        );
+        let fake_out = (
+            ret(&fake),
+            output(&p.fake, &fake, "1", q).await,
+            output(&p.fake, &fake, "2", q).await,
+        );
+        if real_out != fake_out {
+            let show =
+                |o: &(Value, Value, Value)| format!("return {} stdout {} stderr {}", o.0, o.1, o.2);
+            let diff = format!("real {} vs fake {}", show(&real_out), show(&fake_out));
+            p.diffs.push((label, diff));
+        }
     }
 }
 

@@ -41,7 +41,7 @@ struct ExecBody {
 pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiResult {
     only(method, Method::POST)?;
     let project = ctx.project();
-    let (instance_url, config_env, rootfs) = {
+    let (instance_url, config_env) = {
         let state = ctx.app.state();
         let instance = state
             .instance(&project, name)
@@ -56,14 +56,10 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
             .into_iter()
             .filter_map(|(k, v)| k.strip_prefix("environment.").map(|k| (k.to_string(), v)))
             .collect();
-        // The instance runs what the image it was created from holds.
-        let executables = instance
-            .config
-            .get("volatile.base_image")
-            .and_then(|fingerprint| state.images.iter().find(|i| &i.fingerprint == fingerprint))
-            .and_then(|image| image.executables.as_deref());
-        (instance.url(), env, exec::Rootfs::of_image(executables))
+        (instance.url(), env)
     };
+    // The command runs on the instance's own files, the ones `incus file` and SFTP reach.
+    let fs = std::sync::Arc::new(ctx.app.instance_fs(&project, name));
     let req: ExecBody = parse_body(body)?;
     if req.record_output && req.wait_for_websocket {
         return Err(ApiError::bad_request(
@@ -84,7 +80,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
         user: req.user,
         group: req.group,
         cwd: req.cwd,
-        rootfs,
+        fs,
         hostname: name.to_string(),
     };
     let _ = (req.width, req.height);

@@ -16,6 +16,8 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::Read;
 
+use crate::state::files::{Kind as FileKind, Node, Tree, TREE_LIMIT};
+
 /// Most decompressed bytes read from one tarball (256 MiB).
 pub(crate) const INSPECT_LIMIT: u64 = 256 << 20;
 /// Most executables recorded for one image.
@@ -43,6 +45,9 @@ pub(crate) struct Upload {
     pub(crate) kind: String,
     pub(crate) metadata: Metadata,
     pub(crate) executables: Option<Vec<String>>,
+    /// The rootfs as a file tree, the initial files of the image's instances; `None` for a VM,
+    /// or a rootfs the fake could not read whole or that is over a tree's bounds.
+    pub(crate) rootfs: Option<Tree>,
 }
 
 /// The fields of `metadata.yaml` the daemon uses.
@@ -95,6 +100,7 @@ pub(crate) fn unified(body: &[u8], filename: &str) -> Result<Upload, UploadError
         kind: walk.kind.to_string(),
         metadata: check(metadata)?,
         executables: walk.executables,
+        rootfs: walk.rootfs,
     })
 }
 
@@ -130,12 +136,12 @@ pub(crate) async fn split(body: Bytes, boundary: String) -> Result<Upload, Uploa
     let metadata = walk(&meta, Layout::Metadata)?
         .metadata
         .ok_or_else(|| fail(MISSING_METADATA))?;
-    let executables = if kind == "container" {
+    let (executables, rootfs_tree) = if kind == "container" {
         walk(&rootfs, Layout::Rootfs)
             .ok()
-            .and_then(|w| w.executables)
+            .map_or((None, None), |w| (w.executables, w.rootfs))
     } else {
-        None
+        (None, None)
     };
     Ok(Upload {
         fingerprint,
@@ -144,6 +150,7 @@ pub(crate) async fn split(body: Bytes, boundary: String) -> Result<Upload, Uploa
         kind: kind.to_string(),
         metadata: check(metadata)?,
         executables,
+        rootfs: rootfs_tree,
     })
 }
 
@@ -225,6 +232,7 @@ struct Walk {
     metadata: Option<Metadata>,
     kind: &'static str,
     executables: Option<Vec<String>>,
+    rootfs: Option<Tree>,
 }
 
 /// Walks a tarball once: `metadata.yaml`, the instance type, the executables.
@@ -241,6 +249,7 @@ fn walk_within(bytes: &[u8], layout: Layout, limit: u64) -> Result<Walk, UploadE
         ..Walk::default()
     };
     let mut executables = std::collections::BTreeSet::new();
+    let mut rootfs = Some(Tree::empty());
     let entries = archive.entries().map_err(tar_error)?;
     for entry in entries {
         let mut entry = match entry {
@@ -273,6 +282,11 @@ fn walk_within(bytes: &[u8], layout: Layout, limit: u64) -> Result<Walk, UploadE
             Layout::Metadata => None,
         };
         let is_dir = entry.header().entry_type().is_dir();
+        if let (Some(path), Some(tree)) = (in_rootfs, rootfs.as_mut()) {
+            if !archive_entry(tree, path, &mut entry) {
+                rootfs = None;
+            }
+        }
         if let Some(path) = in_rootfs.filter(|_| !is_dir) {
             if let Some(exe) = executable(path) {
                 if executables.len() < EXECUTABLES_LIMIT {
@@ -283,8 +297,74 @@ fn walk_within(bytes: &[u8], layout: Layout, limit: u64) -> Result<Walk, UploadE
     }
     if layout != Layout::Metadata {
         out.executables = Some(executables.into_iter().collect());
+        out.rootfs = rootfs.filter(|tree| !tree.is_empty() && out.kind != "virtual-machine");
     }
     Ok(out)
+}
+
+/// Adds one rootfs entry to the image's tree with its mode, owner and time; `false` when the tree
+/// cannot hold the rootfs (over its bounds, or an entry the fake cannot read).
+fn archive_entry<R: Read>(tree: &mut Tree, path: &str, entry: &mut tar::Entry<'_, R>) -> bool {
+    let path = path.trim_end_matches('/');
+    let header = entry.header();
+    let mode = header.mode().unwrap_or(0o644) & 0o7777;
+    let uid = header
+        .uid()
+        .ok()
+        .and_then(|u| u32::try_from(u).ok())
+        .unwrap_or(0);
+    let gid = header
+        .gid()
+        .ok()
+        .and_then(|g| u32::try_from(g).ok())
+        .unwrap_or(0);
+    let modified = header
+        .mtime()
+        .ok()
+        .and_then(|m| time::OffsetDateTime::from_unix_timestamp(m as i64).ok());
+    let kind = match header.entry_type() {
+        tar::EntryType::Directory => FileKind::Directory,
+        tar::EntryType::Symlink => match entry.link_name() {
+            Ok(Some(target)) => FileKind::Symlink(target.to_string_lossy().into_owned()),
+            _ => return false,
+        },
+        tar::EntryType::Link => {
+            let target = match entry.link_name() {
+                Ok(Some(target)) => target.to_string_lossy().into_owned(),
+                _ => return false,
+            };
+            let target = target.trim_start_matches("./");
+            let target = target.strip_prefix("rootfs/").unwrap_or(target);
+            match tree.get(target) {
+                Some(node) => node.kind.clone(),
+                None => return false,
+            }
+        }
+        tar::EntryType::Regular | tar::EntryType::Continuous => {
+            let size = header.size().unwrap_or(0);
+            if size > TREE_LIMIT as u64 {
+                return false;
+            }
+            let mut content = Vec::with_capacity(size as usize);
+            if entry.read_to_end(&mut content).is_err() {
+                return false;
+            }
+            FileKind::File(Bytes::from(content))
+        }
+        // Devices and fifos: the runtime provides `/dev`; an image's are not modelled.
+        _ => return true,
+    };
+    let is_root = path.is_empty() || path == ".";
+    if is_root {
+        return true;
+    }
+    let mut node = Node::new(kind, mode);
+    node.uid = uid;
+    node.gid = gid;
+    if let Some(modified) = modified {
+        node.modified = modified;
+    }
+    tree.add_archived(path, node).is_ok()
 }
 
 /// `/bin/sh` for `bin/sh` (directly under one of the command directories), else nothing.

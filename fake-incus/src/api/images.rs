@@ -216,6 +216,15 @@ async fn create(ctx: &Ctx, headers: &HeaderMap, body: &Bytes) -> ApiResult {
                 .unwrap_or_else(|e| Err(image_upload::UploadError(e.to_string())))
         }
     };
+    // The rootfs is kept by fingerprint: the image's instances start with it.
+    if let Ok(Upload {
+        fingerprint,
+        rootfs: Some(rootfs),
+        ..
+    }) = &upload
+    {
+        ctx.app.files().set_image(fingerprint, rootfs.clone());
+    }
     let request = UploadRequest {
         project: ctx.project(),
         public: header("x-incus-public").is_some_and(|v| is_true(&v)),

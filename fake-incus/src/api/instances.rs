@@ -267,9 +267,11 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             if req.start {
                 instance.power_on();
             }
+            let base_image = instance.config.get("volatile.base_image").cloned();
             state.instances.push(std::sync::Arc::new(instance));
             // A new instance starts with the image's files, never a former namesake's.
-            app.files().remove_instance(&project, &name);
+            let executables = image.as_ref().and_then(|i| i.executables.clone());
+            app.files().create_instance(&project, &name, base_image.as_deref(), executables.as_deref());
             Ok(Some(json!({
                 "create_instance_from_image_unpack_progress": "Unpacking image: 100% (1.00GB/s)",
                 "progress": {"percent": "100", "speed": "1000000000", "stage": "create_instance_from_image_unpack"},

@@ -7,7 +7,8 @@
 //! frame, the server pings `keepalive` at connect and every 10 s, and at the end the server
 //! closes the TCP connections without a close frame. The exit status goes to `metadata.return`.
 
-pub(crate) mod interpreter;
+/// The interpreter: the `fake-shell` crate.
+pub(crate) use fake_shell as interpreter;
 mod runner;
 mod sockets;
 mod task;
@@ -28,7 +29,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::WebSocketStream;
 
-pub(crate) use interpreter::{incus_environment, ExecRequest, Rootfs};
+pub(crate) use interpreter::{incus_environment, ExecRequest};
 use runner::Runner;
 pub(crate) use task::Recording;
 

@@ -200,7 +200,7 @@ mod tests {
             user: 0,
             group: 0,
             cwd: String::new(),
-            rootfs: crate::exec::Rootfs::busybox(),
+            fs: fake_shell::MemoryFs::busybox(),
             hostname: "c1".into(),
         };
         start_task_session(&exec, &id, req, ExecFaults::default(), None, None);

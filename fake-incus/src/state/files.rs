@@ -13,6 +13,7 @@
 
 use bytes::Bytes;
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
 /// Most bytes one tree holds (16 MiB, counting [`ENTRY_COST`] per entry).
@@ -54,7 +55,7 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    fn new(kind: Kind, mode: u32) -> Self {
+    pub(crate) fn new(kind: Kind, mode: u32) -> Self {
         Self {
             kind,
             uid: 0,
@@ -128,10 +129,12 @@ fn parent(path: &str) -> &str {
     }
 }
 
-/// One instance's filesystem.
+/// One instance's filesystem. Cloning is cheap: the entries are shared until one of the copies
+/// changes (copy-on-write), so an image's instances and their snapshots cost one tree until they
+/// write.
 #[derive(Debug, Clone)]
 pub(crate) struct Tree {
-    nodes: BTreeMap<String, Node>,
+    nodes: Arc<BTreeMap<String, Node>>,
     used: usize,
 }
 
@@ -142,12 +145,19 @@ impl Default for Tree {
 }
 
 impl Tree {
-    /// The busybox test image's top-level directories.
-    pub(crate) fn skeleton() -> Self {
-        let mut tree = Self {
-            nodes: BTreeMap::new(),
+    /// An empty tree (not even `/`): what an image's rootfs is built on.
+    pub(crate) fn empty() -> Self {
+        Self {
+            nodes: Arc::new(BTreeMap::new()),
             used: 0,
-        };
+        }
+    }
+
+    /// The busybox test image (`ci/busybox-image.sh`): its top-level directories, `/bin/busybox`
+    /// (a placeholder: the shell knows busybox by its name) with its applets linked in `/bin`,
+    /// `/sbin/init` and `/etc/inittab`.
+    pub(crate) fn skeleton() -> Self {
+        let mut tree = Self::empty();
         // As the daemon shows them in the busybox test image: every one root's, mode 0755.
         for (path, mode) in [
             ("/", 0o755),
@@ -162,14 +172,69 @@ impl Tree {
         ] {
             tree.insert(path.to_string(), Node::new(Kind::Directory, mode));
         }
+        let busybox = Bytes::from_static(fake_shell::fs::BUSYBOX_PLACEHOLDER);
+        tree.insert("/bin/busybox".into(), Node::new(Kind::File(busybox), 0o755));
+        for applet in fake_shell::fs::BUSYBOX_IMAGE_LINKS {
+            let link = Node::new(Kind::Symlink("busybox".into()), 0o777);
+            tree.insert(format!("/bin/{applet}"), link);
+        }
+        let init = Node::new(Kind::Symlink("../bin/busybox".into()), 0o777);
+        tree.insert("/sbin/init".into(), init);
+        let inittab = Bytes::from_static(fake_shell::fs::BUSYBOX_INITTAB);
+        tree.insert("/etc/inittab".into(), Node::new(Kind::File(inittab), 0o644));
         tree
     }
 
     fn insert(&mut self, path: String, node: Node) {
         self.used += node.cost();
-        if let Some(old) = self.nodes.insert(path, node) {
+        if let Some(old) = Arc::make_mut(&mut self.nodes).insert(path, node) {
             self.used -= old.cost();
         }
+    }
+
+    /// Adds an entry of an image's rootfs as it was archived (mode, owner, time kept); the
+    /// parents are made as directories when the archive does not list them first.
+    pub(crate) fn add_archived(&mut self, path: &str, node: Node) -> Result<(), FileError> {
+        let path = clean(path);
+        let mut at = String::new();
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            let parent = if at.is_empty() {
+                "/".to_string()
+            } else {
+                at.clone()
+            };
+            if !self.nodes.contains_key(&parent) {
+                self.fits(&parent, &Node::new(Kind::Directory, 0o755))?;
+                self.insert(parent, Node::new(Kind::Directory, 0o755));
+            }
+            at.push('/');
+            at.push_str(part);
+        }
+        self.fits(&path, &node)?;
+        self.insert(path, node);
+        Ok(())
+    }
+
+    /// A tree holding `executables` (absolute paths; empty files, mode 0755) under their
+    /// directories, with the runtime's `/dev`, `/proc` and `/sys`.
+    pub(crate) fn of_executables(executables: &[String]) -> Self {
+        let mut tree = Self::empty();
+        tree.insert("/".into(), Node::new(Kind::Directory, 0o755));
+        for dir in ["/dev", "/proc", "/sys"] {
+            tree.insert(dir.into(), Node::new(Kind::Directory, 0o755));
+        }
+        for path in executables {
+            let file = Node::new(Kind::File(Bytes::new()), 0o755);
+            if tree.add_archived(path, file).is_err() {
+                break;
+            }
+        }
+        tree
+    }
+
+    /// Whether the tree holds an entry at all (an image's rootfs that had no entries has none).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
     }
 
     /// The entry at `path` (cleaned), not following a symlink.
@@ -313,7 +378,7 @@ impl Tree {
         if node.kind == Kind::Directory && (path == "/" || !self.list(&path).is_empty()) {
             return Err(FileError::NotEmpty(path));
         }
-        if let Some(old) = self.nodes.remove(&path) {
+        if let Some(old) = Arc::make_mut(&mut self.nodes).remove(&path) {
             self.used -= old.cost();
         }
         Ok(())
@@ -343,13 +408,14 @@ impl Tree {
             .filter(|p| **p == from || p.starts_with(&prefix))
             .cloned()
             .collect();
-        if let Some(old) = self.nodes.remove(&to) {
+        let nodes = Arc::make_mut(&mut self.nodes);
+        if let Some(old) = nodes.remove(&to) {
             self.used -= old.cost();
         }
         for path in moved {
-            if let Some(node) = self.nodes.remove(&path) {
+            if let Some(node) = nodes.remove(&path) {
                 let new = format!("{to}{}", &path[from.len()..]);
-                self.nodes.insert(new, node);
+                nodes.insert(new, node);
             }
         }
         Ok(())
@@ -357,11 +423,23 @@ impl Tree {
 
     /// Changes owner and mode.
     pub(crate) fn set_attrs(&mut self, path: &str, attrs: Attrs) -> Result<(), FileError> {
-        let node = self
-            .nodes
+        let node = Arc::make_mut(&mut self.nodes)
             .get_mut(&clean(path))
             .ok_or(FileError::NotFound)?;
         apply(node, attrs);
+        Ok(())
+    }
+
+    /// Sets an entry's modification time.
+    pub(crate) fn set_modified(
+        &mut self,
+        path: &str,
+        when: OffsetDateTime,
+    ) -> Result<(), FileError> {
+        let node = Arc::make_mut(&mut self.nodes)
+            .get_mut(&clean(path))
+            .ok_or(FileError::NotFound)?;
+        node.modified = when;
         Ok(())
     }
 }
@@ -382,10 +460,12 @@ fn apply(node: &mut Node, attrs: Attrs) {
 /// Which tree: an instance's (`snapshot: None`) or one of its snapshots'.
 type Key = (String, String, Option<String>);
 
-/// Every tree, by project, instance and snapshot.
+/// Every tree, by project, instance and snapshot, and the rootfs of each imported image by
+/// fingerprint (an instance created from the image starts with a copy-on-write clone of it).
 #[derive(Debug, Default)]
 pub(crate) struct Files {
     trees: BTreeMap<Key, Tree>,
+    images: BTreeMap<String, Tree>,
 }
 
 fn key(project: &str, instance: &str, snapshot: Option<&str>) -> Key {
@@ -483,6 +563,215 @@ impl Files {
     /// Drops every tree.
     pub(crate) fn clear(&mut self) {
         self.trees.clear();
+        self.images.clear();
+    }
+
+    /// Records an imported image's rootfs.
+    pub(crate) fn set_image(&mut self, fingerprint: &str, rootfs: Tree) {
+        self.images.insert(fingerprint.to_string(), rootfs);
+    }
+
+    /// A new instance's files: the rootfs of the image it is created from (shared until written),
+    /// or the busybox skeleton when the fake has no rootfs for it; never a former namesake's.
+    /// An image seeded with a list of executables and no rootfs gives a tree of those files (empty,
+    /// mode 0755) with their directories and the runtime's `/dev`, `/proc` and `/sys`.
+    pub(crate) fn create_instance(
+        &mut self,
+        project: &str,
+        instance: &str,
+        image: Option<&str>,
+        executables: Option<&[String]>,
+    ) {
+        self.remove_instance(project, instance);
+        let rootfs = match image.and_then(|fingerprint| self.images.get(fingerprint)) {
+            Some(rootfs) => rootfs.clone(),
+            None => match executables {
+                Some(executables) => Tree::of_executables(executables),
+                None => return,
+            },
+        };
+        self.trees.insert(key(project, instance, None), rootfs);
+    }
+}
+
+/// One instance's files as exec reaches them: the tree `incus file` and SFTP use, locked for each
+/// call.
+#[derive(Debug, Clone)]
+pub(crate) struct InstanceFs {
+    files: Arc<Mutex<Files>>,
+    project: String,
+    instance: String,
+}
+
+impl InstanceFs {
+    pub(crate) fn new(files: Arc<Mutex<Files>>, project: &str, instance: &str) -> Self {
+        Self {
+            files,
+            project: project.to_string(),
+            instance: instance.to_string(),
+        }
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Tree) -> T) -> T {
+        let files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        match files.tree(&self.project, &self.instance) {
+            Some(tree) => f(tree),
+            None => f(&Tree::skeleton()),
+        }
+    }
+
+    fn change<T>(&self, f: impl FnOnce(&mut Tree) -> T) -> T {
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        f(files.tree_mut(&self.project, &self.instance))
+    }
+}
+
+fn fs_error(error: FileError) -> fake_shell::FsError {
+    match error {
+        FileError::NotFound => fake_shell::FsError::NotFound,
+        FileError::IsDirectory(_) => fake_shell::FsError::IsDirectory,
+        FileError::NotEmpty(_) => fake_shell::FsError::NotEmpty,
+        FileError::Full(_) => fake_shell::FsError::NoSpace,
+    }
+}
+
+fn meta_of(node: &Node) -> fake_shell::Meta {
+    fake_shell::Meta {
+        kind: match &node.kind {
+            Kind::File(content) => fake_shell::Kind::File(content.len() as u64),
+            Kind::Directory => fake_shell::Kind::Directory,
+            Kind::Symlink(target) => fake_shell::Kind::Symlink(target.clone()),
+        },
+        uid: node.uid,
+        gid: node.gid,
+        mode: node.mode,
+        modified: node.modified.unix_timestamp(),
+    }
+}
+
+impl fake_shell::FileSystem for InstanceFs {
+    fn lstat(&self, path: &str) -> Result<fake_shell::Meta, fake_shell::FsError> {
+        self.read(|tree| tree.get(path).map(meta_of))
+            .ok_or(fake_shell::FsError::NotFound)
+    }
+
+    fn read(&self, path: &str) -> Result<Bytes, fake_shell::FsError> {
+        self.read(|tree| match tree.get(path).map(|n| &n.kind) {
+            Some(Kind::File(content)) => Ok(content.clone()),
+            Some(_) => Err(fake_shell::FsError::IsDirectory),
+            None => Err(fake_shell::FsError::NotFound),
+        })
+    }
+
+    fn list(&self, path: &str) -> Result<Vec<String>, fake_shell::FsError> {
+        self.read(|tree| match tree.get(path).map(|n| &n.kind) {
+            Some(Kind::Directory) => Ok(tree.list(path)),
+            Some(_) => Err(fake_shell::FsError::NotDirectory),
+            None => Err(fake_shell::FsError::NotFound),
+        })
+    }
+
+    fn write(
+        &self,
+        path: &str,
+        content: Bytes,
+        append: bool,
+        mode: u32,
+        owner: fake_shell::Owner,
+    ) -> Result<(), fake_shell::FsError> {
+        self.change(|tree| {
+            let attrs = match tree.get(path) {
+                Some(_) => Attrs::default(),
+                None => Attrs {
+                    uid: Some(owner.uid),
+                    gid: Some(owner.gid),
+                    mode: Some(mode),
+                },
+            };
+            tree.write(path, content, attrs, append).map_err(fs_error)
+        })
+    }
+
+    fn mkdir(
+        &self,
+        path: &str,
+        mode: u32,
+        owner: fake_shell::Owner,
+    ) -> Result<(), fake_shell::FsError> {
+        self.change(|tree| {
+            if tree.get(path).is_some() {
+                return Err(fake_shell::FsError::Exists);
+            }
+            let attrs = Attrs {
+                uid: Some(owner.uid),
+                gid: Some(owner.gid),
+                mode: Some(mode),
+            };
+            tree.mkdir(path, attrs).map_err(fs_error)
+        })
+    }
+
+    fn symlink(
+        &self,
+        target: &str,
+        path: &str,
+        owner: fake_shell::Owner,
+    ) -> Result<(), fake_shell::FsError> {
+        self.change(|tree| {
+            if tree.get(path).is_some() {
+                return Err(fake_shell::FsError::Exists);
+            }
+            let attrs = Attrs {
+                uid: Some(owner.uid),
+                gid: Some(owner.gid),
+                mode: None,
+            };
+            tree.symlink(path, target, attrs).map_err(fs_error)
+        })
+    }
+
+    fn remove(&self, path: &str) -> Result<(), fake_shell::FsError> {
+        self.change(|tree| tree.remove(path).map_err(fs_error))
+    }
+
+    fn rename(&self, from: &str, to: &str) -> Result<(), fake_shell::FsError> {
+        self.change(|tree| {
+            if let (Some(a), Some(b)) = (tree.get(from), tree.get(to)) {
+                if b.kind == Kind::Directory && a.kind != Kind::Directory {
+                    return Err(fake_shell::FsError::IsDirectory);
+                }
+                if b.kind == Kind::Directory && !tree.list(to).is_empty() {
+                    return Err(fake_shell::FsError::NotEmpty);
+                }
+                if b.kind == Kind::Directory {
+                    tree.remove(to).map_err(fs_error)?;
+                }
+            }
+            tree.rename(from, to).map_err(fs_error)
+        })
+    }
+
+    fn set_mode(&self, path: &str, mode: u32) -> Result<(), fake_shell::FsError> {
+        let attrs = Attrs {
+            mode: Some(mode),
+            ..Attrs::default()
+        };
+        self.change(|tree| tree.set_attrs(path, attrs).map_err(fs_error))
+    }
+
+    fn set_owner(&self, path: &str, owner: fake_shell::Owner) -> Result<(), fake_shell::FsError> {
+        let attrs = Attrs {
+            uid: Some(owner.uid),
+            gid: Some(owner.gid),
+            mode: None,
+        };
+        self.change(|tree| tree.set_attrs(path, attrs).map_err(fs_error))
+    }
+
+    fn set_modified(&self, path: &str, modified: i64) -> Result<(), fake_shell::FsError> {
+        let when = OffsetDateTime::from_unix_timestamp(modified)
+            .map_err(|_| fake_shell::FsError::Invalid)?;
+        self.change(|tree| tree.set_modified(path, when).map_err(fs_error))
     }
 }
 
@@ -518,6 +807,8 @@ mod tests {
             tree.list("/"),
             ["bin", "dev", "etc", "proc", "root", "sbin", "sys", "tmp"]
         );
+        assert_eq!(tree.list("/sbin"), ["init"]);
+        assert!(tree.list("/bin").contains(&"busybox".to_string()));
     }
 
     #[test]
@@ -553,6 +844,51 @@ mod tests {
         tree.remove("/tmp/a").unwrap();
         tree.write("/tmp/b", big, Attrs::default(), false).unwrap();
         assert!(tree.used() <= TREE_LIMIT);
+    }
+
+    #[test]
+    fn an_images_instances_share_its_tree_until_one_writes() {
+        let mut files = Files::default();
+        let mut rootfs = Tree::empty();
+        let node = Node::new(Kind::File(Bytes::from_static(b"image")), 0o644);
+        rootfs.add_archived("/etc/motd", node).unwrap();
+        files.set_image("f1", rootfs);
+        for name in ["c1", "c2"] {
+            files.create_instance("default", name, Some("f1"), None);
+        }
+        let shared = |files: &Files| {
+            let one = files.tree("default", "c1").unwrap();
+            let two = files.tree("default", "c2").unwrap();
+            Arc::ptr_eq(&one.nodes, &two.nodes)
+        };
+        assert!(shared(&files), "one tree for both instances");
+        files
+            .tree_mut("default", "c1")
+            .write(
+                "/etc/motd",
+                Bytes::from_static(b"mine"),
+                Attrs::default(),
+                false,
+            )
+            .unwrap();
+        assert!(!shared(&files), "the writer got its own copy");
+        let motd = |name: &str| {
+            files
+                .tree("default", name)
+                .and_then(|t| t.get("/etc/motd"))
+                .map(|n| n.kind.clone())
+        };
+        assert_eq!(motd("c1"), Some(Kind::File(Bytes::from_static(b"mine"))));
+        assert_eq!(motd("c2"), Some(Kind::File(Bytes::from_static(b"image"))));
+        files.create_instance(
+            "default",
+            "c3",
+            None,
+            Some(&["/usr/bin/python3".to_string()]),
+        );
+        let tree = files.tree("default", "c3").unwrap();
+        assert_eq!(tree.list("/"), ["dev", "proc", "sys", "usr"]);
+        assert_eq!(tree.get("/usr/bin/python3").map(|n| n.mode), Some(0o755));
     }
 
     #[test]

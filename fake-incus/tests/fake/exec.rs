@@ -967,3 +967,180 @@ async fn a_websocket_exec_closes_its_sockets_right_after_the_end_of_stream_frame
         );
     }
 }
+
+/// Runs a recorded task exec on `instance`; its return and its stdout.
+async fn recorded(fake: &FakeIncus, instance: &str, body: Value) -> (Value, Vec<u8>) {
+    let mut body = body;
+    body["wait-for-websocket"] = json!(false);
+    body["record-output"] = json!(true);
+    let path = format!("/1.0/instances/{instance}/exec");
+    let reply = unix(fake, "POST", &path, Some(body)).await;
+    assert_eq!(reply.status, 202, "{}", reply.body);
+    let id = reply.metadata()["id"].as_str().unwrap().to_string();
+    wait(fake, &reply).await;
+    let op = unix(fake, "GET", &format!("/1.0/operations/{id}"), None).await;
+    let out = format!("/1.0/instances/{instance}/logs/exec-output/exec_{id}.stdout");
+    let stdout = unix(fake, "GET", &out, None).await.raw.to_vec();
+    (op.metadata()["metadata"]["return"].clone(), stdout)
+}
+
+async fn push(fake: &FakeIncus, instance: &str, path: &str, content: &[u8], mode: &str) {
+    let uri = format!("/1.0/instances/{instance}/files?path={path}");
+    let headers = [
+        ("content-type", "application/octet-stream"),
+        ("x-incus-mode", mode),
+    ];
+    let reply = common::unix_bytes(fake, "POST", &uri, content.to_vec(), &headers).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+}
+
+#[tokio::test]
+async fn exec_runs_a_script_pushed_through_the_file_api() {
+    let fake = running().await;
+    push(
+        &fake,
+        "c1",
+        "/root/hello.sh",
+        b"#!/bin/sh\necho hello \"$1\"\nexit 3\n",
+        "0755",
+    )
+    .await;
+    let ran = recorded(&fake, "c1", json!({"command": ["/root/hello.sh", "you"]})).await;
+    assert_eq!(ran, (json!(3), b"hello you\n".to_vec()));
+    let relative = recorded(
+        &fake,
+        "c1",
+        json!({"command": ["sh", "-c", "./hello.sh me"]}),
+    )
+    .await;
+    assert_eq!(relative, (json!(3), b"hello me\n".to_vec()));
+}
+
+#[tokio::test]
+async fn a_file_exec_writes_is_read_back_through_the_file_api() {
+    let fake = running().await;
+    let ran = recorded(
+        &fake,
+        "c1",
+        json!({"command": ["sh", "-c", "echo x > /tmp/out; echo y >> /tmp/out"]}),
+    )
+    .await;
+    assert_eq!(ran.0, json!(0));
+    let file = unix(&fake, "GET", "/1.0/instances/c1/files?path=/tmp/out", None).await;
+    assert_eq!((file.status, file.raw.as_ref()), (200, b"x\ny\n".as_ref()));
+}
+
+#[tokio::test]
+async fn exec_starts_in_the_users_home_and_honours_cwd_as_the_daemon_does() {
+    let fake = running().await;
+    let home = recorded(
+        &fake,
+        "c1",
+        json!({"command": ["sh", "-c", "pwd; echo $HOME"]}),
+    )
+    .await;
+    assert_eq!(home, (json!(0), b"/root\n/root\n".to_vec()));
+    let tmp = recorded(
+        &fake,
+        "c1",
+        json!({"command": ["sh", "-c", "pwd"], "cwd": "/tmp"}),
+    )
+    .await;
+    assert_eq!(tmp, (json!(0), b"/tmp\n".to_vec()));
+    let listing = recorded(&fake, "c1", json!({"command": ["ls", "/"]})).await;
+    assert_eq!(
+        listing,
+        (
+            json!(0),
+            b"bin\ndev\netc\nproc\nroot\nsbin\nsys\ntmp\n".to_vec()
+        )
+    );
+}
+
+#[tokio::test]
+async fn executing_a_directory_is_command_not_executable_126() {
+    let fake = running().await;
+    let (_, op) = task(
+        &fake,
+        json!({"command": ["/tmp"], "wait-for-websocket": false}),
+    )
+    .await;
+    assert_eq!(
+        (op["err"].as_str(), &op["metadata"]["return"]),
+        (Some("Command not executable"), &json!(126))
+    );
+}
+
+#[tokio::test]
+async fn the_guiding_session_of_tools_makes_the_directory_with_the_umask() {
+    let fake = running().await;
+    let line = "umask 77 && mkdir -p \"$(echo ~/.tmp)\" && echo ok=$(pwd)";
+    let ran = recorded(&fake, "c1", json!({"command": ["sh", "-c", line]})).await;
+    assert_eq!(ran, (json!(0), b"ok=/root\n".to_vec()));
+    let dir = unix(
+        &fake,
+        "GET",
+        "/1.0/instances/c1/files?path=/root/.tmp",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (
+            dir.status,
+            dir.headers.get("x-incus-mode").map(|v| v.to_str().unwrap())
+        ),
+        (200, Some("0700"))
+    );
+}
+
+#[tokio::test]
+async fn the_busybox_images_own_files_are_in_its_instances() {
+    let fake = running().await;
+    let ran = recorded(&fake, "c1", json!({"command": ["cat", "/etc/inittab"]})).await;
+    assert_eq!(
+        ran,
+        (
+            json!(0),
+            b"::sysinit:/bin/true\n::respawn:/bin/sleep 100000\n".to_vec()
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_imported_images_rootfs_becomes_its_instances_files() {
+    let fake = running().await;
+    let body = crate::tarball::tarball(&[
+        (
+            "metadata.yaml",
+            b"architecture: x86_64\ncreation_date: 1700000000\nproperties:\n  os: probe\n",
+        ),
+        ("rootfs/", b""),
+        ("rootfs/bin/", b""),
+        ("rootfs/bin/busybox", b"\x7fELF"),
+        ("rootfs/root/", b""),
+        ("rootfs/etc/", b""),
+        ("rootfs/etc/motd", b"welcome\n"),
+    ]);
+    let headers = [("content-type", "application/octet-stream")];
+    let accepted = common::unix_bytes(&fake, "POST", "/1.0/images", body, &headers).await;
+    let done = wait(&fake, &accepted).await;
+    let fingerprint = done.metadata()["metadata"]["fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let create = json!({"name": "c2", "source": {"type": "image", "fingerprint": fingerprint}, "start": true});
+    let created = unix(&fake, "POST", "/1.0/instances", Some(create)).await;
+    assert_eq!(wait(&fake, &created).await.body["type"], "sync");
+    let ran = recorded(
+        &fake,
+        "c2",
+        json!({"command": ["/bin/busybox", "cat", "/etc/motd"]}),
+    )
+    .await;
+    assert_eq!(ran, (json!(0), b"welcome\n".to_vec()));
+    let file = unix(&fake, "GET", "/1.0/instances/c2/files?path=/etc/motd", None).await;
+    assert_eq!(file.raw.as_ref(), b"welcome\n");
+    // The other instance keeps the busybox test image's files.
+    let other = unix(&fake, "GET", "/1.0/instances/c1/files?path=/etc/motd", None).await;
+    assert_eq!(other.status, 404);
+}

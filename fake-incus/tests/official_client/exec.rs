@@ -17,6 +17,10 @@ pub(crate) fn trials() -> Vec<Trial> {
             official_client_exec_runs_busyboxs_commands_as_the_real_daemon,
         ),
         trial(
+            "official_client_file_push_then_exec_runs_the_pushed_script",
+            official_client_file_push_then_exec_runs_the_pushed_script,
+        ),
+        trial(
             "pylxd_execute_gets_stdout_and_stderr_of_every_exec",
             pylxd_execute_gets_stdout_and_stderr_of_every_exec,
         ),
@@ -37,6 +41,53 @@ async fn exec(cli: &crate::cli::Cli, args: &[&str]) -> (Vec<u8>, String, Option<
 
 fn answer(stdout: &[u8], stderr: &str, status: i32) -> (Vec<u8>, String, Option<i32>) {
     (stdout.to_vec(), stderr.to_owned(), Some(status))
+}
+
+/// The CI idioms: `file push` then `exec` runs the pushed script, `exec` writing a file then `file pull`
+/// reads it; a directory is not executable; `--cwd` and the home as the daemon sets them.
+async fn official_client_file_push_then_exec_runs_the_pushed_script() -> Completion {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    let Some(cli) = setup(&fake).await else {
+        return Completion::ignored_with(NO_CLIENT);
+    };
+    cli.ok(&["launch", "busybox", "c1"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("s.sh");
+    std::fs::write(&script, "#!/bin/sh\necho pushed $1\n").unwrap();
+    let local = script.to_str().unwrap();
+    cli.ok(&["file", "push", "--mode", "0755", local, "c1/root/s.sh"])
+        .await;
+    assert_eq!(
+        exec(&cli, &["--", "/root/s.sh", "x"]).await,
+        answer(b"pushed x\n", "", 0)
+    );
+    assert_eq!(
+        exec(
+            &cli,
+            &["--", "sh", "-c", "./s.sh y; ls -l s.sh | cut -c1-10"]
+        )
+        .await,
+        answer(b"pushed y\n-rwxr-xr-x\n", "", 0)
+    );
+    assert_eq!(
+        exec(&cli, &["--", "sh", "-c", "echo x > /tmp/out"]).await,
+        answer(b"", "", 0)
+    );
+    assert_eq!(cli.ok(&["file", "pull", "c1/tmp/out", "-"]).await, "x\n");
+    assert_eq!(
+        exec(&cli, &["--", "/tmp"]).await,
+        answer(b"", "Error: Command not executable\n", 126)
+    );
+    assert_eq!(
+        exec(&cli, &["--cwd", "/tmp", "--", "sh", "-c", "pwd"]).await,
+        answer(b"/tmp\n", "", 0)
+    );
+    let session = "umask 77 && mkdir -p \"$(echo ~/.tmp)\" && echo ok=$(pwd)";
+    assert_eq!(
+        exec(&cli, &["--", "sh", "-c", session]).await,
+        answer(b"ok=/root\n", "", 0)
+    );
+    Completion::Completed
 }
 
 async fn official_client_exec_runs_only_what_the_image_holds() -> Completion {

@@ -5,8 +5,41 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::streams::{Status, CHUNK};
-use super::{not_simulated, run_command, Ctx, Found, Search, NOT_FOUND_STATUS};
+use crate::io::CHUNK;
+use crate::shell::{Boxed, Search, Shell, Status};
+
+/// A test command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FakeCommand {
+    Flood,
+    Bytes,
+    Hang,
+    IgnoreSignals,
+}
+
+/// The test command of that name.
+pub(crate) fn find(name: &str) -> Option<FakeCommand> {
+    Some(match name {
+        "fake-flood" => FakeCommand::Flood,
+        "fake-bytes" => FakeCommand::Bytes,
+        "fake-hang" => FakeCommand::Hang,
+        "fake-ignore-signals" => FakeCommand::IgnoreSignals,
+        _ => return None,
+    })
+}
+
+impl FakeCommand {
+    pub(crate) fn run<'a>(self, process: &'a mut Shell, args: &'a [String]) -> Boxed<'a, Status> {
+        Box::pin(async move {
+            match self {
+                FakeCommand::Flood => flood(process, args).await,
+                FakeCommand::Bytes => bytes(process, args).await,
+                FakeCommand::Hang => hang().await,
+                FakeCommand::IgnoreSignals => ignore_signals(process, args).await,
+            }
+        })
+    }
+}
 
 /// Exit status for a test command used wrongly.
 const USAGE_STATUS: i32 = 2;
@@ -35,10 +68,10 @@ enum Amount {
 
 /// `fake-flood stdout|stderr N|forever [BYTE]`: writes N copies of BYTE (a single character, or `0xHH`;
 /// default `x`) in chunks of 32 KiB, never holding more than one chunk.
-pub(super) async fn flood(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+async fn flood(ctx: &mut Shell, args: &[String]) -> Status {
     let Some((target, amount, byte)) = flood_args(args) else {
         let usage = "fake-flood: usage: fake-flood stdout|stderr N|forever [BYTE]";
-        ctx.output.err_line(usage).await?;
+        ctx.err_line(usage).await?;
         return Ok(USAGE_STATUS);
     };
     let chunk = Bytes::from(vec![byte; CHUNK]);
@@ -57,8 +90,8 @@ pub(super) async fn flood(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
         tokio::task::consume_budget().await;
         let piece = chunk.slice(..size);
         match target {
-            Stream::Stdout => ctx.output.out(piece).await?,
-            Stream::Stderr => ctx.output.err(piece).await?,
+            Stream::Stdout => ctx.out(piece).await?,
+            Stream::Stderr => ctx.err(piece).await?,
         }
     }
 }
@@ -86,48 +119,38 @@ fn flood_args(args: &[String]) -> Option<(Stream, Amount, u8)> {
 
 /// `fake-bytes stdout|stderr HEX...`: writes the bytes spelled by the hexadecimal arguments (any bytes,
 /// e.g. invalid UTF-8 such as `ff fe`), concatenated, in one write.
-pub(super) async fn bytes(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
+async fn bytes(ctx: &mut Shell, args: &[String]) -> Status {
     let decoded = args.split_first().and_then(|(target, hex)| {
         let pieces: Option<Vec<Vec<u8>>> = hex.iter().map(|h| hex::decode(h).ok()).collect();
         Some((stream(target)?, pieces?.concat()))
     });
     let Some((target, bytes)) = decoded else {
         let usage = "fake-bytes: usage: fake-bytes stdout|stderr HEX...";
-        ctx.output.err_line(usage).await?;
+        ctx.err_line(usage).await?;
         return Ok(USAGE_STATUS);
     };
     match target {
-        Stream::Stdout => ctx.output.out(bytes).await?,
-        Stream::Stderr => ctx.output.err(bytes).await?,
+        Stream::Stdout => ctx.out(bytes).await?,
+        Stream::Stderr => ctx.err(bytes).await?,
     }
     Ok(0)
 }
 
 /// `fake-hang`: never exits and reads nothing; only a signal ends it.
-pub(super) async fn hang() -> Status {
+async fn hang() -> Status {
     std::future::pending().await
 }
 
 /// `fake-ignore-signals COMMAND [ARG...]`: runs the command while every signal except SIGKILL is
 /// ignored, for the rest of the program (like `trap '' …` in a shell).
-pub(super) async fn ignore_signals(ctx: &mut Ctx<'_>, args: &[String]) -> Status {
-    let Some((name, args)) = args.split_first() else {
+async fn ignore_signals(ctx: &mut Shell, args: &[String]) -> Status {
+    if args.is_empty() {
         let usage = "fake-ignore-signals: usage: fake-ignore-signals COMMAND [ARG...]";
-        ctx.output.err_line(usage).await?;
+        ctx.err_line(usage).await?;
         return Ok(USAGE_STATUS);
-    };
-    let command = match ctx.find(name, Search::PreferApplets) {
-        Found::Command(command) => command,
-        Found::NotSimulated(path) => return not_simulated(ctx, &path).await,
-        Found::Missing => {
-            ctx.output
-                .err_line(&format!("fake-ignore-signals: {name}: not found"))
-                .await?;
-            return Ok(NOT_FOUND_STATUS);
-        }
-    };
-    ctx.ignoring_signals.store(true, Ordering::SeqCst);
-    run_command(ctx, command, args).await
+    }
+    ctx.m.ignoring.store(true, Ordering::SeqCst);
+    ctx.run_argv(args, Search::Program).await
 }
 
 #[cfg(test)]
