@@ -32,6 +32,25 @@
 //! [`FakeIncusBuilder::https`] is set (then `127.0.0.1:0`); the state is the default state
 //! (project, profile and pool `default`, network `lo`, image alias `busybox`). Dropping the
 //! handle stops every listener and removes the socket.
+//!
+//! # How the code is laid out
+//!
+//! The modules form floors, read top-down: a module uses only modules below it (on a lower
+//! floor, or later on its own floor), never one above, never in a circle:
+//!
+//! | floor | modules | what they do |
+//! |---|---|---|
+//! | 1 | `lib` (this handle), `control`, `members` | start and script the fake: the builder, the control socket, the cluster members' listeners and their down/up life |
+//! | 2 | `server` | the listeners: one task per connection, HTTP over a Unix socket or mutual TLS, into `api` |
+//! | 3 | `api` | the Incus API as a function from request to response: journal, faults, trust, routing, one module per resource; on a cluster it decides where the request belongs and hands that (a `cluster::Scope`) down explicitly, never through a task-local |
+//! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
+//! | 5 | `exec`, `lifecycle` | exec sessions over websockets and the built-in interpreter; operations' registration, events, waits and expiry (`exec` settles through `lifecycle`) |
+//! | 6 | `faults`, `journal` | the fault rules and their verdicts; the request journal and its queries |
+//! | 7 | `cluster`, `state`, `envelope`, `pattern`, `tls` | plain data and rules: the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates |
+//!
+//! Where to add things: an endpoint is a function in its resource's module under `api/` (state
+//! it changes in `state/`); a fault is a variant in `faults/`; a test of API semantics talks to
+//! the fake through the public handle.
 
 mod api;
 mod app;
@@ -42,6 +61,7 @@ mod exec;
 mod faults;
 mod journal;
 mod lifecycle;
+mod members;
 mod pattern;
 mod server;
 mod state;
@@ -56,12 +76,7 @@ pub use journal::{
 
 use app::{App, Settings};
 
-/// How long an exec over websockets waits, by default, between its last websocket attaching and
-/// the command starting: the low end of the real daemon's 25-50 ms, so that the first output never
-/// shares a read with the upgrade answer and clients that set up their readers after the upgrade
-/// (pylxd with ws4py) see all of it, as against the daemon. See
-/// [`FakeIncusBuilder::exec_start_delay`].
-pub const DEFAULT_EXEC_START_DELAY: std::time::Duration = std::time::Duration::from_millis(25);
+pub use app::DEFAULT_EXEC_START_DELAY;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -311,7 +326,7 @@ impl FakeIncusBuilder {
         for (index, name) in names.iter().enumerate().skip(1) {
             let path = member_socket(&socket, name);
             let addr = https_addr.map(|a| SocketAddr::new(a.ip(), 0));
-            let listeners = cluster::listeners::bind(&path, addr)
+            let listeners = members::listeners::bind(&path, addr)
                 .map_err(Error::io(format!("binding member {name}")))?;
             bound.push((index, path, listeners));
         }
@@ -333,7 +348,7 @@ impl FakeIncusBuilder {
                 Some(_) => Some(tls::server_config(&server_id)?),
                 None => None,
             };
-            let mut first = Some(cluster::listeners::Bound { unix, tcp: https });
+            let mut first = Some(members::listeners::Bound { unix, tcp: https });
             let mut infos = Vec::new();
             let mut listeners = Vec::new();
             for (index, name) in names.iter().enumerate() {
@@ -370,7 +385,7 @@ impl FakeIncusBuilder {
             let _ = app.cluster.set(Arc::clone(&cluster));
             for (index, members_bound) in listeners.into_iter().enumerate() {
                 let until = cluster.life_token_at(index);
-                cluster::listeners::serve(&app, &cluster, index, members_bound, until);
+                members::listeners::serve(&app, &cluster, index, members_bound, until);
             }
         }
         tracing::info!(socket = %socket.display(), https = ?https_addr, "fake-incus ready");
@@ -599,7 +614,7 @@ impl FakeIncus {
     /// # Ok(()) }
     /// ```
     pub fn member_down(&self, name: &str) -> Result<(), Error> {
-        cluster::member_down(&self.app, name).map_err(Error::Cluster)
+        members::member_down(&self.app, name).map_err(Error::Cluster)
     }
 
     /// Starts the member's daemon again: its sockets accept connections at once; through the
@@ -608,7 +623,7 @@ impl FakeIncus {
     /// instances are kept, as a real member's containers outlive its daemon. Must be called
     /// inside the fake's Tokio runtime.
     pub fn member_up(&self, name: &str) -> Result<(), Error> {
-        cluster::member_up(&self.app, name).map_err(Error::Cluster)
+        members::member_up(&self.app, name).map_err(Error::Cluster)
     }
 
     /// The server certificate (PEM), for pinning.
