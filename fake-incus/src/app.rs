@@ -227,7 +227,9 @@ impl App {
         location: Option<String>,
         work: Work,
     ) -> Value {
-        let (id, json) = self.lifecycle.create_operation(spec, fault.as_ref(), location);
+        let (id, json) = self
+            .lifecycle
+            .create_operation(spec, fault.as_ref(), location);
         let app = Arc::clone(self);
         tokio::spawn(async move { app.drive_task(id, fault, work).await });
         json
