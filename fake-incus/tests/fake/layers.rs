@@ -81,7 +81,10 @@ fn used(code: &str) -> Vec<String> {
 }
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("reading the sources").flatten() {
+    for entry in std::fs::read_dir(dir)
+        .expect("reading the sources")
+        .flatten()
+    {
         let path = entry.path();
         if path.is_dir() {
             sources(&path, out);
@@ -103,7 +106,11 @@ fn every_module_uses_only_modules_below_it_in_the_crate_map() {
         .collect();
     let declared: Vec<&str> = lib
         .lines()
-        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .filter_map(|l| {
+            l.strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))?
+                .strip_suffix(';')
+        })
         .collect();
     let mut missing: Vec<&str> = declared
         .iter()
