@@ -293,11 +293,7 @@ async fn image_aliases_are_created_renamed_updated_and_deleted_with_the_daemons_
             created.header("location"),
             &created.json()["metadata"]
         ),
-        (
-            201,
-            Some("/1.0/images/aliases/a1"),
-            &Value::Null
-        )
+        (201, Some("/1.0/images/aliases/a1"), &Value::Null)
     );
     let alias = call(&fake, "GET", "/1.0/images/aliases/a1", None).await;
     assert_eq!(
