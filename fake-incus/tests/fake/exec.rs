@@ -500,7 +500,7 @@ async fn exec_record_output_keeps_stdout_and_stderr_as_log_files() {
         (200, &b"recorded-out\n"[..])
     );
     assert_eq!(
-        stdout.header("content-type").as_deref(),
+        stdout.header("content-type"),
         Some("application/octet-stream")
     );
     assert_eq!(

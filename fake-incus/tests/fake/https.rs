@@ -42,7 +42,7 @@ async fn trusted_client_certificate_is_trusted_with_tls_identity() {
     let client = Https::new(&fake, ClientCert::Trusted, false);
     let reply = client.request("GET", "/1.0", None).await;
     assert_eq!(reply.status(), 200);
-    common::assert_envelope(&reply.json());
+    common::assert_envelope(reply.json());
     let m = reply.metadata();
     assert_eq!(
         (m["auth"].as_str(), m["auth_user_method"].as_str()),
@@ -70,7 +70,7 @@ async fn h2_is_offered_through_alpn() {
     let client = Https::new(&fake, ClientCert::Trusted, true);
     let reply = client.request("GET", "/1.0/instances", None).await;
     assert_eq!(reply.status(), 200);
-    assert_eq!(reply.header("x-test-version").as_deref(), Some("HTTP/2.0"));
+    assert_eq!(reply.header("x-test-version"), Some("HTTP/2.0"));
 }
 
 #[tokio::test]
@@ -112,7 +112,7 @@ async fn untrusted_and_absent_certificates_get_the_untrusted_server_and_403() {
                 (403, Some("not authorized")),
                 "{path}"
             );
-            common::assert_envelope(&reply.json());
+            common::assert_envelope(reply.json());
         }
         let create = client
             .request("POST", "/1.0/instances", Some(json!({"name": "x"})))
@@ -192,9 +192,9 @@ async fn https_answers_like_the_unix_socket() {
         let body = json!({"name": name, "source": {"type": "image", "alias": "busybox"}});
         let created = client.request("POST", "/1.0/instances", Some(body)).await;
         assert_eq!(created.status(), 202);
-        common::assert_envelope(&created.json());
+        common::assert_envelope(created.json());
         assert_eq!(
-            created.header("location").as_deref(),
+            created.header("location"),
             created.json()["operation"].as_str()
         );
         let op = created.json()["operation"].as_str().unwrap();
@@ -217,11 +217,8 @@ async fn https_answers_like_the_unix_socket() {
         assert_eq!(got.metadata(), unix.metadata());
         let missing = client.request("GET", "/1.0/instances/nope", None).await;
         assert_eq!(missing.status(), 404);
-        common::assert_envelope(&missing.json());
-        assert_eq!(
-            missing.header("x-content-type-options").as_deref(),
-            Some("nosniff")
-        );
+        common::assert_envelope(missing.json());
+        assert_eq!(missing.header("x-content-type-options"), Some("nosniff"));
     }
 }
 

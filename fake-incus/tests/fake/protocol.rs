@@ -33,7 +33,7 @@ async fn root_lists_the_api_version() {
     let fake = fake().await;
     let reply = call(&fake, "GET", "/", None).await;
     assert_eq!(reply.status(), 200);
-    assert_envelope(&reply.json());
+    assert_envelope(reply.json());
     assert_eq!(reply.json()["metadata"], json!(["/1.0"]));
     assert!(reply.bytes().ends_with(b"\n"), "bodies end with a newline");
 }
@@ -71,7 +71,7 @@ async fn server_is_trusted_locally_with_environment_and_etag() {
         m["environment"]["storage_supported_drivers"][0]["Name"],
         "dir"
     );
-    assert!(is_quoted_sha256(&reply.header("etag").unwrap()));
+    assert!(is_quoted_sha256(reply.header("etag").unwrap()));
     // sha256("{}\n"): the server ETag hashes the config map.
     assert_eq!(
         reply.header("etag").unwrap(),
@@ -84,12 +84,9 @@ async fn unknown_route_is_404_and_unhandled_method_is_501() {
     let fake = fake().await;
     let reply = call(&fake, "GET", "/2.0", None).await;
     assert_native_error(&reply, 404, "not found");
-    assert_envelope(&reply.json());
+    assert_envelope(reply.json());
     assert_eq!(reply.json()["metadata"], Value::Null);
-    assert_eq!(
-        reply.header("x-content-type-options").as_deref(),
-        Some("nosniff")
-    );
+    assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
     let reply = call(&fake, "POST", "/1.0/operations", None).await;
     assert_native_error(&reply, 501, "not implemented");
     let reply = call(&fake, "GET", "/1.0?target=x", None).await;
@@ -102,7 +99,7 @@ async fn instance_create_is_async_and_the_operation_succeeds() {
     let body = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}});
     let reply = call(&fake, "POST", "/1.0/instances", Some(body)).await;
     assert_eq!(reply.status(), 202);
-    assert_envelope(&reply.json());
+    assert_envelope(reply.json());
     assert_eq!(
         (
             reply.json()["type"].as_str(),
@@ -138,7 +135,7 @@ async fn instance_create_is_async_and_the_operation_succeeds() {
     );
     let done = wait(&fake, &reply).await;
     assert_eq!(done.status(), 200);
-    assert_eq!(done.header("connection").as_deref(), Some("keep-alive"));
+    assert_eq!(done.header("connection"), Some("keep-alive"));
     assert_eq!(done.metadata()["status"], "Success");
     assert_eq!(done.metadata()["status_code"], 200);
     let got = call(&fake, "GET", "/1.0/instances/c1", None).await;
@@ -171,7 +168,7 @@ async fn instance_create_is_async_and_the_operation_succeeds() {
         json!({"path": "/", "pool": "default", "type": "disk"})
     );
     assert_eq!(got.metadata()["config"]["image.os"], "busybox");
-    assert!(is_quoted_sha256(&got.header("etag").unwrap()));
+    assert!(is_quoted_sha256(got.header("etag").unwrap()));
 }
 
 #[tokio::test]
@@ -187,7 +184,7 @@ async fn duplicate_instance_name_fails_inside_the_operation_not_409() {
         200,
         "the wait answers 200 even for a failed operation"
     );
-    assert_envelope(&done.json());
+    assert_envelope(done.json());
     assert_eq!(done.json()["type"], "error");
     assert_eq!(done.json()["error_code"], 500);
     assert!(done.json()["error"]

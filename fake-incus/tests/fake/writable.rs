@@ -448,11 +448,11 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
             header("content-disposition"),
         ),
         (
-            Some("1000".into()),
-            Some("1001".into()),
-            Some("0640".into()),
-            Some("file".into()),
-            Some("inline;filename=new.txt".into())
+            Some("1000"),
+            Some("1001"),
+            Some("0640"),
+            Some("file"),
+            Some("inline;filename=new.txt")
         )
     );
     let head = send(
@@ -464,7 +464,7 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
     )
     .await;
     assert_eq!((head.status(), head.bytes().len()), (200, 0));
-    assert_eq!(head.header("x-incus-mode"), Some("0640".into()));
+    assert_eq!(head.header("x-incus-mode"), Some("0640"));
 
     let dir = send(
         &fake,
@@ -487,12 +487,12 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
     let read_link = send(&fake, "GET", &files_path("c1", "/root/ln"), Vec::new(), &[]).await;
     assert_eq!(
         (read_link.bytes().as_ref(), read_link.header("x-incus-type")),
-        (&b"/root/new.txt"[..], Some("symlink".into()))
+        (&b"/root/new.txt"[..], Some("symlink"))
     );
     let listing = call(&fake, "GET", &files_path("c1", "/root"), None).await;
     assert_eq!(
         (listing.metadata(), listing.header("x-incus-type")),
-        (&json!(["d1", "ln", "new.txt"]), Some("directory".into()))
+        (&json!(["d1", "ln", "new.txt"]), Some("directory"))
     );
 
     for (method, path, headers, status, message) in [
