@@ -30,9 +30,6 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::rt::TokioIo;
 use incus_operations::{run, Binding, Client, Connection, Host, HostError, RunOptions, Scope};
 use serde_json::{json, Value};
 
@@ -60,25 +57,10 @@ impl Host for BenchHost {
 
 /// The bare native call: a fresh connection, one GET, the body read and parsed.
 async fn bare_get(socket: &Path, path: &str) -> Value {
-    let stream = tokio::net::UnixStream::connect(socket)
+    let reply = fake_incus::client::send(socket, fake_incus::Request::get(path))
         .await
-        .expect("connect");
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(connection);
-    let request = http::Request::get(path)
-        .header(http::header::HOST, "incus")
-        .body(Empty::<Bytes>::new())
-        .expect("request");
-    let response = sender.send_request(request).await.expect("response");
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    serde_json::from_slice(&bytes).expect("JSON")
+        .expect("GET");
+    serde_json::from_slice(reply.bytes()).expect("JSON")
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -370,28 +352,13 @@ async fn real_exec_streaming() {
 
 /// One native request on a fresh connection, its answer parsed (`Null` if it is not JSON).
 async fn native(socket: &Path, method: &str, path: &str, body: Option<Value>) -> Value {
-    let Ok(stream) = tokio::net::UnixStream::connect(socket).await else {
-        return Value::Null;
+    let request = fake_incus::Request::new(method, path);
+    let request = match body {
+        Some(body) => request.json(&body),
+        None => request.header("content-type", "application/json"),
     };
-    let Ok((mut sender, connection)) =
-        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
-    else {
-        return Value::Null;
-    };
-    tokio::spawn(connection);
-    let body = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
-    let request = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header(http::header::HOST, "incus")
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(http_body_util::Full::new(body))
-        .expect("request");
-    let Ok(response) = sender.send_request(request).await else {
-        return Value::Null;
-    };
-    match response.into_body().collect().await {
-        Ok(bytes) => serde_json::from_slice(&bytes.to_bytes()).unwrap_or(Value::Null),
+    match fake_incus::client::send(socket, request).await {
+        Ok(reply) => reply.json().clone(),
         Err(_) => Value::Null,
     }
 }

@@ -14,9 +14,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request};
-use hyper_util::rt::TokioIo;
+use fake_incus::{client, Request};
+use hyper::Method;
 use serde_json::{json, Value};
 
 const ROUNDS: usize = 7;
@@ -31,28 +30,14 @@ impl Daemon {
     /// One request on a fresh connection; the answer's bytes, unparsed (the client does no more
     /// work than it must, so the ratio is the daemons').
     async fn send(&self, method: Method, path: &str, body: Option<Value>) -> Bytes {
-        let stream = tokio::net::UnixStream::connect(&self.socket)
-            .await
-            .unwrap_or_else(|e| panic!("{}: connect: {e}", self.name));
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .expect("handshake");
-        tokio::spawn(connection);
-        let body = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
-        let request = Request::builder()
-            .method(method)
-            .uri(format!("http://incus{path}"))
-            .header("host", "incus")
+        let request = Request::new(method.as_str(), path)
             .header("content-type", "application/json")
-            .body(Full::new(body))
-            .expect("request");
-        let response = sender.send_request(request).await.expect("response");
-        response
-            .into_body()
-            .collect()
+            .body(body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string())));
+        client::send(&self.socket, request)
             .await
-            .expect("body")
-            .to_bytes()
+            .unwrap_or_else(|e| panic!("{}: {e}", self.name))
+            .bytes()
+            .clone()
     }
 
     async fn send_json(&self, method: Method, path: &str, body: Option<Value>) -> Value {

@@ -20,6 +20,13 @@ use tokio_util::sync::CancellationToken;
 /// It returns the operation's final metadata (or keeps it when `None`).
 pub(crate) type Work = Box<dyn FnOnce(&mut State) -> Result<Option<Value>, ApiError> + Send>;
 
+/// How long an exec over websockets waits, by default, between its last websocket attaching and
+/// the command starting: the low end of the real daemon's 25-50 ms, so that the first output never
+/// shares a read with the upgrade answer and clients that set up their readers after the upgrade
+/// (pylxd with ws4py) see all of it, as against the daemon. See
+/// `FakeIncusBuilder::exec_start_delay`.
+pub const DEFAULT_EXEC_START_DELAY: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// Tunables fixed at start.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
@@ -44,7 +51,7 @@ impl Default for Settings {
         Self {
             retention: Duration::from_secs(5),
             exec_connect_timeout: Duration::from_secs(5),
-            exec_start_delay: crate::DEFAULT_EXEC_START_DELAY,
+            exec_start_delay: DEFAULT_EXEC_START_DELAY,
             https_address: None,
             journal_limit: crate::journal::DEFAULT_LIMIT,
             header_read_timeout: Duration::from_secs(10),
@@ -220,14 +227,18 @@ impl App {
         self.files().clear();
     }
 
-    /// Starts a task operation whose `work` runs in the background, shaped by an operation fault.
+    /// Starts a task operation on cluster member `location` whose `work` runs in the background,
+    /// shaped by an operation fault.
     pub(crate) fn start_task(
         self: &Arc<Self>,
         spec: OpSpec,
         fault: Option<OperationFault>,
+        location: Option<String>,
         work: Work,
     ) -> Value {
-        let (id, json) = self.lifecycle.create_operation(spec, fault.as_ref());
+        let (id, json) = self
+            .lifecycle
+            .create_operation(spec, fault.as_ref(), location);
         let app = Arc::clone(self);
         tokio::spawn(async move { app.drive_task(id, fault, work).await });
         json
@@ -265,13 +276,14 @@ impl App {
         self.lifecycle.finish_operation(id, outcome);
     }
 
-    /// Registers a running operation and returns its id and JSON.
+    /// Registers a running operation on cluster member `location` and returns its id and JSON.
     pub(crate) fn create_operation(
         &self,
         spec: OpSpec,
         fault: Option<&OperationFault>,
+        location: Option<String>,
     ) -> (String, Value) {
-        self.lifecycle.create_operation(spec, fault)
+        self.lifecycle.create_operation(spec, fault, location)
     }
 
     /// Sets the metadata an operation starts with.

@@ -64,7 +64,7 @@ async fn handle(app: &Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>>
         Err(err) => return answer(StatusCode::BAD_REQUEST, json!({"error": err.to_string()})),
     };
     let reply = if path.starts_with("/cluster/") {
-        crate::cluster::control(app, method.as_str(), &path).map_err(|(status, message)| {
+        crate::members::control(app, method.as_str(), &path).map_err(|(status, message)| {
             (
                 StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
                 message,
@@ -99,7 +99,7 @@ fn route(app: &App, method: &Method, path: &str, query: &str, body: &[u8]) -> Re
             let value: Value = parse(body)?;
             let mut state =
                 State::seed(value).map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
-            crate::cluster::place_seeded_on(app, &mut state);
+            crate::members::place_seeded_on(app, &mut state);
             app.replace_state(state);
             Ok(json!({}))
         }

@@ -30,7 +30,7 @@ pub enum Listener {
     Unix,
     /// The HTTPS listener.
     Https,
-    /// A direct call of the app, without a socket (unit tests of the fake itself).
+    /// A call through `FakeIncus::call`, without a socket (trusted, as the Unix socket).
     Direct,
 }
 

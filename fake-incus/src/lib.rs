@@ -4,8 +4,7 @@
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use fake_incus::{Fault, FakeIncus, Rule};
-//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! use fake_incus::{assert_native_error, Fault, FakeIncus, Request, Rule};
 //!
 //! let fake = FakeIncus::builder().https(true).start().await?;
 //! println!("unix socket: {}, https: {:?}", fake.unix_socket().display(), fake.https_url());
@@ -15,14 +14,12 @@
 //! // Exactly one GET /1.0 from here on, checked when `once` drops.
 //! let once = fake.expect("GET", "/1.0", 1);
 //!
-//! // ... drive a client against the fake:
-//! let mut socket = tokio::net::UnixStream::connect(fake.unix_socket()).await?;
-//! socket.write_all(b"GET /1.0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await?;
-//! let mut answer = String::new();
-//! socket.read_to_string(&mut answer).await?;
-//! assert!(answer.starts_with("HTTP/1.1 200"));
+//! // Ask it in process (any client can use its sockets the same way):
+//! assert_eq!(fake.call(Request::get("/1.0")).await.status(), 200);
+//! let missing = fake.call(Request::get("/1.0/profiles/nope")).await;
+//! assert_native_error(&missing, 404, "Fetch profile: Profile not found");
 //!
-//! // ... then check what it sent:
+//! // ... then check what it was sent:
 //! assert_eq!(fake.requests("GET", "/1.0").len(), 1);
 //! drop(once);
 //! # Ok(()) }
@@ -32,9 +29,30 @@
 //! [`FakeIncusBuilder::https`] is set (then `127.0.0.1:0`); the state is the default state
 //! (project, profile and pool `default`, network `lo`, image alias `busybox`). Dropping the
 //! handle stops every listener and removes the socket.
+//!
+//! # How the code is laid out
+//!
+//! The modules form floors, read top-down: a module uses only modules below it (on a lower
+//! floor, or later on its own floor), never one above, never in a circle:
+//!
+//! | floor | modules | what they do |
+//! |---|---|---|
+//! | 1 | `lib` (this handle), `control`, `members` | start and script the fake: the builder, the control socket, the cluster members' listeners and their down/up life |
+//! | 2 | `server` | the listeners: one task per connection, HTTP over a Unix socket or mutual TLS, into `api` |
+//! | 3 | `api` | the Incus API as a function from request to response: journal, faults, trust, routing, one module per resource; on a cluster it decides where the request belongs and hands that (a `cluster::Scope`) down explicitly, never through a task-local |
+//! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
+//! | 5 | `exec`, `lifecycle` | exec sessions over websockets and the built-in interpreter; operations' registration, events, waits and expiry (`exec` settles through `lifecycle`) |
+//! | 6 | `faults`, `journal` | the fault rules and their verdicts; the request journal and its queries |
+//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client), the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates |
+//!
+//! Where to add things: an endpoint is a function in its resource's module under `api/` (state
+//! it changes in `state/`); a fault is a variant in `faults/`; a test of API semantics asks the
+//! fake with [`FakeIncus::call`] and checks errors with [`assert_native_error`]; a test of the
+//! transport (framing, TLS, websockets, a socket going away) uses a socket ([`client`]).
 
 mod api;
 mod app;
+pub mod client;
 mod cluster;
 mod control;
 mod envelope;
@@ -42,11 +60,13 @@ mod exec;
 mod faults;
 mod journal;
 mod lifecycle;
+mod members;
 mod pattern;
 mod server;
 mod state;
 mod tls;
 
+pub use client::{assert_native_error, Reply, Request};
 pub use cluster::{ClusterTimings, Member};
 pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};
 pub use journal::{
@@ -56,12 +76,8 @@ pub use journal::{
 
 use app::{App, Settings};
 
-/// How long an exec over websockets waits, by default, between its last websocket attaching and
-/// the command starting: the low end of the real daemon's 25-50 ms, so that the first output never
-/// shares a read with the upgrade answer and clients that set up their readers after the upgrade
-/// (pylxd with ws4py) see all of it, as against the daemon. See
-/// [`FakeIncusBuilder::exec_start_delay`].
-pub const DEFAULT_EXEC_START_DELAY: std::time::Duration = std::time::Duration::from_millis(25);
+pub use app::DEFAULT_EXEC_START_DELAY;
+pub use pattern::path_matches;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -311,7 +327,7 @@ impl FakeIncusBuilder {
         for (index, name) in names.iter().enumerate().skip(1) {
             let path = member_socket(&socket, name);
             let addr = https_addr.map(|a| SocketAddr::new(a.ip(), 0));
-            let listeners = cluster::listeners::bind(&path, addr)
+            let listeners = members::listeners::bind(&path, addr)
                 .map_err(Error::io(format!("binding member {name}")))?;
             bound.push((index, path, listeners));
         }
@@ -333,7 +349,7 @@ impl FakeIncusBuilder {
                 Some(_) => Some(tls::server_config(&server_id)?),
                 None => None,
             };
-            let mut first = Some(cluster::listeners::Bound { unix, tcp: https });
+            let mut first = Some(members::listeners::Bound { unix, tcp: https });
             let mut infos = Vec::new();
             let mut listeners = Vec::new();
             for (index, name) in names.iter().enumerate() {
@@ -370,7 +386,7 @@ impl FakeIncusBuilder {
             let _ = app.cluster.set(Arc::clone(&cluster));
             for (index, members_bound) in listeners.into_iter().enumerate() {
                 let until = cluster.life_token_at(index);
-                cluster::listeners::serve(&app, &cluster, index, members_bound, until);
+                members::listeners::serve(&app, &cluster, index, members_bound, until);
             }
         }
         tracing::info!(socket = %socket.display(), https = ?https_addr, "fake-incus ready");
@@ -487,36 +503,61 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
+    /// use fake_incus::Request;
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
-    /// assert!(send(&fake, "GET", "/1.0").await.starts_with("HTTP/1.1 200"));
+    /// assert_eq!(fake.call(Request::get("/1.0")).await.status(), 200);
     /// # Ok(()) }
     /// ```
     pub fn builder() -> FakeIncusBuilder {
         FakeIncusBuilder::default()
     }
 
+    /// Answers `request` in process, with no socket, through the fake's whole request path as a
+    /// listener takes it (the checks of the request head, the journal, the fault rules, trust
+    /// as on the Unix socket, routing, and on a cluster the routing through the member that
+    /// [`Request::through`] names, the first by default). The journal shows it with listener
+    /// [`Listener::Direct`]. A fault that closes or resets the connection gives a
+    /// [`Reply::dropped`] answer; a request that is not valid HTTP (method, path or header) a
+    /// 400 with the reason as its body. Websockets and the events stream need a socket (see
+    /// [`client`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use fake_incus::{assert_native_error, FakeIncus, Request};
+    /// let fake = FakeIncus::builder().start().await?;
+    /// let created = fake
+    ///     .call(Request::post("/1.0/instances").json(&serde_json::json!({"name": "c1", "source": {"type": "none"}})))
+    ///     .await;
+    /// assert_eq!((created.status(), created.json()["type"].as_str()), (202, Some("async")));
+    /// let done = fake.call(Request::get(&format!("{}/wait", created.operation().unwrap()))).await;
+    /// assert_eq!(done.metadata()["status"], "Success");
+    /// let stale = fake.call(Request::put("/1.0/instances/c1").header("If-Match", "\"stale\"")).await;
+    /// assert_eq!(stale.native_error().map(|(code, _)| code), Some(412));
+    /// assert_native_error(&fake.call(Request::get("/1.0/nope")).await, 404, "not found");
+    /// assert_eq!(fake.requests("*", "/1.0/**")[0].listener, fake_incus::Listener::Direct);
+    /// # Ok(()) }
+    /// ```
+    pub async fn call(&self, request: impl Into<Request>) -> Reply {
+        let request = request.into();
+        let member = request.member().map(Arc::from);
+        let http = match request.to_http(|body| body) {
+            Ok(http) => http,
+            Err(err) => {
+                return Reply::new(400, http::HeaderMap::new(), err.to_string().into());
+            }
+        };
+        let peer = api::Peer {
+            listener: Listener::Direct,
+            fingerprint: None,
+            member,
+        };
+        server::answer_read(&self.app, http, peer).await
+    }
+
     /// The Unix socket path (for `INCUS_SOCKET` or a hyperlocal client).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// assert!(fake.unix_socket().exists());
     /// # Ok(()) }
@@ -529,15 +570,6 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// let fake = fake_incus::FakeIncus::builder().https(true).start().await?;
     /// assert!(fake.https_url().unwrap().starts_with("https://127.0.0.1:"));
     /// let plain = fake_incus::FakeIncus::builder().start().await?;
@@ -552,15 +584,6 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// let fake = fake_incus::FakeIncus::builder().https(true).start().await?;
     /// assert_ne!(fake.https_address().unwrap().port(), 0);
     /// # Ok(()) }
@@ -599,7 +622,7 @@ impl FakeIncus {
     /// # Ok(()) }
     /// ```
     pub fn member_down(&self, name: &str) -> Result<(), Error> {
-        cluster::member_down(&self.app, name).map_err(Error::Cluster)
+        members::member_down(&self.app, name).map_err(Error::Cluster)
     }
 
     /// Starts the member's daemon again: its sockets accept connections at once; through the
@@ -608,22 +631,13 @@ impl FakeIncus {
     /// instances are kept, as a real member's containers outlive its daemon. Must be called
     /// inside the fake's Tokio runtime.
     pub fn member_up(&self, name: &str) -> Result<(), Error> {
-        cluster::member_up(&self.app, name).map_err(Error::Cluster)
+        members::member_up(&self.app, name).map_err(Error::Cluster)
     }
 
     /// The server certificate (PEM), for pinning.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// assert!(fake.server_cert_pem().starts_with("-----BEGIN CERTIFICATE-----"));
     /// # Ok(()) }
@@ -636,15 +650,6 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// assert!(fake.client_cert_pem().contains("CERTIFICATE"));
     /// assert_ne!(fake.client_cert_pem(), fake.server_cert_pem());
@@ -658,15 +663,6 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// assert!(fake.client_key_pem().contains("PRIVATE KEY"));
     /// # Ok(()) }
@@ -680,15 +676,6 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// let other = fake_incus::FakeIncus::builder().start().await?;
     /// fake.trust_certificate(&other.client_cert_pem())?;
@@ -705,17 +692,9 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
+    /// use fake_incus::Request;
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
-    /// send(&fake, "GET", "/1.0").await;
+    /// fake.call(Request::get("/1.0")).await;
     /// let journal = fake.journal();
     /// assert_eq!((journal[0].method.as_str(), journal[0].path.as_str()), ("GET", "/1.0"));
     /// # Ok(()) }
@@ -729,18 +708,10 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
+    /// use fake_incus::Request;
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
-    /// send(&fake, "GET", "/1.0/profiles/default").await;
-    /// send(&fake, "GET", "/1.0").await;
+    /// fake.call(Request::get("/1.0/profiles/default")).await;
+    /// fake.call(Request::get("/1.0")).await;
     /// assert_eq!(fake.requests("GET", "/1.0/profiles/*").len(), 1);
     /// assert_eq!(fake.requests("*", "/**").len(), 2);
     /// # Ok(()) }
@@ -760,20 +731,12 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
+    /// use fake_incus::Request;
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// let _once = fake.expect("DELETE", "/1.0/instances/*", 0);
     /// let twice = fake.expect("GET", "/1.0", 2);
-    /// send(&fake, "GET", "/1.0").await;
-    /// send(&fake, "GET", "/1.0").await;
+    /// fake.call(Request::get("/1.0")).await;
+    /// fake.call(Request::get("/1.0")).await;
     /// assert_eq!(twice.received(), 2);
     /// // both are checked when they drop here
     /// # Ok(()) }
@@ -787,18 +750,10 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
+    /// use fake_incus::Request;
     /// let fake = fake_incus::FakeIncus::builder().journal_limit(1).start().await?;
-    /// send(&fake, "GET", "/1.0").await;
-    /// send(&fake, "GET", "/").await;
+    /// fake.call(Request::get("/1.0")).await;
+    /// fake.call(Request::get("/")).await;
     /// let page = fake.journal_page(0);
     /// assert_eq!((page.entries.len(), page.dropped, page.last_seq), (1, 1, 2));
     /// assert!(fake.journal_page(page.last_seq).entries.is_empty());
@@ -812,20 +767,12 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
+    /// use fake_incus::Request;
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
-    /// send(&fake, "GET", "/1.0").await;
+    /// fake.call(Request::get("/1.0")).await;
     /// fake.clear_journal();
     /// assert!(fake.journal().is_empty());
-    /// send(&fake, "GET", "/1.0").await;
+    /// fake.call(Request::get("/1.0")).await;
     /// assert_eq!(fake.journal()[0].seq, 2, "sequence numbers keep counting");
     /// # Ok(()) }
     /// ```
@@ -838,21 +785,12 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
-    /// use fake_incus::{Fault, Rule};
+    /// use fake_incus::{Fault, Request, Rule};
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// let guard = fake.add_rule(Rule::new("GET", "/1.0").fault(Fault::Error { status: 503, message: "busy".into() }))?;
-    /// assert!(send(&fake, "GET", "/1.0").await.starts_with("HTTP/1.1 503"));
+    /// assert_eq!(fake.call(Request::get("/1.0")).await.status(), 503);
     /// drop(guard);
-    /// assert!(send(&fake, "GET", "/1.0").await.starts_with("HTTP/1.1 200"));
+    /// assert_eq!(fake.call(Request::get("/1.0")).await.status(), 200);
     /// assert!(fake.add_rule(Rule::new("GET", "/1.0").nth(0).fault(Fault::Stall)).is_err());
     /// # Ok(()) }
     /// ```
@@ -864,15 +802,6 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// use fake_incus::{Fault, Rule};
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::CloseAfterApply))?.forget();
@@ -887,15 +816,6 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// use fake_incus::{Fault, Rule};
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// fake.add_rule(Rule::new("GET", "/1.0").fault(Fault::Stall))?.forget();
@@ -911,15 +831,6 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// let fake = fake_incus::FakeIncus::builder()
     ///     .state(serde_json::json!({"instances": [{"name": "c1", "status": "Running"}]}))
     ///     .start()
@@ -937,19 +848,10 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
-    /// use fake_incus::{Fault, Rule};
+    /// use fake_incus::{Fault, Request, Rule};
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// fake.add_rule(Rule::new("GET", "/1.0/networks").fault(Fault::Stall))?.forget();
-    /// send(&fake, "GET", "/1.0").await;
+    /// fake.call(Request::get("/1.0")).await;
     /// fake.reset();
     /// assert!(fake.journal().is_empty());
     /// assert_eq!(fake.rules().len(), 1, "rules are kept");
@@ -963,15 +865,6 @@ impl FakeIncus {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// # async fn send(fake: &fake_incus::FakeIncus, method: &str, path: &str) -> String {
-    /// #     let mut s = tokio::net::UnixStream::connect(fake.unix_socket()).await.unwrap();
-    /// #     let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    /// #     s.write_all(req.as_bytes()).await.unwrap();
-    /// #     let mut out = String::new();
-    /// #     let _ = s.read_to_string(&mut out).await;
-    /// #     out
-    /// # }
     /// let fake = fake_incus::FakeIncus::builder().start().await?;
     /// let dir = tempfile::tempdir()?;
     /// let control = dir.path().join("control.socket");

@@ -1,6 +1,6 @@
 //! Operation lifecycles: registering, settling, cancelling, waiting for and expiring the
-//! operations, and their events. The work of task operations is run by [`crate::app::App`],
-//! exec sessions by [`crate::exec`]; both settle through here.
+//! operations, and their events. The work of task operations is run by the app, exec sessions
+//! by the exec module (both above this one); both settle through here.
 
 use crate::envelope::ApiError;
 use crate::faults::operation::OperationFault;
@@ -48,16 +48,18 @@ impl Lifecycle {
         let _ = self.events.send((op.spec.project.clone(), event));
     }
 
-    /// Registers a running operation and returns its id and JSON.
+    /// Registers a running operation on cluster member `location` (`None`: not clustered) and
+    /// returns its id and JSON.
     pub(crate) fn create_operation(
         &self,
         mut spec: OpSpec,
         fault: Option<&OperationFault>,
+        location: Option<String>,
     ) -> (String, Value) {
         if fault.is_some_and(OperationFault::may_cancel) {
             spec.may_cancel = true;
         }
-        let op = Operation::new(spec);
+        let op = Operation::new(spec, location);
         let out = (op.id.clone(), op.to_json());
         self.emit(&op);
         self.ops().list.push(op);

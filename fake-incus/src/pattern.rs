@@ -1,6 +1,22 @@
 //! Path patterns, shared by fault rules and journal queries: `*` matches within one segment,
 //! `**` across segments; the query is never part of the matched path.
 
+/// Whether `path` matches `pattern` in the one path-pattern dialect of the fake's fault rules,
+/// its journal queries ([`crate::FakeIncus::requests`], [`crate::FakeIncus::expect`]) and the
+/// scenarios' journal expectations: `*` matches within one segment, `**` across segments; a
+/// query on `path` is ignored.
+///
+/// ```
+/// use fake_incus::path_matches;
+/// assert!(path_matches("/1.0/instances/c*", "/1.0/instances/c1?project=p"));
+/// assert!(!path_matches("/1.0/instances/*", "/1.0/instances/c1/state"));
+/// assert!(path_matches("/1.0/instances/**", "/1.0/instances/c1/state"));
+/// ```
+pub fn path_matches(pattern: &str, path: &str) -> bool {
+    let path = path.split_once('?').map_or(path, |(path, _)| path);
+    glob_match(pattern.as_bytes(), path.as_bytes())
+}
+
 /// `*` matches any run of characters except `/`; `**` matches anything.
 pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
     match pattern {

@@ -7,7 +7,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 
@@ -469,29 +468,24 @@ async fn http1<S>(
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| AdminError::Http(e.to_string()))?;
-    let driver = tokio::spawn(connection);
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| AdminError::Http(e.to_string()))?;
-    let status = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/octet-stream")
-        .to_owned();
-    let body = response
-        .into_body()
+    let (parts, body) = request.into_parts();
+    let body = body
         .collect()
         .await
         .map_err(|e| AdminError::Http(e.to_string()))?
         .to_bytes();
-    driver.abort();
-    Ok((status, content_type, body))
+    let mut connection = fake_incus::client::Connection::over(stream)
+        .await
+        .map_err(|e| AdminError::Http(e.to_string()))?;
+    let reply = connection
+        .send(Request::from_parts(parts, body))
+        .await
+        .map_err(|e| AdminError::Http(e.to_string()))?;
+    let content_type = reply
+        .header(http::header::CONTENT_TYPE.as_str())
+        .unwrap_or("application/octet-stream")
+        .to_owned();
+    Ok((reply.status(), content_type, reply.bytes().clone()))
 }
 
 /// The core's pinned-certificate configuration, so the admin client trusts exactly what `run()`

@@ -224,7 +224,8 @@ pub struct JournalExpect {
 pub struct RequestCount {
     /// HTTP method, or `*` for any.
     pub method: String,
-    /// Path pattern: `/`-separated segments, `*` matches one segment, a final `**` any rest.
+    /// Path pattern in the fake's dialect ([`fake_incus::path_matches`]): `*` matches within one
+    /// segment, `**` across segments; the query is ignored.
     pub path: String,
     /// Exact count expected.
     pub count: usize,

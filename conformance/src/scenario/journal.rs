@@ -44,7 +44,7 @@ fn describe(requests: &[Request]) -> String {
 
 fn matches(rule: &RequestCount, request: &Request) -> bool {
     (rule.method == "*" || rule.method.eq_ignore_ascii_case(&request.method))
-        && path_matches(&rule.path, &request.path)
+        && fake_incus::path_matches(&rule.path, &request.path)
         && rule.body.as_ref().is_none_or(|body| {
             serde_json::from_str::<serde_json::Value>(&request.body).is_ok_and(|b| b == *body)
         })
@@ -53,24 +53,10 @@ fn matches(rule: &RequestCount, request: &Request) -> bool {
             .is_none_or(|conditional| conditional == request.if_match.is_some())
 }
 
-/// `*` matches one segment, a final `**` matches any rest (including nothing).
-pub(crate) fn path_matches(pattern: &str, path: &str) -> bool {
-    let path = path.split('?').next().unwrap_or(path);
-    let mut want = pattern.split('/');
-    let mut have = path.split('/');
-    loop {
-        match (want.next(), have.next()) {
-            (Some("**"), _) => return want.next().is_none(),
-            (Some(w), Some(h)) if w == "*" || w == h => {}
-            (None, None) => return true,
-            _ => return false,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fake_incus::path_matches;
 
     fn request(method: &str, path: &str) -> Request {
         Request {
@@ -130,6 +116,12 @@ mod tests {
             "/1.0/operations/abc/wait?timeout=9"
         ));
         assert!(!path_matches("/1.0", "/1.0/instances"));
+        // One dialect with the fake's rules and journal: `*` also matches part of a segment.
+        assert!(path_matches("/1.0/instances/c*", "/1.0/instances/c1"));
+        assert!(!path_matches(
+            "/1.0/instances/c*",
+            "/1.0/instances/c1/state"
+        ));
     }
 
     #[test]

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use crate::runner::Check;
 use crate::scenario::format::FakeSetup;
+use crate::scenario::matcher;
 use crate::scenario::target::{Request, Target, TargetFactory};
-use crate::scenario::{journal, matcher};
 
 /// A started target and the runtime it lives on.
 pub(crate) struct Session {
@@ -160,7 +160,7 @@ impl Called {
         self.requests.as_ref().map(|requests| {
             requests
                 .iter()
-                .filter(|r| r.method == method && journal::path_matches(pattern, &r.path))
+                .filter(|r| r.method == method && fake_incus::path_matches(pattern, &r.path))
                 .count()
         })
     }

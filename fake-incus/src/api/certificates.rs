@@ -125,7 +125,7 @@ fn token_operation(
         may_cancel: true,
         duration: Duration::ZERO,
     };
-    let (_, operation) = ctx.app.create_operation(spec, None);
+    let (_, operation) = ctx.app.create_operation(spec, None, ctx.location());
     ctx.applied();
     envelope::operation_created(operation)
 }

@@ -218,7 +218,7 @@ pub(super) fn server_view(ctx: &Ctx, member: &MemberInfo, mut object: Value) -> 
 /// Serves a request on a cluster, through the member whose listener took it: routes it to the
 /// member that owns what it concerns (answering as the cluster does when that member is down),
 /// places created instances, and gives the answer its clustered form.
-pub(super) async fn serve(ctx: &Ctx, cluster: &Cluster, req: Request<Bytes>) -> ApiResult {
+pub(super) async fn serve(ctx: &mut Ctx, cluster: &Cluster, req: Request<Bytes>) -> ApiResult {
     if !ctx.trusted {
         return super::route(ctx, req).await;
     }
@@ -235,11 +235,11 @@ pub(super) async fn serve(ctx: &Ctx, cluster: &Cluster, req: Request<Bytes>) -> 
     }
     let kind = Kind::of(&req);
     let owner_life = cluster.life_token(&location);
-    let scope = crate::cluster::Scope {
+    ctx.scope = crate::cluster::Scope {
         location: Some(location.clone()),
         life: owner_life.clone(),
     };
-    let response = crate::cluster::with_scope(scope, super::route(ctx, req)).await?;
+    let response = super::route(ctx, req).await?;
     finish(ctx, cluster, &here, &location, kind, owner_life, response).await
 }
 

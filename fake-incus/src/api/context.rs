@@ -3,6 +3,7 @@
 
 use crate::app::App;
 use crate::app::Work;
+use crate::cluster::Scope;
 use crate::envelope::ApiError;
 use crate::faults::exec::ExecFaults;
 use crate::faults::operation::OperationFault;
@@ -32,13 +33,25 @@ pub(crate) struct Ctx {
     /// The exec faults of the session this request creates.
     pub(super) exec_faults: ExecFaults,
     pub(super) query: Vec<(String, String)>,
+    /// What the request belongs to on a cluster (default: nothing, standalone).
+    pub(crate) scope: Scope,
 }
 
 impl Ctx {
     /// Starts a task operation for this request, shaped by its operation fault.
     pub(crate) fn start_task(&self, spec: OpSpec, work: Work) -> Value {
         self.app
-            .start_task(spec, self.operation_fault.clone(), work)
+            .start_task(spec, self.operation_fault.clone(), self.location(), work)
+    }
+    /// Registers a running operation for this request (its work driven by the caller),
+    /// shaped by its operation fault; returns its id and JSON.
+    pub(crate) fn create_operation(&self, spec: OpSpec) -> (String, Value) {
+        self.app
+            .create_operation(spec, self.operation_fault.as_ref(), self.location())
+    }
+    /// The cluster member what this request creates belongs to (`None`: not clustered).
+    pub(crate) fn location(&self) -> Option<String> {
+        self.scope.location.clone()
     }
     /// The operation fault of this request (exec operations take it).
     pub(crate) fn operation_fault(&self) -> Option<OperationFault> {

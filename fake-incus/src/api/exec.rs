@@ -89,9 +89,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
             class: "websocket",
             ..OpSpec::task(&project, "Executing command", instance_url)
         };
-        let (id, _) = ctx
-            .app
-            .create_operation(spec, ctx.operation_fault().as_ref());
+        let (id, _) = ctx.create_operation(spec);
         let fds = ctx.app.exec.start_websocket_session(
             &id,
             command,
@@ -108,9 +106,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
         let mut spec = OpSpec::task(&project, "Executing command", instance_url.clone());
         spec.resources
             .insert("containers".into(), vec![instance_url]);
-        let (id, _) = ctx
-            .app
-            .create_operation(spec, ctx.operation_fault().as_ref());
+        let (id, _) = ctx.create_operation(spec);
         let record = req.record_output.then(|| exec::Recording {
             project: project.clone(),
             instance: name.to_string(),

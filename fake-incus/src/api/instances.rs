@@ -230,7 +230,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
     }
     let instance_url = crate::state::url(&format!("/1.0/instances/{name}"), &project);
     let spec = OpSpec::task(&project, "Creating instance", instance_url);
-    let location = crate::cluster::location();
+    let location = ctx.location();
     let app = std::sync::Arc::clone(&ctx.app);
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             if state.instance(&project, &name).is_some() {

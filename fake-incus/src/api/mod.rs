@@ -74,7 +74,7 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
                 .collect()
         })
         .unwrap_or_default();
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         app: Arc::clone(app),
         peer,
         trusted,
@@ -82,9 +82,10 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
         operation_fault: plan.operation,
         exec_faults: plan.exec,
         query,
+        scope: crate::cluster::Scope::default(),
     };
     let response = match app.cluster() {
-        Some(cluster) => cluster::serve(&ctx, cluster, req).await,
+        Some(cluster) => cluster::serve(&mut ctx, cluster, req).await,
         None => route(&ctx, req).await,
     }
     .unwrap_or_else(Response::from);

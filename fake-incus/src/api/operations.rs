@@ -142,7 +142,12 @@ fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
     let Some(key) = key.filter(|_| is_upgrade(&req)) else {
         return Ok(bad_upgrade());
     };
-    session.accept(fd, hyper::upgrade::on(&mut req), ctx.seq);
+    session.accept(
+        fd,
+        hyper::upgrade::on(&mut req),
+        ctx.seq,
+        ctx.scope.life.clone(),
+    );
     Ok(envelope::switching_protocols(&key))
 }
 

@@ -245,6 +245,7 @@ mod tests {
             operation_fault: None,
             exec_faults: ExecFaults::default(),
             query: vec![("project".into(), project.into())],
+            scope: crate::cluster::Scope::default(),
         }
     }
 

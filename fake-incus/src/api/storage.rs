@@ -1,7 +1,8 @@
 //! `/1.0/storage-pools[/{pool}[/volumes[/{type}[/{name}]]]]`: pools and volumes; custom
 //! volumes are writable (see [`volumes`]).
 
-use super::{volumes, Ctx};
+use super::volumes::{self, pool_not_found};
+use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use http::{HeaderMap, Method};
 use serde_json::{json, Value};
@@ -66,10 +67,6 @@ fn is_volume_write(method: &Method, rest: &[&str]) -> bool {
         }
         _ => false,
     }
-}
-
-pub(super) fn pool_not_found() -> ApiError {
-    ApiError::new(404, "Storage pool not found")
 }
 
 fn list_pools(ctx: &Ctx) -> ApiResult {

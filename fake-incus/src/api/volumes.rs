@@ -4,7 +4,6 @@
 //! attached as a disk device (`pool=POOL source=NAME`) is in its `used_by` and cannot be deleted.
 
 use super::instances::check_etag;
-use super::storage::pool_not_found;
 use super::validation::volume_config_problem;
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
@@ -228,4 +227,9 @@ pub(super) fn rename(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResul
         &owner,
     );
     super::profiles::created(&location)
+}
+
+/// The 404 of a storage pool that does not exist (the pool's own endpoints give it too).
+pub(super) fn pool_not_found() -> ApiError {
+    ApiError::new(404, "Storage pool not found")
 }

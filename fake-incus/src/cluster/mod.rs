@@ -1,13 +1,16 @@
-//! The fake cluster: its members, their daemons' lives (up, down, coming back), placement and
-//! the timings of a member going down, as a real Incus 6.0.4 cluster shows them.
+//! The fake cluster's model: its members, their daemons' lives (up, down, coming back),
+//! placement and the timings of a member going down, as a real Incus 6.0.4 cluster shows them.
 //!
-//! One [`crate::app::App`] holds the whole cluster's state (instances, operations, images), as
-//! the cluster's database does; each member has its own listeners, labelled with its name, so
-//! every request is served "through" a member. A member that is down has no listeners (its
-//! sockets refuse connections, as a killed `incusd`'s do) and what lives on it answers, through
-//! the other members, as the reference's member-down table says (see [`Routed`]).
+//! One app holds the whole cluster's state (instances, operations, images), as the cluster's
+//! database does; each member has its own listeners, labelled with its name, so every request
+//! is served "through" a member. A member that is down has no listeners (its sockets refuse
+//! connections, as a killed `incusd`'s do) and what lives on it answers, through the other
+//! members, as the reference's member-down table says (see [`Routed`]).
+//!
+//! This module is the ground floor: it knows nothing of the app, the API or the listeners.
+//! Binding the members' listeners and taking members down and up is done by `members`, at the
+//! top beside the server; what a request belongs to ([`Scope`]) is handed down explicitly.
 
-pub(crate) mod listeners;
 mod severable;
 
 pub(crate) use severable::Severable;
@@ -389,80 +392,6 @@ pub(crate) fn place_seeded(state: &mut crate::state::State, members: &[String]) 
     }
 }
 
-/// [`place_seeded`] on the app's cluster, if it is one (a state replaced while it runs).
-pub(crate) fn place_seeded_on(app: &crate::app::App, state: &mut crate::state::State) {
-    if let Some(cluster) = app.cluster() {
-        let names: Vec<String> = cluster.members.iter().map(|m| m.name.clone()).collect();
-        place_seeded(state, &names);
-    }
-}
-
-/// `FakeIncus::member_down`: kills the member's daemon.
-pub(crate) fn member_down(app: &crate::app::App, name: &str) -> Result<(), String> {
-    let cluster = app.cluster().ok_or("the fake is not a cluster")?;
-    let index = cluster
-        .index(name)
-        .ok_or_else(|| format!("no member {name:?}"))?;
-    if cluster.kill(index) {
-        tracing::info!(member = name, "cluster member down");
-    }
-    Ok(())
-}
-
-/// `FakeIncus::member_up`: starts the member's daemon again.
-pub(crate) fn member_up(app: &std::sync::Arc<crate::app::App>, name: &str) -> Result<(), String> {
-    let cluster = app.cluster().ok_or("the fake is not a cluster")?;
-    let index = cluster
-        .index(name)
-        .ok_or_else(|| format!("no member {name:?}"))?;
-    let Some(until) = cluster.revive(index, &app.shutdown) else {
-        return Ok(());
-    };
-    // Its operations died with the daemon.
-    app.ops()
-        .list
-        .retain(|op| op.location.as_deref() != Some(name));
-    listeners::start(app, cluster, index, until)
-        .map_err(|e| format!("binding member {name}: {e}"))?;
-    tracing::info!(member = name, "cluster member up");
-    Ok(())
-}
-
-/// The control socket's `/cluster/...` endpoints: `(status, message)` on error.
-pub(crate) fn control(
-    app: &std::sync::Arc<crate::app::App>,
-    method: &str,
-    path: &str,
-) -> Result<serde_json::Value, (u16, String)> {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let not_clustered = || (404, "the fake is not a cluster".to_string());
-    match (method, segs.as_slice()) {
-        ("GET", ["cluster", "members"]) => {
-            let members: Vec<serde_json::Value> = app
-                .cluster()
-                .map(|c| c.members.iter().map(|m| m.ready_json()).collect())
-                .unwrap_or_default();
-            Ok(serde_json::Value::Array(members))
-        }
-        ("POST", ["cluster", "members", name, action @ ("down" | "up")]) => {
-            let cluster = app.cluster().ok_or_else(not_clustered)?;
-            if cluster.index(name).is_none() {
-                return Err((404, format!("no member {name:?}")));
-            }
-            let result = if *action == "down" {
-                member_down(app, name)
-            } else {
-                member_up(app, name)
-            };
-            result.map(|()| serde_json::json!({})).map_err(|e| (500, e))
-        }
-        (_, ["cluster", "members", _, "down" | "up"] | ["cluster", "members"]) => {
-            Err((405, format!("{method} is not supported on {path}")))
-        }
-        _ => Err((404, format!("no such control endpoint: {path}"))),
-    }
-}
-
 /// A duration as Go's `time.Duration.String` writes it (`20.07s`, `1m0.627061261s`).
 pub(crate) fn go_duration(duration: Duration) -> String {
     let nanos = duration.as_nanos();
@@ -520,7 +449,8 @@ pub(crate) fn go_time(at: SystemTime) -> String {
     )
 }
 
-/// What the request being served belongs to on a cluster.
+/// What the request being served belongs to on a cluster, carried by the request's context
+/// to whatever it starts (operations, instances, exec streams).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Scope {
     /// The member its effects belong to: the member of the instance or operation it concerns,
@@ -528,26 +458,6 @@ pub(crate) struct Scope {
     pub(crate) location: Option<String>,
     /// The life of that member's daemon (what it starts there ends with it).
     pub(crate) life: Option<CancellationToken>,
-}
-
-tokio::task_local! {
-    static SCOPE: Scope;
-}
-
-/// Runs `fut` (the serving of one request) in `scope`.
-pub(crate) async fn with_scope<F: std::future::Future>(scope: Scope, fut: F) -> F::Output {
-    SCOPE.scope(scope, fut).await
-}
-
-/// The location of what the running request creates (operations, instances); `None` when not
-/// clustered.
-pub(crate) fn location() -> Option<String> {
-    SCOPE.try_with(|s| s.location.clone()).ok().flatten()
-}
-
-/// The life of the member the running request's effects belong to; `None` when not clustered.
-pub(crate) fn life() -> Option<CancellationToken> {
-    SCOPE.try_with(|s| s.life.clone()).ok().flatten()
 }
 
 #[cfg(test)]

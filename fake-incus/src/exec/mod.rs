@@ -28,6 +28,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::WebSocketStream;
+use tokio_util::sync::CancellationToken;
 
 pub(crate) use interpreter::{incus_environment, ExecRequest};
 use runner::Runner;
@@ -173,15 +174,20 @@ impl Session {
 
     /// Hands the connection of `fd` to the runner once upgraded (request `seq` in the
     /// journal). A second connection for the same fd is dropped at once, as the daemon does.
-    pub(crate) fn accept(&self, fd: String, on_upgrade: OnUpgrade, seq: u64) {
+    /// On a cluster, `life` is that of the instance's member: the stream ends when it dies.
+    pub(crate) fn accept(
+        &self,
+        fd: String,
+        on_upgrade: OnUpgrade,
+        seq: u64,
+        life: Option<CancellationToken>,
+    ) {
         let duplicate = !self
             .connected
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(fd.clone());
         let tx = self.sockets.clone();
-        // On a cluster, the stream ends when the instance's member dies.
-        let life = crate::cluster::life();
         tokio::spawn(async move {
             let Ok(upgraded) = on_upgrade.await else {
                 return;

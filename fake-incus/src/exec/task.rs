@@ -193,7 +193,7 @@ mod tests {
         );
         let mut spec = OpSpec::task("default", "Executing command", "/1.0/instances/c1".into());
         spec.may_cancel = true;
-        let (id, _) = lifecycle.create_operation(spec, None);
+        let (id, _) = lifecycle.create_operation(spec, None, None);
         let req = ExecRequest {
             command: vec!["yes".into()],
             environment: Default::default(),

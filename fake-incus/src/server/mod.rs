@@ -23,6 +23,7 @@ pub(crate) mod unix;
 
 use crate::api::{self, Outcome, Peer};
 use crate::app::App;
+use crate::client::Reply;
 use crate::envelope::{ApiError, Body};
 use crate::journal::Listener;
 use bytes::Bytes;
@@ -650,6 +651,40 @@ impl hyper::body::Body for Held {
     }
 }
 
+/// Answers a request whose body was read already, with no transport: the checks of the request
+/// head, the body limit, the API and the daemon's answer to unknown methods, the whole answer
+/// read ([`crate::FakeIncus::call`]).
+pub(crate) async fn answer_read(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Reply {
+    let (parts, bytes) = req.into_parts();
+    let response = if let Some(response) = before_routing(&parts) {
+        response
+    } else if bytes.len() > BODY_LIMIT {
+        too_large(parts.version)
+    } else {
+        match route(app, parts, bytes, peer).await {
+            Outcome::Respond(response) => response,
+            Outcome::Close | Outcome::Reset => {
+                return Reply::new(0, http::HeaderMap::new(), Bytes::new())
+            }
+        }
+    };
+    let (parts, body) = response.into_parts();
+    match body.collect().await {
+        Ok(collected) => Reply::new(parts.status.as_u16(), parts.headers, collected.to_bytes()),
+        Err(_) => Reply::new(0, http::HeaderMap::new(), Bytes::new()),
+    }
+}
+
+/// The API's answer to a request whose body was read, with the daemon's answer to unknown
+/// methods.
+async fn route(app: &Arc<App>, parts: http::request::Parts, bytes: Bytes, peer: Peer) -> Outcome {
+    let (method, path) = (parts.method.clone(), parts.uri.path().to_string());
+    match api::serve(app, Request::from_parts(parts, bytes), peer).await {
+        Outcome::Respond(response) => Outcome::Respond(after_routing(&method, &path, response)),
+        other => other,
+    }
+}
+
 /// Reads the body (when the peer may send one) and answers the request.
 async fn answer(
     app: Arc<App>,
@@ -683,9 +718,8 @@ async fn answer(
         drop(body);
         Bytes::new()
     };
-    let (method, path) = (parts.method.clone(), parts.uri.path().to_string());
-    match api::serve(&app, Request::from_parts(parts, bytes), peer).await {
-        Outcome::Respond(response) => Ok(after_routing(&method, &path, response)),
+    match route(&app, parts, bytes, peer).await {
+        Outcome::Respond(response) => Ok(response),
         Outcome::Close => Err(Dropped),
         Outcome::Reset => {
             reset.store(true, Ordering::SeqCst);

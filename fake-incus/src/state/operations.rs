@@ -1,5 +1,5 @@
 //! Operations: the registry of background operations with their status, metadata and waiters.
-//! The lifecycle (start, finish, cancel, expiry) is driven by [`crate::app::App`].
+//! The lifecycle (start, finish, cancel, expiry) is driven from above (the lifecycle and the app).
 
 use super::clock;
 use serde_json::{json, Value};
@@ -94,7 +94,8 @@ pub(crate) struct Operation {
 }
 
 impl Operation {
-    pub(crate) fn new(spec: OpSpec) -> Self {
+    /// A running operation on cluster member `location` (`None`: not clustered).
+    pub(crate) fn new(spec: OpSpec, location: Option<String>) -> Self {
         let now = clock::now();
         let (watch, _) = watch::channel(OpStatus::Running);
         Self {
@@ -109,7 +110,7 @@ impl Operation {
             watch,
             wait_started: Arc::new(Notify::new()),
             cancelled: Arc::new(Notify::new()),
-            location: crate::cluster::location(),
+            location,
         }
     }
 

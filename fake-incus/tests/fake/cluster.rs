@@ -3,7 +3,7 @@
 //! against the answers of a real Incus 6.0.4 cluster (the reference captures).
 
 use crate::common::{unix_at, Reply};
-use fake_incus::{ClusterTimings, FakeIncus};
+use fake_incus::{assert_native_error, ClusterTimings, FakeIncus};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ async fn each_member_has_its_own_socket_and_answers_as_itself() {
     for member in &members {
         assert!(member.https_url.is_none() && member.https_address.is_none());
         let reply = via(&fake, &member.name, "GET", "/1.0", None).await;
-        assert_eq!(reply.status, 200);
+        assert_eq!(reply.status(), 200);
         let env = &reply.metadata()["environment"];
         assert_eq!(env["server_clustered"], true);
         assert_eq!(env["server_name"], member.name.as_str());
@@ -64,20 +64,17 @@ async fn each_member_has_its_own_socket_and_answers_as_itself() {
 async fn server_target_answers_with_that_members_view_and_404_for_unknown() {
     let fake = cluster().await;
     let reply = via(&fake, "m1", "GET", "/1.0?target=m2", None).await;
-    assert_eq!(reply.status, 200);
+    assert_eq!(reply.status(), 200);
     assert_eq!(reply.metadata()["environment"]["server_name"], "m2");
     let reply = via(&fake, "m1", "GET", "/1.0?target=nope", None).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (404, Some("Cluster member not found"))
-    );
+    assert_native_error(&reply, 404, "Cluster member not found");
 }
 
 #[tokio::test]
 async fn cluster_object_names_the_member_asked() {
     let fake = cluster().await;
     let reply = via(&fake, "m2", "GET", "/1.0/cluster", None).await;
-    assert_eq!(reply.status, 200);
+    assert_eq!(reply.status(), 200);
     assert_eq!(reply.metadata()["server_name"], "m2");
     assert_eq!(reply.metadata()["enabled"], true);
     assert_eq!(reply.metadata()["member_config"][0]["key"], "source");
@@ -126,12 +123,9 @@ async fn members_list_in_order_with_the_real_keys() {
         (Some("Online"), Some("Fully operational"))
     );
     let reply = via(&fake, "m1", "GET", "/1.0/cluster/members/nope", None).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (404, Some("Cluster member not found"))
-    );
+    assert_native_error(&reply, 404, "Cluster member not found");
     let reply = via(&fake, "m1", "GET", "/1.0/cluster/members/m2/state", None).await;
-    assert_eq!(reply.status, 200);
+    assert_eq!(reply.status(), 200);
     assert!(reply.metadata()["sysinfo"]["total_ram"].is_u64());
     assert!(reply.metadata()["storage_pools"]["default"]["space"]["total"].is_u64());
     let reply = via(&fake, "m1", "GET", "/1.0/cluster/groups?recursion=1", None).await;
@@ -146,7 +140,7 @@ async fn a_standalone_fake_answers_the_cluster_endpoints_as_a_standalone_daemon(
     let fake = FakeIncus::builder().start().await.unwrap();
     assert!(fake.members().is_empty());
     let reply = unix_at(fake.unix_socket(), "GET", "/1.0/cluster", None, &[]).await;
-    assert_eq!(reply.status, 200);
+    assert_eq!(reply.status(), 200);
     assert_eq!(
         (
             reply.metadata()["server_name"].as_str(),
@@ -155,15 +149,9 @@ async fn a_standalone_fake_answers_the_cluster_endpoints_as_a_standalone_daemon(
         (Some(""), Some(false))
     );
     let reply = unix_at(fake.unix_socket(), "GET", "/1.0/cluster/members", None, &[]).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (500, Some("Server is not clustered"))
-    );
+    assert_native_error(&reply, 500, "Server is not clustered");
     let reply = unix_at(fake.unix_socket(), "GET", "/1.0/cluster/groups", None, &[]).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (400, Some("This server is not clustered"))
-    );
+    assert_native_error(&reply, 400, "This server is not clustered");
     let reply = unix_at(fake.unix_socket(), "GET", "/1.0", None, &[]).await;
     assert_eq!(reply.metadata()["environment"]["server_clustered"], false);
     assert!(fake.member_down("m1").is_err());
@@ -193,8 +181,8 @@ async fn create(fake: &FakeIncus, member: &str, name: &str, target: Option<&str>
     let body =
         json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": true});
     let accepted = via(fake, member, "POST", &path, Some(body)).await;
-    assert_eq!(accepted.status, 202, "create {name}: {}", accepted.body);
-    let op = accepted.body["operation"]
+    assert_eq!(accepted.status(), 202, "create {name}: {}", accepted.json());
+    let op = accepted.json()["operation"]
         .as_str()
         .expect("operation")
         .to_string();
@@ -206,7 +194,12 @@ async fn create(fake: &FakeIncus, member: &str, name: &str, target: Option<&str>
         None,
     )
     .await;
-    assert_eq!(done.body["type"], "sync", "create {name}: {}", done.body);
+    assert_eq!(
+        done.json()["type"],
+        "sync",
+        "create {name}: {}",
+        done.json()
+    );
     accepted
 }
 
@@ -220,17 +213,17 @@ async fn target_places_the_instance_on_that_member_and_its_operation_runs_there(
     let accepted = create(&fake, "m1", "cl-m2", Some("m2")).await;
     assert_eq!(location_of(&accepted), "m2");
     assert!(
-        accepted.body["operation"]
+        accepted.json()["operation"]
             .as_str()
             .unwrap()
             .ends_with("?project=default"),
         "a forwarded async answer's operation URL carries the project: {}",
-        accepted.body["operation"]
+        accepted.json()["operation"]
     );
     for member in ["m1", "m2", "m3"] {
         let reply = via(&fake, member, "GET", "/1.0/instances/cl-m2", None).await;
         assert_eq!(
-            (reply.status, location_of(&reply)),
+            (reply.status(), location_of(&reply)),
             (200, "m2"),
             "through {member}"
         );
@@ -266,22 +259,17 @@ async fn unknown_targets_and_untargeted_unknown_aliases_get_the_clustered_errors
         Some(body),
     )
     .await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (404, Some("Cluster member \"nope\" not found"))
-    );
+    assert_native_error(&reply, 404, "Cluster member \"nope\" not found");
     let body = json!({"name": "cl-noimg", "source": {"type": "image", "alias": "no-such-alias"}});
     let reply = via(&fake, "m1", "POST", "/1.0/instances", Some(body.clone())).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (500, Some("No fingerprint prefix specified for the image"))
-    );
+    assert_native_error(&reply, 500, "No fingerprint prefix specified for the image");
     let accepted = via(&fake, "m1", "POST", "/1.0/instances?target=m2", Some(body)).await;
     assert_eq!(
-        accepted.status, 202,
+        accepted.status(),
+        202,
         "targeted, the alias is looked up by the operation"
     );
-    let op = accepted.body["operation"]
+    let op = accepted.json()["operation"]
         .as_str()
         .unwrap()
         .split('?')
@@ -290,11 +278,11 @@ async fn unknown_targets_and_untargeted_unknown_aliases_get_the_clustered_errors
         .to_string();
     let done = via(&fake, "m1", "GET", &format!("{op}/wait?timeout=10"), None).await;
     assert_eq!(
-        done.body["error"],
+        done.json()["error"],
         "Image not provided for instance creation"
     );
     let reply = via(&fake, "m1", "GET", "/1.0/instances?target=nope", None).await;
-    assert_eq!(reply.status, 200, "target is ignored on instance lists");
+    assert_eq!(reply.status(), 200, "target is ignored on instance lists");
 }
 
 #[tokio::test]
@@ -303,7 +291,7 @@ async fn instance_names_are_unique_cluster_wide() {
     create(&fake, "m1", "cl-same", Some("m1")).await;
     let body = json!({"name": "cl-same", "source": {"type": "none"}});
     let accepted = via(&fake, "m2", "POST", "/1.0/instances?target=m2", Some(body)).await;
-    let op = accepted.body["operation"]
+    let op = accepted.json()["operation"]
         .as_str()
         .unwrap()
         .split('?')
@@ -312,12 +300,12 @@ async fn instance_names_are_unique_cluster_wide() {
         .to_string();
     let done = via(&fake, "m2", "GET", &format!("{op}/wait?timeout=10"), None).await;
     assert!(
-        done.body["error"]
+        done.json()["error"]
             .as_str()
             .unwrap()
             .contains("UNIQUE constraint failed"),
         "{}",
-        done.body
+        done.json()
     );
 }
 
@@ -400,10 +388,7 @@ async fn pools_are_on_every_member_and_volumes_where_their_instance_is() {
         None,
     )
     .await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (404, Some("Cluster member not found"))
-    );
+    assert_native_error(&reply, 404, "Cluster member not found");
 }
 
 #[tokio::test]
@@ -461,16 +446,16 @@ async fn just_after_a_member_died_its_instance_get_is_refused_with_its_address_a
     fake.member_down("m3").unwrap();
     let started = std::time::Instant::now();
     let reply = via(&fake, "m1", "GET", "/1.0/instances/cl-m3", None).await;
-    assert_eq!(reply.status, 500);
+    assert_eq!(reply.status(), 500);
     assert_eq!(
-        reply.body["error"],
+        reply.json()["error"],
         format!("Get \"https://{addr}/1.0/instances/cl-m3\": Unable to connect to: {addr} ([dial tcp {addr}: connect: connection refused])")
     );
     assert!(started.elapsed() < Duration::from_millis(200), "at once");
     let body = json!({"name": "cl-new3", "source": {"type": "image", "alias": "busybox"}});
     let reply = via(&fake, "m1", "POST", "/1.0/instances?target=m3", Some(body)).await;
     assert_eq!(
-        reply.body["error"],
+        reply.json()["error"],
         format!("Post \"https://{addr}/1.0/instances?project=default&target=m3\": Unable to connect to: {addr} ([dial tcp {addr}: connect: connection refused])")
     );
     let members = via(&fake, "m1", "GET", "/1.0/cluster/members/m3", None).await;
@@ -504,7 +489,7 @@ async fn just_after_a_member_died_exec_and_server_target_stall_then_miss_the_eve
         let started = std::time::Instant::now();
         let reply = via(&fake, "m1", method, path, body).await;
         assert_eq!(
-            (reply.status, reply.body["error"].as_str()),
+            (reply.status(), reply.json()["error"].as_str()),
             (
                 500,
                 Some("Missing event connection with target cluster member")
@@ -546,19 +531,20 @@ async fn once_not_ready_everything_routed_to_the_dead_member_answers_server_isnt
             (method != "GET").then(|| json!({"action": "stop", "name": "s1", "command": ["true"]}));
         let reply = via(&fake, "m2", method, &path, body).await;
         assert_eq!(
-            (reply.status, reply.body["error"].as_str()),
+            (reply.status(), reply.json()["error"].as_str()),
             (500, Some("Server isn't ready yet")),
             "{method} {path}"
         );
     }
     let reply = via(&fake, "m1", "GET", "/1.0/instances/cl-m1", None).await;
     assert_eq!(
-        reply.status, 200,
+        reply.status(),
+        200,
         "what lives on live members answers as before"
     );
     let body = json!({"name": "cl-new", "source": {"type": "image", "alias": "busybox"}});
     let accepted = via(&fake, "m1", "POST", "/1.0/instances", Some(body)).await;
-    assert_eq!(accepted.status, 202);
+    assert_eq!(accepted.status(), 202);
     assert_ne!(location_of(&accepted), "m3", "placed on a live member");
     let reply = via(&fake, "m1", "GET", "/1.0/instances?recursion=2", None).await;
     let down = reply
@@ -643,13 +629,10 @@ async fn after_a_member_returns_its_old_operations_are_gone_and_its_instances_re
     fake.member_down("m3").unwrap();
     fake.member_up("m3").unwrap();
     let reply = via(&fake, "m1", "GET", &format!("/1.0/operations/{op}"), None).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (404, Some("Operation not found"))
-    );
+    assert_native_error(&reply, 404, "Operation not found");
     let reply = via(&fake, "m1", "GET", "/1.0/instances/cl-m3", None).await;
     assert_eq!(
-        (reply.status, reply.metadata()["status"].as_str()),
+        (reply.status(), reply.metadata()["status"].as_str()),
         (200, Some("Running"))
     );
 }
@@ -720,7 +703,7 @@ async fn a_members_death_cuts_exec_streams_with_eof_and_waits_with_unexpected_eo
         .expect("the wait ends")
         .unwrap();
     assert_eq!(
-        (waited.status, waited.body["error"].as_str()),
+        (waited.status(), waited.json()["error"].as_str()),
         (200, Some("unexpected EOF"))
     );
 }
@@ -744,7 +727,7 @@ async fn with_https_every_member_has_its_own_address_and_serves_the_one_cluster_
         let addr = member.https_address.expect("an HTTPS address");
         assert!(seen.insert(addr), "addresses differ");
         let reply = client.clone().at(addr).request("GET", "/1.0", None).await;
-        assert_eq!(reply.status, 200);
+        assert_eq!(reply.status(), 200);
         let env = &reply.metadata()["environment"];
         assert_eq!(env["server_name"], member.name.as_str());
         assert_eq!(env["addresses"], json!([addr.to_string()]));
@@ -814,16 +797,16 @@ async fn serve_cluster_lists_the_members_in_its_ready_line_and_obeys_control_dow
     }
     let m2 = std::path::PathBuf::from(members["m2"]["unix_socket"].as_str().unwrap());
     let down = unix_at(&control, "POST", "/cluster/members/m2/down", None, &[]).await;
-    assert_eq!(down.status, 200, "{}", down.body);
+    assert_eq!(down.status(), 200, "{}", down.json());
     assert!(tokio::net::UnixStream::connect(&m2).await.is_err());
     let unknown = unix_at(&control, "POST", "/cluster/members/nope/down", None, &[]).await;
-    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.status(), 404);
     let up = unix_at(&control, "POST", "/cluster/members/m2/up", None, &[]).await;
-    assert_eq!(up.status, 200, "{}", up.body);
+    assert_eq!(up.status(), 200, "{}", up.json());
     let reply = unix_at(&m2, "GET", "/1.0", None, &[]).await;
-    assert_eq!(reply.status, 200);
+    assert_eq!(reply.status(), 200);
     let listed = unix_at(&control, "GET", "/cluster/members", None, &[]).await;
-    assert_eq!(listed.body[1]["name"], "m2");
+    assert_eq!(listed.json()[1]["name"], "m2");
     child.kill().await.unwrap();
 }
 

@@ -3,8 +3,8 @@
 
 use crate::common;
 
-use common::{launch, unix, unix_with, wait};
-use fake_incus::FakeIncus;
+use common::{call, call_with, launch, wait};
+use fake_incus::{assert_native_error, FakeIncus};
 use serde_json::{json, Value};
 
 async fn fake() -> FakeIncus {
@@ -12,7 +12,7 @@ async fn fake() -> FakeIncus {
 }
 
 fn error(reply: &common::Reply) -> (u16, &str) {
-    (reply.status, reply.body["error"].as_str().unwrap_or(""))
+    (reply.status(), reply.json()["error"].as_str().unwrap_or(""))
 }
 
 fn etag(reply: &common::Reply) -> String {
@@ -27,14 +27,11 @@ fn etag(reply: &common::Reply) -> String {
 async fn profile_create_answers_201_with_location_and_the_daemon_etag() {
     let fake = fake().await;
     let body = json!({"name": "p1", "config": {"limits.cpu": "2"}, "description": "d"});
-    let reply = unix(&fake, "POST", "/1.0/profiles", Some(body)).await;
-    assert_eq!(reply.status, 201);
-    assert_eq!(
-        reply.header("location").as_deref(),
-        Some("/1.0/profiles/p1")
-    );
-    assert_eq!(reply.body["metadata"], Value::Null);
-    let got = unix(&fake, "GET", "/1.0/profiles/p1", None).await;
+    let reply = call(&fake, "POST", "/1.0/profiles", Some(body)).await;
+    assert_eq!(reply.status(), 201);
+    assert_eq!(reply.header("location"), Some("/1.0/profiles/p1"));
+    assert_eq!(reply.json()["metadata"], Value::Null);
+    let got = call(&fake, "GET", "/1.0/profiles/p1", None).await;
     assert_eq!(
         got.metadata(),
         &json!({"config": {"limits.cpu": "2"}, "description": "d", "devices": {},
@@ -84,7 +81,7 @@ async fn profile_create_refuses_bad_names_keys_devices_and_duplicates_with_the_d
         ),
     ];
     for (body, status, text) in cases {
-        let reply = unix(&fake, "POST", "/1.0/profiles", Some(body.clone())).await;
+        let reply = call(&fake, "POST", "/1.0/profiles", Some(body.clone())).await;
         assert_eq!(error(&reply), (status, text), "{body}");
     }
     assert_eq!(
@@ -101,10 +98,10 @@ async fn profile_create_refuses_bad_names_keys_devices_and_duplicates_with_the_d
 async fn profile_put_and_patch_check_the_etag_and_patch_merges_and_keeps_the_description() {
     let fake = fake().await;
     let body = json!({"name": "p1", "config": {"limits.cpu": "2"}, "description": "d"});
-    unix(&fake, "POST", "/1.0/profiles", Some(body)).await;
-    let before = etag(&unix(&fake, "GET", "/1.0/profiles/p1", None).await);
+    call(&fake, "POST", "/1.0/profiles", Some(body)).await;
+    let before = etag(&call(&fake, "GET", "/1.0/profiles/p1", None).await);
     let put = json!({"config": {"limits.memory": "1GB"}, "description": "e"});
-    let refused = unix_with(
+    let refused = call_with(
         &fake,
         "PUT",
         "/1.0/profiles/p1",
@@ -112,13 +109,14 @@ async fn profile_put_and_patch_check_the_etag_and_patch_merges_and_keeps_the_des
         &[("if-match", "\"bad\"")],
     )
     .await;
-    assert_eq!(
-        error(&refused),
-        (412, format!("ETag doesn't match: {before} vs bad").as_str())
+    assert_native_error(
+        &refused,
+        412,
+        format!("ETag doesn't match: {before} vs bad").as_str(),
     );
-    let reply = unix(&fake, "PUT", "/1.0/profiles/p1", Some(put)).await;
-    assert_eq!((reply.status, reply.metadata()), (200, &json!({})));
-    let got = unix(&fake, "GET", "/1.0/profiles/p1", None).await;
+    let reply = call(&fake, "PUT", "/1.0/profiles/p1", Some(put)).await;
+    assert_eq!((reply.status(), reply.metadata()), (200, &json!({})));
+    let got = call(&fake, "GET", "/1.0/profiles/p1", None).await;
     assert_eq!(
         etag(&got),
         "b6a3ca841b3695820d8304e14e7843e41094fb8400a4e432a031e40fa127d096"
@@ -126,12 +124,12 @@ async fn profile_put_and_patch_check_the_etag_and_patch_merges_and_keeps_the_des
     let patch =
         json!({"config": {"user.x": "1"}, "devices": {"eth0": {"type": "nic", "nictype": "p2p"}}});
     assert_eq!(
-        unix(&fake, "PATCH", "/1.0/profiles/p1", Some(patch))
+        call(&fake, "PATCH", "/1.0/profiles/p1", Some(patch))
             .await
-            .status,
+            .status(),
         200
     );
-    let got = unix(&fake, "GET", "/1.0/profiles/p1", None).await;
+    let got = call(&fake, "GET", "/1.0/profiles/p1", None).await;
     assert_eq!(
         got.metadata()["config"],
         json!({"limits.memory": "1GB", "user.x": "1"})
@@ -142,42 +140,40 @@ async fn profile_put_and_patch_check_the_etag_and_patch_merges_and_keeps_the_des
         "6885f753492aa3d906e25b2c44d7115e7e408e6b87fcff078c823dc589478ee6"
     );
     let unset = json!({"config": {"user.x": ""}});
-    unix(&fake, "PATCH", "/1.0/profiles/p1", Some(unset)).await;
-    let got = unix(&fake, "GET", "/1.0/profiles/p1", None).await;
+    call(&fake, "PATCH", "/1.0/profiles/p1", Some(unset)).await;
+    let got = call(&fake, "GET", "/1.0/profiles/p1", None).await;
     assert_eq!(got.metadata()["config"], json!({"limits.memory": "1GB"}));
-    let bad = unix(
+    let bad = call(
         &fake,
         "PUT",
         "/1.0/profiles/p1",
         Some(json!({"config": {"nope": "1"}})),
     )
     .await;
-    assert_eq!(error(&bad), (500, "Unknown configuration key: nope"));
-    let missing = unix(&fake, "PUT", "/1.0/profiles/nosuch", Some(json!({}))).await;
-    assert_eq!(
-        error(&missing),
-        (
-            404,
-            "Failed to retrieve profile \"nosuch\": Profile not found"
-        )
+    assert_native_error(&bad, 500, "Unknown configuration key: nope");
+    let missing = call(&fake, "PUT", "/1.0/profiles/nosuch", Some(json!({}))).await;
+    assert_native_error(
+        &missing,
+        404,
+        "Failed to retrieve profile \"nosuch\": Profile not found",
     );
 }
 
 #[tokio::test]
 async fn profile_changes_show_at_once_in_the_expanded_config_and_devices_of_its_instances() {
     let fake = fake().await;
-    unix(&fake, "POST", "/1.0/profiles", Some(json!({"name": "p1"}))).await;
+    call(&fake, "POST", "/1.0/profiles", Some(json!({"name": "p1"}))).await;
     let create = json!({"name": "c1", "source": {"type": "none"}, "profiles": ["default", "p1"]});
     let done = wait(
         &fake,
-        &unix(&fake, "POST", "/1.0/instances", Some(create)).await,
+        &call(&fake, "POST", "/1.0/instances", Some(create)).await,
     )
     .await;
-    assert_eq!(done.body["type"], "sync", "{}", done.body);
-    let before = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(done.json()["type"], "sync", "{}", done.json());
+    let before = call(&fake, "GET", "/1.0/instances/c1", None).await;
     let patch = json!({"config": {"limits.cpu": "3"}, "devices": {"eth0": {"type": "nic", "nictype": "p2p"}}});
-    unix(&fake, "PATCH", "/1.0/profiles/p1", Some(patch)).await;
-    let after = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    call(&fake, "PATCH", "/1.0/profiles/p1", Some(patch)).await;
+    let after = call(&fake, "GET", "/1.0/instances/c1", None).await;
     assert_eq!(after.metadata()["expanded_config"]["limits.cpu"], "3");
     assert_eq!(
         after.metadata()["expanded_devices"]["eth0"],
@@ -188,9 +184,9 @@ async fn profile_changes_show_at_once_in_the_expanded_config_and_devices_of_its_
         after.header("etag"),
         "the instance ETag embeds its profiles"
     );
-    let listed = unix(&fake, "GET", "/1.0/instances?recursion=1", None).await;
+    let listed = call(&fake, "GET", "/1.0/instances?recursion=1", None).await;
     assert_eq!(listed.metadata()[0]["expanded_config"]["limits.cpu"], "3");
-    let profile = unix(&fake, "GET", "/1.0/profiles/p1", None).await;
+    let profile = call(&fake, "GET", "/1.0/profiles/p1", None).await;
     assert_eq!(profile.metadata()["used_by"], json!(["/1.0/instances/c1"]));
 }
 
@@ -218,27 +214,27 @@ async fn profile_rename_and_delete_follow_the_daemon_default_and_in_use_rules() 
             "Profile \"nosuch\" doesn't exist",
         ),
     ] {
-        let reply = unix(&fake, method, path, Some(json!({"name": "x"}))).await;
+        let reply = call(&fake, method, path, Some(json!({"name": "x"}))).await;
         assert_eq!(error(&reply), (status, text), "{method} {path}");
     }
-    unix(&fake, "POST", "/1.0/profiles", Some(json!({"name": "p1"}))).await;
-    let taken = unix(
+    call(&fake, "POST", "/1.0/profiles", Some(json!({"name": "p1"}))).await;
+    let taken = call(
         &fake,
         "POST",
         "/1.0/profiles/p1",
         Some(json!({"name": "default"})),
     )
     .await;
-    assert_eq!(error(&taken), (500, "Profile \"default\" already exists"));
+    assert_native_error(&taken, 500, "Profile \"default\" already exists");
     let create = json!({"name": "c1", "source": {"type": "none"}, "profiles": ["default", "p1"]});
     wait(
         &fake,
-        &unix(&fake, "POST", "/1.0/instances", Some(create)).await,
+        &call(&fake, "POST", "/1.0/instances", Some(create)).await,
     )
     .await;
-    let in_use = unix(&fake, "DELETE", "/1.0/profiles/p1", None).await;
-    assert_eq!(error(&in_use), (500, "Profile is currently in use"));
-    let renamed = unix(
+    let in_use = call(&fake, "DELETE", "/1.0/profiles/p1", None).await;
+    assert_native_error(&in_use, 500, "Profile is currently in use");
+    let renamed = call(
         &fake,
         "POST",
         "/1.0/profiles/p1",
@@ -246,24 +242,24 @@ async fn profile_rename_and_delete_follow_the_daemon_default_and_in_use_rules() 
     )
     .await;
     assert_eq!(
-        (renamed.status, renamed.header("location").as_deref()),
+        (renamed.status(), renamed.header("location")),
         (201, Some("/1.0/profiles/p2"))
     );
-    let instance = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    let instance = call(&fake, "GET", "/1.0/instances/c1", None).await;
     assert_eq!(instance.metadata()["profiles"], json!(["default", "p2"]));
     let patch = json!({"profiles": ["default"]});
-    unix(&fake, "PATCH", "/1.0/instances/c1", Some(patch)).await;
-    let deleted = unix(&fake, "DELETE", "/1.0/profiles/p2", None).await;
-    assert_eq!((deleted.status, deleted.metadata()), (200, &json!({})));
+    call(&fake, "PATCH", "/1.0/instances/c1", Some(patch)).await;
+    let deleted = call(&fake, "DELETE", "/1.0/profiles/p2", None).await;
+    assert_eq!((deleted.status(), deleted.metadata()), (200, &json!({})));
     let unknown = json!({"profiles": ["default", "nosuch"]});
-    let refused = unix(&fake, "PATCH", "/1.0/instances/c1", Some(unknown)).await;
-    assert_eq!(error(&refused), (404, "Profile not found"));
+    let refused = call(&fake, "PATCH", "/1.0/instances/c1", Some(unknown)).await;
+    assert_native_error(&refused, 404, "Profile not found");
 }
 
 #[tokio::test]
 async fn project_create_gets_the_default_features_and_its_own_default_profile() {
     let fake = fake().await;
-    let reply = unix(
+    let reply = call(
         &fake,
         "POST",
         "/1.0/projects",
@@ -271,10 +267,10 @@ async fn project_create_gets_the_default_features_and_its_own_default_profile() 
     )
     .await;
     assert_eq!(
-        (reply.status, reply.header("location").as_deref()),
+        (reply.status(), reply.header("location")),
         (201, Some("/1.0/projects/pr1"))
     );
-    let got = unix(&fake, "GET", "/1.0/projects/pr1", None).await;
+    let got = call(&fake, "GET", "/1.0/projects/pr1", None).await;
     assert_eq!(
         got.metadata(),
         &json!({"config": {"features.images": "true", "features.profiles": "true",
@@ -286,13 +282,13 @@ async fn project_create_gets_the_default_features_and_its_own_default_profile() 
         etag(&got),
         "90eca9d4da5d65d01f5cc166f508d2f43c0cc0a27c07e9d0a7231387c4c86271"
     );
-    let profiles = unix(&fake, "GET", "/1.0/profiles?project=pr1&recursion=1", None).await;
+    let profiles = call(&fake, "GET", "/1.0/profiles?project=pr1&recursion=1", None).await;
     assert_eq!(
         profiles.metadata(),
         &json!([{"config": {}, "description": "Default Incus profile for project pr1",
                  "devices": {}, "name": "default", "used_by": [], "project": "pr1"}])
     );
-    let created = unix(
+    let created = call(
         &fake,
         "POST",
         "/1.0/profiles?project=pr1",
@@ -300,7 +296,7 @@ async fn project_create_gets_the_default_features_and_its_own_default_profile() 
     )
     .await;
     assert_eq!(
-        created.header("location").as_deref(),
+        created.header("location"),
         Some("/1.0/profiles/pp?project=pr1")
     );
 }
@@ -309,39 +305,36 @@ async fn project_create_gets_the_default_features_and_its_own_default_profile() 
 async fn a_project_without_features_profiles_sees_and_changes_the_default_projects_profiles() {
     let fake = fake().await;
     let config = json!({"features.profiles": "false", "features.images": "false"});
-    unix(
+    call(
         &fake,
         "POST",
         "/1.0/projects",
         Some(json!({"name": "pr2", "config": config})),
     )
     .await;
-    let got = unix(&fake, "GET", "/1.0/projects/pr2", None).await;
+    let got = call(&fake, "GET", "/1.0/projects/pr2", None).await;
     assert_eq!(
         got.metadata()["config"],
         json!({"features.images": "false", "features.profiles": "false",
                "features.storage.buckets": "true", "features.storage.volumes": "true"})
     );
     assert_eq!(got.metadata()["used_by"], json!([]));
-    let profiles = unix(&fake, "GET", "/1.0/profiles?project=pr2&recursion=1", None).await;
+    let profiles = call(&fake, "GET", "/1.0/profiles?project=pr2&recursion=1", None).await;
     assert_eq!(profiles.metadata()[0]["project"], "default");
     assert_eq!(
         profiles.metadata()[0]["description"],
         "Default Incus profile"
     );
-    let created = unix(
+    let created = call(
         &fake,
         "POST",
         "/1.0/profiles?project=pr2",
         Some(json!({"name": "pp"})),
     )
     .await;
+    assert_eq!(created.header("location"), Some("/1.0/profiles/pp"));
     assert_eq!(
-        created.header("location").as_deref(),
-        Some("/1.0/profiles/pp")
-    );
-    assert_eq!(
-        unix(&fake, "GET", "/1.0/profiles/pp", None).await.status,
+        call(&fake, "GET", "/1.0/profiles/pp", None).await.status(),
         200
     );
 }
@@ -361,18 +354,12 @@ async fn project_writes_refuse_what_the_daemon_refuses_with_its_text() {
             "Invalid project configuration key \"features.images\" value: Invalid value for a boolean \"maybe\"",
         ),
     ] {
-        let reply = unix(&fake, "POST", "/1.0/projects", Some(body.clone())).await;
+        let reply = call(&fake, "POST", "/1.0/projects", Some(body.clone())).await;
         assert_eq!(error(&reply), (400, text), "{body}");
     }
-    unix(&fake, "POST", "/1.0/projects", Some(json!({"name": "pr3"}))).await;
-    let twice = unix(&fake, "POST", "/1.0/projects", Some(json!({"name": "pr3"}))).await;
-    assert_eq!(
-        error(&twice),
-        (
-            500,
-            "Failed creating project \"pr3\": Failed adding database record: Failed to create \"projects\" entry: UNIQUE constraint failed: projects.name"
-        )
-    );
+    call(&fake, "POST", "/1.0/projects", Some(json!({"name": "pr3"}))).await;
+    let twice = call(&fake, "POST", "/1.0/projects", Some(json!({"name": "pr3"}))).await;
+    assert_native_error(&twice, 500, "Failed creating project \"pr3\": Failed adding database record: Failed to create \"projects\" entry: UNIQUE constraint failed: projects.name");
     for (method, path, status, text) in [
         (
             "DELETE",
@@ -394,58 +381,53 @@ async fn project_writes_refuse_what_the_daemon_refuses_with_its_text() {
         ),
         ("PUT", "/1.0/projects/nosuch", 404, "Project not found"),
     ] {
-        let reply = unix(&fake, method, path, Some(json!({"name": "x"}))).await;
+        let reply = call(&fake, method, path, Some(json!({"name": "x"}))).await;
         assert_eq!(error(&reply), (status, text), "{method} {path}");
     }
-    let features = unix(
+    let features = call(
         &fake,
         "PUT",
         "/1.0/projects/default",
         Some(json!({"config": {"features.images": "true"}})),
     )
     .await;
-    assert_eq!(
-        error(&features),
-        (400, "You can't change the features of the default project")
+    assert_native_error(
+        &features,
+        400,
+        "You can't change the features of the default project",
     );
 }
 
 #[tokio::test]
 async fn a_non_empty_project_cannot_be_deleted_renamed_or_lose_a_feature() {
     let fake = fake().await;
-    unix(&fake, "POST", "/1.0/projects", Some(json!({"name": "pr3"}))).await;
-    unix(
+    call(&fake, "POST", "/1.0/projects", Some(json!({"name": "pr3"}))).await;
+    call(
         &fake,
         "POST",
         "/1.0/profiles?project=pr3",
         Some(json!({"name": "pp3"})),
     )
     .await;
-    let delete = unix(&fake, "DELETE", "/1.0/projects/pr3", None).await;
-    assert_eq!(error(&delete), (500, "Only empty projects can be removed."));
-    let rename = unix(
+    let delete = call(&fake, "DELETE", "/1.0/projects/pr3", None).await;
+    assert_native_error(&delete, 500, "Only empty projects can be removed.");
+    let rename = call(
         &fake,
         "POST",
         "/1.0/projects/pr3",
         Some(json!({"name": "pr4"})),
     )
     .await;
-    assert_eq!(rename.body["metadata"]["description"], "Renaming project");
-    assert_eq!(rename.body["metadata"]["resources"], json!({}));
+    assert_eq!(rename.json()["metadata"]["description"], "Renaming project");
+    assert_eq!(rename.json()["metadata"]["resources"], json!({}));
     let done = wait(&fake, &rename).await;
-    assert_eq!(
-        (
-            done.body["error_code"].as_u64(),
-            done.body["error"].as_str()
-        ),
-        (Some(500), Some("Only empty projects can be renamed"))
-    );
-    let current = unix(&fake, "GET", "/1.0/projects/pr3", None).await;
+    assert_native_error(&done, 500, "Only empty projects can be renamed");
+    let current = call(&fake, "GET", "/1.0/projects/pr3", None).await;
     let tag = etag(&current);
     let mut config = current.metadata()["config"].clone();
     config["features.profiles"] = json!("false");
     let put = json!({ "config": config });
-    let stale = unix_with(
+    let stale = call_with(
         &fake,
         "PUT",
         "/1.0/projects/pr3",
@@ -453,35 +435,34 @@ async fn a_non_empty_project_cannot_be_deleted_renamed_or_lose_a_feature() {
         &[("if-match", "\"bad\"")],
     )
     .await;
-    assert_eq!(
-        error(&stale),
-        (412, format!("ETag doesn't match: {tag} vs bad").as_str())
+    assert_native_error(
+        &stale,
+        412,
+        format!("ETag doesn't match: {tag} vs bad").as_str(),
     );
-    let lose = unix(&fake, "PUT", "/1.0/projects/pr3", Some(put)).await;
-    assert_eq!(
-        error(&lose),
-        (
-            400,
-            "Project feature \"features.profiles\" cannot be disabled on non-empty projects"
-        )
+    let lose = call(&fake, "PUT", "/1.0/projects/pr3", Some(put)).await;
+    assert_native_error(
+        &lose,
+        400,
+        "Project feature \"features.profiles\" cannot be disabled on non-empty projects",
     );
     // PATCH replaces the config it is given, as the daemon does: the features go missing.
     let patch = json!({"config": {"limits.instances": "5"}});
-    let lose = unix(&fake, "PATCH", "/1.0/projects/pr3", Some(patch)).await;
+    let lose = call(&fake, "PATCH", "/1.0/projects/pr3", Some(patch)).await;
     assert_eq!(error(&lose).0, 400);
     let mut config = current.metadata()["config"].clone();
     config["user.x"] = json!("y");
     let keep = json!({"config": config, "description": "nd"});
     assert_eq!(
-        unix(&fake, "PUT", "/1.0/projects/pr3", Some(keep))
+        call(&fake, "PUT", "/1.0/projects/pr3", Some(keep))
             .await
-            .status,
+            .status(),
         200
     );
-    unix(&fake, "DELETE", "/1.0/profiles/pp3?project=pr3", None).await;
+    call(&fake, "DELETE", "/1.0/profiles/pp3?project=pr3", None).await;
     let renamed = wait(
         &fake,
-        &unix(
+        &call(
             &fake,
             "POST",
             "/1.0/projects/pr3",
@@ -490,19 +471,19 @@ async fn a_non_empty_project_cannot_be_deleted_renamed_or_lose_a_feature() {
         .await,
     )
     .await;
-    assert_eq!(renamed.body["metadata"]["status"], "Success");
-    let moved = unix(&fake, "GET", "/1.0/profiles/default?project=pr4", None).await;
+    assert_eq!(renamed.json()["metadata"]["status"], "Success");
+    let moved = call(&fake, "GET", "/1.0/profiles/default?project=pr4", None).await;
     assert_eq!(moved.metadata()["project"], "pr4");
     let patch = json!({"description": "pat"});
-    unix(&fake, "PATCH", "/1.0/projects/pr4", Some(patch)).await;
-    let got = unix(&fake, "GET", "/1.0/projects/pr4", None).await;
+    call(&fake, "PATCH", "/1.0/projects/pr4", Some(patch)).await;
+    let got = call(&fake, "GET", "/1.0/projects/pr4", None).await;
     assert_eq!(got.metadata()["config"]["user.x"], "y", "PATCH keeps it");
-    let deleted = unix(&fake, "DELETE", "/1.0/projects/pr4", None).await;
-    assert_eq!((deleted.status, deleted.metadata()), (200, &json!({})));
+    let deleted = call(&fake, "DELETE", "/1.0/projects/pr4", None).await;
+    assert_eq!((deleted.status(), deleted.metadata()), (200, &json!({})));
     assert_eq!(
-        unix(&fake, "GET", "/1.0/profiles?project=pr4", None)
+        call(&fake, "GET", "/1.0/profiles?project=pr4", None)
             .await
-            .status,
+            .status(),
         404
     );
 }
@@ -513,9 +494,9 @@ async fn custom_volume_create_update_and_delete_answer_as_the_daemon() {
     // The name is the real daemon's capture's: it is part of the volume ETag.
     let base = "/1.0/storage-pools/default/volumes/custom";
     let body = json!({"name": "wcp-v1", "config": {"size": "10MiB"}, "description": "vd"});
-    let reply = unix(&fake, "POST", base, Some(body)).await;
-    assert_eq!((reply.status, reply.metadata()), (200, &json!({})));
-    let got = unix(&fake, "GET", &format!("{base}/wcp-v1"), None).await;
+    let reply = call(&fake, "POST", base, Some(body)).await;
+    assert_eq!((reply.status(), reply.metadata()), (200, &json!({})));
+    let got = call(&fake, "GET", &format!("{base}/wcp-v1"), None).await;
     let m = got.metadata();
     assert_eq!(
         (&m["config"], &m["description"], &m["type"], &m["used_by"]),
@@ -563,11 +544,11 @@ async fn custom_volume_create_update_and_delete_answer_as_the_daemon() {
             "Storage pool not found",
         ),
     ] {
-        let reply = unix(&fake, "POST", path, Some(body.clone())).await;
+        let reply = call(&fake, "POST", path, Some(body.clone())).await;
         assert_eq!(error(&reply), (status, text), "{body}");
     }
     let put = json!({"config": {"size": "20MiB", "user.a": "b"}, "description": "new"});
-    let stale = unix_with(
+    let stale = call_with(
         &fake,
         "PUT",
         &format!("{base}/wcp-v1"),
@@ -575,21 +556,21 @@ async fn custom_volume_create_update_and_delete_answer_as_the_daemon() {
         &[("if-match", "\"bad\"")],
     )
     .await;
-    assert_eq!(stale.status, 412);
+    assert_eq!(stale.status(), 412);
     assert_eq!(
-        unix(&fake, "PUT", &format!("{base}/wcp-v1"), Some(put))
+        call(&fake, "PUT", &format!("{base}/wcp-v1"), Some(put))
             .await
-            .status,
+            .status(),
         200
     );
-    let got = unix(&fake, "GET", &format!("{base}/wcp-v1"), None).await;
+    let got = call(&fake, "GET", &format!("{base}/wcp-v1"), None).await;
     assert_eq!(
         etag(&got),
         "b80105bdf9679cd75380de5182c987a8c54f06b79aed69d87842414a5ef62555"
     );
     let patch = json!({"config": {"user.c": "d"}});
-    unix(&fake, "PATCH", &format!("{base}/wcp-v1"), Some(patch)).await;
-    let got = unix(&fake, "GET", &format!("{base}/wcp-v1"), None).await;
+    call(&fake, "PATCH", &format!("{base}/wcp-v1"), Some(patch)).await;
+    let got = call(&fake, "GET", &format!("{base}/wcp-v1"), None).await;
     assert_eq!(
         (&got.metadata()["config"], &got.metadata()["description"]),
         (
@@ -602,34 +583,32 @@ async fn custom_volume_create_update_and_delete_answer_as_the_daemon() {
         etag(&got),
         "22b7c0c596f0f083b3ea858b2909e0202dbc60090542346726e32742ec829aba"
     );
-    let bad = unix(
+    let bad = call(
         &fake,
         "PUT",
         &format!("{base}/wcp-v1"),
         Some(json!({"config": {"nope": "x"}})),
     )
     .await;
-    assert_eq!(
-        error(&bad),
-        (
-            500,
-            "Invalid option for volume \"default_wcp-v1\" option \"nope\""
-        )
+    assert_native_error(
+        &bad,
+        500,
+        "Invalid option for volume \"default_wcp-v1\" option \"nope\"",
     );
     for method in ["PUT", "DELETE"] {
-        let reply = unix(&fake, method, &format!("{base}/nosuch"), Some(json!({}))).await;
+        let reply = call(&fake, method, &format!("{base}/nosuch"), Some(json!({}))).await;
         assert_eq!(
             error(&reply),
             (404, "Storage pool volume not found"),
             "{method}"
         );
     }
-    let deleted = unix(&fake, "DELETE", &format!("{base}/wcp-v1"), None).await;
-    assert_eq!((deleted.status, deleted.metadata()), (200, &json!({})));
+    let deleted = call(&fake, "DELETE", &format!("{base}/wcp-v1"), None).await;
+    assert_eq!((deleted.status(), deleted.metadata()), (200, &json!({})));
     assert_eq!(
-        unix(&fake, "GET", &format!("{base}/wcp-v1"), None)
+        call(&fake, "GET", &format!("{base}/wcp-v1"), None)
             .await
-            .status,
+            .status(),
         404
     );
 }
@@ -638,36 +617,27 @@ async fn custom_volume_create_update_and_delete_answer_as_the_daemon() {
 async fn an_attached_volume_is_used_by_its_instance_and_cannot_be_deleted() {
     let fake = fake().await;
     let base = "/1.0/storage-pools/default/volumes/custom";
-    unix(&fake, "POST", base, Some(json!({"name": "v1"}))).await;
+    call(&fake, "POST", base, Some(json!({"name": "v1"}))).await;
     launch(&fake, "c1", false).await;
     let missing = json!({"devices": {"v": {"type": "disk", "pool": "default", "source": "nosuchvol", "path": "/mnt"}}});
-    let refused = unix(&fake, "PATCH", "/1.0/instances/c1", Some(missing)).await;
-    assert_eq!(
-        error(&refused),
-        (
-            404,
-            "Failed add validation for device \"v\": Failed loading custom volume: Storage volume not found"
-        )
-    );
+    let refused = call(&fake, "PATCH", "/1.0/instances/c1", Some(missing)).await;
+    assert_native_error(&refused, 404, "Failed add validation for device \"v\": Failed loading custom volume: Storage volume not found");
     let create = json!({"name": "c2", "source": {"type": "none"},
         "devices": {"v": {"type": "disk", "pool": "default", "source": "nosuchvol", "path": "/mnt"}}});
     let done = wait(
         &fake,
-        &unix(&fake, "POST", "/1.0/instances", Some(create)).await,
+        &call(&fake, "POST", "/1.0/instances", Some(create)).await,
     )
     .await;
-    assert_eq!(
-        (done.body["error_code"].as_u64(), done.body["error"].as_str()),
-        (Some(404), Some("Failed creating instance record: Failed initializing instance: Failed add validation for device \"v\": Failed loading custom volume: Storage volume not found"))
-    );
+    assert_native_error(&done, 404, "Failed creating instance record: Failed initializing instance: Failed add validation for device \"v\": Failed loading custom volume: Storage volume not found");
     let attach = json!({"devices": {"v": {"type": "disk", "pool": "default", "source": "v1", "path": "/mnt"}}});
-    let reply = unix(&fake, "PATCH", "/1.0/instances/c1", Some(attach)).await;
-    assert_eq!(reply.status, 200, "{}", reply.body);
-    let got = unix(&fake, "GET", &format!("{base}/v1"), None).await;
+    let reply = call(&fake, "PATCH", "/1.0/instances/c1", Some(attach)).await;
+    assert_eq!(reply.status(), 200, "{}", reply.json());
+    let got = call(&fake, "GET", &format!("{base}/v1"), None).await;
     assert_eq!(got.metadata()["used_by"], json!(["/1.0/instances/c1"]));
-    let in_use = unix(&fake, "DELETE", &format!("{base}/v1"), None).await;
-    assert_eq!(error(&in_use), (400, "The storage volume is still in use"));
-    let pool = unix(&fake, "GET", "/1.0/storage-pools/default", None).await;
+    let in_use = call(&fake, "DELETE", &format!("{base}/v1"), None).await;
+    assert_native_error(&in_use, 400, "The storage volume is still in use");
+    let pool = call(&fake, "GET", "/1.0/storage-pools/default", None).await;
     assert_eq!(
         pool.metadata()["used_by"],
         json!([
@@ -676,7 +646,7 @@ async fn an_attached_volume_is_used_by_its_instance_and_cannot_be_deleted() {
             format!("{base}/v1")
         ])
     );
-    let project = unix(&fake, "GET", "/1.0/projects/default", None).await;
+    let project = call(&fake, "GET", "/1.0/projects/default", None).await;
     let used_by = project.metadata()["used_by"].as_array().unwrap().clone();
     assert_eq!(used_by.last(), Some(&json!(format!("{base}/v1"))));
 }
@@ -684,23 +654,17 @@ async fn an_attached_volume_is_used_by_its_instance_and_cannot_be_deleted() {
 #[tokio::test]
 async fn a_profile_change_that_attaches_a_missing_volume_is_saved_and_reported() {
     let fake = fake().await;
-    unix(&fake, "POST", "/1.0/profiles", Some(json!({"name": "p1"}))).await;
+    call(&fake, "POST", "/1.0/profiles", Some(json!({"name": "p1"}))).await;
     let create = json!({"name": "c1", "source": {"type": "none"}, "profiles": ["default", "p1"]});
     wait(
         &fake,
-        &unix(&fake, "POST", "/1.0/instances", Some(create)).await,
+        &call(&fake, "POST", "/1.0/instances", Some(create)).await,
     )
     .await;
     let patch = json!({"devices": {"d": {"type": "disk", "source": "nosuchvol", "pool": "default", "path": "/mnt"}}});
-    let reply = unix(&fake, "PATCH", "/1.0/profiles/p1", Some(patch)).await;
-    assert_eq!(
-        error(&reply),
-        (
-            500,
-            "The following instances failed to update (profile change still saved):\n - Project: default, Instance: c1: Failed add validation for device \"d\": Failed loading custom volume: Storage volume not found\n"
-        )
-    );
-    let profile = unix(&fake, "GET", "/1.0/profiles/p1", None).await;
+    let reply = call(&fake, "PATCH", "/1.0/profiles/p1", Some(patch)).await;
+    assert_native_error(&reply, 500, "The following instances failed to update (profile change still saved):\n - Project: default, Instance: c1: Failed add validation for device \"d\": Failed loading custom volume: Storage volume not found\n");
+    let profile = call(&fake, "GET", "/1.0/profiles/p1", None).await;
     assert!(profile.metadata()["devices"].get("d").is_some(), "saved");
 }
 
@@ -709,7 +673,7 @@ async fn custom_volume_rename_answers_201_and_the_attaching_devices_follow() {
     let fake = fake().await;
     let base = "/1.0/storage-pools/default/volumes/custom";
     for name in ["r1", "r2"] {
-        unix(&fake, "POST", base, Some(json!({ "name": name }))).await;
+        call(&fake, "POST", base, Some(json!({ "name": name }))).await;
     }
     for (path, name, status, text) in [
         ("r1", "r2", 409, "Volume by that name already exists"),
@@ -722,7 +686,7 @@ async fn custom_volume_rename_answers_201_and_the_attaching_devices_follow() {
         ),
         ("nosuch", "r3", 404, "Storage pool volume not found"),
     ] {
-        let reply = unix(
+        let reply = call(
             &fake,
             "POST",
             &format!("{base}/{path}"),
@@ -733,8 +697,8 @@ async fn custom_volume_rename_answers_201_and_the_attaching_devices_follow() {
     }
     launch(&fake, "c1", false).await;
     let attach = json!({"devices": {"data": {"type": "disk", "pool": "default", "source": "r1", "path": "/mnt"}}});
-    unix(&fake, "PATCH", "/1.0/instances/c1", Some(attach)).await;
-    let renamed = unix(
+    call(&fake, "PATCH", "/1.0/instances/c1", Some(attach)).await;
+    let renamed = call(
         &fake,
         "POST",
         &format!("{base}/r1"),
@@ -742,12 +706,12 @@ async fn custom_volume_rename_answers_201_and_the_attaching_devices_follow() {
     )
     .await;
     assert_eq!(
-        (renamed.status, renamed.header("location")),
-        (201, Some(format!("{base}/r3")))
+        (renamed.status(), renamed.header("location")),
+        (201, Some(format!("{base}/r3").as_str()))
     );
-    assert_eq!(renamed.body["metadata"], Value::Null);
-    let instance = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(renamed.json()["metadata"], Value::Null);
+    let instance = call(&fake, "GET", "/1.0/instances/c1", None).await;
     assert_eq!(instance.metadata()["devices"]["data"]["source"], "r3");
-    let got = unix(&fake, "GET", &format!("{base}/r3"), None).await;
+    let got = call(&fake, "GET", &format!("{base}/r3"), None).await;
     assert_eq!(got.metadata()["used_by"], json!(["/1.0/instances/c1"]));
 }

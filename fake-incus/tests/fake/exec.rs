@@ -4,8 +4,8 @@
 
 use crate::common;
 
-use common::{drain, launch, unix, wait, ws_unix};
-use fake_incus::{FakeIncus, Fault, Rule};
+use common::{call, drain, launch, unix, wait, ws_unix};
+use fake_incus::{assert_native_error, FakeIncus, Fault, Rule};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -27,8 +27,8 @@ async fn exec(fake: &FakeIncus, command: &[&str], interactive: bool) -> Exec {
     let body = json!({"command": command, "wait-for-websocket": true, "interactive": interactive,
         "environment": {"TERM": "xterm"}, "width": 0, "height": 0, "record-output": false,
         "user": 0, "group": 0, "cwd": ""});
-    let reply = unix(fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
-    assert_eq!(reply.status, 202, "{}", reply.body);
+    let reply = call(fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    assert_eq!(reply.status(), 202, "{}", reply.json());
     Exec {
         id: reply.metadata()["id"].as_str().unwrap().into(),
         fds: reply.metadata()["metadata"]["fds"].clone(),
@@ -216,17 +216,8 @@ async fn exec_websockets_never_connected_fail_the_operation() {
     let e = exec(&fake, &["echo", "x"], false).await;
     let _stdout = ws_unix(&fake, &e.id, &e.secret("1")).await;
     let done = final_op(&fake, &e).await;
-    assert_eq!(
-        (
-            done.body["error"].as_str(),
-            done.body["error_code"].as_u64()
-        ),
-        (
-            Some("Timed out waiting for websockets to connect"),
-            Some(500)
-        )
-    );
-    let op = unix(&fake, "GET", &format!("/1.0/operations/{}", e.id), None).await;
+    assert_native_error(&done, 500, "Timed out waiting for websockets to connect");
+    let op = call(&fake, "GET", &format!("/1.0/operations/{}", e.id), None).await;
     assert_eq!(op.metadata()["status"], "Failure");
     assert!(
         op.metadata()["metadata"].get("return").is_none(),
@@ -239,36 +230,24 @@ async fn exec_websocket_connection_errors_match_the_daemon() {
     let fake = running().await;
     let e = exec(&fake, &["sleep", "30"], false).await;
     let base = format!("/1.0/operations/{}/websocket", e.id);
-    let bad = unix(&fake, "GET", &format!("{base}?secret=00"), None).await;
-    assert_eq!(
-        (bad.status, bad.body["error"].as_str()),
-        (403, Some("Forbidden"))
-    );
-    let missing = unix(&fake, "GET", &base, None).await;
-    assert_eq!(
-        (missing.status, missing.body["error"].as_str()),
-        (500, Some("missing secret"))
-    );
+    let bad = call(&fake, "GET", &format!("{base}?secret=00"), None).await;
+    assert_native_error(&bad, 403, "Forbidden");
+    let missing = call(&fake, "GET", &base, None).await;
+    assert_native_error(&missing, 500, "missing secret");
     let unknown = "/1.0/operations/00000000-0000-4000-8000-000000000000/websocket";
-    let r = unix(&fake, "GET", unknown, None).await;
-    assert_eq!(
-        (r.status, r.body["error"].as_str()),
-        (400, Some("Missing websocket secret"))
-    );
-    let r = unix(&fake, "GET", &format!("{unknown}?secret=ab"), None).await;
-    assert_eq!(
-        (r.status, r.body["error"].as_str()),
-        (404, Some("Operation not found"))
-    );
-    let plain = unix(
+    let r = call(&fake, "GET", unknown, None).await;
+    assert_native_error(&r, 400, "Missing websocket secret");
+    let r = call(&fake, "GET", &format!("{unknown}?secret=ab"), None).await;
+    assert_native_error(&r, 404, "Operation not found");
+    let plain = call(
         &fake,
         "GET",
         &format!("{base}?secret={}", e.secret("0")),
         None,
     )
     .await;
-    assert_eq!(plain.status, 400);
-    assert!(plain.raw.starts_with(b"Bad Request"));
+    assert_eq!(plain.status(), 400);
+    assert!(plain.bytes().starts_with(b"Bad Request"));
     let mut first = ws_unix(&fake, &e.id, &e.secret("control")).await;
     let mut dup = ws_unix(&fake, &e.id, &e.secret("control")).await;
     let (data, texts, pings) = drain(&mut dup).await;
@@ -277,8 +256,8 @@ async fn exec_websocket_connection_errors_match_the_daemon() {
         "a duplicate is dropped without any frame"
     );
     first.close(None).await.ok();
-    let sig = unix(&fake, "DELETE", &format!("/1.0/operations/{}", e.id), None).await;
-    assert_eq!(sig.status, 400);
+    let sig = call(&fake, "DELETE", &format!("/1.0/operations/{}", e.id), None).await;
+    assert_eq!(sig.status(), 400);
 }
 
 #[tokio::test]
@@ -291,14 +270,8 @@ async fn exec_after_finish_refuses_connections_and_not_found_is_a_failure() {
         ws_unix(&fake, &e.id, &e.secret("2")).await,
     ];
     let done = final_op(&fake, &e).await;
-    assert_eq!(
-        (
-            done.body["error"].as_str(),
-            done.body["error_code"].as_u64()
-        ),
-        (Some("Command not found"), Some(400))
-    );
-    let op = unix(&fake, "GET", &format!("/1.0/operations/{}", e.id), None).await;
+    assert_native_error(&done, 400, "Command not found");
+    let op = call(&fake, "GET", &format!("/1.0/operations/{}", e.id), None).await;
     assert_eq!(
         (
             op.metadata()["status"].as_str(),
@@ -306,7 +279,7 @@ async fn exec_after_finish_refuses_connections_and_not_found_is_a_failure() {
         ),
         (Some("Failure"), Some(127))
     );
-    let late = unix(
+    let late = call(
         &fake,
         "GET",
         &format!(
@@ -317,49 +290,41 @@ async fn exec_after_finish_refuses_connections_and_not_found_is_a_failure() {
         None,
     )
     .await;
-    assert_eq!(
-        (late.status, late.body["error"].as_str()),
-        (500, Some("Only running operations can be connected"))
-    );
+    assert_native_error(&late, 500, "Only running operations can be connected");
 }
 
 #[tokio::test]
 async fn exec_rejects_stopped_instances_and_bad_combinations() {
     let fake = FakeIncus::builder().start().await.unwrap();
     launch(&fake, "c1", false).await;
-    let r = unix(
+    let r = call(
         &fake,
         "POST",
         "/1.0/instances/c1/exec",
         Some(json!({"command": ["true"], "wait-for-websocket": true})),
     )
     .await;
-    assert_eq!(
-        (r.status, r.body["error"].as_str()),
-        (400, Some("Instance is not running"))
-    );
-    let r = unix(
+    assert_native_error(&r, 400, "Instance is not running");
+    let r = call(
         &fake,
         "POST",
         "/1.0/instances/nope/exec",
         Some(json!({"command": ["true"]})),
     )
     .await;
-    assert_eq!(r.status, 404);
+    assert_eq!(r.status(), 404);
     launch(&fake, "c2", true).await;
-    let r = unix(
+    let r = call(
         &fake,
         "POST",
         "/1.0/instances/c2/exec",
         Some(json!({"command": ["true"], "wait-for-websocket": true, "record-output": true})),
     )
     .await;
-    assert_eq!(
-        (r.status, r.body["error"].as_str()),
-        (
-            400,
-            Some("Cannot use \"record-output\" in combination with \"wait-for-websocket\"")
-        )
+    assert_native_error(
+        &r,
+        400,
+        "Cannot use \"record-output\" in combination with \"wait-for-websocket\"",
     );
 }
 
@@ -380,7 +345,7 @@ async fn exec_interactive_uses_one_pty_socket_and_waits_for_client_eof() {
         }
     }
     assert_eq!(out, b"hi\r\n", "PTY output uses CRLF");
-    let still = unix(
+    let still = call(
         &fake,
         "GET",
         &format!("/1.0/operations/{}/wait?timeout=0", e.id),
@@ -388,7 +353,8 @@ async fn exec_interactive_uses_one_pty_socket_and_waits_for_client_eof() {
     )
     .await;
     assert_eq!(
-        still.body["error"], "context deadline exceeded",
+        still.json()["error"],
+        "context deadline exceeded",
         "running until the client ends fd 0"
     );
     pty.send(Message::Text(String::new().into())).await.unwrap();
@@ -401,7 +367,7 @@ async fn exec_interactive_uses_one_pty_socket_and_waits_for_client_eof() {
 async fn exec_without_websockets_is_a_task_with_null_metadata() {
     let fake = running().await;
     let body = json!({"command": ["sh", "-c", "exit 7"], "wait-for-websocket": false});
-    let reply = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    let reply = call(&fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
     let op = reply.metadata();
     assert_eq!(
         (op["class"].as_str(), &op["metadata"]),
@@ -428,8 +394,8 @@ async fn sigkill_survived(fake: &FakeIncus) -> (Exec, common::UnixWs, [common::U
     let sigkill = json!({"command": "signal", "signal": 9}).to_string();
     control.send(Message::Text(sigkill.into())).await.unwrap();
     let wait = format!("/1.0/operations/{}/wait?timeout=1", e.id);
-    let still = unix(fake, "GET", &wait, None).await;
-    assert_eq!(still.body["error"], "context deadline exceeded");
+    let still = call(fake, "GET", &wait, None).await;
+    assert_eq!(still.json()["error"], "context deadline exceeded");
     (e, control, io)
 }
 
@@ -515,7 +481,7 @@ async fn exec_fault_drop_websocket_closes_that_fd_at_once() {
 async fn exec_record_output_keeps_stdout_and_stderr_as_log_files() {
     let fake = running().await;
     let body = json!({"command": ["sh", "-c", "echo recorded-out; echo recorded-err >&2"], "wait-for-websocket": false, "record-output": true});
-    let reply = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    let reply = call(&fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
     let id = reply.metadata()["id"].as_str().unwrap().to_string();
     let done = wait(&fake, &reply).await;
     let base = format!("/1.0/instances/c1/logs/exec-output/exec_{id}");
@@ -523,30 +489,30 @@ async fn exec_record_output_keeps_stdout_and_stderr_as_log_files() {
         done.metadata()["metadata"],
         json!({"output": {"1": format!("{base}.stdout"), "2": format!("{base}.stderr")}, "return": 0})
     );
-    let list = unix(&fake, "GET", "/1.0/instances/c1/logs/exec-output", None).await;
+    let list = call(&fake, "GET", "/1.0/instances/c1/logs/exec-output", None).await;
     assert_eq!(
         list.metadata(),
         &json!([format!("{base}.stderr"), format!("{base}.stdout")])
     );
-    let stdout = unix(&fake, "GET", &format!("{base}.stdout"), None).await;
+    let stdout = call(&fake, "GET", &format!("{base}.stdout"), None).await;
     assert_eq!(
-        (stdout.status, stdout.raw.as_ref()),
+        (stdout.status(), stdout.bytes().as_ref()),
         (200, &b"recorded-out\n"[..])
     );
     assert_eq!(
-        stdout.header("content-type").as_deref(),
+        stdout.header("content-type"),
         Some("application/octet-stream")
     );
     assert_eq!(
-        unix(&fake, "DELETE", &format!("{base}.stdout"), None)
+        call(&fake, "DELETE", &format!("{base}.stdout"), None)
             .await
             .metadata(),
         &json!({})
     );
     assert_eq!(
-        unix(&fake, "GET", &format!("{base}.stdout"), None)
+        call(&fake, "GET", &format!("{base}.stdout"), None)
             .await
-            .status,
+            .status(),
         404
     );
 }
@@ -587,26 +553,26 @@ async fn operation_faults_apply_to_exec_operations() {
         },
     ));
     let body = json!({"command": ["echo", "hi"], "wait-for-websocket": false});
-    let accepted = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(body.clone())).await;
+    let accepted = call(&fake, "POST", "/1.0/instances/c1/exec", Some(body.clone())).await;
     let done = wait(&fake, &accepted).await;
-    assert_eq!(done.body["error"], "exec refused", "{}", done.body);
+    assert_eq!(done.json()["error"], "exec refused", "{}", done.json());
     drop(failing);
     let _never = fake
         .add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::OperationCancellable));
-    let accepted = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    let accepted = call(&fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
     assert_eq!(accepted.metadata()["may_cancel"], true);
     let id = accepted.metadata()["id"].as_str().unwrap().to_string();
-    let still = unix(
+    let still = call(
         &fake,
         "GET",
         &format!("/1.0/operations/{id}/wait?timeout=0"),
         None,
     )
     .await;
-    assert_eq!(still.body["error"], "context deadline exceeded");
-    let cancel = unix(&fake, "DELETE", &format!("/1.0/operations/{id}"), None).await;
-    assert_eq!(cancel.status, 200, "{}", cancel.body);
-    let op = unix(&fake, "GET", &format!("/1.0/operations/{id}"), None).await;
+    assert_eq!(still.json()["error"], "context deadline exceeded");
+    let cancel = call(&fake, "DELETE", &format!("/1.0/operations/{id}"), None).await;
+    assert_eq!(cancel.status(), 200, "{}", cancel.json());
+    let op = call(&fake, "GET", &format!("/1.0/operations/{id}"), None).await;
     assert_eq!(op.metadata()["status"], "Cancelled");
 }
 
@@ -625,14 +591,14 @@ async fn operation_fail_on_a_websocket_exec_fails_once_the_sockets_connect_and_r
         ws_unix(&fake, &e.id, &e.secret("2")).await,
     ];
     let done = final_op(&fake, &e).await;
-    assert_eq!(done.body["error"], "no exec", "{}", done.body);
+    assert_eq!(done.json()["error"], "no exec", "{}", done.json());
 }
 
 /// Starts `yes` as a task-mode exec that records its output; returns the 202 reply.
 async fn endless_task(fake: &FakeIncus) -> common::Reply {
     let body = json!({"command": ["yes"], "wait-for-websocket": false, "record-output": true});
-    let reply = unix(fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
-    assert_eq!(reply.status, 202, "{}", reply.body);
+    let reply = call(fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    assert_eq!(reply.status(), 202, "{}", reply.json());
     reply
 }
 
@@ -657,14 +623,14 @@ async fn task_exec_of_an_endless_command_is_killed_by_a_forced_stop_with_137() {
     let fake = running().await;
     let reply = endless_task(&fake).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let stop = unix(
+    let stop = call(
         &fake,
         "PUT",
         "/1.0/instances/c1/state",
         Some(json!({"action": "stop", "force": true})),
     )
     .await;
-    assert_eq!(wait(&fake, &stop).await.body["type"], "sync");
+    assert_eq!(wait(&fake, &stop).await.json()["type"], "sync");
     let done = wait(&fake, &reply).await;
     assert_eq!(
         (
@@ -673,12 +639,12 @@ async fn task_exec_of_an_endless_command_is_killed_by_a_forced_stop_with_137() {
         ),
         (Some("Success"), &json!(137)),
         "{}",
-        done.body
+        done.json()
     );
     let stdout = done.metadata()["metadata"]["output"]["1"].as_str().unwrap();
-    let recorded = unix(&fake, "GET", stdout, None).await;
+    let recorded = call(&fake, "GET", stdout, None).await;
     assert!(
-        recorded.raw.starts_with(b"y\ny\n"),
+        recorded.bytes().starts_with(b"y\ny\n"),
         "the output so far is kept"
     );
     assert_nothing_runs("after the forced stop").await;
@@ -699,7 +665,7 @@ async fn recorded_exec_output_survives_neither_a_reset_nor_deletion_and_recreati
     let list = "/1.0/instances/c1/logs/exec-output";
     let record =
         json!({"command": ["echo", "kept"], "wait-for-websocket": false, "record-output": true});
-    let reply = unix(
+    let reply = call(
         &fake,
         "POST",
         "/1.0/instances/c1/exec",
@@ -708,7 +674,7 @@ async fn recorded_exec_output_survives_neither_a_reset_nor_deletion_and_recreati
     .await;
     wait(&fake, &reply).await;
     assert_eq!(
-        unix(&fake, "GET", list, None)
+        call(&fake, "GET", list, None)
             .await
             .metadata()
             .as_array()
@@ -719,13 +685,13 @@ async fn recorded_exec_output_survives_neither_a_reset_nor_deletion_and_recreati
     fake.reset();
     launch(&fake, "c1", true).await;
     assert_eq!(
-        unix(&fake, "GET", list, None).await.metadata(),
+        call(&fake, "GET", list, None).await.metadata(),
         &json!([]),
         "after a reset"
     );
-    let reply = unix(&fake, "POST", "/1.0/instances/c1/exec", Some(record)).await;
+    let reply = call(&fake, "POST", "/1.0/instances/c1/exec", Some(record)).await;
     wait(&fake, &reply).await;
-    let stop = unix(
+    let stop = call(
         &fake,
         "PUT",
         "/1.0/instances/c1/state",
@@ -733,11 +699,11 @@ async fn recorded_exec_output_survives_neither_a_reset_nor_deletion_and_recreati
     )
     .await;
     wait(&fake, &stop).await;
-    let delete = unix(&fake, "DELETE", "/1.0/instances/c1", None).await;
+    let delete = call(&fake, "DELETE", "/1.0/instances/c1", None).await;
     wait(&fake, &delete).await;
     launch(&fake, "c1", true).await;
     assert_eq!(
-        unix(&fake, "GET", list, None).await.metadata(),
+        call(&fake, "GET", list, None).await.metadata(),
         &json!([]),
         "after deletion and re-creation"
     );
@@ -745,11 +711,11 @@ async fn recorded_exec_output_survives_neither_a_reset_nor_deletion_and_recreati
 
 /// A task-mode exec of `command` in c1, waited for; the operation as `GET` shows it.
 async fn task(fake: &FakeIncus, body: Value) -> (String, Value) {
-    let reply = unix(fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
-    assert_eq!(reply.status, 202, "{}", reply.body);
+    let reply = call(fake, "POST", "/1.0/instances/c1/exec", Some(body)).await;
+    assert_eq!(reply.status(), 202, "{}", reply.json());
     let id = reply.metadata()["id"].as_str().unwrap().to_string();
     wait(fake, &reply).await;
-    let op = unix(fake, "GET", &format!("/1.0/operations/{id}"), None).await;
+    let op = call(fake, "GET", &format!("/1.0/operations/{id}"), None).await;
     (id, op.metadata().clone())
 }
 
@@ -803,8 +769,8 @@ async fn record_output_of_a_command_not_found_keeps_both_empty_log_files() {
         json!({"output": {"1": format!("{base}.stdout"), "2": format!("{base}.stderr")}, "return": 127})
     );
     for stream in ["stdout", "stderr"] {
-        let file = unix(&fake, "GET", &format!("{base}.{stream}"), None).await;
-        assert_eq!((file.status, file.raw.len()), (200, 0), "{stream}");
+        let file = call(&fake, "GET", &format!("{base}.{stream}"), None).await;
+        assert_eq!((file.status(), file.bytes().len()), (200, 0), "{stream}");
     }
 }
 
@@ -819,7 +785,10 @@ async fn exec_with_a_cwd_that_does_not_exist_starts_in_the_root() {
     .await;
     assert_eq!(op["metadata"]["return"], 0);
     let out = format!("/1.0/instances/c1/logs/exec-output/exec_{id}.stdout");
-    assert_eq!(unix(&fake, "GET", &out, None).await.raw.as_ref(), b"/\n");
+    assert_eq!(
+        call(&fake, "GET", &out, None).await.bytes().as_ref(),
+        b"/\n"
+    );
 }
 
 #[tokio::test]
@@ -838,7 +807,7 @@ async fn an_instance_runs_the_executables_its_seeded_image_declares() {
             )
             .await;
             let out = format!("/1.0/instances/c1/logs/exec-output/exec_{id}.stdout");
-            let stdout = unix(fake, "GET", &out, None).await.raw;
+            let stdout = call(fake, "GET", &out, None).await.bytes().clone();
             (op["metadata"]["return"].clone(), stdout)
         }
     };
@@ -975,12 +944,12 @@ async fn recorded(fake: &FakeIncus, instance: &str, body: Value) -> (Value, Vec<
     body["record-output"] = json!(true);
     let path = format!("/1.0/instances/{instance}/exec");
     let reply = unix(fake, "POST", &path, Some(body)).await;
-    assert_eq!(reply.status, 202, "{}", reply.body);
+    assert_eq!(reply.status(), 202, "{}", reply.json());
     let id = reply.metadata()["id"].as_str().unwrap().to_string();
     wait(fake, &reply).await;
     let op = unix(fake, "GET", &format!("/1.0/operations/{id}"), None).await;
     let out = format!("/1.0/instances/{instance}/logs/exec-output/exec_{id}.stdout");
-    let stdout = unix(fake, "GET", &out, None).await.raw.to_vec();
+    let stdout = unix(fake, "GET", &out, None).await.bytes().to_vec();
     (op.metadata()["metadata"]["return"].clone(), stdout)
 }
 
@@ -991,7 +960,7 @@ async fn push(fake: &FakeIncus, instance: &str, path: &str, content: &[u8], mode
         ("x-incus-mode", mode),
     ];
     let reply = common::unix_bytes(fake, "POST", &uri, content.to_vec(), &headers).await;
-    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.status(), 200, "{}", reply.json());
 }
 
 #[tokio::test]
@@ -1027,7 +996,10 @@ async fn a_file_exec_writes_is_read_back_through_the_file_api() {
     .await;
     assert_eq!(ran.0, json!(0));
     let file = unix(&fake, "GET", "/1.0/instances/c1/files?path=/tmp/out", None).await;
-    assert_eq!((file.status, file.raw.as_ref()), (200, b"x\ny\n".as_ref()));
+    assert_eq!(
+        (file.status(), file.bytes().as_ref()),
+        (200, b"x\ny\n".as_ref())
+    );
 }
 
 #[tokio::test]
@@ -1085,10 +1057,7 @@ async fn the_guiding_session_of_tools_makes_the_directory_with_the_umask() {
     )
     .await;
     assert_eq!(
-        (
-            dir.status,
-            dir.headers.get("x-incus-mode").map(|v| v.to_str().unwrap())
-        ),
+        (dir.status(), dir.header("x-incus-mode")),
         (200, Some("0700"))
     );
 }
@@ -1130,7 +1099,7 @@ async fn an_imported_images_rootfs_becomes_its_instances_files() {
         .to_string();
     let create = json!({"name": "c2", "source": {"type": "image", "fingerprint": fingerprint}, "start": true});
     let created = unix(&fake, "POST", "/1.0/instances", Some(create)).await;
-    assert_eq!(wait(&fake, &created).await.body["type"], "sync");
+    assert_eq!(wait(&fake, &created).await.json()["type"], "sync");
     let ran = recorded(
         &fake,
         "c2",
@@ -1139,8 +1108,8 @@ async fn an_imported_images_rootfs_becomes_its_instances_files() {
     .await;
     assert_eq!(ran, (json!(0), b"welcome\n".to_vec()));
     let file = unix(&fake, "GET", "/1.0/instances/c2/files?path=/etc/motd", None).await;
-    assert_eq!(file.raw.as_ref(), b"welcome\n");
+    assert_eq!(file.bytes().as_ref(), b"welcome\n");
     // The other instance keeps the busybox test image's files.
     let other = unix(&fake, "GET", "/1.0/instances/c1/files?path=/etc/motd", None).await;
-    assert_eq!(other.status, 404);
+    assert_eq!(other.status(), 404);
 }

@@ -3,7 +3,7 @@
 use crate::common;
 
 use common::{unix, unix_raw, wait, ClientCert, Https};
-use fake_incus::{Answer, FakeIncus, Fault, Rule, Which};
+use fake_incus::{assert_native_error, Answer, FakeIncus, Fault, Rule, Which};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,7 @@ async fn fake() -> FakeIncus {
 async fn instance_exists(fake: &FakeIncus, name: &str) -> bool {
     unix(fake, "GET", &format!("/1.0/instances/{name}"), None)
         .await
-        .status
+        .status()
         == 200
 }
 
@@ -28,7 +28,7 @@ async fn fault_delay_answers_normally_after_the_delay() {
     let _rule = fake.add_rule(Rule::new("GET", "/1.0").fault(Fault::Delay { ms: 300 }));
     let started = Instant::now();
     let reply = unix(&fake, "GET", "/1.0", None).await;
-    assert_eq!(reply.status, 200);
+    assert_eq!(reply.status(), 200);
     assert!(started.elapsed() >= Duration::from_millis(300));
 }
 
@@ -40,15 +40,9 @@ async fn fault_native_error_is_an_incus_error_envelope_and_applies_nothing() {
         message: "busy".into(),
     }));
     let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("c1"))).await;
-    assert_eq!(
-        (
-            reply.status,
-            reply.body["error"].as_str(),
-            reply.body["error_code"].as_u64()
-        ),
-        (503, Some("busy"), Some(503))
-    );
-    common::assert_envelope(&reply.body);
+    assert_eq!(reply.status(), 503);
+    assert_native_error(&reply, 503, "busy");
+    common::assert_envelope(reply.json());
     let entry = fake.journal().into_iter().last().unwrap();
     assert!(!entry.applied);
     assert_eq!(
@@ -68,8 +62,7 @@ async fn fault_close_before_apply_drops_the_connection_and_changes_nothing() {
     let result = unix_raw(&fake, "POST", "/1.0/instances", Some(create_body("c1"))).await;
     assert!(result.is_err(), "no answer: {result:?}");
     assert!(!instance_exists(&fake, "c1").await);
-    let entries = fake.journal();
-    let post: Vec<_> = entries.iter().filter(|e| e.method == "POST").collect();
+    let post = fake.requests("POST", "/**");
     assert_eq!(post.len(), 1, "sent exactly once");
     assert!(!post[0].applied);
     assert_eq!(post[0].body, create_body("c1").to_string());
@@ -89,11 +82,7 @@ async fn fault_close_after_apply_drops_the_connection_but_the_change_happens() {
         assert!(Instant::now() < deadline, "the creation was applied");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let post = fake
-        .journal()
-        .into_iter()
-        .find(|e| e.method == "POST")
-        .unwrap();
+    let post = fake.requests("POST", "/**").remove(0);
     assert!(post.applied);
     assert_eq!(
         post.answer,
@@ -128,8 +117,8 @@ async fn fault_garbage_body_is_not_json() {
     let fake = fake().await;
     let _rule = fake.add_rule(Rule::new("GET", "/1.0").fault(Fault::GarbageBody));
     let reply = unix_raw(&fake, "GET", "/1.0", None).await.unwrap();
-    assert_eq!(reply.status, 200);
-    assert!(serde_json::from_slice::<serde_json::Value>(&reply.raw).is_err());
+    assert_eq!(reply.status(), 200);
+    assert!(serde_json::from_slice::<serde_json::Value>(reply.bytes()).is_err());
 }
 
 #[tokio::test]
@@ -151,7 +140,7 @@ async fn fault_dribble_sends_the_whole_body_slowly() {
     let reply = unix_raw(&fake, "GET", "/1.0/instances", None)
         .await
         .unwrap();
-    assert_eq!(reply.body["metadata"], json!([]));
+    assert_eq!(reply.json()["metadata"], json!([]));
     assert!(
         started.elapsed() >= Duration::from_millis(20 * 9),
         "about 10 chunks with pauses"
@@ -163,18 +152,11 @@ async fn fault_reset_aborts_the_https_connection() {
     let fake = fake().await;
     let _rule = fake.add_rule(Rule::new("GET", "/1.0/instances").fault(Fault::Reset));
     let client = Https::new(&fake, ClientCert::Trusted, false);
-    let tls = client.connect().await;
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
-            .await
-            .unwrap();
-    let conn = tokio::spawn(conn);
-    let req = http::Request::get("/1.0/instances")
-        .header("host", "127.0.0.1")
-        .body(http_body_util::Empty::<bytes::Bytes>::new())
+    let mut connection = fake_incus::client::Connection::over(client.connect().await)
+        .await
         .unwrap();
-    assert!(sender.send_request(req).await.is_err());
-    let _ = conn.await;
+    let request = fake_incus::Request::get("/1.0/instances").header("host", "127.0.0.1");
+    assert!(connection.send(request).await.is_err());
     assert!(
         unix_raw(&fake, "GET", "/1.0/instances", None)
             .await
@@ -199,16 +181,16 @@ async fn fault_rules_select_nth_first_and_every_in_install_order() {
         message: "first".into(),
     }));
     let statuses = [
-        unix(&fake, "GET", "/1.0/instances", None).await.status,
-        unix(&fake, "GET", "/1.0/instances", None).await.status,
-        unix(&fake, "GET", "/1.0/instances", None).await.status,
-        unix(&fake, "GET", "/1.0/instances", None).await.status,
+        unix(&fake, "GET", "/1.0/instances", None).await.status(),
+        unix(&fake, "GET", "/1.0/instances", None).await.status(),
+        unix(&fake, "GET", "/1.0/instances", None).await.status(),
+        unix(&fake, "GET", "/1.0/instances", None).await.status(),
     ];
     assert_eq!(statuses, [502, 500, 502, 200]);
     drop(_nth);
     drop(_first);
     assert_eq!(
-        unix(&fake, "GET", "/1.0/instances", None).await.status,
+        unix(&fake, "GET", "/1.0/instances", None).await.status(),
         200,
         "guards removed the rules"
     );
@@ -217,9 +199,15 @@ async fn fault_rules_select_nth_first_and_every_in_install_order() {
         message: "x".into(),
     }));
     kept.expect("a valid rule").forget();
-    assert_eq!(unix(&fake, "GET", "/1.0/profiles", None).await.status, 500);
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/profiles", None).await.status(),
+        500
+    );
     fake.clear_rules();
-    assert_eq!(unix(&fake, "GET", "/1.0/profiles", None).await.status, 200);
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/profiles", None).await.status(),
+        200
+    );
 }
 
 #[tokio::test]
@@ -262,7 +250,7 @@ async fn fault_operation_duration_fail_and_never_finish() {
         &unix(&fake, "POST", "/1.0/instances", Some(create_body("c1"))).await,
     )
     .await;
-    assert_eq!(done.body["type"], "sync");
+    assert_eq!(done.json()["type"], "sync");
     assert!(started.elapsed() >= Duration::from_millis(300));
     drop(rule);
     let rule = fake.add_rule(
@@ -275,7 +263,7 @@ async fn fault_operation_duration_fail_and_never_finish() {
         &unix(&fake, "POST", "/1.0/instances", Some(create_body("c2"))).await,
     )
     .await;
-    assert_eq!(done.body["error"], "disk full");
+    assert_eq!(done.json()["error"], "disk full");
     assert!(
         !instance_exists(&fake, "c2").await,
         "a failed operation applies nothing"
@@ -284,9 +272,9 @@ async fn fault_operation_duration_fail_and_never_finish() {
     let _rule =
         fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationNeverFinish));
     let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("c3"))).await;
-    let url = reply.body["operation"].as_str().unwrap();
+    let url = reply.json()["operation"].as_str().unwrap();
     let waited = unix(&fake, "GET", &format!("{url}/wait?timeout=1"), None).await;
-    assert_eq!(waited.body["error"], "context deadline exceeded");
+    assert_eq!(waited.json()["error"], "context deadline exceeded");
     assert_eq!(
         unix(&fake, "GET", url, None).await.metadata()["status"],
         "Running"
@@ -300,9 +288,9 @@ async fn fault_operation_cancellable_can_be_cancelled_and_not_cancellable_cannot
         fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationCancellable));
     let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("c1"))).await;
     assert_eq!(reply.metadata()["may_cancel"], true);
-    let url = reply.body["operation"].as_str().unwrap();
+    let url = reply.json()["operation"].as_str().unwrap();
     let cancel = unix(&fake, "DELETE", url, None).await;
-    assert_eq!((cancel.status, cancel.metadata()), (200, &json!({})));
+    assert_eq!((cancel.status(), cancel.metadata()), (200, &json!({})));
     let op = unix(&fake, "GET", url, None).await;
     assert_eq!(
         (
@@ -314,7 +302,8 @@ async fn fault_operation_cancellable_can_be_cancelled_and_not_cancellable_cannot
     assert_eq!(op.metadata()["err"], "");
     let waited = unix(&fake, "GET", &format!("{url}/wait"), None).await;
     assert_eq!(
-        waited.body["type"], "sync",
+        waited.json()["type"],
+        "sync",
         "a cancelled operation waits like a success"
     );
     assert!(!instance_exists(&fake, "c1").await);
@@ -332,7 +321,7 @@ async fn fault_operation_finish_during_wait_finishes_only_once_waited() {
         fake.add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationFinishDuringWait));
     let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("c1"))).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let url = reply.body["operation"].as_str().unwrap().to_string();
+    let url = reply.json()["operation"].as_str().unwrap().to_string();
     assert_eq!(
         unix(&fake, "GET", &url, None).await.metadata()["status"],
         "Running"
@@ -383,9 +372,9 @@ async fn fault_respond_answers_with_the_chosen_status_headers_and_body() {
         apply: false,
     }));
     let reply = unix(&fake, "POST", "/1.0/instances", Some(create_body("r1"))).await;
-    assert_eq!(reply.status, 418);
-    assert_eq!(reply.header("x-fake").as_deref(), Some("teapot"));
-    assert_eq!(reply.body, json!({"short": true}));
+    assert_eq!(reply.status(), 418);
+    assert_eq!(reply.header("x-fake"), Some("teapot"));
+    assert_eq!(reply.json(), &json!({"short": true}));
     assert!(!instance_exists(&fake, "r1").await, "nothing applied");
     let entry = fake.requests("POST", "/1.0/instances").pop().unwrap();
     assert!(!entry.applied);
@@ -404,9 +393,9 @@ async fn one_rule_can_delay_a_request_and_fail_its_operation() {
     let started = Instant::now();
     let accepted = unix(&fake, "POST", "/1.0/instances", Some(create_body("d1"))).await;
     assert!(started.elapsed() >= Duration::from_millis(200));
-    assert_eq!(accepted.status, 202);
+    assert_eq!(accepted.status(), 202);
     let done = wait(&fake, &accepted).await;
-    assert_eq!(done.body["error"], "disk full");
+    assert_eq!(done.json()["error"], "disk full");
     let entry = fake.requests("POST", "/1.0/instances").pop().unwrap();
     assert_eq!(entry.faults, ["delay", "operation_fail"]);
 }
@@ -438,13 +427,13 @@ async fn rules_that_can_never_fire_are_refused_by_add_rule_the_builder_and_the_c
         &[],
     )
     .await;
-    assert_eq!(refused.status, 400);
+    assert_eq!(refused.status(), 400);
     assert!(
-        refused.body["error"]
+        refused.json()["error"]
             .as_str()
             .is_some_and(|e| e.contains("first counts from 1")),
         "{}",
-        refused.body
+        refused.json()
     );
 }
 
@@ -459,7 +448,10 @@ async fn reset_keeps_the_rules_and_clears_state_operations_and_journal() {
     fake.reset();
     assert!(fake.journal().is_empty());
     assert_eq!(fake.rules().len(), 1, "rules are kept");
-    assert_eq!(unix(&fake, "GET", "/1.0/networks", None).await.status, 503);
+    assert_eq!(
+        unix(&fake, "GET", "/1.0/networks", None).await.status(),
+        503
+    );
     assert!(!instance_exists(&fake, "k1").await);
 }
 

@@ -91,7 +91,7 @@ async fn request_in_flight_is_not_cut_by_the_idle_timeout() {
         .add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationDuration { ms: 1500 }));
     let body = serde_json::json!({"name": "c1", "source": {"type": "none"}});
     let created = common::unix(&fake, "POST", "/1.0/instances", Some(body)).await;
-    let op = created.body["operation"].as_str().unwrap().to_string();
+    let op = created.json()["operation"].as_str().unwrap().to_string();
     let mut stream = UnixStream::connect(fake.unix_socket()).await.unwrap();
     let request =
         format!("GET {op}/wait?timeout=10 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -166,7 +166,7 @@ async fn accept_loop_backs_off_when_file_descriptors_run_out() {
     )
     .await
     .expect("served after the backoff");
-    assert_eq!(reply.status, 200);
+    assert_eq!(reply.status(), 200);
     child.kill().await.unwrap();
 }
 

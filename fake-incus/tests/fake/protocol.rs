@@ -3,8 +3,8 @@
 
 use crate::common;
 
-use common::{assert_envelope, launch, unix, unix_with, wait};
-use fake_incus::FakeIncus;
+use common::{assert_envelope, call, call_with, launch, wait};
+use fake_incus::{assert_native_error, FakeIncus};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -31,18 +31,18 @@ fn is_quoted_sha256(etag: &str) -> bool {
 #[tokio::test]
 async fn root_lists_the_api_version() {
     let fake = fake().await;
-    let reply = unix(&fake, "GET", "/", None).await;
-    assert_eq!(reply.status, 200);
-    assert_envelope(&reply.body);
-    assert_eq!(reply.body["metadata"], json!(["/1.0"]));
-    assert!(reply.raw.ends_with(b"\n"), "bodies end with a newline");
+    let reply = call(&fake, "GET", "/", None).await;
+    assert_eq!(reply.status(), 200);
+    assert_envelope(reply.json());
+    assert_eq!(reply.json()["metadata"], json!(["/1.0"]));
+    assert!(reply.bytes().ends_with(b"\n"), "bodies end with a newline");
 }
 
 #[tokio::test]
-async fn server_over_unix_is_trusted_with_environment_and_etag() {
+async fn server_is_trusted_locally_with_environment_and_etag() {
     let fake = fake().await;
-    let reply = unix(&fake, "GET", "/1.0", None).await;
-    assert_eq!(reply.status, 200);
+    let reply = call(&fake, "GET", "/1.0", None).await;
+    assert_eq!(reply.status(), 200);
     let m = reply.metadata();
     assert_eq!(
         keys(m),
@@ -71,7 +71,7 @@ async fn server_over_unix_is_trusted_with_environment_and_etag() {
         m["environment"]["storage_supported_drivers"][0]["Name"],
         "dir"
     );
-    assert!(is_quoted_sha256(&reply.header("etag").unwrap()));
+    assert!(is_quoted_sha256(reply.header("etag").unwrap()));
     // sha256("{}\n"): the server ETag hashes the config map.
     assert_eq!(
         reply.header("etag").unwrap(),
@@ -82,42 +82,32 @@ async fn server_over_unix_is_trusted_with_environment_and_etag() {
 #[tokio::test]
 async fn unknown_route_is_404_and_unhandled_method_is_501() {
     let fake = fake().await;
-    let reply = unix(&fake, "GET", "/2.0", None).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (404, Some("not found"))
-    );
-    assert_envelope(&reply.body);
-    assert_eq!(reply.body["metadata"], Value::Null);
-    assert_eq!(
-        reply.header("x-content-type-options").as_deref(),
-        Some("nosniff")
-    );
-    let reply = unix(&fake, "POST", "/1.0/operations", None).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (501, Some("not implemented"))
-    );
-    assert_eq!(reply.body["error_code"], 501);
-    let reply = unix(&fake, "GET", "/1.0?target=x", None).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (404, Some("Cluster member not found"))
-    );
+    let reply = call(&fake, "GET", "/2.0", None).await;
+    assert_native_error(&reply, 404, "not found");
+    assert_envelope(reply.json());
+    assert_eq!(reply.json()["metadata"], Value::Null);
+    assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+    let reply = call(&fake, "POST", "/1.0/operations", None).await;
+    assert_native_error(&reply, 501, "not implemented");
+    let reply = call(&fake, "GET", "/1.0?target=x", None).await;
+    assert_native_error(&reply, 404, "Cluster member not found");
 }
 
 #[tokio::test]
 async fn instance_create_is_async_and_the_operation_succeeds() {
     let fake = fake().await;
     let body = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}});
-    let reply = unix(&fake, "POST", "/1.0/instances", Some(body)).await;
-    assert_eq!(reply.status, 202);
-    assert_envelope(&reply.body);
+    let reply = call(&fake, "POST", "/1.0/instances", Some(body)).await;
+    assert_eq!(reply.status(), 202);
+    assert_envelope(reply.json());
     assert_eq!(
-        (reply.body["type"].as_str(), reply.body["status"].as_str()),
+        (
+            reply.json()["type"].as_str(),
+            reply.json()["status"].as_str()
+        ),
         (Some("async"), Some("Operation created"))
     );
-    assert_eq!(reply.body["status_code"], 100);
+    assert_eq!(reply.json()["status_code"], 100);
     let op = reply.metadata();
     assert_eq!(
         keys(op),
@@ -141,14 +131,14 @@ async fn instance_create_is_async_and_the_operation_succeeds() {
     assert_eq!(op["resources"], json!({"instances": ["/1.0/instances/c1"]}));
     assert_eq!(
         reply.header("location").unwrap(),
-        reply.body["operation"].as_str().unwrap()
+        reply.json()["operation"].as_str().unwrap()
     );
     let done = wait(&fake, &reply).await;
-    assert_eq!(done.status, 200);
-    assert_eq!(done.header("connection").as_deref(), Some("keep-alive"));
+    assert_eq!(done.status(), 200);
+    assert_eq!(done.header("connection"), Some("keep-alive"));
     assert_eq!(done.metadata()["status"], "Success");
     assert_eq!(done.metadata()["status_code"], 200);
-    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    let got = call(&fake, "GET", "/1.0/instances/c1", None).await;
     assert_eq!(
         keys(got.metadata()),
         [
@@ -178,7 +168,7 @@ async fn instance_create_is_async_and_the_operation_succeeds() {
         json!({"path": "/", "pool": "default", "type": "disk"})
     );
     assert_eq!(got.metadata()["config"]["image.os"], "busybox");
-    assert!(is_quoted_sha256(&got.header("etag").unwrap()));
+    assert!(is_quoted_sha256(got.header("etag").unwrap()));
 }
 
 #[tokio::test]
@@ -186,28 +176,29 @@ async fn duplicate_instance_name_fails_inside_the_operation_not_409() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
     let body = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}});
-    let reply = unix(&fake, "POST", "/1.0/instances", Some(body)).await;
-    assert_eq!(reply.status, 202);
+    let reply = call(&fake, "POST", "/1.0/instances", Some(body)).await;
+    assert_eq!(reply.status(), 202);
     let done = wait(&fake, &reply).await;
     assert_eq!(
-        done.status, 200,
+        done.status(),
+        200,
         "the wait answers 200 even for a failed operation"
     );
-    assert_envelope(&done.body);
-    assert_eq!(done.body["type"], "error");
-    assert_eq!(done.body["error_code"], 500);
-    assert!(done.body["error"]
+    assert_envelope(done.json());
+    assert_eq!(done.json()["type"], "error");
+    assert_eq!(done.json()["error_code"], 500);
+    assert!(done.json()["error"]
         .as_str()
         .unwrap()
         .contains("UNIQUE constraint failed: instances.project_id, instances.name"));
     let missing = json!({"name": "c2", "source": {"type": "image", "alias": "nope"}});
     let done = wait(
         &fake,
-        &unix(&fake, "POST", "/1.0/instances", Some(missing)).await,
+        &call(&fake, "POST", "/1.0/instances", Some(missing)).await,
     )
     .await;
     assert_eq!(
-        done.body["error"],
+        done.json()["error"],
         "Image not provided for instance creation"
     );
 }
@@ -215,23 +206,20 @@ async fn duplicate_instance_name_fails_inside_the_operation_not_409() {
 #[tokio::test]
 async fn instance_create_rejects_bad_input_synchronously() {
     let fake = fake().await;
-    let reply = unix(
+    let reply = call(
         &fake,
         "POST",
         "/1.0/instances",
         Some(json!({"name": "bad_name!", "source": {"type": "image", "alias": "busybox"}})),
     )
     .await;
-    assert_eq!(reply.status, 400);
+    assert_eq!(reply.status(), 400);
     assert_eq!(
-        reply.body["error"],
+        reply.json()["error"],
         "Invalid instance name: Name can only contain alphanumeric and hyphen characters"
     );
-    let reply = unix(&fake, "POST", "/1.0/instances", Some(json!({"name": "r3"}))).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (400, Some("Unknown source type "))
-    );
+    let reply = call(&fake, "POST", "/1.0/instances", Some(json!({"name": "r3"}))).await;
+    assert_native_error(&reply, 400, "Unknown source type ");
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build(hyperlocal::UnixConnector);
     let uri: http::Uri = hyperlocal::Uri::new(fake.unix_socket(), "/1.0/instances").into();
@@ -253,16 +241,16 @@ async fn instance_lists_follow_recursion_filter_and_project() {
     let fake = fake().await;
     launch(&fake, "c1", true).await;
     launch(&fake, "c2", false).await;
-    let r0 = unix(&fake, "GET", "/1.0/instances", None).await;
+    let r0 = call(&fake, "GET", "/1.0/instances", None).await;
     assert_eq!(
         r0.metadata(),
         &json!(["/1.0/instances/c1", "/1.0/instances/c2"])
     );
     assert!(r0.header("etag").is_none(), "collections carry no ETag");
-    let r1 = unix(&fake, "GET", "/1.0/instances?recursion=1", None).await;
+    let r1 = call(&fake, "GET", "/1.0/instances?recursion=1", None).await;
     assert_eq!(r1.metadata()[0]["name"], "c1");
     assert!(r1.metadata()[0].get("state").is_none());
-    let r2 = unix(&fake, "GET", "/1.0/instances?recursion=2", None).await;
+    let r2 = call(&fake, "GET", "/1.0/instances?recursion=2", None).await;
     assert_eq!(
         r2.metadata()[1]["snapshots"],
         Value::Null,
@@ -271,7 +259,7 @@ async fn instance_lists_follow_recursion_filter_and_project() {
     assert_eq!(r2.metadata()[1]["backups"], Value::Null);
     assert_eq!(r2.metadata()[0]["state"]["status"], "Running");
     assert_eq!(r2.metadata()[1]["state"]["network"], Value::Null);
-    let filtered = unix(
+    let filtered = call(
         &fake,
         "GET",
         "/1.0/instances?filter=status%20eq%20Running",
@@ -279,28 +267,22 @@ async fn instance_lists_follow_recursion_filter_and_project() {
     )
     .await;
     assert_eq!(filtered.metadata(), &json!(["/1.0/instances/c1"]));
-    let bad = unix(
+    let bad = call(
         &fake,
         "GET",
         "/1.0/instances?recursion=1&filter=name%20zz",
         None,
     )
     .await;
+    assert_native_error(&bad, 400, "Invalid filter: clause has no value");
+    let unknown = call(&fake, "GET", "/1.0/instances?project=nope", None).await;
+    assert_eq!((unknown.status(), unknown.metadata()), (200, &json!([])));
+    let slash = call(&fake, "GET", "/1.0/instances/c1%2Fsnap0", None).await;
+    assert_native_error(&slash, 400, "Invalid instance name");
+    let missing = call(&fake, "GET", "/1.0/instances/nope?project=default", None).await;
+    assert_eq!(missing.status(), 404);
     assert_eq!(
-        (bad.status, bad.body["error"].as_str()),
-        (400, Some("Invalid filter: clause has no value"))
-    );
-    let unknown = unix(&fake, "GET", "/1.0/instances?project=nope", None).await;
-    assert_eq!((unknown.status, unknown.metadata()), (200, &json!([])));
-    let slash = unix(&fake, "GET", "/1.0/instances/c1%2Fsnap0", None).await;
-    assert_eq!(
-        (slash.status, slash.body["error"].as_str()),
-        (400, Some("Invalid instance name"))
-    );
-    let missing = unix(&fake, "GET", "/1.0/instances/nope?project=default", None).await;
-    assert_eq!(missing.status, 404);
-    assert_eq!(
-        missing.body["error"],
+        missing.json()["error"],
         "Failed to fetch instance \"nope\" in project \"default\": Instance not found"
     );
 }
@@ -309,9 +291,9 @@ async fn instance_lists_follow_recursion_filter_and_project() {
 async fn etag_ignores_description_and_changes_on_start() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let etag = |r: &common::Reply| r.header("etag").unwrap();
-    let before = etag(&unix(&fake, "GET", "/1.0/instances/c1", None).await);
-    let patched = unix(
+    let etag = |r: &common::Reply| r.header("etag").unwrap().to_string();
+    let before = etag(&call(&fake, "GET", "/1.0/instances/c1", None).await);
+    let patched = call(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
@@ -319,15 +301,15 @@ async fn etag_ignores_description_and_changes_on_start() {
     )
     .await;
     assert_eq!(
-        (patched.status, patched.metadata()),
+        (patched.status(), patched.metadata()),
         (200, &json!({})),
         "PATCH is synchronous"
     );
     assert_eq!(
         before,
-        etag(&unix(&fake, "GET", "/1.0/instances/c1", None).await)
+        etag(&call(&fake, "GET", "/1.0/instances/c1", None).await)
     );
-    let start = unix(
+    let start = call(
         &fake,
         "PUT",
         "/1.0/instances/c1/state",
@@ -337,7 +319,7 @@ async fn etag_ignores_description_and_changes_on_start() {
     wait(&fake, &start).await;
     assert_ne!(
         before,
-        etag(&unix(&fake, "GET", "/1.0/instances/c1", None).await)
+        etag(&call(&fake, "GET", "/1.0/instances/c1", None).await)
     );
 }
 
@@ -345,12 +327,13 @@ async fn etag_ignores_description_and_changes_on_start() {
 async fn if_match_is_compared_literally_and_stale_is_412() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let current = unix(&fake, "GET", "/1.0/instances/c1", None)
+    let current = call(&fake, "GET", "/1.0/instances/c1", None)
         .await
         .header("etag")
-        .unwrap();
+        .unwrap()
+        .to_string();
     let bare = current.trim_matches('"').to_string();
-    let stale = unix_with(
+    let stale = call_with(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
@@ -358,12 +341,12 @@ async fn if_match_is_compared_literally_and_stale_is_412() {
         &[("if-match", "\"abc\"")],
     )
     .await;
-    assert_eq!(stale.status, 412);
+    assert_eq!(stale.status(), 412);
     assert_eq!(
-        stale.body["error"],
+        stale.json()["error"],
         format!("ETag doesn't match: {bare} vs abc")
     );
-    let star = unix_with(
+    let star = call_with(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
@@ -371,8 +354,8 @@ async fn if_match_is_compared_literally_and_stale_is_412() {
         &[("if-match", "*")],
     )
     .await;
-    assert_eq!(star.status, 412, "* is not special");
-    let ok = unix_with(
+    assert_eq!(star.status(), 412, "* is not special");
+    let ok = call_with(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
@@ -380,23 +363,23 @@ async fn if_match_is_compared_literally_and_stale_is_412() {
         &[("if-match", &bare)],
     )
     .await;
-    assert_eq!(ok.status, 200);
-    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(ok.status(), 200);
+    let got = call(&fake, "GET", "/1.0/instances/c1", None).await;
     assert_eq!(got.metadata()["config"]["user.a"], "1");
-    let removed = unix(
+    let removed = call(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
         Some(json!({"config": {"user.a": ""}})),
     )
     .await;
-    assert_eq!(removed.status, 200);
-    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(removed.status(), 200);
+    let got = call(&fake, "GET", "/1.0/instances/c1", None).await;
     assert!(
         got.metadata()["config"].get("user.a").is_none(),
         "\"\" deletes the key"
     );
-    let stale_put = unix_with(
+    let stale_put = call_with(
         &fake,
         "PUT",
         "/1.0/instances/c1",
@@ -404,8 +387,8 @@ async fn if_match_is_compared_literally_and_stale_is_412() {
         &[("if-match", "abc")],
     )
     .await;
-    assert_eq!(stale_put.status, 412, "PUT checks If-Match synchronously");
-    let missing = unix_with(
+    assert_eq!(stale_put.status(), 412, "PUT checks If-Match synchronously");
+    let missing = call_with(
         &fake,
         "PATCH",
         "/1.0/instances/nope",
@@ -413,26 +396,24 @@ async fn if_match_is_compared_literally_and_stale_is_412() {
         &[("if-match", "abc")],
     )
     .await;
-    assert_eq!(missing.status, 404, "lookup comes before the ETag");
+    assert_eq!(missing.status(), 404, "lookup comes before the ETag");
 }
 
 #[tokio::test]
 async fn patch_validation_errors_are_500_and_restore_mode_is_400() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let bad = unix(
+    let bad = call(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
         Some(json!({"config": {"foo.bar": "1"}})),
     )
     .await;
-    assert_eq!(
-        (bad.status, bad.body["error"].as_str()),
-        (
-            500,
-            Some("Invalid config: Unknown configuration key: foo.bar")
-        )
+    assert_native_error(
+        &bad,
+        500,
+        "Invalid config: Unknown configuration key: foo.bar",
     );
     for (key, value, message) in [
         (
@@ -466,7 +447,7 @@ async fn patch_validation_errors_are_500_and_restore_mode_is_400() {
             "Invalid config: Unknown configuration key: volatile.foo",
         ),
     ] {
-        let bad = unix(
+        let bad = call(
             &fake,
             "PATCH",
             "/1.0/instances/c1",
@@ -474,7 +455,7 @@ async fn patch_validation_errors_are_500_and_restore_mode_is_400() {
         )
         .await;
         assert_eq!(
-            (bad.status, bad.body["error"].as_str()),
+            (bad.status(), bad.json()["error"].as_str()),
             (500, Some(message)),
             "{key}"
         );
@@ -485,36 +466,33 @@ async fn patch_validation_errors_are_500_and_restore_mode_is_400() {
         ("security.nesting", "true"),
         ("snapshots.expiry", "1d 2w"),
     ] {
-        let ok = unix(
+        let ok = call(
             &fake,
             "PATCH",
             "/1.0/instances/c1",
             Some(json!({"config": {key: value}})),
         )
         .await;
-        assert_eq!(ok.status, 200, "{key}={value}");
+        assert_eq!(ok.status(), 200, "{key}={value}");
     }
-    let restore = unix(
+    let restore = call(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
         Some(json!({"restore": "s"})),
     )
     .await;
-    assert_eq!(
-        (restore.status, restore.body["error"].as_str()),
-        (400, Some("Can't call PATCH in restore mode"))
-    );
+    assert_native_error(&restore, 400, "Can't call PATCH in restore mode");
 }
 
 #[tokio::test]
 async fn put_replaces_and_requires_volatile_idmap_keys() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    let got = call(&fake, "GET", "/1.0/instances/c1", None).await;
     let mut config = got.metadata()["config"].clone();
     config["user.k"] = json!("v");
-    let put = unix(
+    let put = call(
         &fake,
         "PUT",
         "/1.0/instances/c1",
@@ -522,11 +500,11 @@ async fn put_replaces_and_requires_volatile_idmap_keys() {
     )
     .await;
     assert_eq!(
-        (put.status, put.metadata()["description"].as_str()),
+        (put.status(), put.metadata()["description"].as_str()),
         (202, Some("Updating instance"))
     );
-    assert_eq!(wait(&fake, &put).await.body["type"], "sync");
-    let dropped = unix(
+    assert_eq!(wait(&fake, &put).await.json()["type"], "sync");
+    let dropped = call(
         &fake,
         "PUT",
         "/1.0/instances/c1",
@@ -535,10 +513,10 @@ async fn put_replaces_and_requires_volatile_idmap_keys() {
     .await;
     let done = wait(&fake, &dropped).await;
     assert_eq!(
-        done.body["error"],
+        done.json()["error"],
         "Volatile idmap keys can't be deleted by the user"
     );
-    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    let got = call(&fake, "GET", "/1.0/instances/c1", None).await;
     assert_eq!(got.metadata()["config"]["user.k"], "v");
     assert!(
         got.metadata()["config"]
@@ -555,7 +533,7 @@ async fn state_changes_take_a_moment_like_a_real_daemon_unless_a_fault_says_othe
     let state_put = |action: &'static str| {
         let fake = &fake;
         async move {
-            unix(
+            call(
                 fake,
                 "PUT",
                 "/1.0/instances/c1/state",
@@ -566,11 +544,11 @@ async fn state_changes_take_a_moment_like_a_real_daemon_unless_a_fault_says_othe
     };
     let started = std::time::Instant::now();
     let start = state_put("start").await;
-    let url = start.body["operation"].as_str().unwrap().to_owned();
+    let url = start.json()["operation"].as_str().unwrap().to_owned();
     assert_eq!(start.metadata()["status"], "Running");
-    let at_once = unix(&fake, "GET", &format!("{url}/wait?timeout=0"), None).await;
-    assert_eq!(at_once.body["error"], "context deadline exceeded");
-    assert_eq!(wait(&fake, &start).await.body["type"], "sync");
+    let at_once = call(&fake, "GET", &format!("{url}/wait?timeout=0"), None).await;
+    assert_eq!(at_once.json()["error"], "context deadline exceeded");
+    assert_eq!(wait(&fake, &start).await.json()["type"], "sync");
     assert!(started.elapsed() >= Duration::from_millis(200));
     let restart = state_put("restart").await;
     let started = std::time::Instant::now();
@@ -581,8 +559,8 @@ async fn state_changes_take_a_moment_like_a_real_daemon_unless_a_fault_says_othe
             .fault(fake_incus::Fault::OperationDuration { ms: 0 }),
     );
     let stop = state_put("stop").await;
-    let url = stop.body["operation"].as_str().unwrap();
-    let waited = unix(&fake, "GET", &format!("{url}/wait?timeout=1"), None).await;
+    let url = stop.json()["operation"].as_str().unwrap();
+    let waited = call(&fake, "GET", &format!("{url}/wait?timeout=1"), None).await;
     assert_eq!(waited.metadata()["status"], "Success");
 }
 
@@ -590,7 +568,7 @@ async fn state_changes_take_a_moment_like_a_real_daemon_unless_a_fault_says_othe
 async fn state_changes_are_operations_with_daemon_failures() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let stop = unix(
+    let stop = call(
         &fake,
         "PUT",
         "/1.0/instances/c1/state",
@@ -599,27 +577,18 @@ async fn state_changes_are_operations_with_daemon_failures() {
     .await;
     assert_eq!(stop.metadata()["description"], "Stopping instance");
     let done = wait(&fake, &stop).await;
-    assert_eq!(
-        (
-            done.body["error"].as_str(),
-            done.body["error_code"].as_u64()
-        ),
-        (Some("The instance is already stopped"), Some(400))
-    );
-    let bad = unix(
+    assert_native_error(&done, 400, "The instance is already stopped");
+    let bad = call(
         &fake,
         "PUT",
         "/1.0/instances/c1/state",
         Some(json!({"action": "explode"})),
     )
     .await;
-    assert_eq!(
-        (bad.status, bad.body["error"].as_str()),
-        (400, Some("Unknown action: 'explode'"))
-    );
+    assert_native_error(&bad, 400, "Unknown action: 'explode'");
     wait(
         &fake,
-        &unix(
+        &call(
             &fake,
             "PUT",
             "/1.0/instances/c1/state",
@@ -630,7 +599,7 @@ async fn state_changes_are_operations_with_daemon_failures() {
     .await;
     let again = wait(
         &fake,
-        &unix(
+        &call(
             &fake,
             "PUT",
             "/1.0/instances/c1/state",
@@ -639,14 +608,8 @@ async fn state_changes_are_operations_with_daemon_failures() {
         .await,
     )
     .await;
-    assert_eq!(
-        (
-            again.body["error"].as_str(),
-            again.body["error_code"].as_u64()
-        ),
-        (Some("The instance is already running"), Some(500))
-    );
-    let state = unix(&fake, "GET", "/1.0/instances/c1/state", None).await;
+    assert_native_error(&again, 500, "The instance is already running");
+    let state = call(&fake, "GET", "/1.0/instances/c1/state", None).await;
     assert_eq!(
         keys(state.metadata()),
         [
@@ -665,7 +628,7 @@ async fn state_changes_are_operations_with_daemon_failures() {
     assert!(state.header("etag").is_none());
     wait(
         &fake,
-        &unix(
+        &call(
             &fake,
             "PUT",
             "/1.0/instances/c1/state",
@@ -674,7 +637,7 @@ async fn state_changes_are_operations_with_daemon_failures() {
         .await,
     )
     .await;
-    let frozen = unix(&fake, "GET", "/1.0/instances/c1/state", None).await;
+    let frozen = call(&fake, "GET", "/1.0/instances/c1/state", None).await;
     assert_eq!(
         (
             frozen.metadata()["status"].as_str(),
@@ -682,18 +645,15 @@ async fn state_changes_are_operations_with_daemon_failures() {
         ),
         (Some("Frozen"), Some(110))
     );
-    let delete = unix(&fake, "DELETE", "/1.0/instances/c1", None).await;
-    assert_eq!(
-        (delete.status, delete.body["error"].as_str()),
-        (400, Some("Instance is running"))
-    );
+    let delete = call(&fake, "DELETE", "/1.0/instances/c1", None).await;
+    assert_native_error(&delete, 400, "Instance is running");
 }
 
 #[tokio::test]
 async fn snapshots_create_list_restore_and_delete() {
     let fake = fake().await;
     launch(&fake, "c1", true).await;
-    let create = unix(
+    let create = call(
         &fake,
         "POST",
         "/1.0/instances/c1/snapshots",
@@ -707,7 +667,7 @@ async fn snapshots_create_list_restore_and_delete() {
     wait(&fake, &create).await;
     let auto = wait(
         &fake,
-        &unix(
+        &call(
             &fake,
             "POST",
             "/1.0/instances/c1/snapshots",
@@ -716,8 +676,8 @@ async fn snapshots_create_list_restore_and_delete() {
         .await,
     )
     .await;
-    assert_eq!(auto.body["type"], "sync");
-    let list = unix(&fake, "GET", "/1.0/instances/c1/snapshots", None).await;
+    assert_eq!(auto.json()["type"], "sync");
+    let list = call(&fake, "GET", "/1.0/instances/c1/snapshots", None).await;
     assert_eq!(
         list.metadata(),
         &json!([
@@ -725,7 +685,7 @@ async fn snapshots_create_list_restore_and_delete() {
             "/1.0/instances/c1/snapshots/snap0"
         ])
     );
-    let snap = unix(&fake, "GET", "/1.0/instances/c1/snapshots/s1", None).await;
+    let snap = call(&fake, "GET", "/1.0/instances/c1/snapshots/s1", None).await;
     assert_eq!(
         snap.header("etag").unwrap(),
         "\"2c86054b814faf5dfb954f32dfdc8a32e8e36dce3d9b1c93ed3e2f204f13a1f2\""
@@ -750,7 +710,7 @@ async fn snapshots_create_list_restore_and_delete() {
     );
     let dup = wait(
         &fake,
-        &unix(
+        &call(
             &fake,
             "POST",
             "/1.0/instances/c1/snapshots",
@@ -759,26 +719,26 @@ async fn snapshots_create_list_restore_and_delete() {
         .await,
     )
     .await;
-    assert!(dup.body["error"]
+    assert!(dup.json()["error"]
         .as_str()
         .unwrap()
         .starts_with("Failed creating instance snapshot record \"s1\""));
-    let slash = unix(
+    let slash = call(
         &fake,
         "POST",
         "/1.0/instances/c1/snapshots",
         Some(json!({"name": "a/b"})),
     )
     .await;
-    assert_eq!(slash.status, 400);
-    unix(
+    assert_eq!(slash.status(), 400);
+    call(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
         Some(json!({"config": {"user.after": "1"}})),
     )
     .await;
-    let restore = unix(
+    let restore = call(
         &fake,
         "PUT",
         "/1.0/instances/c1",
@@ -787,7 +747,7 @@ async fn snapshots_create_list_restore_and_delete() {
     .await;
     assert_eq!(restore.metadata()["description"], "Restoring snapshot");
     wait(&fake, &restore).await;
-    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    let got = call(&fake, "GET", "/1.0/instances/c1", None).await;
     assert!(got.metadata()["config"].get("user.after").is_none());
     assert_eq!(
         got.metadata()["status"],
@@ -796,7 +756,7 @@ async fn snapshots_create_list_restore_and_delete() {
     );
     let missing = wait(
         &fake,
-        &unix(
+        &call(
             &fake,
             "PUT",
             "/1.0/instances/c1",
@@ -805,21 +765,21 @@ async fn snapshots_create_list_restore_and_delete() {
         .await,
     )
     .await;
-    assert_eq!(missing.body["error"], "Snapshot c1/nope does not exist");
-    let delete = unix(&fake, "DELETE", "/1.0/instances/c1/snapshots/s1", None).await;
+    assert_eq!(missing.json()["error"], "Snapshot c1/nope does not exist");
+    let delete = call(&fake, "DELETE", "/1.0/instances/c1/snapshots/s1", None).await;
     assert_eq!(delete.metadata()["description"], "Deleting snapshot");
     wait(&fake, &delete).await;
-    let gone = unix(&fake, "GET", "/1.0/instances/c1/snapshots/s1", None).await;
-    assert_eq!(gone.status, 404);
-    assert_eq!(gone.body["error"], "Failed to fetch snapshot \"s1\" of instance \"c1\" in project \"default\": Instance_snapshot not found");
-    let unknown = unix(&fake, "GET", "/1.0/instances/nope/snapshots", None).await;
-    assert_eq!((unknown.status, unknown.metadata()), (200, &json!([])));
+    let gone = call(&fake, "GET", "/1.0/instances/c1/snapshots/s1", None).await;
+    assert_eq!(gone.status(), 404);
+    assert_eq!(gone.json()["error"], "Failed to fetch snapshot \"s1\" of instance \"c1\" in project \"default\": Instance_snapshot not found");
+    let unknown = call(&fake, "GET", "/1.0/instances/nope/snapshots", None).await;
+    assert_eq!((unknown.status(), unknown.metadata()), (200, &json!([])));
 }
 
 #[tokio::test]
 async fn images_and_aliases_resolve_and_delete_together() {
     let fake = fake().await;
-    let list = unix(&fake, "GET", "/1.0/images?recursion=1", None).await;
+    let list = call(&fake, "GET", "/1.0/images?recursion=1", None).await;
     let image = &list.metadata()[0];
     assert_eq!(
         keys(image),
@@ -843,42 +803,33 @@ async fn images_and_aliases_resolve_and_delete_together() {
         ]
     );
     let fp = image["fingerprint"].as_str().unwrap().to_string();
-    let by_prefix = unix(&fake, "GET", &format!("/1.0/images/{}", &fp[..12]), None).await;
+    let by_prefix = call(&fake, "GET", &format!("/1.0/images/{}", &fp[..12]), None).await;
     assert_eq!(by_prefix.metadata()["fingerprint"], fp.as_str());
     assert!(by_prefix.header("etag").is_some());
-    let alias = unix(&fake, "GET", "/1.0/images/aliases/busybox", None).await;
+    let alias = call(&fake, "GET", "/1.0/images/aliases/busybox", None).await;
     assert_eq!(
         alias.metadata(),
         &json!({"description": "", "target": fp, "name": "busybox", "type": "container"})
     );
-    let nope = unix(&fake, "GET", "/1.0/images/abc", None).await;
-    assert_eq!(
-        (nope.status, nope.body["error"].as_str()),
-        (404, Some("Image \"abc\" not found"))
-    );
-    let del_nope = unix(&fake, "DELETE", "/1.0/images/abc", None).await;
-    assert_eq!(
-        (del_nope.status, del_nope.body["error"].as_str()),
-        (404, Some("Image not found"))
-    );
-    let delete = unix(&fake, "DELETE", &format!("/1.0/images/{fp}"), None).await;
+    let nope = call(&fake, "GET", "/1.0/images/abc", None).await;
+    assert_native_error(&nope, 404, "Image \"abc\" not found");
+    let del_nope = call(&fake, "DELETE", "/1.0/images/abc", None).await;
+    assert_native_error(&del_nope, 404, "Image not found");
+    let delete = call(&fake, "DELETE", &format!("/1.0/images/{fp}"), None).await;
     assert_eq!(
         delete.metadata()["resources"],
         json!({"images": [format!("/1.0/images/{fp}")]})
     );
     wait(&fake, &delete).await;
-    let alias = unix(&fake, "GET", "/1.0/images/aliases/busybox", None).await;
-    assert_eq!(
-        (alias.status, alias.body["error"].as_str()),
-        (404, Some("Image alias not found"))
-    );
+    let alias = call(&fake, "GET", "/1.0/images/aliases/busybox", None).await;
+    assert_native_error(&alias, 404, "Image alias not found");
 }
 
 #[tokio::test]
 async fn read_only_resources_have_the_daemon_shapes() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let lo = unix(&fake, "GET", "/1.0/networks/lo", None).await;
+    let lo = call(&fake, "GET", "/1.0/networks/lo", None).await;
     assert_eq!(
         keys(lo.metadata()),
         [
@@ -897,7 +848,7 @@ async fn read_only_resources_have_the_daemon_shapes() {
         lo.header("etag").unwrap(),
         "\"f0b27cab0882758cc723539b84d23e4f2b394a49f09cc8df756d463744b9da71\""
     );
-    let profile = unix(&fake, "GET", "/1.0/profiles/default", None).await;
+    let profile = call(&fake, "GET", "/1.0/profiles/default", None).await;
     assert_eq!(
         keys(profile.metadata()),
         [
@@ -914,7 +865,7 @@ async fn read_only_resources_have_the_daemon_shapes() {
         "\"12b5fad504e1f435d9de1739519902aecb628092d3ae91955235c366541f7b6a\""
     );
     assert_eq!(profile.metadata()["used_by"], json!(["/1.0/instances/c1"]));
-    let project = unix(&fake, "GET", "/1.0/projects/default", None).await;
+    let project = call(&fake, "GET", "/1.0/projects/default", None).await;
     assert_eq!(
         keys(project.metadata()),
         ["config", "description", "name", "used_by"]
@@ -923,7 +874,7 @@ async fn read_only_resources_have_the_daemon_shapes() {
         project.header("etag").unwrap(),
         "\"9289efd089a9cba50849c2e637cb098a19fee6941aa263e8c358c4ca89df700d\""
     );
-    let pool = unix(&fake, "GET", "/1.0/storage-pools/default", None).await;
+    let pool = call(&fake, "GET", "/1.0/storage-pools/default", None).await;
     assert_eq!(
         keys(pool.metadata()),
         [
@@ -936,12 +887,12 @@ async fn read_only_resources_have_the_daemon_shapes() {
             "locations"
         ]
     );
-    let volumes = unix(&fake, "GET", "/1.0/storage-pools/default/volumes", None).await;
+    let volumes = call(&fake, "GET", "/1.0/storage-pools/default/volumes", None).await;
     assert_eq!(
         volumes.metadata(),
         &json!(["/1.0/storage-pools/default/volumes/container/c1"])
     );
-    let volume = unix(
+    let volume = call(
         &fake,
         "GET",
         "/1.0/storage-pools/default/volumes/container/c1",
@@ -976,9 +927,9 @@ async fn read_only_resources_have_the_daemon_shapes() {
             "Storage pool volume not found",
         ),
     ] {
-        let reply = unix(&fake, "GET", path, None).await;
+        let reply = call(&fake, "GET", path, None).await;
         assert_eq!(
-            (reply.status, reply.body["error"].as_str()),
+            (reply.status(), reply.json()["error"].as_str()),
             (404, Some(message)),
             "{path}"
         );
@@ -992,68 +943,51 @@ async fn operations_list_wait_cancel_and_expire_like_the_daemon() {
         .start()
         .await
         .unwrap();
-    let none = unix(&fake, "GET", "/1.0/operations", None).await;
+    let none = call(&fake, "GET", "/1.0/operations", None).await;
     assert_eq!(none.metadata(), &json!({}));
     let _slow = fake.add_rule(
         fake_incus::Rule::new("POST", "/1.0/instances")
             .fault(fake_incus::Fault::OperationNeverFinish),
     );
-    let create = unix(
+    let create = call(
         &fake,
         "POST",
         "/1.0/instances",
         Some(json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}})),
     )
     .await;
-    let url = create.body["operation"].as_str().unwrap().to_string();
-    let list = unix(&fake, "GET", "/1.0/operations", None).await;
+    let url = create.json()["operation"].as_str().unwrap().to_string();
+    let list = call(&fake, "GET", "/1.0/operations", None).await;
     assert_eq!(list.metadata(), &json!({"running": [url]}));
-    let timed_out = unix(&fake, "GET", &format!("{url}/wait?timeout=0"), None).await;
-    assert_eq!(timed_out.status, 200);
-    assert_eq!(
-        (
-            timed_out.body["error"].as_str(),
-            timed_out.body["error_code"].as_u64()
-        ),
-        (Some("context deadline exceeded"), Some(500))
-    );
-    let bad = unix(&fake, "GET", &format!("{url}/wait?timeout=abc"), None).await;
-    assert_eq!(
-        (bad.status, bad.body["error"].as_str()),
-        (500, Some("strconv.Atoi: parsing \"abc\": invalid syntax"))
-    );
-    let cancel = unix(&fake, "DELETE", &url, None).await;
-    assert_eq!(
-        (cancel.status, cancel.body["error"].as_str()),
-        (400, Some("This operation can't be cancelled"))
-    );
-    let both = unix(
+    let timed_out = call(&fake, "GET", &format!("{url}/wait?timeout=0"), None).await;
+    assert_eq!(timed_out.status(), 200);
+    assert_native_error(&timed_out, 500, "context deadline exceeded");
+    let bad = call(&fake, "GET", &format!("{url}/wait?timeout=abc"), None).await;
+    assert_native_error(&bad, 500, "strconv.Atoi: parsing \"abc\": invalid syntax");
+    let cancel = call(&fake, "DELETE", &url, None).await;
+    assert_native_error(&cancel, 400, "This operation can't be cancelled");
+    let both = call(
         &fake,
         "GET",
         "/1.0/operations?project=default&all-projects=true",
         None,
     )
     .await;
-    assert_eq!(
-        (both.status, both.body["error"].as_str()),
-        (
-            400,
-            Some("Cannot specify a project when requesting all projects")
-        )
+    assert_native_error(
+        &both,
+        400,
+        "Cannot specify a project when requesting all projects",
     );
-    let unknown = unix(
+    let unknown = call(
         &fake,
         "GET",
         "/1.0/operations/00000000-0000-4000-8000-000000000000/wait",
         None,
     )
     .await;
-    assert_eq!(
-        (unknown.status, unknown.body["error"].as_str()),
-        (404, Some("Operation not found"))
-    );
+    assert_native_error(&unknown, 404, "Operation not found");
     drop(_slow);
-    let missing = unix(
+    let missing = call(
         &fake,
         "PUT",
         "/1.0/instances/nope/state",
@@ -1061,28 +995,30 @@ async fn operations_list_wait_cancel_and_expire_like_the_daemon() {
     )
     .await;
     assert_eq!(
-        missing.status, 404,
+        missing.status(),
+        404,
         "state of a missing instance is a sync 404"
     );
-    let quick = unix(
+    let quick = call(
         &fake,
         "POST",
         "/1.0/instances",
         Some(json!({"name": "c2", "source": {"type": "image", "alias": "busybox"}})),
     )
     .await;
-    let quick_url = quick.body["operation"].as_str().unwrap().to_string();
+    let quick_url = quick.json()["operation"].as_str().unwrap().to_string();
     wait(&fake, &quick).await;
-    let late_cancel = unix(&fake, "DELETE", &quick_url, None).await;
-    assert_eq!(
-        (late_cancel.status, late_cancel.body["error"].as_str()),
-        (400, Some("Only running operations can be cancelled"))
+    let late_cancel = call(&fake, "DELETE", &quick_url, None).await;
+    assert_native_error(
+        &late_cancel,
+        400,
+        "Only running operations can be cancelled",
     );
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let reply = unix(&fake, "GET", &quick_url, None).await;
-        if reply.status == 404 {
-            assert_eq!(reply.body["error"], "Operation not found");
+        let reply = call(&fake, "GET", &quick_url, None).await;
+        if reply.status() == 404 {
+            assert_eq!(reply.json()["error"], "Operation not found");
             break;
         }
         assert!(
@@ -1104,11 +1040,11 @@ async fn state_seeds_dumps_and_resets() {
         .start()
         .await
         .unwrap();
-    let got = unix(&copy, "GET", "/1.0/instances/c1", None).await;
-    assert_eq!(got.status, 200);
+    let got = call(&copy, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(got.status(), 200);
     fake.reset();
     assert_eq!(
-        unix(&fake, "GET", "/1.0/instances", None).await.metadata(),
+        call(&fake, "GET", "/1.0/instances", None).await.metadata(),
         &json!([])
     );
     assert!(fake.journal().len() == 1, "reset clears the journal");
@@ -1185,23 +1121,23 @@ async fn unknown_project_is_404_with_each_endpoint_message_but_lists_instances_e
     for (method, path, message) in cases {
         let body = (method != "GET")
             .then(|| json!({"action": "start", "name": "x", "source": {"type": "none"}}));
-        let reply = unix(&fake, method, path, body).await;
+        let reply = call(&fake, method, path, body).await;
         assert_eq!(
-            (reply.status, reply.body["error"].as_str()),
+            (reply.status(), reply.json()["error"].as_str()),
             (404, Some(message)),
             "{method} {path}"
         );
     }
     assert_eq!(
-        unix(&fake, "GET", "/1.0/operations?project=nope", None)
+        call(&fake, "GET", "/1.0/operations?project=nope", None)
             .await
             .metadata(),
         &json!({})
     );
     assert_eq!(
-        unix(&fake, "GET", "/1.0/storage-pools?project=nope", None)
+        call(&fake, "GET", "/1.0/storage-pools?project=nope", None)
             .await
-            .status,
+            .status(),
         200
     );
 }
@@ -1212,18 +1148,18 @@ async fn ephemeral_instances_are_deleted_when_stopped() {
     let body = json!({"name": "e1", "ephemeral": true, "start": true, "source": {"type": "image", "alias": "busybox"}});
     wait(
         &fake,
-        &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+        &call(&fake, "POST", "/1.0/instances", Some(body)).await,
     )
     .await;
     assert_eq!(
-        unix(&fake, "GET", "/1.0/instances/e1", None)
+        call(&fake, "GET", "/1.0/instances/e1", None)
             .await
             .metadata()["ephemeral"],
         true
     );
     wait(
         &fake,
-        &unix(
+        &call(
             &fake,
             "PUT",
             "/1.0/instances/e1/state",
@@ -1233,7 +1169,7 @@ async fn ephemeral_instances_are_deleted_when_stopped() {
     )
     .await;
     assert_eq!(
-        unix(&fake, "GET", "/1.0/instances/e1", None).await.status,
+        call(&fake, "GET", "/1.0/instances/e1", None).await.status(),
         404
     );
 }
@@ -1244,45 +1180,34 @@ async fn create_reports_config_and_device_errors_in_the_operation_and_unknown_pr
     let bad = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}, "config": {"limits.memory": "bogus"}});
     let done = wait(
         &fake,
-        &unix(&fake, "POST", "/1.0/instances", Some(bad)).await,
+        &call(&fake, "POST", "/1.0/instances", Some(bad)).await,
     )
     .await;
-    assert_eq!(
-        (
-            done.body["error"].as_str(),
-            done.body["error_code"].as_u64()
-        ),
-        (
-            Some("Failed creating instance record: Invalid value: bogus"),
-            Some(500)
-        )
+    assert_native_error(
+        &done,
+        500,
+        "Failed creating instance record: Invalid value: bogus",
     );
     let unknown = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}, "config": {"foo.bar": "1"}});
     let done = wait(
         &fake,
-        &unix(&fake, "POST", "/1.0/instances", Some(unknown)).await,
+        &call(&fake, "POST", "/1.0/instances", Some(unknown)).await,
     )
     .await;
     assert_eq!(
-        done.body["error"],
+        done.json()["error"],
         "Failed creating instance record: Unknown configuration key: foo.bar"
     );
     let profile = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}, "profiles": ["nope"]});
-    let reply = unix(&fake, "POST", "/1.0/instances", Some(profile)).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (500, Some("Requested profile \"nope\" doesn't exist"))
-    );
+    let reply = call(&fake, "POST", "/1.0/instances", Some(profile)).await;
+    assert_native_error(&reply, 500, "Requested profile \"nope\" doesn't exist");
     launch(&fake, "c1", false).await;
     let device = json!({"devices": {"eth9": {"type": "nic", "nictype": "bogus"}}});
-    let reply = unix(&fake, "PATCH", "/1.0/instances/c1", Some(device)).await;
-    assert_eq!(reply.status, 500);
-    assert_eq!(reply.body["error"], "Invalid devices: Device validation failed for \"eth9\": Failed loading device \"eth9\": Unsupported device type");
-    let bad_json = unix_with(&fake, "PUT", "/1.0/instances/c1/state", None, &[]).await;
-    assert_eq!(
-        (bad_json.status, bad_json.body["error"].as_str()),
-        (400, Some("EOF"))
-    );
+    let reply = call(&fake, "PATCH", "/1.0/instances/c1", Some(device)).await;
+    assert_eq!(reply.status(), 500);
+    assert_eq!(reply.json()["error"], "Invalid devices: Device validation failed for \"eth9\": Failed loading device \"eth9\": Unsupported device type");
+    let bad_json = call_with(&fake, "PUT", "/1.0/instances/c1/state", None, &[]).await;
+    assert_native_error(&bad_json, 400, "EOF");
 }
 
 #[tokio::test]
@@ -1294,7 +1219,7 @@ async fn power_transition_failures_use_the_daemon_texts() {
         async move {
             wait(
                 fake,
-                &unix(
+                &call(
                     fake,
                     "PUT",
                     "/1.0/instances/c1/state",
@@ -1305,14 +1230,8 @@ async fn power_transition_failures_use_the_daemon_texts() {
             .await
         }
     };
-    let expect = |reply: common::Reply, message: &str, code: u64| {
-        assert_eq!(
-            (
-                reply.body["error"].as_str(),
-                reply.body["error_code"].as_u64()
-            ),
-            (Some(message), Some(code))
-        );
+    let expect = |reply: common::Reply, message: &str, code: u16| {
+        assert_native_error(&reply, code, message);
     };
     expect(act("restart").await, "The instance is already stopped", 400);
     expect(act("freeze").await, "The instance isn't running", 500);
@@ -1333,7 +1252,7 @@ async fn rename_is_an_operation_refused_while_running() {
     launch(&fake, "c1", true).await;
     let running = wait(
         &fake,
-        &unix(
+        &call(
             &fake,
             "POST",
             "/1.0/instances/c1",
@@ -1342,25 +1261,19 @@ async fn rename_is_an_operation_refused_while_running() {
         .await,
     )
     .await;
-    assert_eq!(
-        (
-            running.body["error"].as_str(),
-            running.body["error_code"].as_u64()
-        ),
-        // The real daemon's wait answers 500 for it.
-        (Some("Renaming of running instance not allowed"), Some(500))
-    );
-    let bad = unix(
+    // The real daemon's wait answers 500 for it.
+    assert_native_error(&running, 500, "Renaming of running instance not allowed");
+    let bad = call(
         &fake,
         "POST",
         "/1.0/instances/c1",
         Some(json!({"name": "bad_name"})),
     )
     .await;
-    assert_eq!(bad.status, 400);
+    assert_eq!(bad.status(), 400);
     wait(
         &fake,
-        &unix(
+        &call(
             &fake,
             "PUT",
             "/1.0/instances/c1/state",
@@ -1369,7 +1282,7 @@ async fn rename_is_an_operation_refused_while_running() {
         .await,
     )
     .await;
-    let renamed = unix(
+    let renamed = call(
         &fake,
         "POST",
         "/1.0/instances/c1",
@@ -1377,26 +1290,23 @@ async fn rename_is_an_operation_refused_while_running() {
     )
     .await;
     assert_eq!(renamed.metadata()["description"], "Renaming instance");
-    assert_eq!(wait(&fake, &renamed).await.body["type"], "sync");
+    assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
     assert_eq!(
-        unix(&fake, "GET", "/1.0/instances/c2", None).await.status,
+        call(&fake, "GET", "/1.0/instances/c2", None).await.status(),
         200
     );
     assert_eq!(
-        unix(&fake, "GET", "/1.0/instances/c1", None).await.status,
+        call(&fake, "GET", "/1.0/instances/c1", None).await.status(),
         404
     );
-    let bogus = unix(
+    let bogus = call(
         &fake,
         "GET",
         "/1.0/storage-pools/default/volumes/bogus",
         None,
     )
     .await;
-    assert_eq!(
-        (bogus.status, bogus.body["error"].as_str()),
-        (400, Some("Invalid storage volume type name"))
-    );
+    assert_native_error(&bogus, 400, "Invalid storage volume type name");
 }
 
 /// Answers of Incus 6.0.4 for keys inside known namespaces and for disk sources, checked
@@ -1435,13 +1345,13 @@ async fn unknown_keys_in_known_namespaces_and_relative_disk_sources_are_refused_
         let body = create(json!({"config": {key: "1"}}));
         let done = wait(
             &fake,
-            &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+            &call(&fake, "POST", "/1.0/instances", Some(body)).await,
         )
         .await;
         assert_eq!(
             (
-                done.body["error"].as_str(),
-                done.body["error_code"].as_u64()
+                done.json()["error"].as_str(),
+                done.json()["error_code"].as_u64()
             ),
             (Some(format!("{unknown}{key}").as_str()), Some(500)),
             "{key:?}"
@@ -1458,11 +1368,11 @@ async fn unknown_keys_in_known_namespaces_and_relative_disk_sources_are_refused_
         let body = create(json!({"config": {key: "1"}}));
         let done = wait(
             &fake,
-            &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+            &call(&fake, "POST", "/1.0/instances", Some(body)).await,
         )
         .await;
-        assert_eq!(done.body["type"], "sync", "{key}: {}", done.body);
-        let delete = unix(&fake, "DELETE", "/1.0/instances/p14", None).await;
+        assert_eq!(done.json()["type"], "sync", "{key}: {}", done.json());
+        let delete = call(&fake, "DELETE", "/1.0/instances/p14", None).await;
         wait(&fake, &delete).await;
     }
     let devices = "Failed creating instance record: Failed initializing instance: Invalid devices: Device validation failed for \"d\": ";
@@ -1483,11 +1393,11 @@ async fn unknown_keys_in_known_namespaces_and_relative_disk_sources_are_refused_
         let body = create(json!({"devices": {"d": device}}));
         let done = wait(
             &fake,
-            &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+            &call(&fake, "POST", "/1.0/instances", Some(body)).await,
         )
         .await;
         assert_eq!(
-            done.body["error"].as_str(),
+            done.json()["error"].as_str(),
             Some(format!("{devices}{why}").as_str()),
             "{device}"
         );
@@ -1495,11 +1405,11 @@ async fn unknown_keys_in_known_namespaces_and_relative_disk_sources_are_refused_
     let body = create(json!({"devices": {"d": {"type": "bogus"}}}));
     let done = wait(
         &fake,
-        &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+        &call(&fake, "POST", "/1.0/instances", Some(body)).await,
     )
     .await;
     assert_eq!(
-        done.body["error"],
+        done.json()["error"],
         "Failed creating instance record: Invalid device type \"bogus\""
     );
     for device in [
@@ -1509,30 +1419,35 @@ async fn unknown_keys_in_known_namespaces_and_relative_disk_sources_are_refused_
         let body = create(json!({"devices": {"d": device}}));
         let done = wait(
             &fake,
-            &unix(&fake, "POST", "/1.0/instances", Some(body)).await,
+            &call(&fake, "POST", "/1.0/instances", Some(body)).await,
         )
         .await;
-        assert_eq!(done.body["metadata"]["status"], "Success", "{}", done.body);
-        let delete = unix(&fake, "DELETE", "/1.0/instances/p14", None).await;
+        assert_eq!(
+            done.json()["metadata"]["status"],
+            "Success",
+            "{}",
+            done.json()
+        );
+        let delete = call(&fake, "DELETE", "/1.0/instances/p14", None).await;
         wait(&fake, &delete).await;
     }
     let done = wait(
         &fake,
-        &unix(&fake, "POST", "/1.0/instances", Some(create(json!({})))).await,
+        &call(&fake, "POST", "/1.0/instances", Some(create(json!({})))).await,
     )
     .await;
-    assert_eq!(done.body["type"], "sync");
+    assert_eq!(done.json()["type"], "sync");
     for (patch, error) in [
         (json!({"devices": {"d": {"type": "disk", "source": "../../etc", "path": "/mnt"}}}), "Invalid devices: Device validation failed for \"d\": Source path must be absolute for local sources"),
         (json!({"config": {"security.nonsense": "1"}}), "Invalid config: Unknown configuration key: security.nonsense"),
         (json!({"config": {"security.privileged ": "true"}}), "Invalid config: Unknown configuration key: security.privileged "),
         (json!({"devices": {"d": {"type": "bogus"}}}), "Invalid devices: Device validation failed for \"d\": Failed loading device \"d\": Unsupported device type"),
     ] {
-        let reply = unix(&fake, "PATCH", "/1.0/instances/p14", Some(patch)).await;
-        assert_eq!((reply.status, reply.body["error"].as_str()), (500, Some(error)));
+        let reply = call(&fake, "PATCH", "/1.0/instances/p14", Some(patch)).await;
+        assert_native_error(&reply, 500, error);
     }
     // PUT sends back what GET gave (volatile keys included), plus the bad entry.
-    let current = unix(&fake, "GET", "/1.0/instances/p14", None)
+    let current = call(&fake, "GET", "/1.0/instances/p14", None)
         .await
         .metadata()["config"]
         .clone();
@@ -1542,8 +1457,8 @@ async fn unknown_keys_in_known_namespaces_and_relative_disk_sources_are_refused_
         (json!({"config": bad_config, "devices": {}}), "Invalid config: Unknown configuration key: security.nonsense"),
         (json!({"config": current, "devices": {"d": {"type": "disk", "source": "../../etc", "path": "/mnt"}}}), "Invalid devices: Device validation failed for \"d\": Source path must be absolute for local sources"),
     ] {
-        let done = wait(&fake, &unix(&fake, "PUT", "/1.0/instances/p14", Some(put)).await).await;
-        assert_eq!((done.body["error_code"].as_u64(), done.body["error"].as_str()), (Some(500), Some(error)));
+        let done = wait(&fake, &call(&fake, "PUT", "/1.0/instances/p14", Some(put)).await).await;
+        assert_native_error(&done, 500, error);
     }
 }
 
@@ -1553,15 +1468,15 @@ async fn unknown_keys_in_known_namespaces_and_relative_disk_sources_are_refused_
 async fn snapshot_restore_resets_description_config_devices_and_ephemeral_but_keeps_profiles() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let profile = unix(
+    let profile = call(
         &fake,
         "POST",
         "/1.0/profiles",
         Some(json!({"name": "extra", "config": {}, "devices": {}})),
     )
     .await;
-    let extra_profile = profile.status == 201 || profile.status == 200;
-    let before = unix(
+    let extra_profile = profile.status() == 201 || profile.status() == 200;
+    let before = call(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
@@ -1569,7 +1484,7 @@ async fn snapshot_restore_resets_description_config_devices_and_ephemeral_but_ke
     )
     .await;
     settled(&fake, &before).await;
-    let snap = unix(
+    let snap = call(
         &fake,
         "POST",
         "/1.0/instances/c1/snapshots",
@@ -1582,7 +1497,7 @@ async fn snapshot_restore_resets_description_config_devices_and_ephemeral_but_ke
     } else {
         json!(["default"])
     };
-    let after = unix(
+    let after = call(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
@@ -1593,7 +1508,7 @@ async fn snapshot_restore_resets_description_config_devices_and_ephemeral_but_ke
     )
     .await;
     settled(&fake, &after).await;
-    let restore = unix(
+    let restore = call(
         &fake,
         "PUT",
         "/1.0/instances/c1",
@@ -1601,7 +1516,7 @@ async fn snapshot_restore_resets_description_config_devices_and_ephemeral_but_ke
     )
     .await;
     settled(&fake, &restore).await;
-    let got = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    let got = call(&fake, "GET", "/1.0/instances/c1", None).await;
     let instance = got.metadata();
     assert_eq!(instance["description"], "", "the snapshot's description");
     assert_eq!(instance["ephemeral"], false);
@@ -1614,10 +1529,15 @@ async fn snapshot_restore_resets_description_config_devices_and_ephemeral_but_ke
 
 /// A change answered at once (200) or by an operation that succeeds.
 async fn settled(fake: &FakeIncus, reply: &common::Reply) {
-    if reply.status == 202 {
+    if reply.status() == 202 {
         let done = wait(fake, reply).await;
-        assert_eq!(done.body["metadata"]["status"], "Success", "{}", done.body);
+        assert_eq!(
+            done.json()["metadata"]["status"],
+            "Success",
+            "{}",
+            done.json()
+        );
     } else {
-        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(reply.status(), 200, "{}", reply.json());
     }
 }

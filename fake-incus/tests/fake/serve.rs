@@ -4,6 +4,7 @@
 use crate::common;
 
 use common::unix_at;
+use fake_incus::assert_native_error;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -85,24 +86,24 @@ async fn serve_prints_a_ready_line_serves_and_stops_on_sigterm() {
     let control = path("control.socket");
 
     let seeded = unix_at(&socket, "GET", "/1.0/instances", None, &[]).await;
-    assert_eq!(seeded.body["metadata"], json!(["/1.0/instances/seeded"]));
+    assert_eq!(seeded.json()["metadata"], json!(["/1.0/instances/seeded"]));
     let scripted = unix_at(&socket, "GET", "/1.0/networks", None, &[]).await;
-    assert_eq!(
-        (scripted.status, scripted.body["error"].as_str()),
-        (503, Some("scripted"))
-    );
+    assert_native_error(&scripted, 503, "scripted");
 
     let rule = json!({"path": "/1.0/profiles", "fault": {"kind": "error", "status": 500, "message": "via control"}});
     let added = unix_at(&control, "POST", "/rules", Some(rule), &[]).await;
-    assert_eq!((added.status, &added.body), (200, &json!({"installed": 1})));
+    assert_eq!(
+        (added.status(), added.json()),
+        (200, &json!({"installed": 1}))
+    );
     assert_eq!(
         unix_at(&socket, "GET", "/1.0/profiles", None, &[])
             .await
-            .status,
+            .status(),
         500
     );
     let listed = unix_at(&control, "GET", "/rules", None, &[]).await;
-    assert_eq!(listed.body.as_array().unwrap().len(), 2);
+    assert_eq!(listed.json().as_array().unwrap().len(), 2);
     let invalid = unix_at(
         &control,
         "POST",
@@ -111,23 +112,23 @@ async fn serve_prints_a_ready_line_serves_and_stops_on_sigterm() {
         &[],
     )
     .await;
-    assert_eq!(invalid.status, 400);
-    assert!(invalid.body["error"].as_str().unwrap().contains("nth"));
+    assert_eq!(invalid.status(), 400);
+    assert!(invalid.json()["error"].as_str().unwrap().contains("nth"));
     assert_eq!(
         unix_at(&control, "DELETE", "/rules", None, &[])
             .await
-            .status,
+            .status(),
         200
     );
     assert_eq!(
         unix_at(&socket, "GET", "/1.0/profiles", None, &[])
             .await
-            .status,
+            .status(),
         200
     );
 
     let journal = unix_at(&control, "GET", "/journal", None, &[]).await;
-    let paths: Vec<&str> = journal.body["entries"]
+    let paths: Vec<&str> = journal.json()["entries"]
         .as_array()
         .unwrap()
         .iter()
@@ -142,8 +143,8 @@ async fn serve_prints_a_ready_line_serves_and_stops_on_sigterm() {
             "/1.0/profiles"
         ]
     );
-    assert_eq!(journal.body["dropped"], 0);
-    let last = journal.body["last_seq"].as_u64().unwrap();
+    assert_eq!(journal.json()["dropped"], 0);
+    let last = journal.json()["last_seq"].as_u64().unwrap();
     let newer = unix_at(
         &control,
         "GET",
@@ -153,39 +154,41 @@ async fn serve_prints_a_ready_line_serves_and_stops_on_sigterm() {
     )
     .await;
     assert_eq!(
-        newer.body["entries"].as_array().map(Vec::len),
+        newer.json()["entries"].as_array().map(Vec::len),
         Some(1),
         "paging: only the entries after since"
     );
-    assert_eq!(newer.body["entries"][0]["seq"].as_u64(), Some(last));
+    assert_eq!(newer.json()["entries"][0]["seq"].as_u64(), Some(last));
     let state = unix_at(&control, "GET", "/state", None, &[]).await;
-    assert_eq!(state.body["instances"][0]["name"], "seeded");
-    let mut replaced = state.body.clone();
+    assert_eq!(state.json()["instances"][0]["name"], "seeded");
+    let mut replaced = state.json().clone();
     replaced["instances"] = json!([]);
     assert_eq!(
         unix_at(&control, "PUT", "/state", Some(replaced), &[])
             .await
-            .status,
+            .status(),
         200
     );
     assert_eq!(
         unix_at(&socket, "GET", "/1.0/instances", None, &[])
             .await
-            .body["metadata"],
+            .json()["metadata"],
         json!([])
     );
     assert_eq!(
-        unix_at(&control, "POST", "/reset", None, &[]).await.status,
+        unix_at(&control, "POST", "/reset", None, &[])
+            .await
+            .status(),
         200
     );
     assert_eq!(
         unix_at(&socket, "GET", "/1.0/instances", None, &[])
             .await
-            .body["metadata"],
+            .json()["metadata"],
         json!(["/1.0/instances/seeded"])
     );
     assert_eq!(
-        unix_at(&control, "GET", "/nope", None, &[]).await.status,
+        unix_at(&control, "GET", "/nope", None, &[]).await.status(),
         404
     );
 
@@ -261,9 +264,9 @@ async fn serve_exec_start_delay_flag_delays_the_command() {
         .expect("a ready line");
     let body = json!({"command": ["echo", "hi"], "wait-for-websocket": true});
     let reply = unix_at(&socket, "POST", "/1.0/instances/c1/exec", Some(body), &[]).await;
-    assert_eq!(reply.status, 202, "{}", reply.body);
-    let id = reply.body["metadata"]["id"].as_str().unwrap().to_string();
-    let fds = reply.body["metadata"]["metadata"]["fds"].clone();
+    assert_eq!(reply.status(), 202, "{}", reply.json());
+    let id = reply.json()["metadata"]["id"].as_str().unwrap().to_string();
+    let fds = reply.json()["metadata"]["metadata"]["fds"].clone();
     let mut sockets = Vec::new();
     let mut before_last = std::time::Instant::now();
     for fd in ["0", "1", "2"] {

@@ -3,8 +3,9 @@
 //! metadata holds the token's `secret`; and the credential keys server config and networks hold,
 //! which the daemon shows unchanged.
 
-use crate::common::{unix, Reply};
+use crate::common::call;
 use fake_incus::FakeIncus;
+use fake_incus::Reply;
 use serde_json::{json, Value};
 
 /// A fake that listens on the network as far as `core.https_address` says (tokens need it).
@@ -27,7 +28,7 @@ fn is_hex64(text: &str) -> bool {
 }
 
 async fn trust_add(fake: &FakeIncus, body: Value) -> Reply {
-    unix(fake, "POST", "/1.0/certificates", Some(body)).await
+    call(fake, "POST", "/1.0/certificates", Some(body)).await
 }
 
 #[tokio::test]
@@ -38,7 +39,7 @@ async fn trust_token_is_a_running_token_operation_of_project_default_with_a_secr
         json!({"name": "agent", "type": "client", "token": true}),
     )
     .await;
-    assert_eq!(reply.status, 202, "{}", reply.body);
+    assert_eq!(reply.status(), 202, "{}", reply.json());
     let op = reply.metadata().clone();
     assert_eq!(
         (op["class"].as_str(), op["description"].as_str()),
@@ -68,34 +69,34 @@ async fn trust_token_is_a_running_token_operation_of_project_default_with_a_secr
 
     // Listed in project default, with its secret, as `incus config trust list-tokens` reads it.
     let id = op["id"].as_str().unwrap();
-    let listed = unix(&fake, "GET", "/1.0/operations?recursion=1", None).await;
+    let listed = call(&fake, "GET", "/1.0/operations?recursion=1", None).await;
     let running = listed.metadata()["running"].as_array().expect("running");
     assert!(running
         .iter()
         .any(|o| o["id"] == id && o["metadata"]["secret"] == metadata["secret"]));
     // Not listed in another project, but found by id from any project, as Incus does.
-    unix(
+    call(
         &fake,
         "POST",
         "/1.0/projects",
         Some(json!({"name": "other"})),
     )
     .await;
-    let other = unix(&fake, "GET", "/1.0/operations?project=other", None).await;
+    let other = call(&fake, "GET", "/1.0/operations?project=other", None).await;
     assert_eq!(other.metadata(), &json!({}));
-    let found = unix(
+    let found = call(
         &fake,
         "GET",
         &format!("/1.0/operations/{id}?project=other"),
         None,
     )
     .await;
-    assert_eq!((found.status, &found.metadata()["id"]), (200, &json!(id)));
+    assert_eq!((found.status(), &found.metadata()["id"]), (200, &json!(id)));
 
     // `incus config trust revoke-token agent`: the operation is cancelled.
-    let revoked = unix(&fake, "DELETE", &format!("/1.0/operations/{id}"), None).await;
-    assert_eq!(revoked.status, 200, "{}", revoked.body);
-    let after = unix(&fake, "GET", &format!("/1.0/operations/{id}"), None).await;
+    let revoked = call(&fake, "DELETE", &format!("/1.0/operations/{id}"), None).await;
+    assert_eq!(revoked.status(), 200, "{}", revoked.json());
+    let after = call(&fake, "GET", &format!("/1.0/operations/{id}"), None).await;
     assert_eq!(after.metadata()["status"], "Cancelled");
 }
 
@@ -121,10 +122,10 @@ async fn trust_tokens_need_a_network_address_a_client_type_and_no_certificate() 
     ] {
         let reply = trust_add(fake, body).await;
         assert_eq!(
-            (reply.status, reply.body["error"].as_str()),
+            (reply.status(), reply.json()["error"].as_str()),
             (400, Some(message))
         );
-        let ops = unix(fake, "GET", "/1.0/operations", None).await;
+        let ops = call(fake, "GET", "/1.0/operations", None).await;
         assert_eq!(ops.metadata(), &json!({}), "no operation was made");
     }
 }
@@ -136,14 +137,14 @@ async fn cluster_join_token_is_a_token_operation_with_the_online_members_address
         .start()
         .await
         .expect("cluster starts");
-    let reply = unix(
+    let reply = call(
         &fake,
         "POST",
         "/1.0/cluster/members",
         Some(json!({"server_name": "m4"})),
     )
     .await;
-    assert_eq!(reply.status, 202, "{}", reply.body);
+    assert_eq!(reply.status(), 202, "{}", reply.json());
     let op = reply.metadata();
     assert_eq!(
         (op["class"].as_str(), op["may_cancel"].as_bool()),
@@ -165,7 +166,7 @@ async fn cluster_join_token_is_a_token_operation_with_the_online_members_address
     assert!(is_hex64(metadata["secret"].as_str().unwrap()));
     assert_eq!(metadata["addresses"].as_array().map(Vec::len), Some(3));
 
-    let taken = unix(
+    let taken = call(
         &fake,
         "POST",
         "/1.0/cluster/members",
@@ -173,11 +174,11 @@ async fn cluster_join_token_is_a_token_operation_with_the_online_members_address
     )
     .await;
     assert_eq!(
-        (taken.status, taken.body["error"].as_str()),
+        (taken.status(), taken.json()["error"].as_str()),
         (500, Some("The cluster already has a member with name: m2"))
     );
     let standalone = FakeIncus::builder().start().await.expect("fake starts");
-    let refused = unix(
+    let refused = call(
         &standalone,
         "POST",
         "/1.0/cluster/members",
@@ -185,7 +186,7 @@ async fn cluster_join_token_is_a_token_operation_with_the_online_members_address
     )
     .await;
     assert_eq!(
-        (refused.status, refused.body["error"].as_str()),
+        (refused.status(), refused.json()["error"].as_str()),
         (400, Some("This server is not clustered"))
     );
 }
@@ -202,9 +203,9 @@ async fn credential_keys_of_server_config_and_networks_are_shown_unchanged_as_in
         .start()
         .await
         .expect("fake starts");
-    let server = unix(&fake, "GET", "/1.0", None).await;
+    let server = call(&fake, "GET", "/1.0", None).await;
     assert_eq!(server.metadata()["config"]["loki.auth.password"], "s3cret");
     assert_eq!(server.metadata()["config"]["openfga.api.token"], "tok");
-    let network = unix(&fake, "GET", "/1.0/networks/br0", None).await;
+    let network = call(&fake, "GET", "/1.0/networks/br0", None).await;
     assert_eq!(network.metadata()["config"]["bgp.peers.r1.password"], "pw");
 }

@@ -4,8 +4,8 @@
 use crate::common;
 use crate::tarball::tarball;
 
-use common::{launch, unix, unix_bytes as send, wait, Reply};
-use fake_incus::FakeIncus;
+use common::{call, launch, unix_bytes as send, wait, Reply};
+use fake_incus::{assert_native_error, FakeIncus};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -41,8 +41,8 @@ fn multipart(parts: &[(&str, &str, &[u8])]) -> (String, Vec<u8>) {
 }
 
 async fn operation(fake: &FakeIncus, accepted: &Reply) -> Value {
-    let op = accepted.body["operation"].as_str().unwrap().to_string();
-    unix(fake, "GET", &op, None).await.body["metadata"].clone()
+    let op = accepted.json()["operation"].as_str().unwrap().to_string();
+    call(fake, "GET", &op, None).await.json()["metadata"].clone()
 }
 
 #[tokio::test]
@@ -63,8 +63,8 @@ async fn a_unified_upload_becomes_an_image_with_the_sha256_of_its_bytes_and_the_
         ],
     )
     .await;
-    assert_eq!(accepted.status, 202);
-    let created = &accepted.body["metadata"];
+    assert_eq!(accepted.status(), 202);
+    let created = &accepted.json()["metadata"];
     assert_eq!(
         (
             &created["description"],
@@ -75,10 +75,10 @@ async fn a_unified_upload_becomes_an_image_with_the_sha256_of_its_bytes_and_the_
     );
     let done = wait(&fake, &accepted).await;
     assert_eq!(
-        done.body["metadata"]["metadata"],
+        done.json()["metadata"]["metadata"],
         json!({"fingerprint": fingerprint, "size": body.len().to_string()})
     );
-    let image = unix(&fake, "GET", &format!("/1.0/images/{fingerprint}"), None).await;
+    let image = call(&fake, "GET", &format!("/1.0/images/{fingerprint}"), None).await;
     let m = image.metadata();
     assert_eq!(
         m["properties"],
@@ -120,31 +120,22 @@ async fn a_unified_upload_becomes_an_image_with_the_sha256_of_its_bytes_and_the_
     // The same bytes again: the daemon's duplicate failure, with fingerprint and size set.
     let again = send(&fake, "POST", "/1.0/images", body.clone(), &[]).await;
     let failed = wait(&fake, &again).await;
-    assert_eq!(
-        (
-            failed.body["error_code"].as_u64(),
-            failed.body["error"].as_str()
-        ),
-        (
-            Some(500),
-            Some("Image with same fingerprint already exists")
-        )
-    );
+    assert_native_error(&failed, 500, "Image with same fingerprint already exists");
     assert_eq!(
         operation(&fake, &again).await["metadata"]["fingerprint"],
         json!(fingerprint)
     );
 
     // An instance launches from the imported alias.
-    let reply = unix(
+    let reply = call(
         &fake,
         "POST",
         "/1.0/instances",
         Some(json!({"name": "c1", "source": {"type": "image", "alias": "probe-uni"}})),
     )
     .await;
-    assert_eq!(wait(&fake, &reply).await.body["type"], "sync");
-    let c1 = unix(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(wait(&fake, &reply).await.json()["type"], "sync");
+    let c1 = call(&fake, "GET", "/1.0/instances/c1", None).await;
     assert_eq!(c1.metadata()["config"]["image.os"], "override");
     assert_eq!(
         c1.metadata()["config"]["volatile.base_image"],
@@ -175,12 +166,12 @@ async fn a_split_upload_is_fingerprinted_over_both_parts_and_named_after_the_roo
     .await;
     let done = wait(&fake, &accepted).await;
     assert_eq!(
-        done.body["metadata"]["metadata"]["fingerprint"],
+        done.json()["metadata"]["metadata"]["fingerprint"],
         json!(fingerprint),
         "{}",
-        done.body
+        done.json()
     );
-    let image = unix(&fake, "GET", &format!("/1.0/images/{fingerprint}"), None).await;
+    let image = call(&fake, "GET", &format!("/1.0/images/{fingerprint}"), None).await;
     assert_eq!(
         (&image.metadata()["filename"], &image.metadata()["size"]),
         (&json!("rootfs.tar.gz"), &json!(meta.len() + rootfs.len()))
@@ -210,7 +201,7 @@ async fn a_split_upload_is_fingerprinted_over_both_parts_and_named_after_the_roo
     )
     .await;
     assert_eq!(
-        wait(&fake, &accepted).await.body["error"],
+        wait(&fake, &accepted).await.json()["error"],
         "Invalid multipart image"
     );
     let (content_type, body) = multipart(&[("metadata", "meta.tar.gz", &meta)]);
@@ -222,7 +213,7 @@ async fn a_split_upload_is_fingerprinted_over_both_parts_and_named_after_the_roo
         &[("content-type", &content_type)],
     )
     .await;
-    assert_eq!(wait(&fake, &accepted).await.body["error"], "EOF");
+    assert_eq!(wait(&fake, &accepted).await.json()["error"], "EOF");
 }
 
 #[tokio::test]
@@ -254,15 +245,9 @@ async fn upload_problems_fail_the_operation_with_the_daemons_texts() {
     ];
     for (body, message) in cases {
         let accepted = send(&fake, "POST", "/1.0/images", body, &[]).await;
-        assert_eq!(accepted.status, 202, "{message}");
+        assert_eq!(accepted.status(), 202, "{message}");
         let done = wait(&fake, &accepted).await;
-        assert_eq!(
-            (
-                done.body["error_code"].as_u64(),
-                done.body["error"].as_str()
-            ),
-            (Some(500), Some(message))
-        );
+        assert_native_error(&done, 500, message);
         assert_eq!(operation(&fake, &accepted).await["metadata"], Value::Null);
     }
     let bad_json = send(
@@ -273,12 +258,10 @@ async fn upload_problems_fail_the_operation_with_the_daemons_texts() {
         &[("content-type", "application/json")],
     )
     .await;
-    assert_eq!(
-        (bad_json.status, bad_json.body["error"].as_str()),
-        (
-            400,
-            Some("invalid character 'b' looking for beginning of object key string")
-        )
+    assert_native_error(
+        &bad_json,
+        400,
+        "invalid character 'b' looking for beginning of object key string",
     );
     let no_source = send(
         &fake,
@@ -288,19 +271,16 @@ async fn upload_problems_fail_the_operation_with_the_daemons_texts() {
         &[("content-type", "application/json")],
     )
     .await;
-    assert_eq!(
-        (no_source.status, no_source.body["error"].as_str()),
-        (500, Some("Invalid images JSON"))
-    );
+    assert_native_error(&no_source, 500, "Invalid images JSON");
 }
 
 #[tokio::test]
 async fn image_aliases_are_created_renamed_updated_and_deleted_with_the_daemons_answers() {
     let fake = fake().await;
-    let busybox = unix(&fake, "GET", "/1.0/images/aliases/busybox", None).await;
+    let busybox = call(&fake, "GET", "/1.0/images/aliases/busybox", None).await;
     let target = busybox.metadata()["target"].as_str().unwrap().to_string();
 
-    let created = unix(
+    let created = call(
         &fake,
         "POST",
         "/1.0/images/aliases",
@@ -309,17 +289,13 @@ async fn image_aliases_are_created_renamed_updated_and_deleted_with_the_daemons_
     .await;
     assert_eq!(
         (
-            created.status,
+            created.status(),
             created.header("location"),
-            &created.body["metadata"]
+            &created.json()["metadata"]
         ),
-        (
-            201,
-            Some("/1.0/images/aliases/a1".to_string()),
-            &Value::Null
-        )
+        (201, Some("/1.0/images/aliases/a1"), &Value::Null)
     );
-    let alias = unix(&fake, "GET", "/1.0/images/aliases/a1", None).await;
+    let alias = call(&fake, "GET", "/1.0/images/aliases/a1", None).await;
     assert_eq!(
         alias.metadata(),
         &json!({"description": "d1", "target": target, "name": "a1", "type": "container"})
@@ -342,14 +318,14 @@ async fn image_aliases_are_created_renamed_updated_and_deleted_with_the_daemons_
         ),
         (json!({"name": "a3"}), 400, "name and target are required"),
     ] {
-        let reply = unix(&fake, "POST", "/1.0/images/aliases", Some(body)).await;
+        let reply = call(&fake, "POST", "/1.0/images/aliases", Some(body)).await;
         assert_eq!(
-            (reply.status, reply.body["error"].as_str()),
+            (reply.status(), reply.json()["error"].as_str()),
             (status, Some(message))
         );
     }
 
-    let renamed = unix(
+    let renamed = call(
         &fake,
         "POST",
         "/1.0/images/aliases/a1",
@@ -357,61 +333,52 @@ async fn image_aliases_are_created_renamed_updated_and_deleted_with_the_daemons_
     )
     .await;
     assert_eq!(
-        (renamed.status, renamed.header("location")),
-        (201, Some("/1.0/images/aliases/a2".to_string()))
+        (renamed.status(), renamed.header("location")),
+        (201, Some("/1.0/images/aliases/a2"))
     );
-    let taken = unix(
+    let taken = call(
         &fake,
         "POST",
         "/1.0/images/aliases/a2",
         Some(json!({"name": "busybox"})),
     )
     .await;
-    assert_eq!(
-        (taken.status, taken.body["error"].as_str()),
-        (409, Some("Alias \"busybox\" already exists"))
-    );
+    assert_native_error(&taken, 409, "Alias \"busybox\" already exists");
 
-    let put = unix(
+    let put = call(
         &fake,
         "PUT",
         "/1.0/images/aliases/a2",
         Some(json!({"description": "new", "target": target})),
     )
     .await;
-    assert_eq!((put.status, &put.body["metadata"]), (200, &json!({})));
-    let patch = unix(
+    assert_eq!((put.status(), &put.json()["metadata"]), (200, &json!({})));
+    let patch = call(
         &fake,
         "PATCH",
         "/1.0/images/aliases/a2",
         Some(json!({"description": "newer"})),
     )
     .await;
-    assert_eq!(patch.status, 200);
-    let alias = unix(&fake, "GET", "/1.0/images/aliases/a2", None).await;
+    assert_eq!(patch.status(), 200);
+    let alias = call(&fake, "GET", "/1.0/images/aliases/a2", None).await;
     assert_eq!(alias.metadata()["description"], "newer");
-    let no_target = unix(
+    let no_target = call(
         &fake,
         "PUT",
         "/1.0/images/aliases/a2",
         Some(json!({"description": "x"})),
     )
     .await;
-    assert_eq!(
-        (no_target.status, no_target.body["error"].as_str()),
-        (400, Some("The target field is required"))
-    );
+    assert_native_error(&no_target, 400, "The target field is required");
 
-    let deleted = unix(&fake, "DELETE", "/1.0/images/aliases/a2", None).await;
+    let deleted = call(&fake, "DELETE", "/1.0/images/aliases/a2", None).await;
     assert_eq!(
-        (deleted.status, &deleted.body["metadata"]),
+        (deleted.status(), &deleted.json()["metadata"]),
         (200, &json!({}))
     );
-    let again = unix(&fake, "DELETE", "/1.0/images/aliases/a2", None).await;
-    assert_eq!(
-        (again.status, again.body["error"].as_str()),
-        (404, Some("Image alias not found"))
-    );
+    let again = call(&fake, "DELETE", "/1.0/images/aliases/a2", None).await;
+    assert_native_error(&again, 404, "Image alias not found");
 }
 
 fn files_path(instance: &str, path: &str) -> String {
@@ -450,7 +417,7 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
     )
     .await;
     assert_eq!(
-        (written.status, &written.body["metadata"]),
+        (written.status(), &written.json()["metadata"]),
         (200, &json!({}))
     );
     let appended = send(
@@ -461,7 +428,7 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
         &[octet, ("x-incus-write", "append")],
     )
     .await;
-    assert_eq!(appended.status, 200);
+    assert_eq!(appended.status(), 200);
     let read = send(
         &fake,
         "GET",
@@ -470,7 +437,7 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
         &[],
     )
     .await;
-    assert_eq!(read.raw.as_ref(), b"abcdef");
+    assert_eq!(read.bytes().as_ref(), b"abcdef");
     let header = |name: &str| read.header(name);
     assert_eq!(
         (
@@ -481,11 +448,11 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
             header("content-disposition"),
         ),
         (
-            Some("1000".into()),
-            Some("1001".into()),
-            Some("0640".into()),
-            Some("file".into()),
-            Some("inline;filename=new.txt".into())
+            Some("1000"),
+            Some("1001"),
+            Some("0640"),
+            Some("file"),
+            Some("inline;filename=new.txt")
         )
     );
     let head = send(
@@ -496,8 +463,8 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
         &[],
     )
     .await;
-    assert_eq!((head.status, head.raw.len()), (200, 0));
-    assert_eq!(head.header("x-incus-mode"), Some("0640".into()));
+    assert_eq!((head.status(), head.bytes().len()), (200, 0));
+    assert_eq!(head.header("x-incus-mode"), Some("0640"));
 
     let dir = send(
         &fake,
@@ -507,7 +474,7 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
         &[("x-incus-type", "directory"), ("x-incus-mode", "0755")],
     )
     .await;
-    assert_eq!(dir.status, 200);
+    assert_eq!(dir.status(), 200);
     let link = send(
         &fake,
         "POST",
@@ -516,16 +483,16 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
         &[octet, ("x-incus-type", "symlink")],
     )
     .await;
-    assert_eq!(link.status, 200);
+    assert_eq!(link.status(), 200);
     let read_link = send(&fake, "GET", &files_path("c1", "/root/ln"), Vec::new(), &[]).await;
     assert_eq!(
-        (read_link.raw.as_ref(), read_link.header("x-incus-type")),
-        (&b"/root/new.txt"[..], Some("symlink".into()))
+        (read_link.bytes().as_ref(), read_link.header("x-incus-type")),
+        (&b"/root/new.txt"[..], Some("symlink"))
     );
-    let listing = unix(&fake, "GET", &files_path("c1", "/root"), None).await;
+    let listing = call(&fake, "GET", &files_path("c1", "/root"), None).await;
     assert_eq!(
         (listing.metadata(), listing.header("x-incus-type")),
-        (&json!(["d1", "ln", "new.txt"]), Some("directory".into()))
+        (&json!(["d1", "ln", "new.txt"]), Some("directory"))
     );
 
     for (method, path, headers, status, message) in [
@@ -562,32 +529,27 @@ async fn files_are_written_read_listed_and_deleted_with_the_daemons_headers() {
         )
         .await;
         assert_eq!(
-            (reply.status, reply.body["error"].as_str()),
+            (reply.status(), reply.json()["error"].as_str()),
             (status, Some(message)),
             "{method} {path}"
         );
     }
-    let no_path = unix(&fake, "GET", "/1.0/instances/c1/files", None).await;
-    assert_eq!(
-        (no_path.status, no_path.body["error"].as_str()),
-        (400, Some("Missing path argument"))
-    );
-    let missing = unix(&fake, "GET", &files_path("nope", "/"), None).await;
-    assert_eq!(missing.status, 404);
+    let no_path = call(&fake, "GET", "/1.0/instances/c1/files", None).await;
+    assert_native_error(&no_path, 400, "Missing path argument");
+    let missing = call(&fake, "GET", &files_path("nope", "/"), None).await;
+    assert_eq!(missing.status(), 404);
 
     write_file(&fake, "c1", "/root/d1/f", b"x".to_vec()).await;
-    let not_empty = unix(&fake, "DELETE", &files_path("c1", "/root/d1"), None).await;
-    assert_eq!(
-        (not_empty.status, not_empty.body["error"].as_str()),
-        (
-            500,
-            Some("sftp: \"remove /root/d1: directory not empty\" (SSH_FX_FAILURE)")
-        )
+    let not_empty = call(&fake, "DELETE", &files_path("c1", "/root/d1"), None).await;
+    assert_native_error(
+        &not_empty,
+        500,
+        "sftp: \"remove /root/d1: directory not empty\" (SSH_FX_FAILURE)",
     );
-    let deleted = unix(&fake, "DELETE", &files_path("c1", "/root/new.txt"), None).await;
-    assert_eq!(deleted.status, 200);
-    let gone = unix(&fake, "DELETE", &files_path("c1", "/root/new.txt"), None).await;
-    assert_eq!(gone.status, 404);
+    let deleted = call(&fake, "DELETE", &files_path("c1", "/root/new.txt"), None).await;
+    assert_eq!(deleted.status(), 200);
+    let gone = call(&fake, "DELETE", &files_path("c1", "/root/new.txt"), None).await;
+    assert_eq!(gone.status(), 404);
 }
 
 #[tokio::test]
@@ -596,20 +558,18 @@ async fn an_instance_file_tree_is_bounded_and_answers_a_full_disk_past_its_cap()
     launch(&fake, "c1", false).await;
     let nine_mib = vec![7u8; 9 << 20];
     let first = write_file(&fake, "c1", "/tmp/a", nine_mib.clone()).await;
-    assert_eq!(first.status, 200);
+    assert_eq!(first.status(), 200);
     let second = write_file(&fake, "c1", "/tmp/b", nine_mib).await;
-    assert_eq!(
-        (second.status, second.body["error"].as_str()),
-        (
-            500,
-            Some("sftp: \"write /tmp/b: no space left on device\" (SSH_FX_FAILURE)")
-        )
+    assert_native_error(
+        &second,
+        500,
+        "sftp: \"write /tmp/b: no space left on device\" (SSH_FX_FAILURE)",
     );
 }
 
 async fn file_of(fake: &FakeIncus, instance: &str, path: &str) -> Option<Vec<u8>> {
     let reply = send(fake, "GET", &files_path(instance, path), Vec::new(), &[]).await;
-    (reply.status == 200).then(|| reply.raw.to_vec())
+    (reply.status() == 200).then(|| reply.bytes().to_vec())
 }
 
 #[tokio::test]
@@ -617,7 +577,7 @@ async fn files_follow_rename_copy_snapshot_restore_and_go_with_the_instance() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
     write_file(&fake, "c1", "/root/f", b"v1".to_vec()).await;
-    let snap = unix(
+    let snap = call(
         &fake,
         "POST",
         "/1.0/instances/c1/snapshots",
@@ -627,34 +587,34 @@ async fn files_follow_rename_copy_snapshot_restore_and_go_with_the_instance() {
     wait(&fake, &snap).await;
     write_file(&fake, "c1", "/root/f", b"v2".to_vec()).await;
 
-    let renamed = unix(
+    let renamed = call(
         &fake,
         "POST",
         "/1.0/instances/c1",
         Some(json!({"name": "c2"})),
     )
     .await;
-    assert_eq!(wait(&fake, &renamed).await.body["type"], "sync");
+    assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
     assert_eq!(file_of(&fake, "c2", "/root/f").await, Some(b"v2".to_vec()));
 
-    let copied = unix(
+    let copied = call(
         &fake,
         "POST",
         "/1.0/instances",
         Some(json!({"name": "c3", "source": {"type": "copy", "source": "c2"}})),
     )
     .await;
-    assert_eq!(wait(&fake, &copied).await.body["type"], "sync");
+    assert_eq!(wait(&fake, &copied).await.json()["type"], "sync");
     assert_eq!(file_of(&fake, "c3", "/root/f").await, Some(b"v2".to_vec()));
 
-    let restored = unix(
+    let restored = call(
         &fake,
         "PUT",
         "/1.0/instances/c3",
         Some(json!({"restore": "s1"})),
     )
     .await;
-    assert_eq!(wait(&fake, &restored).await.body["type"], "sync");
+    assert_eq!(wait(&fake, &restored).await.json()["type"], "sync");
     assert_eq!(file_of(&fake, "c3", "/root/f").await, Some(b"v1".to_vec()));
     assert_eq!(
         file_of(&fake, "c2", "/root/f").await,
@@ -662,7 +622,7 @@ async fn files_follow_rename_copy_snapshot_restore_and_go_with_the_instance() {
         "the copy is its own tree"
     );
 
-    let deleted = unix(&fake, "DELETE", "/1.0/instances/c2", None).await;
+    let deleted = call(&fake, "DELETE", "/1.0/instances/c2", None).await;
     wait(&fake, &deleted).await;
     launch(&fake, "c2", false).await;
     assert_eq!(file_of(&fake, "c2", "/root/f").await, None);
@@ -673,15 +633,15 @@ async fn a_copy_has_the_sources_config_without_its_identity_and_its_snapshots_un
 {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let patch = unix(
+    let patch = call(
         &fake,
         "PATCH",
         "/1.0/instances/c1",
         Some(json!({"config": {"user.k": "v"}})),
     )
     .await;
-    assert_eq!(patch.status, 200);
-    let snap = unix(
+    assert_eq!(patch.status(), 200);
+    let snap = call(
         &fake,
         "POST",
         "/1.0/instances/c1/snapshots",
@@ -690,7 +650,7 @@ async fn a_copy_has_the_sources_config_without_its_identity_and_its_snapshots_un
     .await;
     wait(&fake, &snap).await;
 
-    let accepted = unix(
+    let accepted = call(
         &fake,
         "POST",
         "/1.0/instances",
@@ -698,22 +658,22 @@ async fn a_copy_has_the_sources_config_without_its_identity_and_its_snapshots_un
     )
     .await;
     assert_eq!(
-        accepted.body["metadata"]["resources"],
+        accepted.json()["metadata"]["resources"],
         json!({"instances": ["/1.0/instances/c2", "/1.0/instances/c1"]})
     );
-    assert_eq!(wait(&fake, &accepted).await.body["type"], "sync");
-    let source = unix(&fake, "GET", "/1.0/instances/c1", None).await;
-    let copy = unix(&fake, "GET", "/1.0/instances/c2", None).await;
+    assert_eq!(wait(&fake, &accepted).await.json()["type"], "sync");
+    let source = call(&fake, "GET", "/1.0/instances/c1", None).await;
+    let copy = call(&fake, "GET", "/1.0/instances/c2", None).await;
     let (src, dst) = (&source.metadata()["config"], &copy.metadata()["config"]);
     assert_eq!(dst["user.k"], "v");
     assert_eq!(dst["volatile.apply_template"], "copy");
     assert_eq!(dst["volatile.base_image"], src["volatile.base_image"]);
     assert_ne!(dst["volatile.uuid"], src["volatile.uuid"]);
     assert_eq!(copy.metadata()["status"], "Stopped");
-    let snaps = unix(&fake, "GET", "/1.0/instances/c2/snapshots", None).await;
+    let snaps = call(&fake, "GET", "/1.0/instances/c2/snapshots", None).await;
     assert_eq!(snaps.metadata(), &json!(["/1.0/instances/c2/snapshots/s1"]));
 
-    let only = unix(
+    let only = call(
         &fake,
         "POST",
         "/1.0/instances",
@@ -721,35 +681,30 @@ async fn a_copy_has_the_sources_config_without_its_identity_and_its_snapshots_un
     )
     .await;
     wait(&fake, &only).await;
-    let snaps = unix(&fake, "GET", "/1.0/instances/c3/snapshots", None).await;
+    let snaps = call(&fake, "GET", "/1.0/instances/c3/snapshots", None).await;
     assert_eq!(snaps.metadata(), &json!([]));
 
-    let missing = unix(
+    let missing = call(
         &fake,
         "POST",
         "/1.0/instances",
         Some(json!({"name": "c4", "source": {"type": "copy", "source": "nope"}})),
     )
     .await;
-    assert_eq!(
-        (missing.status, missing.body["error"].as_str()),
-        (
-            404,
-            Some("Failed to fetch instance \"nope\" in project \"default\": Instance not found")
-        )
+    assert_native_error(
+        &missing,
+        404,
+        "Failed to fetch instance \"nope\" in project \"default\": Instance not found",
     );
-    let unnamed = unix(
+    let unnamed = call(
         &fake,
         "POST",
         "/1.0/instances",
         Some(json!({"name": "c4", "source": {"type": "copy"}})),
     )
     .await;
-    assert_eq!(
-        (unnamed.status, unnamed.body["error"].as_str()),
-        (400, Some("Must specify a source instance"))
-    );
-    let taken = unix(
+    assert_native_error(&unnamed, 400, "Must specify a source instance");
+    let taken = call(
         &fake,
         "POST",
         "/1.0/instances",
@@ -757,18 +712,15 @@ async fn a_copy_has_the_sources_config_without_its_identity_and_its_snapshots_un
     )
     .await;
     let failed = wait(&fake, &taken).await;
-    assert_eq!(failed.body["error"], "Failed creating instance record: Add instance info to the database: Failed to create \"instances\" entry: UNIQUE constraint failed: instances.project_id, instances.name");
+    assert_eq!(failed.json()["error"], "Failed creating instance record: Add instance info to the database: Failed to create \"instances\" entry: UNIQUE constraint failed: instances.project_id, instances.name");
 }
 
 #[tokio::test]
 async fn sftp_without_the_upgrade_header_is_refused_like_the_daemon() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let reply = unix(&fake, "GET", "/1.0/instances/c1/sftp", None).await;
-    assert_eq!(
-        (reply.status, reply.body["error"].as_str()),
-        (400, Some("Missing or invalid upgrade header"))
-    );
-    let post = unix(&fake, "POST", "/1.0/instances/c1/sftp", None).await;
-    assert_eq!(post.status, 501);
+    let reply = call(&fake, "GET", "/1.0/instances/c1/sftp", None).await;
+    assert_native_error(&reply, 400, "Missing or invalid upgrade header");
+    let post = call(&fake, "POST", "/1.0/instances/c1/sftp", None).await;
+    assert_eq!(post.status(), 501);
 }

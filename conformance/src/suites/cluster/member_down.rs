@@ -10,7 +10,6 @@ use super::{
     instance_on, is_member_down_error, place_one_per_member, trial, DELETE, EXEC, READ, WRITE,
 };
 use crate::runner::Check;
-use crate::scenario::journal::path_matches;
 use crate::scenario::target::TargetFactory;
 use std::sync::Arc;
 
@@ -192,7 +191,7 @@ fn once_not_applied(through: &Through, method: &str, path: &str) -> Result<(), S
 /// Whether `entry` is a wait on an operation (the wait's answer starts at once and its body
 /// comes when the operation ends, so the entry may already show the status).
 fn is_wait(entry: &JournalEntry) -> bool {
-    entry.method == "GET" && path_matches("/1.0/operations/*/wait", &entry.path)
+    entry.is("GET", "/1.0/operations/*/wait")
 }
 
 /// The instance on `m2` gets `mutation`, whose operation never finishes on its own, through

@@ -9,7 +9,6 @@ use incus_operations::Connection;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use crate::scenario::journal::path_matches;
 use crate::scenario::target::{HostTarget, Request, Target, TargetFactory};
 use crate::suites::session::Called;
 use crate::ReferenceHost;
@@ -247,7 +246,7 @@ impl Through {
     pub(super) fn sent(&self, method: &str, pattern: &str) -> Vec<&JournalEntry> {
         self.entries
             .iter()
-            .filter(|e| e.method == method && path_matches(pattern, &e.path))
+            .filter(|e| e.is(method, pattern))
             .collect()
     }
 

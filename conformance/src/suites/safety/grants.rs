@@ -68,8 +68,7 @@ fn sent_exactly(called: &Called, expected: &[(&str, &str)]) -> Result<(), String
             .iter()
             .zip(expected)
             .all(|(request, (method, pattern))| {
-                request.method == *method
-                    && crate::scenario::journal::path_matches(pattern, &request.path)
+                request.method == *method && fake_incus::path_matches(pattern, &request.path)
             });
     if matches {
         Ok(())

@@ -1,14 +1,13 @@
-//! Test helpers: plain HTTP clients for the fake over the Unix socket (hyperlocal) and over
-//! HTTPS (rustls with a pinned server certificate and an optional client certificate), and
-//! websocket connections for exec.
+//! Test helpers: requests in process ([`call`]) for the API's semantics; over the Unix socket
+//! ([`unix`], through the fake's shared client) and over HTTPS (rustls with a pinned server
+//! certificate and an optional client certificate) for the transport; websocket connections
+//! for exec.
 
 use bytes::Bytes;
-use fake_incus::FakeIncus;
-use http::{HeaderMap, Method, Request};
+use fake_incus::{client, FakeIncus, Request};
+use http::Method;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyperlocal::UnixClientExt;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::Value;
 use std::sync::Arc;
@@ -17,61 +16,37 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-/// One answer.
-#[derive(Debug)]
-pub(crate) struct Reply {
-    pub(crate) status: u16,
-    pub(crate) headers: HeaderMap,
-    pub(crate) raw: Bytes,
-    pub(crate) body: Value,
-}
+pub(crate) use fake_incus::Reply;
 
-impl Reply {
-    pub(crate) fn metadata(&self) -> &Value {
-        &self.body["metadata"]
-    }
-    pub(crate) fn header(&self, name: &str) -> Option<String> {
-        self.headers
-            .get(name)
-            .map(|v| v.to_str().unwrap_or_default().to_string())
+/// The request the helpers send: `body` as JSON, with extra headers.
+fn request(method: &str, path: &str, body: Option<&Value>, headers: &[(&str, &str)]) -> Request {
+    let request = headers
+        .iter()
+        .fold(Request::new(method, path), |r, (k, v)| r.header(k, v));
+    match body {
+        Some(body) => request.json(body),
+        None => request,
     }
 }
 
-fn build(
+/// A request in process ([`FakeIncus::call`]): what tests of the API's semantics use.
+pub(crate) async fn call(fake: &FakeIncus, method: &str, path: &str, body: Option<Value>) -> Reply {
+    fake.call(request(method, path, body.as_ref(), &[])).await
+}
+
+/// [`call`] with extra headers.
+pub(crate) async fn call_with(
+    fake: &FakeIncus,
     method: &str,
-    uri: http::Uri,
-    body: Option<&Value>,
+    path: &str,
+    body: Option<Value>,
     headers: &[(&str, &str)],
-) -> Request<Full<Bytes>> {
-    let mut builder = Request::builder()
-        .method(Method::from_bytes(method.as_bytes()).unwrap())
-        .uri(uri);
-    for (k, v) in headers {
-        builder = builder.header(*k, *v);
-    }
-    let bytes = body
-        .map(|b| Bytes::from(serde_json::to_vec(b).unwrap()))
-        .unwrap_or_default();
-    if body.is_some() {
-        builder = builder.header("content-type", "application/json");
-    }
-    builder.body(Full::new(bytes)).unwrap()
+) -> Reply {
+    fake.call(request(method, path, body.as_ref(), headers))
+        .await
 }
 
-async fn read(resp: http::Response<hyper::body::Incoming>) -> Reply {
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let raw = resp.into_body().collect().await.expect("body").to_bytes();
-    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    Reply {
-        status,
-        headers,
-        raw,
-        body,
-    }
-}
-
-/// A request over the Unix socket.
+/// A request over the Unix socket (tests of the transport).
 pub(crate) async fn unix(fake: &FakeIncus, method: &str, path: &str, body: Option<Value>) -> Reply {
     unix_with(fake, method, path, body, &[]).await
 }
@@ -87,7 +62,7 @@ pub(crate) async fn unix_with(
     unix_at(fake.unix_socket(), method, path, body, headers).await
 }
 
-/// A request over any Unix socket (the fake's or its control socket).
+/// A request over any Unix socket (the fake's, a member's or its control socket).
 pub(crate) async fn unix_at(
     socket: &std::path::Path,
     method: &str,
@@ -95,16 +70,7 @@ pub(crate) async fn unix_at(
     body: Option<Value>,
     headers: &[(&str, &str)],
 ) -> Reply {
-    let client = Client::unix();
-    let uri: http::Uri = hyperlocal::Uri::new(socket, path).into();
-    let resp = tokio::time::timeout(
-        Duration::from_secs(20),
-        client.request(build(method, uri, body.as_ref(), headers)),
-    )
-    .await
-    .expect("answer within 20 s")
-    .expect("request");
-    read(resp).await
+    sent(socket, request(method, path, body.as_ref(), headers)).await
 }
 
 /// A request with a raw (non-JSON) body and headers over the fake's Unix socket.
@@ -115,78 +81,60 @@ pub(crate) async fn unix_bytes(
     body: Vec<u8>,
     headers: &[(&str, &str)],
 ) -> Reply {
-    let client: Client<hyperlocal::UnixConnector, Full<Bytes>> = Client::unix();
-    let uri: http::Uri = hyperlocal::Uri::new(fake.unix_socket(), path).into();
-    let mut req = Request::builder().method(method).uri(uri);
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let req = req.body(Full::new(Bytes::from(body))).unwrap();
-    let resp = tokio::time::timeout(Duration::from_secs(20), client.request(req))
-        .await
-        .expect("answer within 20 s")
-        .expect("request");
-    read(resp).await
+    let request = headers
+        .iter()
+        .fold(Request::new(method, path).body(body), |r, (k, v)| {
+            r.header(k, v)
+        });
+    sent(fake.unix_socket(), request).await
 }
 
-/// A raw HTTP/1.1 request over a fresh Unix connection; `Err` when the connection fails.
+/// One request on a fresh connection, answered within 20 s.
+async fn sent(socket: &std::path::Path, request: Request) -> Reply {
+    tokio::time::timeout(Duration::from_secs(20), client::send(socket, request))
+        .await
+        .expect("answer within 20 s")
+        .expect("request")
+}
+
+/// A request over a fresh Unix connection; `Err` when the connection fails.
 pub(crate) async fn unix_raw(
     fake: &FakeIncus,
     method: &str,
     path: &str,
     body: Option<Value>,
 ) -> Result<Reply, String> {
-    let stream = UnixStream::connect(fake.unix_socket())
-        .await
-        .map_err(|e| e.to_string())?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(conn);
-    let uri: http::Uri = format!("http://unix.socket{path}").parse().unwrap();
-    let resp = sender
-        .send_request(build(
-            method,
-            uri,
-            body.as_ref(),
-            &[("host", "unix.socket")],
-        ))
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let raw = resp
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?
-        .to_bytes();
-    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    Ok(Reply {
-        status,
-        headers,
-        raw,
-        body,
-    })
+    client::send(
+        fake.unix_socket(),
+        request(method, path, body.as_ref(), &[]),
+    )
+    .await
+    .map_err(|e| e.to_string())
 }
 
 /// Waits for an operation (from a 202) and returns the wait answer.
 pub(crate) async fn wait(fake: &FakeIncus, accepted: &Reply) -> Reply {
     assert_eq!(
-        accepted.status, 202,
+        accepted.status(),
+        202,
         "expected an operation: {}",
-        accepted.body
+        accepted.json()
     );
-    let op = accepted.body["operation"].as_str().expect("operation url");
-    unix(fake, "GET", &format!("{op}/wait?timeout=10"), None).await
+    let op = accepted.operation().expect("operation url");
+    call(fake, "GET", &format!("{op}/wait?timeout=10"), None).await
 }
 
 /// Creates (and optionally starts) an instance from the busybox alias.
 pub(crate) async fn launch(fake: &FakeIncus, name: &str, start: bool) {
     let body = serde_json::json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": start});
-    let reply = unix(fake, "POST", "/1.0/instances", Some(body)).await;
+    let reply = call(fake, "POST", "/1.0/instances", Some(body)).await;
     let done = wait(fake, &reply).await;
-    assert_eq!(done.body["type"], "sync", "launch failed: {}", done.body);
+    assert_eq!(
+        done.json()["type"],
+        "sync",
+        "launch failed: {}",
+        done.json()
+    );
 }
 
 /// The seven envelope keys with their types.
@@ -299,35 +247,52 @@ impl Https {
             .expect("TLS handshake")
     }
 
-    /// One request on a fresh connection (HTTP/1.1 or h2 per the ALPN offered).
+    /// One request on a fresh connection (HTTP/1.1 or h2 per the ALPN offered); the answer's
+    /// HTTP version in the header `x-test-version`.
     pub(crate) async fn request(&self, method: &str, path: &str, body: Option<Value>) -> Reply {
         let tls = self.connect().await;
         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-        let uri: http::Uri = format!("https://127.0.0.1{path}").parse().unwrap();
-        // HTTP/1.1 needs a Host header (the daemon's Go server refuses a request without one);
-        // h2 carries the authority instead.
-        let host: &[(&str, &str)] = if h2 { &[] } else { &[("host", "127.0.0.1")] };
-        let req = build(method, uri, body.as_ref(), host);
-        let resp = if h2 {
-            let (mut sender, conn) =
-                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-                    .await
-                    .unwrap();
-            tokio::spawn(conn);
-            sender.send_request(req).await.unwrap()
-        } else {
-            let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        if !h2 {
+            // HTTP/1.1 needs a Host header (the daemon's Go server refuses a request without
+            // one): the shared client gives one.
+            let mut connection = client::Connection::over(tls).await.unwrap();
+            let reply = connection
+                .send(request(
+                    method,
+                    path,
+                    body.as_ref(),
+                    &[("host", "127.0.0.1")],
+                ))
                 .await
                 .unwrap();
-            tokio::spawn(conn);
-            sender.send_request(req).await.unwrap()
-        };
+            let mut headers = reply.headers().clone();
+            headers.insert("x-test-version", "HTTP/1.1".parse().unwrap());
+            return Reply::new(reply.status(), headers, reply.bytes().clone());
+        }
+        // h2 carries the authority instead of a Host header.
+        let uri: http::Uri = format!("https://127.0.0.1{path}").parse().unwrap();
+        let mut builder = http::Request::builder()
+            .method(Method::from_bytes(method.as_bytes()).unwrap())
+            .uri(uri);
+        if body.is_some() {
+            builder = builder.header("content-type", "application/json");
+        }
+        let bytes = body
+            .map(|b| Bytes::from(serde_json::to_vec(&b).unwrap()))
+            .unwrap_or_default();
+        let req = builder.body(Full::new(bytes)).unwrap();
+        let (mut sender, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let resp = sender.send_request(req).await.unwrap();
         let version = resp.version();
-        let mut reply = read(resp).await;
-        reply
-            .headers
-            .insert("x-test-version", format!("{version:?}").parse().unwrap());
-        reply
+        let status = resp.status().as_u16();
+        let mut headers = resp.headers().clone();
+        let raw = resp.into_body().collect().await.expect("body").to_bytes();
+        headers.insert("x-test-version", format!("{version:?}").parse().unwrap());
+        Reply::new(status, headers, raw)
     }
 }
 

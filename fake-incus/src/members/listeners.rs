@@ -1,8 +1,8 @@
 //! A member's listeners: its Unix socket and (with HTTPS) its TCP address, bound when the
 //! fake starts and again when the member comes back, closed when it dies.
 
-use super::Cluster;
 use crate::app::App;
+use crate::cluster::Cluster;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
