@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::admin::Admin;
 use crate::cleanup::{self, CleanupOutcome};
 use crate::cli::{Cli, OPT_IN_REFUSAL};
-use crate::cluster::{self, ClusterInfo};
+use crate::cluster::ClusterInfo;
 use crate::compare;
 use crate::endpoint::Endpoint;
 use crate::plan;
@@ -176,7 +176,7 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
     eprintln!("cleanup: removing project {project} and all it holds");
     report.cleanup = cleanup::remove_projects(admin, std::slice::from_ref(&project)).await;
     if report.cluster.is_some() {
-        report.placements = cluster::placements(&report.checks);
+        report.placements = crate::report::placements(&report.checks);
     }
     report.summarize(
         &catalogue

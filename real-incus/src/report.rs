@@ -406,3 +406,61 @@ fn one_line(text: &str) -> String {
 fn cell(text: &str) -> String {
     one_line(text).replace('|', "\\|")
 }
+
+/// Which member each resource landed on, from the `location` fields the results carry (passed
+/// through unchanged by the core): instances, storage volumes and operations, each once, in the
+/// order first seen. `none` (a standalone daemon's location) and empty locations are left out.
+pub fn placements(checks: &[Check]) -> Vec<Placement> {
+    let mut found: Vec<Placement> = Vec::new();
+    for check in checks.iter().filter(|c| c.outcome != Outcome::Skipped) {
+        let seen_in = format!("{}: {}", check.operation, check.name);
+        let mut add = |resource: String, member: &Value| {
+            let Some(member) = member.as_str() else {
+                return;
+            };
+            if member.is_empty() || member == "none" || found.iter().any(|p| p.resource == resource)
+            {
+                return;
+            }
+            found.push(Placement {
+                resource,
+                member: member.to_owned(),
+                seen_in: seen_in.clone(),
+            });
+        };
+        let item = &check.output["item"];
+        let items = check.output["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for object in std::iter::once(item).chain(items.iter()) {
+            if let Some(resource) = describe(&check.operation, object) {
+                add(resource, &object["location"]);
+            }
+        }
+        let operation = &check.output["operation"];
+        if let Some(id) = operation["id"].as_str() {
+            let what = operation["description"].as_str().unwrap_or("operation");
+            add(format!("operation {id} ({what})"), &operation["location"]);
+        }
+    }
+    found
+}
+
+/// What a listed or read object is, by the operation that returned it.
+fn describe(operation: &str, object: &Value) -> Option<String> {
+    let name = object["name"].as_str();
+    match operation {
+        "incus_instance_get" | "incus_instance_list" => name.map(|n| format!("instance {n}")),
+        "incus_storage_volume_get" | "incus_storage_volume_list" => {
+            let kind = object["type"].as_str().unwrap_or("volume");
+            name.map(|n| format!("storage volume {kind}/{n}"))
+        }
+        "incus_operation_get" | "incus_operation_list" => {
+            let id = object["id"].as_str()?;
+            let what = object["description"].as_str().unwrap_or("operation");
+            Some(format!("operation {id} ({what})"))
+        }
+        _ => None,
+    }
+}

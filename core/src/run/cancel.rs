@@ -5,9 +5,9 @@
 //! answer was decoded). Completion stays authoritative: `requested` does not mean cancelled.
 use serde_json::{json, Value};
 
+use super::call::Call;
 use super::input;
 use super::output::Success;
-use super::pipeline::Call;
 use super::results::{read_error, uncertain_or_error, RunError, Status};
 
 /// Reads the operation, then asks once for its cancellation when that can work.

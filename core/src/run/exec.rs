@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+use super::call::Call;
 use super::input;
 use super::output::{Success, OUTPUT_BYTES};
-use super::pipeline::Call;
 use super::results::{uncertain_or_error, RunError, Status, Uncertain};
 use crate::client::{exec_duration_cap, ExecRequest};
 

@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::catalogue::Scope;
 use crate::host::DynHost;
 
+mod call;
 mod callback;
 mod cancel;
 mod checks;

@@ -16,9 +16,9 @@ use std::future::Future;
 
 use serde_json::{json, Value};
 
+use super::call::Call;
 use super::input;
 use super::output::Success;
-use super::pipeline::Call;
 use super::results::{read_error, uncertain_or_error, RunError, Status, Uncertain};
 use crate::client::{effective_wait, is_final, Accepted, Client, ClientError, WaitOutcome};
 

@@ -2,9 +2,9 @@
 //!
 //! The `match` is exhaustive: a new [`Native`] variant does not compile until it has its arm here,
 //! and each arm parses the validated input into the typed input of its call.
+use super::call::Call;
 use super::input::{self, parse};
 use super::output::Success;
-use super::pipeline::Call;
 use super::results::RunError;
 use super::{cancel, exec, inspect, mutate, own_operation, update};
 use crate::catalogue::Native;

@@ -7,7 +7,7 @@
 //! operation it does not list exactly as Incus answers an unknown one, so that nothing tells an
 //! agent that an operation of another project exists. Incus also lists in every project its
 //! server-wide tasks, which belong to no project.
-use super::pipeline::Call;
+use super::call::Call;
 use super::results::{read_error, RunError};
 
 /// The daemon's answer to an unknown operation id (HTTP 404, `Operation not found`).

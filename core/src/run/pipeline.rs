@@ -1,6 +1,7 @@
 //! The ordered checks of `run`, the bounded host callbacks, and dispatch to the executors.
 use serde_json::{Map, Value};
 
+use super::call::Call;
 use super::callback::bounded;
 use super::deadline::Progress;
 use super::output::{self, Success};
@@ -18,23 +19,6 @@ const EXEC_STDIN_BYTES: usize = 64 * 1024;
 
 /// Image server protocols a host may name for a remote.
 const IMAGE_PROTOCOLS: [&str; 2] = ["simplestreams", "incus"];
-
-/// One authorized call, ready for its native requests.
-pub(crate) struct Call<'a> {
-    /// The operation.
-    pub(crate) descriptor: &'static Descriptor,
-    /// The discovered client.
-    pub(crate) client: &'a Client,
-    /// The native project, selected after authorization.
-    pub(crate) project: String,
-    /// Validated, normalized input (defaults filled in, `project` set), read through the typed
-    /// inputs of `run::input`.
-    pub(crate) input: Value,
-    /// The image server that `source.remote` resolved to.
-    pub(crate) remote: Option<ImageRemote>,
-    /// What to report if the call's bound passes from now on.
-    pub(crate) progress: &'a Progress,
-}
 
 /// Runs the checks in the spec's order, then the operation.
 pub(crate) async fn run<C: Send + Sync>(

@@ -8,9 +8,9 @@
 //! `profiles` and `ephemeral`, but resets an omitted `description` to "" (native behaviour).
 use serde_json::json;
 
+use super::call::Call;
 use super::input;
 use super::output::Success;
-use super::pipeline::Call;
 use super::results::{read_error, uncertain_or_error, RunError, Status};
 
 /// Reads the ETag when needed, then sends one conditional PATCH.

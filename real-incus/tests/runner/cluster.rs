@@ -2,11 +2,11 @@
 //! differ by design, the placement report, and judging the member-down answers. All of it runs
 //! anywhere on sample answers (shaped as the real cluster's); the member-down run itself needs a
 //! real cluster and is ignored unless `ci/real-incus-cluster.sh` runs it.
-use real_incus::cluster::{accepts_clustered_answer, placements, ClusterInfo, CLUSTERED_ANSWERS};
+use real_incus::cluster::{accepts_clustered_answer, ClusterInfo, CLUSTERED_ANSWERS};
 use real_incus::member_down::{
     is_member_down_error, is_unobserved_exec, lists_dead_instance_in_error, MemberDown,
 };
-use real_incus::report::{Check, Outcome, Report};
+use real_incus::report::{placements, Check, Outcome, Report};
 use serde_json::{json, Value};
 
 fn server(clustered: bool, name: &str) -> Value {
