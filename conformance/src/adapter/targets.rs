@@ -180,4 +180,18 @@ impl Target for WireTarget {
             None => Err("this target's Incus is the harness's own: fault rules go to it".into()),
         }
     }
+
+    fn native<'a>(
+        &'a self,
+        method: &'a str,
+        path: &'a str,
+        body: Option<Value>,
+    ) -> BoxFuture<'a, Result<(u16, Value), String>> {
+        Box::pin(async move {
+            match &self.fake {
+                Some(fake) => fake::native_request(fake, method, path, body).await,
+                None => Err("this target's Incus is the harness's own: setup goes to it".into()),
+            }
+        })
+    }
 }

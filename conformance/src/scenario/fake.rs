@@ -176,46 +176,28 @@ impl<H: Host + 'static> Target for FakeTarget<H> {
         path: &'a str,
         body: Option<Value>,
     ) -> BoxFuture<'a, Result<(u16, Value), String>> {
-        Box::pin(native_request(self.fake.unix_socket(), method, path, body))
+        Box::pin(native_request(&self.fake, method, path, body))
     }
 }
 
-/// One HTTP/1.1 request over an Incus Unix socket (the connection closed after it): the status
-/// and the decoded JSON body. For setup requests of trials, not for the core's calls.
+/// One native request straight to `fake` (in process, through its whole request path, as
+/// [`FakeIncus::call`] sends it): the status and the decoded JSON body. For setup requests of
+/// trials, not for the core's calls.
 pub(crate) async fn native_request(
-    socket: &Path,
+    fake: &FakeIncus,
     method: &str,
     path: &str,
     body: Option<Value>,
 ) -> Result<(u16, Value), String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let failed = |e: std::io::Error| format!("{method} {path} on the fake's socket: {e}");
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: incus\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = tokio::net::UnixStream::connect(socket)
-        .await
-        .map_err(failed)?;
-    stream.write_all(request.as_bytes()).await.map_err(failed)?;
-    let mut answer = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
-        .await
-        .map_err(|_| format!("{method} {path}: no answer within 10 s"))?
-        .map_err(failed)?;
-    let answer = String::from_utf8_lossy(&answer);
-    let (head, body) = answer
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("{method} {path}: no HTTP head in the answer"))?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| format!("{method} {path}: no status in {head:?}"))?;
-    let value = serde_json::from_str(body.trim())
-        .map_err(|e| format!("{method} {path}: the body is not JSON ({e}): {body:?}"))?;
-    Ok((status, value))
+    let mut request = fake_incus::Request::new(method, path);
+    if let Some(body) = &body {
+        request = request.json(body);
+    }
+    let reply = fake.call(request).await;
+    if reply.dropped() {
+        return Err(format!("{method} {path}: the fake dropped the request"));
+    }
+    Ok((reply.status(), reply.json().clone()))
 }
 
 /// Every request `fake` has received so far, in order, as a target reports them.

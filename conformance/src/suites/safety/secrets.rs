@@ -360,7 +360,7 @@ fn join_token_secret() -> Result<(), String> {
             .map_err(|e| format!("the fake cluster did not start: {e}"))?;
         let socket = fake.unix_socket().to_owned();
         let (status, envelope) = native_request(
-            &socket,
+            &fake,
             "POST",
             "/1.0/cluster/members",
             Some(json!({"server_name": "m4"})),
