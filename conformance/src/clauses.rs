@@ -139,17 +139,44 @@ pub(crate) fn find(id: &str) -> Option<&'static Clause> {
     CLAUSES.iter().find(|c| c.id == id)
 }
 
-/// Renders `CLAUSES.md` from the registry and the registered tests, given as
-/// (test name, clause ids) pairs.
-pub(crate) fn render_markdown<'a>(
+/// The tests of each clause, sorted by name, from tests given as (test name, clause ids) pairs.
+pub(crate) fn tests_by_clause<'a>(
     tests: impl IntoIterator<Item = (&'a str, &'a [String])>,
-) -> String {
+) -> BTreeMap<&'a str, Vec<&'a str>> {
     let mut by_clause: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (name, clauses) in tests {
         for id in clauses {
             by_clause.entry(id.as_str()).or_default().push(name);
         }
     }
+    by_clause
+        .values_mut()
+        .for_each(|names| names.sort_unstable());
+    by_clause
+}
+
+/// Appends one clause's Markdown: its id, its sentence quoted, and its tests (or "not checked yet").
+pub(crate) fn render_clause(out: &mut String, clause: &Clause, tests: Option<&Vec<&str>>) {
+    out.push_str(&format!(
+        "\n### `{}`\n\n> {}\n\n",
+        clause.id, clause.sentence
+    ));
+    match tests {
+        Some(names) => {
+            for name in names {
+                out.push_str(&format!("- `{name}`\n"));
+            }
+        }
+        None => out.push_str("- not checked yet\n"),
+    }
+}
+
+/// Renders `CLAUSES.md` from the registry and the registered tests, given as
+/// (test name, clause ids) pairs.
+pub(crate) fn render_markdown<'a>(
+    tests: impl IntoIterator<Item = (&'a str, &'a [String])>,
+) -> String {
+    let by_clause = tests_by_clause(tests);
     let checked = CLAUSES
         .iter()
         .filter(|c| by_clause.contains_key(c.id))
@@ -165,19 +192,7 @@ pub(crate) fn render_markdown<'a>(
             area = clause.area();
             out.push_str(&format!("\n## {area}\n"));
         }
-        out.push_str(&format!(
-            "\n### `{}`\n\n> {}\n\n",
-            clause.id, clause.sentence
-        ));
-        match by_clause.get_mut(clause.id) {
-            Some(names) => {
-                names.sort_unstable();
-                for name in names.iter() {
-                    out.push_str(&format!("- `{name}`\n"));
-                }
-            }
-            None => out.push_str("- not checked yet\n"),
-        }
+        render_clause(&mut out, clause, by_clause.get(clause.id));
     }
     out
 }

@@ -42,30 +42,13 @@ pub(crate) const END: &str = "<!-- end of generated safety rules -->";
 /// The generated half of `SECURITY.md`: each `safety` clause (its rule, quoted) and the trials that
 /// check it, from tests given as (name, clause ids) pairs.
 pub(crate) fn render_rules<'a>(tests: impl IntoIterator<Item = (&'a str, &'a [String])>) -> String {
-    let mut by_clause: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-    for (name, clauses) in tests {
-        for id in clauses {
-            by_clause.entry(id.as_str()).or_default().push(name);
-        }
-    }
+    let by_clause = crate::clauses::tests_by_clause(tests);
     let mut out = format!("{BEGIN}\n");
     for clause in crate::clauses::CLAUSES
         .iter()
         .filter(|c| c.area() == "safety")
     {
-        out.push_str(&format!(
-            "\n### `{}`\n\n> {}\n\n",
-            clause.id, clause.sentence
-        ));
-        match by_clause.get_mut(clause.id) {
-            Some(names) => {
-                names.sort_unstable();
-                for name in names.iter() {
-                    out.push_str(&format!("- `{name}`\n"));
-                }
-            }
-            None => out.push_str("- not checked yet\n"),
-        }
+        crate::clauses::render_clause(&mut out, clause, by_clause.get(clause.id));
     }
     out.push_str(&format!("\n{END}\n"));
     out
