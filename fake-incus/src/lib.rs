@@ -79,6 +79,13 @@ use app::{App, Settings};
 pub use app::DEFAULT_EXEC_START_DELAY;
 pub use pattern::path_matches;
 
+/// The resources the fake declares (networks, profiles, projects, storage, certificates, ...)
+/// as Markdown: for each, its endpoints, what the fake answers and what it does not do. The
+/// fake's `API.md` is this and the measured coverage of the Incus API.
+pub fn declared_resources_markdown() -> String {
+    api::declared_markdown()
+}
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

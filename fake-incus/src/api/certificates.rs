@@ -1,18 +1,22 @@
-//! `POST /1.0/certificates` with `token: true` (a pending trust token) and the token operations
+//! `/1.0/certificates`, declared: the trust store's list, get, add, update and delete, and
+//! `POST /1.0/certificates` with `token: true` (a pending trust token), whose token operations
 //! it shares with cluster-join tokens (`POST /1.0/cluster/members`, in [`super::cluster`]).
 //!
-//! As Incus 6.0.4 makes them (`cmd/incusd/certificates.go`, `cmd/incusd/api_cluster.go`): an
-//! operation of class `token` in project `default` (whatever `project` the request names),
-//! described `Executing operation`, running until it is used or cancelled (`may_cancel: true`;
-//! `DELETE /1.0/operations/{id}` is `incus config trust revoke-token`), whose metadata holds the
-//! token's `secret` (64 hex characters), the server certificate's `fingerprint` and the
-//! `addresses` a client joins through. Only issuing tokens is served here; adding a certificate
-//! directly is not (501).
+//! A certificate added here is trusted by the HTTPS listener from then on; a deleted one no
+//! longer is (for new requests). Tokens are as Incus 6.0.4 makes them
+//! (`cmd/incusd/certificates.go`, `cmd/incusd/api_cluster.go`): an operation of class `token` in
+//! project `default` (whatever `project` the request names), described `Executing operation`,
+//! running until it is used or cancelled (`may_cancel: true`; `DELETE /1.0/operations/{id}` is
+//! `incus config trust revoke-token`), whose metadata holds the token's `secret` (64 hex
+//! characters), the server certificate's `fingerprint` and the `addresses` a client joins
+//! through.
 
-use super::{only, parse_body, Ctx};
+use super::resource::{Answer, At, Decl, Objects, Resource, Scope};
+use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
-use http::Method;
+use crate::state::State;
+use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -36,18 +40,116 @@ struct CertificatesPost {
     kind: String,
 }
 
-/// `/1.0/certificates`.
-pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> ApiResult {
-    match rest {
-        [] => {
-            only(method, Method::POST)?;
-            let req: CertificatesPost = parse_body(body)?;
-            if !req.token {
-                return Err(ApiError::not_implemented());
-            }
-            trust_token(ctx, req)
+pub(super) struct Certificates;
+
+static DECL: Decl = Decl {
+    collection: "/1.0/certificates",
+    key: "fingerprint",
+    scope: Scope::Global,
+    writable: &["name", "type", "restricted", "projects", "description"],
+    create: Answer::Location,
+    update: true,
+    rename: Answer::No,
+    delete: true,
+    not_found: "Certificate not found",
+    exists: (409, "Certificate already in trust store"),
+    project_not_found: ["", ""],
+    limits: "A restricted certificate is trusted for every project (its `projects` are stored, not enforced). Certificates the fake was started with are trusted but not listed.",
+    store: &Objects {
+        kind: "certificate",
+        key: "fingerprint",
+    },
+    subs: &[],
+    null_when_empty: false,
+};
+
+/// The certificate of a request: base64 DER, as the daemon takes it.
+fn decode(certificate: &str) -> Result<(String, String), ApiError> {
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(certificate)
+        .map_err(|e| ApiError::bad_request(go_base64_error(&e)))?;
+    x509_parser::parse_x509_certificate(&der)
+        .map_err(|e| ApiError::bad_request(format!("Invalid certificate material: {e}")))?;
+    let pem = format!(
+        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+        base64::engine::general_purpose::STANDARD
+            .encode(&der)
+            .as_bytes()
+            .chunks(64)
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    Ok((crate::tls::fingerprint_der(&der), pem))
+}
+
+/// Go's `base64.CorruptInputError` text.
+fn go_base64_error(error: &base64::DecodeError) -> String {
+    let at = match error {
+        base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => {
+            *at
         }
-        _ => Err(ApiError::not_implemented()),
+        base64::DecodeError::InvalidLength(at) => *at,
+        base64::DecodeError::InvalidPadding => 0,
+    };
+    format!("illegal base64 data at input byte {at}")
+}
+
+impl Resource for Certificates {
+    fn decl(&self) -> &Decl {
+        &DECL
+    }
+    fn template(&self) -> Value {
+        json!({"name": "", "type": "client", "restricted": false, "projects": [],
+            "certificate": "", "fingerprint": "", "description": ""})
+    }
+    /// `token: true` makes a trust token instead; no certificate at all is the caller's own,
+    /// already trusted on the Unix socket.
+    fn intercept_create(&self, ctx: &Ctx, body: &[u8]) -> Option<ApiResult> {
+        let req: CertificatesPost = match parse_body(body) {
+            Ok(req) => req,
+            Err(e) => return Some(Err(e)),
+        };
+        if req.token {
+            return Some(trust_token(ctx, req));
+        }
+        if req.certificate.is_empty() {
+            return Some(Err(ApiError::bad_request("Client is already trusted")));
+        }
+        None
+    }
+    fn prepare(&self, _: &State, _: &At, object: &mut Value) -> Result<(), ApiError> {
+        if !["client", "metrics"].contains(&object["type"].as_str().unwrap_or_default()) {
+            return Err(ApiError::bad_request(format!(
+                "Unknown certificate type {}",
+                object["type"]
+            )));
+        }
+        let (fingerprint, pem) = decode(object["certificate"].as_str().unwrap_or_default())?;
+        object["fingerprint"] = json!(fingerprint);
+        object["certificate"] = json!(pem);
+        Ok(())
+    }
+    fn check_key(&self, _: &str) -> Result<(), ApiError> {
+        Ok(())
+    }
+    fn created(&self, ctx: &Ctx, _: &mut State, _: &At, object: &Value) {
+        if let Some(fingerprint) = object["fingerprint"].as_str() {
+            ctx.app
+                .identity
+                .trusted
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(fingerprint.to_owned());
+        }
+    }
+    fn deleted(&self, ctx: &Ctx, _: &mut State, _: &At, key: &str) {
+        ctx.app
+            .identity
+            .trusted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(key);
     }
 }
 

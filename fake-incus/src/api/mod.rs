@@ -4,6 +4,7 @@
 //! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
 
 mod body;
+mod buckets;
 mod certificates;
 mod cluster;
 mod context;
@@ -11,15 +12,18 @@ mod events;
 mod exec;
 mod files;
 mod filter;
+mod host;
 mod image_upload;
 mod images;
 mod instances;
 mod journaling;
 mod logs;
+mod network_objects;
 mod networks;
 mod operations;
 mod profiles;
 mod projects;
+mod resource;
 mod server;
 mod sftp;
 mod snapshots;
@@ -27,6 +31,7 @@ mod state;
 mod storage;
 mod validation;
 mod volumes;
+mod warnings;
 
 pub(crate) use crate::faults::transport::Outcome;
 pub(crate) use body::{null_default, parse_body};
@@ -113,17 +118,38 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
     if segs.first() != Some(&"1.0") {
         return Err(ApiError::not_found());
     }
-    if segs.len() == 1 {
-        return server::route(ctx, &method);
-    }
-    if !ctx.trusted {
+    if !ctx.trusted && segs.len() > 1 {
         return Err(ApiError::forbidden());
+    }
+    match (segs.len(), &method) {
+        (1, &Method::PUT) if ctx.trusted => return host::update(ctx, req.body(), false),
+        (1, &Method::PATCH) if ctx.trusted => return host::update(ctx, req.body(), true),
+        (1, _) => return server::route(ctx, &method),
+        _ => {}
+    }
+    if let Some(answer) = host::route(ctx, &method, &segs[1..]) {
+        return answer;
     }
     let per_instance = segs[1] == "instances" && segs.len() >= 3;
     if per_instance {
         ctx.require_project(|_| "Project not found".into())?;
         if segs[2].contains('/') {
             return Err(ApiError::bad_request("Invalid instance name"));
+        }
+    }
+    if let Some((resource, parent, rest)) = resource::find(&segs[1..]) {
+        // A pool's volumes other than its custom ones are the storage module's.
+        let pool_volumes = segs[1] == "storage-pools" && segs.get(3) == Some(&"volumes");
+        if !(pool_volumes && parent.is_empty()) {
+            return resource::serve(
+                resource,
+                ctx,
+                &method,
+                &parent,
+                rest,
+                req.headers(),
+                req.body(),
+            );
         }
     }
     match segs[1] {
@@ -140,16 +166,40 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             _ => Err(ApiError::not_found()),
         },
         "images" => images::route(ctx, &method, &segs[2..], req.headers(), req.body()).await,
-        "networks" => networks::route(ctx, &method, &segs[2..]),
-        "profiles" => profiles::route(ctx, &method, &segs[2..], req.headers(), req.body()),
-        "projects" => projects::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "storage-pools" => storage::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "cluster" => cluster::route(ctx, &method, &segs[2..], req.body()),
-        "certificates" => certificates::route(ctx, &method, &segs[2..], req.body()),
         "operations" => operations::route(ctx, req, &segments[2..]).await,
         "events" if segs.len() == 2 => events::route(ctx, req),
         _ => Err(ApiError::not_found()),
     }
+}
+
+/// The declared resources as Markdown (API.md's part on them).
+pub(crate) fn declared_markdown() -> String {
+    resource::doc::markdown()
+}
+
+/// Every declared resource (see [`resource`]).
+fn declared() -> &'static [&'static dyn resource::Resource] {
+    static DECLARED: &[&dyn resource::Resource] = &[
+        &projects::Projects,
+        &profiles::Profiles,
+        &networks::Networks,
+        &storage::Pools,
+        &volumes::VOLUMES,
+        &buckets::BUCKETS,
+        &buckets::BUCKET_KEYS,
+        &network_objects::ACLS,
+        &network_objects::FORWARDS,
+        &network_objects::BALANCERS,
+        &network_objects::PEERS,
+        &network_objects::ZONES,
+        &network_objects::RECORDS,
+        &network_objects::INTEGRATIONS,
+        &certificates::Certificates,
+        &warnings::WARNINGS,
+    ];
+    DECLARED
 }
 
 /// 501 unless the method is the one the route handles.

@@ -1,14 +1,160 @@
-//! `/1.0/storage-pools[/{pool}[/volumes[/{type}[/{name}]]]]`: pools and volumes; custom
-//! volumes are writable (see [`volumes`]).
+//! `/1.0/storage-pools`: pools (declared: list, get, create, update, delete, `resources`) and
+//! the volume endpoints that are not a custom volume's own (those are declared in
+//! [`super::volumes`]): every volume of a pool, the volumes of an instance type, and their gets.
 
+use super::resource::{Answer, At, Decl, Resource, Row, Scope, Sub, Typed, Verb};
 use super::volumes::{self, pool_not_found};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
+use crate::state::{Pool, State};
 use http::{HeaderMap, Method};
 use serde_json::{json, Value};
 
 const VOLUME_TYPES: &[&str] = &["container", "virtual-machine", "image", "custom"];
 
+pub(super) struct Pools;
+
+static DECL: Decl = Decl {
+    collection: "/1.0/storage-pools",
+    key: "name",
+    scope: Scope::Global,
+    writable: &["description", "config"],
+    create: Answer::Location,
+    update: true,
+    rename: Answer::No,
+    delete: true,
+    not_found: "Storage pool not found",
+    exists: (409, "The storage pool already exists: The record already exists"),
+    project_not_found: ["", ""],
+    store: &STORE,
+    subs: &[Sub {
+        method: "GET",
+        path: &["resources"],
+        serve: resources,
+        does: "Zero space and inodes: the fake stores no data.",
+    }],
+    null_when_empty: false,
+    limits: "Only the `dir` driver: other drivers answer as a daemon without their tools. No space is used or reserved (`resources` reports a fixed size).",
+};
+
+static STORE: Typed<Pool> = Typed {
+    rows: |s| &s.storage_pools,
+    rows_mut: |s| &mut s.storage_pools,
+};
+
+impl Row for Pool {
+    fn key(&self) -> &str {
+        &self.name
+    }
+    fn is_at(&self, _: &At) -> bool {
+        true
+    }
+}
+
+fn pool(object: Value) -> Option<Pool> {
+    serde_json::from_value(object).ok()
+}
+
+/// The tools a driver needs, for the daemon's answer when they are missing.
+const DRIVER_TOOLS: &[(&str, &str)] = &[
+    ("btrfs", "btrfs"),
+    ("lvm", "lvm"),
+    ("zfs", "zpool"),
+    ("ceph", "ceph"),
+    ("cephfs", "ceph"),
+    ("cephobject", "radosgw-admin"),
+    ("lvmcluster", "lvm"),
+];
+
+impl Resource for Pools {
+    fn decl(&self) -> &Decl {
+        &DECL
+    }
+    fn template(&self) -> Value {
+        json!({"description": "", "config": {}, "driver": ""})
+    }
+    fn check_key(&self, key: &str) -> Result<(), ApiError> {
+        match key {
+            "" => Err(ApiError::bad_request("No name provided")),
+            k if k.contains('/') => Err(ApiError::bad_request(
+                "Storage pool names may not contain slashes",
+            )),
+            _ => Ok(()),
+        }
+    }
+    fn validate(
+        &self,
+        _: &State,
+        _: &At,
+        object: &Value,
+        current: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        if current.is_some() {
+            return Ok(());
+        }
+        match object["driver"].as_str().unwrap_or_default() {
+            "" => Err(ApiError::bad_request("No driver provided")),
+            "dir" => Ok(()),
+            driver => match DRIVER_TOOLS.iter().find(|(d, _)| *d == driver) {
+                Some((_, tool)) => Err(ApiError::internal(format!(
+                    "Required tool '{tool}' is missing"
+                ))),
+                None => Err(ApiError::internal("Unknown driver")),
+            },
+        }
+    }
+    fn render(&self, state: &State, _: &At, object: Value) -> Value {
+        pool(object).map(|p| p.to_json(state)).unwrap_or_default()
+    }
+    fn etag(&self, object: &Value) -> String {
+        pool(object.clone()).map(|p| p.etag()).unwrap_or_default()
+    }
+    fn created(&self, _: &Ctx, state: &mut State, _: &At, object: &Value) {
+        let name = object["name"].as_str().unwrap_or_default();
+        if let Some(pool) = state.storage_pools.iter_mut().find(|p| p.name == name) {
+            pool.config
+                .entry("source".into())
+                .or_insert_with(|| format!("/var/lib/incus/storage-pools/{name}"));
+        }
+    }
+    fn refuse(&self, state: &State, _: &At, key: &str, _: Verb) -> Result<(), ApiError> {
+        let in_use = state
+            .storage_pools
+            .iter()
+            .find(|p| p.name == key)
+            .is_some_and(|p| {
+                p.to_json(state)["used_by"]
+                    .as_array()
+                    .is_some_and(|u| !u.is_empty())
+            });
+        if in_use {
+            return Err(ApiError::bad_request(
+                "The storage pool is currently in use",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn resources(ctx: &Ctx, _: &At, key: &str, _: &[&str]) -> ApiResult {
+    if !ctx
+        .app
+        .snapshot()
+        .state
+        .storage_pools
+        .iter()
+        .any(|p| p.name == key)
+    {
+        return Err(ApiError::internal("Storage pool not found"));
+    }
+    Ok(envelope::sync(json!({
+        "space": {"used": 0, "total": 0},
+        "inodes": {"used": 0, "total": 0},
+    })))
+}
+
+/// The volume endpoints of a pool that are not a custom volume's (`rest` after
+/// `/1.0/storage-pools/`).
 pub(super) fn route(
     ctx: &Ctx,
     method: &Method,
@@ -16,85 +162,31 @@ pub(super) fn route(
     headers: &HeaderMap,
     body: &[u8],
 ) -> ApiResult {
-    if method != Method::GET && !is_volume_write(method, rest) {
-        return match rest.len() {
-            0..=5 => Err(ApiError::not_implemented()),
-            _ => Err(ApiError::not_found()),
-        };
-    }
     match rest {
         [_, "volumes"] | [_, "volumes", _] => {
-            ctx.require_project(|_| "Project not found".into())?
+            ctx.require_project(|_| "Project not found".into())?;
         }
-        [_, "volumes", ..] => {
+        _ => {
             ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?
         }
-        _ => {}
     }
     match (rest, method.as_str()) {
-        ([], _) => list_pools(ctx),
-        ([pool], _) => get_pool(ctx, pool),
-        ([pool, "volumes"], "POST") => volumes::create(ctx, pool, None, body),
-        ([pool, "volumes"], _) => list_volumes(ctx, pool, None),
+        ([pool, "volumes"], "POST") => volumes::create_typed(ctx, pool, headers, body),
+        ([pool, "volumes"], "GET") => list_volumes(ctx, pool, None),
         ([_, "volumes", kind, ..], _) if !VOLUME_TYPES.contains(kind) => {
             Err(ApiError::bad_request("Invalid storage volume type name"))
         }
-        ([pool, "volumes", kind], "POST") => volumes::create(ctx, pool, Some(kind), body),
-        ([pool, "volumes", kind], _) => list_volumes(ctx, pool, Some(kind)),
-        ([pool, "volumes", "custom", name], "PUT") => {
-            volumes::update(ctx, pool, name, headers, body, false)
-        }
-        ([pool, "volumes", "custom", name], "PATCH") => {
-            volumes::update(ctx, pool, name, headers, body, true)
-        }
-        ([pool, "volumes", "custom", name], "DELETE") => volumes::delete(ctx, pool, name),
-        ([pool, "volumes", "custom", name], "POST") => volumes::rename(ctx, pool, name, body),
-        ([pool, "volumes", kind, name], _) => get_volume(ctx, pool, kind, name),
-        ([pool, "volumes", kind, name, "snapshots", snap], _) => {
+        ([_, "volumes", kind], "POST") => Err(ApiError::bad_request(format!(
+            "Currently not allowed to create storage volumes of type \"{kind}\""
+        ))),
+        ([pool, "volumes", kind], "GET") => list_volumes(ctx, pool, Some(kind)),
+        ([pool, "volumes", kind, name], "GET") => get_volume(ctx, pool, kind, name),
+        ([pool, "volumes", kind, name, "snapshots", snap], "GET") => {
             get_volume(ctx, pool, kind, &format!("{name}/{snap}"))
         }
+        ([_, "volumes", ..], _) if rest.len() <= 6 => Err(ApiError::not_implemented()),
         _ => Err(ApiError::not_found()),
     }
-}
-
-/// The writes handled here: create in a volume collection, and PUT, PATCH, DELETE and rename of a
-/// custom volume (see [`volumes`]).
-fn is_volume_write(method: &Method, rest: &[&str]) -> bool {
-    match rest {
-        [_, "volumes"] | [_, "volumes", _] => *method == Method::POST,
-        [_, "volumes", "custom", _] => {
-            [Method::PUT, Method::PATCH, Method::DELETE, Method::POST].contains(method)
-        }
-        _ => false,
-    }
-}
-
-fn list_pools(ctx: &Ctx) -> ApiResult {
-    let snapshot = ctx.app.snapshot();
-    let state = &snapshot.state;
-    let items: Vec<Value> = state
-        .storage_pools
-        .iter()
-        .map(|p| {
-            if ctx.recursion() == 0 {
-                json!(format!("/1.0/storage-pools/{}", p.name))
-            } else {
-                p.to_json(state)
-            }
-        })
-        .collect();
-    Ok(envelope::sync(Value::Array(items)))
-}
-
-fn get_pool(ctx: &Ctx, name: &str) -> ApiResult {
-    let snapshot = ctx.app.snapshot();
-    let state = &snapshot.state;
-    let pool = state
-        .storage_pools
-        .iter()
-        .find(|p| p.name == name)
-        .ok_or_else(pool_not_found)?;
-    Ok(envelope::sync_etag(pool.to_json(state), &pool.etag()))
 }
 
 fn list_volumes(ctx: &Ctx, pool: &str, kind: Option<&str>) -> ApiResult {
@@ -119,7 +211,7 @@ fn list_volumes(ctx: &Ctx, pool: &str, kind: Option<&str>) -> ApiResult {
     Ok(envelope::sync(Value::Array(items)))
 }
 
-fn get_volume(ctx: &Ctx, pool: &str, kind: &str, name: &str) -> ApiResult {
+pub(super) fn get_volume(ctx: &Ctx, pool: &str, kind: &str, name: &str) -> ApiResult {
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
     if !state.storage_pools.iter().any(|p| p.name == pool) {

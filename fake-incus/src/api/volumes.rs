@@ -1,235 +1,264 @@
-//! Custom storage volumes: `POST /1.0/storage-pools/{pool}/volumes[/custom]` and `PUT`, `PATCH`,
-//! `DELETE` and `POST` (rename) `/1.0/storage-pools/{pool}/volumes/custom/{name}`, as the daemon
-//! answers them (all synchronous). Projects without `features.storage.volumes` use `default`'s volumes. A volume
-//! attached as a disk device (`pool=POOL source=NAME`) is in its `used_by` and cannot be deleted.
+//! Custom storage volumes, declared: `/1.0/storage-pools/{pool}/volumes/custom[/{name}]` list,
+//! get, create, update, rename (in the same pool) and delete, as the daemon answers them (all
+//! synchronous), with `state` and the gets of snapshots. Projects without
+//! `features.storage.volumes` use `default`'s volumes. A volume attached as a disk device
+//! (`pool=POOL source=NAME`) is in its `used_by`, cannot be deleted, and its devices follow a
+//! rename.
 
-use super::instances::check_etag;
+use super::resource::{self, Answer, At, Decl, Resource, Row, Scope, Sub, Typed, Verb};
 use super::validation::volume_config_problem;
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::{clock, url, Devices, State, StringMap, Volume};
-use http::HeaderMap;
+use crate::state::{clock, Devices, State, StringMap, Volume};
+use http::{HeaderMap, Method};
 use serde::Deserialize;
+use serde_json::{json, Map, Value};
 
-/// `POST .../volumes[/{type}]` (Go `api.StorageVolumesPost`).
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct VolumeCreateBody {
-    #[serde(deserialize_with = "super::null_default")]
-    name: String,
-    #[serde(rename = "type", deserialize_with = "super::null_default")]
-    kind: String,
-    #[serde(deserialize_with = "super::null_default")]
-    description: String,
-    #[serde(deserialize_with = "super::null_default")]
-    config: StringMap,
+pub(super) struct Volumes;
+
+pub(super) static VOLUMES: Volumes = Volumes;
+
+static DECL: Decl = Decl {
+    collection: "/1.0/storage-pools/{}/volumes/custom",
+    key: "name",
+    scope: Scope::Project(Some("features.storage.volumes")),
+    writable: &["description", "config"],
+    create: Answer::Empty,
+    update: true,
+    rename: Answer::Location,
+    delete: true,
+    not_found: "Storage pool volume not found",
+    exists: (409, "Volume by that name already exists"),
+    project_not_found: [
+        "Project not found",
+        "Failed to load project \"{}\": Project not found",
+    ],
+    store: &STORE,
+    subs: &[
+        Sub {
+            method: "GET",
+            path: &["state"],
+            serve: state,
+            does: "Zero usage: the fake stores no data.",
+        },
+        Sub {
+            method: "GET",
+            path: &["snapshots", "{}"],
+            serve: snapshot,
+            does: "404: custom volumes have no snapshots on the fake (their snapshots are the instance issue's).",
+        },
+    ],
+    null_when_empty: false,
+    limits: "No data: a volume is its config. No copy or move between pools or servers (501), no migration, no ISO or block content types.",
+};
+
+static STORE: Typed<Volume> = Typed {
+    rows: |s| &s.storage_volumes,
+    rows_mut: |s| &mut s.storage_volumes,
+};
+
+impl Row for Volume {
+    fn key(&self) -> &str {
+        &self.name
+    }
+    fn is_at(&self, at: &At) -> bool {
+        self.pool == at.parent && self.project == at.project
+    }
+    fn place(&mut self, at: &At) {
+        self.pool.clone_from(&at.parent);
+        self.project.clone_from(&at.project);
+    }
 }
 
-/// `PUT`/`PATCH .../volumes/custom/{name}` (Go `api.StorageVolumePut`).
+/// `POST .../volumes/custom/{name}` (Go `api.StorageVolumePost`): what a rename may not ask.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct VolumePutBody {
-    #[serde(deserialize_with = "super::null_default")]
-    description: String,
-    config: Option<StringMap>,
-}
-
-/// `POST .../volumes/custom/{name}` (Go `api.StorageVolumePost`): a rename in the same pool.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct VolumeRenameBody {
-    #[serde(deserialize_with = "super::null_default")]
-    name: String,
+struct Move {
     #[serde(deserialize_with = "super::null_default")]
     pool: String,
     #[serde(deserialize_with = "super::null_default")]
     migration: bool,
 }
 
-fn check_volume_name(name: &str) -> Result<(), ApiError> {
-    if name.is_empty() {
-        return Err(ApiError::bad_request("No name provided"));
-    }
-    if name.contains('/') {
-        return Err(ApiError::bad_request(
-            "Storage volume names may not contain slashes",
-        ));
-    }
-    Ok(())
-}
-
-/// The custom volume `name` of `project` in `pool`, as it is now: the pool's 404 first, then
-/// the volume's.
-fn existing(state: &State, pool: &str, project: &str, name: &str) -> Result<Volume, ApiError> {
-    if !state.storage_pools.iter().any(|p| p.name == pool) {
-        return Err(pool_not_found());
-    }
-    state
-        .custom_volume(pool, project, name)
-        .cloned()
-        .ok_or_else(volume_not_found)
-}
-
-fn volume_not_found() -> ApiError {
-    ApiError::new(404, "Storage pool volume not found")
-}
-
-/// Creates a custom volume; `kind` is the type in the URL (`None`: the body's `type`).
-pub(super) fn create(ctx: &Ctx, pool: &str, kind: Option<&str>, body: &[u8]) -> ApiResult {
-    let project = ctx.project();
-    let req: VolumeCreateBody = parse_body(body)?;
-    let mut state = ctx.app.state();
-    if !state.storage_pools.iter().any(|p| p.name == pool) {
-        return Err(pool_not_found());
-    }
-    let kind = kind.unwrap_or(&req.kind);
-    if kind != "custom" {
-        return Err(ApiError::bad_request(format!(
-            "Currently not allowed to create storage volumes of type \"{kind}\""
-        )));
-    }
-    check_volume_name(&req.name)?;
-    if state.custom_volume(pool, &project, &req.name).is_some() {
-        return Err(ApiError::new(409, "Volume by that name already exists"));
-    }
-    if let Some(why) = volume_config_problem(&req.name, &req.config) {
-        return Err(ApiError::internal(why));
-    }
-    let owner = state.volume_project(&project);
-    state.storage_volumes.push(Volume {
-        pool: pool.into(),
-        project: owner,
-        name: req.name,
-        description: req.description,
-        config: req.config,
-        created_at: clock::now(),
-    });
-    drop(state);
-    ctx.applied();
-    Ok(envelope::empty())
-}
-
-/// `PUT` (config and description replaced) or `PATCH` (config merged; the description is
-/// whatever the body says, `""` when absent, as the daemon does).
-pub(super) fn update(
-    ctx: &Ctx,
-    pool: &str,
-    name: &str,
-    headers: &HeaderMap,
-    body: &[u8],
-    patch: bool,
-) -> ApiResult {
-    let project = ctx.project();
-    let mut state = ctx.app.state();
-    let current = existing(&state, pool, &project, name)?;
-    check_etag(headers, &current.etag())?;
-    let req: VolumePutBody = parse_body(body)?;
-    let mut config = if patch {
-        current.config.clone()
-    } else {
-        StringMap::new()
-    };
-    config.extend(req.config.unwrap_or_default());
-    // A key set to "" is removed, as the daemon stores it.
-    config.retain(|_, value| !value.is_empty());
-    let named = format!("{}_{}", current.project, current.name);
-    if let Some(why) = volume_config_problem(&named, &config) {
-        return Err(ApiError::internal(why));
-    }
-    if let Some(volume) = state
-        .storage_volumes
-        .iter_mut()
-        .find(|v| v.pool == pool && v.project == current.project && v.name == name)
-    {
-        volume.config = config;
-        volume.description = req.description;
-    }
-    drop(state);
-    ctx.applied();
-    Ok(envelope::empty())
-}
-
-/// Deletes a custom volume that nothing attaches.
-pub(super) fn delete(ctx: &Ctx, pool: &str, name: &str) -> ApiResult {
-    let project = ctx.project();
-    let mut state = ctx.app.state();
-    let current = existing(&state, pool, &project, name)?;
-    if !state.volume_used_by(&current).is_empty() {
-        return Err(ApiError::bad_request("The storage volume is still in use"));
-    }
-    state
-        .storage_volumes
-        .retain(|v| !(v.pool == pool && v.project == current.project && v.name == name));
-    drop(state);
-    ctx.applied();
-    Ok(envelope::empty())
-}
-
-/// Renames a custom volume in its pool (moves to another pool or server are not implemented):
-/// 201 with the new URL, and the disk devices that attached it follow, as the daemon does.
-pub(super) fn rename(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
-    let project = ctx.project();
-    let req: VolumeRenameBody = parse_body(body)?;
-    if req.migration || !(req.pool.is_empty() || req.pool == pool) {
-        return Err(ApiError::not_implemented());
-    }
-    check_volume_name(&req.name)?;
-    let mut state = ctx.app.state();
-    let current = existing(&state, pool, &project, name)?;
-    if state.custom_volume(pool, &project, &req.name).is_some() {
-        return Err(ApiError::new(409, "Volume by that name already exists"));
-    }
-    let follow = |devices: &mut Devices| {
-        for device in devices.values_mut() {
-            let attaches = device.get("type").map(String::as_str) == Some("disk")
-                && device.get("pool").map(String::as_str) == Some(pool)
-                && device.get("source").map(String::as_str) == Some(name);
-            if attaches {
-                device.insert("source".into(), req.name.clone());
-            }
-        }
-    };
-    let users: Vec<(String, String)> = state
-        .instances
-        .iter()
-        .filter(|i| state.volume_project(&i.project) == current.project)
-        .filter(|i| {
-            i.devices.values().any(|d| {
-                d.get("pool").map(String::as_str) == Some(pool)
-                    && d.get("source").map(String::as_str) == Some(name)
-            })
-        })
-        .map(|i| (i.project.clone(), i.name.clone()))
-        .collect();
-    for (instance_project, instance) in users {
-        if let Some(instance) = state.instance_mut(&instance_project, &instance) {
-            follow(&mut instance.devices);
-        }
-    }
-    let owner = current.project.clone();
-    let profiles: Vec<usize> = (0..state.profiles.len())
-        .filter(|&i| state.volume_project(&state.profiles[i].project) == owner)
-        .collect();
-    for i in profiles {
-        follow(&mut state.profiles[i].devices);
-    }
-    if let Some(volume) = state
-        .storage_volumes
-        .iter_mut()
-        .find(|v| v.pool == pool && v.project == owner && v.name == name)
-    {
-        volume.name.clone_from(&req.name);
-    }
-    drop(state);
-    ctx.applied();
-    let location = url(
-        &format!("/1.0/storage-pools/{pool}/volumes/custom/{}", req.name),
-        &owner,
-    );
-    super::profiles::created(&location)
-}
-
 /// The 404 of a storage pool that does not exist (the pool's own endpoints give it too).
 pub(super) fn pool_not_found() -> ApiError {
     ApiError::new(404, "Storage pool not found")
+}
+
+/// `POST /1.0/storage-pools/{pool}/volumes`: the body's `type` says the collection.
+pub(super) fn create_typed(ctx: &Ctx, pool: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Typed {
+        #[serde(rename = "type", deserialize_with = "super::null_default")]
+        kind: String,
+    }
+    let req: Typed = parse_body(body)?;
+    if !ctx
+        .app
+        .snapshot()
+        .state
+        .storage_pools
+        .iter()
+        .any(|p| p.name == pool)
+    {
+        return Err(pool_not_found());
+    }
+    if req.kind != "custom" {
+        return Err(ApiError::bad_request(format!(
+            "Currently not allowed to create storage volumes of type \"{}\"",
+            req.kind
+        )));
+    }
+    resource::serve(&VOLUMES, ctx, &Method::POST, pool, &[], headers, body)
+}
+
+impl Resource for Volumes {
+    fn decl(&self) -> &Decl {
+        &DECL
+    }
+    fn template(&self) -> Value {
+        json!({"description": "", "config": {}, "created_at": ""})
+    }
+    fn parent(&self, state: &State, at: &At) -> Result<(), ApiError> {
+        if state.storage_pools.iter().any(|p| p.name == at.parent) {
+            Ok(())
+        } else {
+            Err(pool_not_found())
+        }
+    }
+    fn check_key(&self, key: &str) -> Result<(), ApiError> {
+        if key.is_empty() {
+            return Err(ApiError::bad_request("No name provided"));
+        }
+        if key.contains('/') {
+            return Err(ApiError::bad_request(
+                "Storage volume names may not contain slashes",
+            ));
+        }
+        Ok(())
+    }
+    fn prepare(&self, _: &State, _: &At, object: &mut Value) -> Result<(), ApiError> {
+        object["created_at"] = json!(clock::now());
+        Ok(())
+    }
+    fn validate(
+        &self,
+        _: &State,
+        at: &At,
+        object: &Value,
+        current: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let name = object["name"].as_str().unwrap_or_default();
+        let named = match current {
+            Some(_) => format!("{}_{name}", at.project),
+            None => name.to_owned(),
+        };
+        let config: StringMap =
+            serde_json::from_value(object["config"].clone()).unwrap_or_default();
+        match volume_config_problem(&named, &config) {
+            Some(why) => Err(ApiError::internal(why)),
+            None => Ok(()),
+        }
+    }
+    /// `PUT` replaces the config, `PATCH` merges it; the description is whatever the body says
+    /// (`""` when absent) either way, as the daemon does.
+    fn merge(&self, current: &Value, body: &Map<String, Value>, patch: bool) -> Value {
+        let mut next = resource::merge(&["config"], &self.template(), current, body, patch);
+        next["description"] = body
+            .get("description")
+            .filter(|d| d.is_string())
+            .cloned()
+            .unwrap_or(json!(""));
+        next
+    }
+    fn render(&self, state: &State, at: &At, object: Value) -> Value {
+        let name = object["name"].as_str().unwrap_or_default();
+        state
+            .volumes(&at.parent, &at.project)
+            .into_iter()
+            .find(|v| v.kind == "custom" && v.name == name)
+            .map(|v| v.to_json())
+            .unwrap_or_default()
+    }
+    fn etag(&self, object: &Value) -> String {
+        crate::state::etag::hash(&json!([object["name"], "custom", object["config"]]))
+    }
+    fn check_rename(&self, body: &Map<String, Value>, at: &At) -> Result<(), ApiError> {
+        let req: Move = serde_json::from_value(Value::Object(body.clone())).unwrap_or_default();
+        if req.migration || !(req.pool.is_empty() || req.pool == at.parent) {
+            return Err(ApiError::not_implemented());
+        }
+        Ok(())
+    }
+    fn refuse(&self, state: &State, at: &At, key: &str, verb: Verb) -> Result<(), ApiError> {
+        let in_use = state
+            .custom_volume(&at.parent, &at.project, key)
+            .is_some_and(|v| !state.volume_used_by(v).is_empty());
+        if verb == Verb::Delete && in_use {
+            return Err(ApiError::bad_request("The storage volume is still in use"));
+        }
+        Ok(())
+    }
+    /// The disk devices that attached the volume (of instances and profiles) follow it.
+    fn renamed(&self, state: &mut State, at: &At, old: &str, new: &str) {
+        let follow = |devices: &mut Devices| {
+            for device in devices.values_mut() {
+                let attaches = device.get("type").map(String::as_str) == Some("disk")
+                    && device.get("pool") == Some(&at.parent)
+                    && device.get("source").map(String::as_str) == Some(old);
+                if attaches {
+                    device.insert("source".into(), new.to_owned());
+                }
+            }
+        };
+        let users: Vec<(String, String)> = state
+            .instances
+            .iter()
+            .filter(|i| state.volume_project(&i.project) == at.project)
+            .map(|i| (i.project.clone(), i.name.clone()))
+            .collect();
+        for (project, name) in users {
+            let attaches = state.instance(&project, &name).is_some_and(|i| {
+                i.devices.values().any(|d| {
+                    d.get("pool") == Some(&at.parent)
+                        && d.get("source").map(String::as_str) == Some(old)
+                })
+            });
+            if let Some(instance) = state.instance_mut(&project, &name).filter(|_| attaches) {
+                follow(&mut instance.devices);
+            }
+        }
+        let profiles: Vec<usize> = (0..state.profiles.len())
+            .filter(|&i| state.volume_project(&state.profiles[i].project) == at.project)
+            .collect();
+        for i in profiles {
+            follow(&mut state.profiles[i].devices);
+        }
+    }
+}
+
+fn snapshot(ctx: &Ctx, at: &At, key: &str, snap: &[&str]) -> ApiResult {
+    let name = format!("{key}/{}", snap.first().copied().unwrap_or_default());
+    super::storage::get_volume(ctx, &at.parent, "custom", &name)
+}
+
+fn state(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
+    if ctx
+        .app
+        .snapshot()
+        .state
+        .custom_volume(&at.parent, &at.project, key)
+        .is_none()
+    {
+        return Err(ApiError::new(
+            404,
+            format!(
+                "Storage volume {key:?} in project {:?} of type \"custom\" does not exist on pool {:?}: Storage volume not found",
+                ctx.project(),
+                at.parent
+            ),
+        ));
+    }
+    Ok(envelope::sync(json!({"usage": {"used": 0, "total": -1}})))
 }

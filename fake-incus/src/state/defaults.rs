@@ -16,6 +16,7 @@ pub(super) fn state() -> State {
             description: String::new(),
             kind: "loopback".into(),
             managed: false,
+            project: "default".into(),
             config: StringMap::new(),
         }],
         storage_pools: vec![Pool {
@@ -27,6 +28,7 @@ pub(super) fn state() -> State {
         storage_volumes: Vec::new(),
         images: vec![busybox_image()],
         instances: Vec::new(),
+        objects: std::collections::BTreeMap::new(),
     }
 }
 

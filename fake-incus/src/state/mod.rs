@@ -46,6 +46,22 @@ pub(crate) struct State {
     /// [`State::instance_mut`]), so an instance a snapshot still holds is copied, never changed,
     /// and an unchanged one keeps its address, which is how a snapshot knows its JSON is current.
     pub(crate) instances: Vec<Arc<Instance>>,
+    /// The objects of the declared resources that have no typed list above (network ACLs,
+    /// zones, forwards, certificates, warnings, ...), by kind.
+    pub(crate) objects: BTreeMap<String, Vec<Object>>,
+}
+
+/// An object of the generic store: where it lives and its JSON as stored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Object {
+    /// The owning project (`""` for the server's objects).
+    #[serde(default)]
+    pub(crate) project: String,
+    /// The parent's key (`""` for a top-level resource).
+    #[serde(default)]
+    pub(crate) parent: String,
+    pub(crate) value: Value,
 }
 
 /// A seed file could not be used.
@@ -128,7 +144,8 @@ impl State {
         self.feature_project(project, "features.images")
     }
 
-    fn feature_project(&self, project: &str, feature: &str) -> String {
+    /// The project whose objects of a feature `project` uses (`default` unless the feature is on).
+    pub(crate) fn feature_project(&self, project: &str, feature: &str) -> String {
         match self.project(project) {
             Some(p) if p.config.get(feature).map(String::as_str) != Some("true") => {
                 "default".into()

@@ -24,9 +24,6 @@ impl Project {
             "used_by": project_used_by(state, &self.name),
         })
     }
-    pub(crate) fn etag(&self) -> String {
-        etag::hash(&json!([self.description, self.config]))
-    }
 }
 
 fn project_used_by(state: &State, project: &str) -> Vec<String> {
@@ -112,9 +109,6 @@ impl Profile {
             "name": self.name, "used_by": null, "project": self.project,
         })
     }
-    pub(crate) fn etag(&self) -> String {
-        etag::hash(&json!([self.config, self.description, self.devices]))
-    }
     /// The `default` profile the daemon creates with a project that has `features.profiles`.
     pub(crate) fn project_default(project: &str) -> Self {
         Self {
@@ -140,6 +134,9 @@ pub(crate) struct Network {
     pub(crate) managed: bool,
     #[serde(default)]
     pub(crate) config: StringMap,
+    /// The project that owns it (`default` unless its project has `features.networks`).
+    #[serde(default = "default_project")]
+    pub(crate) project: String,
 }
 
 impl Network {
@@ -152,7 +149,7 @@ impl Network {
         json!({
             "config": self.config, "description": self.description, "name": self.name,
             "type": self.kind, "used_by": [], "managed": self.managed, "status": status,
-            "locations": locations, "project": "default",
+            "locations": locations, "project": self.project,
         })
     }
     pub(crate) fn etag(&self) -> String {
@@ -247,10 +244,6 @@ impl Volume {
             ),
             &self.project,
         )
-    }
-    /// The daemon's ETag of a custom volume (as [`VolumeView::etag`]).
-    pub(crate) fn etag(&self) -> String {
-        etag::hash(&json!([self.name, "custom", self.config]))
     }
     /// Whether a device attaches this volume (`type=disk pool=POOL source=NAME`).
     fn attached_by(&self, device: &StringMap) -> bool {

@@ -5,6 +5,7 @@
 mod cluster;
 mod common;
 mod config;
+mod coverage;
 mod exec;
 mod faults;
 mod https;

@@ -1,0 +1,179 @@
+//! Storage buckets and their keys, declared: `/1.0/storage-pools/{pool}/buckets[/{name}]` and
+//! `.../buckets/{name}/keys[/{key}]`, with the buckets' backups. A bucket on a `dir` pool needs
+//! the MinIO client tool, which the fake (like a daemon without it) does not have: a create
+//! answers the daemon's error, so buckets (and keys) exist only when a seeded state holds them.
+
+use super::network_objects::anything;
+use super::resource::{Answer, At, Decl, Objects, Plain, Scope, Sub};
+use super::Ctx;
+use crate::envelope::{self, ApiError, ApiResult};
+use crate::state::State;
+use serde_json::json;
+
+const PROJECT: [&str; 2] = ["Failed to load project \"{}\": Project not found"; 2];
+
+/// A bucket's name (`internal/server/storage/drivers`), then the missing MinIO tool.
+fn bucket_name(key: &str) -> Result<(), ApiError> {
+    let valid = (3..=63).contains(&key.len())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
+        && key.starts_with(|c: char| c.is_ascii_alphanumeric());
+    if !valid {
+        return Err(ApiError::internal(
+            "Failed creating storage bucket: Bucket name must be between 3 and 63 lowercase letters, numbers, periods or hyphens and must start with a letter or number",
+        ));
+    }
+    Err(ApiError::internal(
+        "Failed creating storage bucket: Failed connecting to bucket: Couldn't find the MinIO client tool",
+    ))
+}
+
+fn key_name(key: &str) -> Result<(), ApiError> {
+    super::network_objects::any_name(key)
+}
+
+fn pool(state: &State, at: &At) -> Result<(), ApiError> {
+    let pool = at.parent.split('/').next().unwrap_or_default();
+    if state.storage_pools.iter().any(|p| p.name == pool) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            404,
+            "Failed loading storage pool: Storage pool not found",
+        ))
+    }
+}
+
+fn bucket_exists(state: &State, project: &str, parent: &str) -> bool {
+    let Some((pool, bucket)) = parent.split_once('/') else {
+        return false;
+    };
+    state
+        .objects
+        .get("storage-bucket")
+        .into_iter()
+        .flatten()
+        .any(|o| o.project == project && o.parent == pool && o.value["name"] == json!(bucket))
+}
+
+fn bucket(state: &State, at: &At) -> Result<(), ApiError> {
+    pool(state, at)?;
+    if bucket_exists(state, &at.project, &at.parent) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            404,
+            "Failed loading storage bucket: Storage bucket not found",
+        ))
+    }
+}
+
+/// A bucket's backups: the bucket must exist; the fake keeps none.
+fn backups(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
+    let parent = format!("{}/{key}", at.parent);
+    if !bucket_exists(&ctx.app.snapshot().state, &at.project, &parent) {
+        return Err(ApiError::new(404, "Storage bucket not found"));
+    }
+    Ok(envelope::sync(json!([])))
+}
+
+fn backup(ctx: &Ctx, at: &At, key: &str, rest: &[&str]) -> ApiResult {
+    backups(ctx, at, key, rest)?;
+    Err(ApiError::new(404, "Storage bucket backup not found"))
+}
+
+pub(super) static BUCKETS: Plain = Plain {
+    decl: Decl {
+        collection: "/1.0/storage-pools/{}/buckets",
+        key: "name",
+        scope: Scope::Project(Some("features.storage.buckets")),
+        writable: &["description", "config"],
+        create: Answer::Location,
+        update: true,
+        rename: Answer::No,
+        delete: true,
+        not_found: "Storage bucket not found",
+        exists: (409, "Storage bucket already exists"),
+        project_not_found: PROJECT,
+        null_when_empty: false,
+        limits: "No S3 endpoint (no MinIO): a create answers the daemon's error without MinIO; backups are never made.",
+        store: &Objects {
+            kind: "storage-bucket",
+            key: "name",
+        },
+        subs: &[
+            Sub {
+                method: "GET",
+                path: &["backups"],
+                serve: backups,
+                does: "Empty for a bucket that exists.",
+            },
+            Sub {
+                method: "POST",
+                path: &["backups"],
+                serve: backup,
+                does: "The bucket's 404 (no bucket can be made).",
+            },
+            Sub {
+                method: "GET",
+                path: &["backups", "{}"],
+                serve: backup,
+                does: "404.",
+            },
+            Sub {
+                method: "POST",
+                path: &["backups", "{}"],
+                serve: backup,
+                does: "404.",
+            },
+            Sub {
+                method: "DELETE",
+                path: &["backups", "{}"],
+                serve: backup,
+                does: "404.",
+            },
+            Sub {
+                method: "GET",
+                path: &["backups", "{}", "export"],
+                serve: backup,
+                does: "404.",
+            },
+        ],
+    },
+    fields: r#"{"name":"","description":"","config":{},"s3_url":"","location":"none","project":""}"#,
+    config_keys: &["size", "user."],
+    invalid_key: (400, "Invalid option \"{key}\""),
+    key_rule: bucket_name,
+    parent: pool,
+    check: anything,
+};
+
+pub(super) static BUCKET_KEYS: Plain = Plain {
+    decl: Decl {
+        collection: "/1.0/storage-pools/{}/buckets/{}/keys",
+        key: "name",
+        scope: Scope::Project(Some("features.storage.buckets")),
+        writable: &["description", "role", "access-key", "secret-key"],
+        create: Answer::Location,
+        update: true,
+        rename: Answer::No,
+        delete: true,
+        not_found: "Storage bucket key not found",
+        exists: (409, "Storage bucket key already exists"),
+        project_not_found: PROJECT,
+        null_when_empty: false,
+        limits: "Keys of seeded buckets only (no bucket can be made).",
+        store: &Objects {
+            kind: "storage-bucket-key",
+            key: "name",
+        },
+        subs: &[],
+    },
+    fields: r#"{"name":"","description":"","role":"read-only","access-key":"","secret-key":""}"#,
+    config_keys: &[],
+    invalid_key: (400, ""),
+    key_rule: key_name,
+    parent: bucket,
+    check: anything,
+};

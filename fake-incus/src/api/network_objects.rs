@@ -1,0 +1,348 @@
+//! The objects that hang off networks, declared: network ACLs (with `log`), zones and their
+//! records, integrations, and a network's forwards, load balancers (with `state`) and peers.
+//! Each is a [`Plain`] resource: what is its own is its fields, its key's rule, the config keys
+//! it takes and its parent. Load balancers and peers exist only on OVN networks, which the fake
+//! does not have: their endpoints answer as the daemon does for a bridge.
+
+use super::resource::{Answer, At, Decl, Objects, Plain, Scope, Sub};
+use super::Ctx;
+use crate::envelope::{self, ApiError, ApiResult};
+use crate::state::State;
+use serde_json::{json, Value};
+
+const NETWORK_PROJECT: [&str; 2] = ["Failed to load project \"{}\": Project not found"; 2];
+const NETWORK_NOT_FOUND: &str = "Failed loading network: Network not found";
+
+/// A key that is not empty and holds no `/`.
+pub(super) fn any_name(key: &str) -> Result<(), ApiError> {
+    match key {
+        "" => Err(ApiError::bad_request("No name provided")),
+        k if k.contains('/') => Err(ApiError::bad_request("Name cannot contain \"/\"")),
+        _ => Ok(()),
+    }
+}
+
+/// An ACL's name: letters, digits and hyphens (`internal/server/network/acl`).
+fn acl_name(key: &str) -> Result<(), ApiError> {
+    any_name(key)?;
+    if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        Ok(())
+    } else {
+        Err(ApiError::internal(
+            "Name can only contain alphanumeric and hyphen characters",
+        ))
+    }
+}
+
+/// A forward's or load balancer's listen address: an IP address.
+fn listen_address(key: &str) -> Result<(), ApiError> {
+    match key.parse::<std::net::IpAddr>() {
+        Ok(ip) if ip.is_unspecified() => Err(ApiError::internal(format!(
+            "Failed creating forward: Cannot use unspecified address: \"{key}\""
+        ))),
+        Ok(_) => Ok(()),
+        Err(_) => Err(ApiError::bad_request("Invalid listen address")),
+    }
+}
+
+/// Nothing above it.
+pub(super) fn top(_: &State, _: &At) -> Result<(), ApiError> {
+    Ok(())
+}
+
+/// Nothing more to check.
+pub(super) fn anything(_: &Value) -> Result<(), ApiError> {
+    Ok(())
+}
+
+/// The managed network a forward lives on (unmanaged and unknown ones are not found).
+fn network(state: &State, at: &At) -> Result<&'static str, ApiError> {
+    match state
+        .networks
+        .iter()
+        .find(|n| n.project == at.project && n.name == at.parent)
+    {
+        Some(n) if n.managed && n.kind == "bridge" => Ok("bridge"),
+        Some(n) if n.managed => Ok("other"),
+        _ => Err(ApiError::new(404, NETWORK_NOT_FOUND)),
+    }
+}
+
+fn forward_network(state: &State, at: &At) -> Result<(), ApiError> {
+    network(state, at).map(drop)
+}
+
+/// Load balancers are OVN's: on the fake's networks, the daemon's answer for a bridge.
+fn balancer_network(state: &State, at: &At) -> Result<(), ApiError> {
+    network(state, at)?;
+    Err(ApiError::bad_request(
+        "Network driver \"bridge\" does not support load balancers",
+    ))
+}
+
+/// Peers are OVN's: on the fake's networks, the daemon's answer for a bridge.
+fn peer_network(state: &State, at: &At) -> Result<(), ApiError> {
+    network(state, at)?;
+    Err(ApiError::bad_request(
+        "Network driver \"bridge\" does not support peering",
+    ))
+}
+
+fn zone(state: &State, at: &At) -> Result<(), ApiError> {
+    let found = state
+        .objects
+        .get("network-zone")
+        .into_iter()
+        .flatten()
+        .any(|o| o.project == at.project && o.value["name"] == json!(at.parent));
+    if found {
+        Ok(())
+    } else {
+        Err(ApiError::new(404, "Network zone not found"))
+    }
+}
+
+fn integration_type(object: &Value) -> Result<(), ApiError> {
+    match object["type"].as_str().unwrap_or_default() {
+        "ovn" => Ok(()),
+        other => Err(ApiError::bad_request(format!(
+            "Unsupported integration type {other:?}"
+        ))),
+    }
+}
+
+fn acl_log(_: &Ctx, _: &At, _: &str, _: &[&str]) -> ApiResult {
+    Err(ApiError::internal(
+        "Only OVN log entries may be retrieved at this time",
+    ))
+}
+
+fn balancer_state(_: &Ctx, _: &At, _: &str, _: &[&str]) -> ApiResult {
+    Ok(envelope::sync(json!({"backend_health": {}})))
+}
+
+pub(super) static ACLS: Plain = Plain {
+    decl: Decl {
+        collection: "/1.0/network-acls",
+        key: "name",
+        scope: Scope::Project(Some("features.networks")),
+        writable: &["description", "ingress", "egress", "config"],
+        create: Answer::Location,
+        update: true,
+        rename: Answer::Location,
+        delete: true,
+        not_found: "Network ACL not found",
+        exists: (400, "The network ACL already exists"),
+        project_not_found: NETWORK_PROJECT,
+        null_when_empty: false,
+        limits:
+            "Rules are stored, not enforced; `used_by` stays empty (no firewall to apply them to).",
+        store: &Objects {
+            kind: "network-acl",
+            key: "name",
+        },
+        subs: &[Sub {
+            method: "GET",
+            path: &["log"],
+            serve: acl_log,
+            does: "The daemon's answer without OVN (500).",
+        }],
+    },
+    fields: r#"{"name":"","description":"","egress":[],"ingress":[],"config":{},"used_by":[],"project":""}"#,
+    config_keys: &["user."],
+    invalid_key: (500, "Invalid config option \"{key}\""),
+    key_rule: acl_name,
+    parent: top,
+    check: anything,
+};
+
+pub(super) static ZONES: Plain = Plain {
+    decl: Decl {
+        collection: "/1.0/network-zones",
+        key: "name",
+        scope: Scope::Project(Some("features.networks.zones")),
+        writable: &["description", "config"],
+        create: Answer::Location,
+        update: true,
+        rename: Answer::No,
+        delete: true,
+        not_found: "Network zone not found",
+        exists: (400, "The network zone already exists"),
+        project_not_found: NETWORK_PROJECT,
+        null_when_empty: false,
+        limits: "No DNS server answers for the zone.",
+        store: &Objects {
+            kind: "network-zone",
+            key: "name",
+        },
+        subs: &[],
+    },
+    fields: r#"{"name":"","description":"","config":{},"used_by":[],"project":""}"#,
+    config_keys: &["dns.nameservers", "network.nat", "peers.", "user."],
+    invalid_key: (400, "Invalid option \"{key}\""),
+    key_rule: any_name,
+    parent: top,
+    check: anything,
+};
+
+pub(super) static RECORDS: Plain = Plain {
+    decl: Decl {
+        collection: "/1.0/network-zones/{}/records",
+        key: "name",
+        scope: Scope::Project(Some("features.networks.zones")),
+        writable: &["description", "entries", "config"],
+        create: Answer::Location,
+        update: true,
+        rename: Answer::No,
+        delete: true,
+        not_found: "Network zone record not found",
+        exists: (
+            500,
+            "UNIQUE constraint failed: networks_zones_records.network_zone_id, networks_zones_records.name",
+        ),
+        project_not_found: NETWORK_PROJECT,
+        null_when_empty: false,
+        limits: "No DNS server serves the records.",
+        store: &Objects {
+            kind: "network-zone-record",
+            key: "name",
+        },
+        subs: &[],
+    },
+    fields: r#"{"name":"","description":"","entries":[],"config":{}}"#,
+    config_keys: &["user."],
+    invalid_key: (400, "Invalid option \"{key}\""),
+    key_rule: any_name,
+    parent: zone,
+    check: anything,
+};
+
+pub(super) static INTEGRATIONS: Plain = Plain {
+    decl: Decl {
+        collection: "/1.0/network-integrations",
+        key: "name",
+        scope: Scope::Global,
+        writable: &["description", "config"],
+        create: Answer::Location,
+        update: true,
+        rename: Answer::Location,
+        delete: true,
+        not_found: "Network_integration not found",
+        exists: (
+            500,
+            "Failed to create \"networks_integrations\" entry: UNIQUE constraint failed: networks_integrations.name",
+        ),
+        project_not_found: ["", ""],
+        null_when_empty: false,
+        limits: "No OVN interconnection is made.",
+        store: &Objects {
+            kind: "network-integration",
+            key: "name",
+        },
+        subs: &[],
+    },
+    fields: r#"{"name":"","description":"","config":{},"type":"","used_by":[]}"#,
+    config_keys: &["ovn.", "user."],
+    invalid_key: (400, "Invalid option \"{key}\""),
+    key_rule: any_name,
+    parent: top,
+    check: integration_type,
+};
+
+pub(super) static FORWARDS: Plain = Plain {
+    decl: Decl {
+        collection: "/1.0/networks/{}/forwards",
+        key: "listen_address",
+        scope: Scope::Project(Some("features.networks")),
+        writable: &["description", "config", "ports"],
+        create: Answer::Location,
+        update: true,
+        rename: Answer::No,
+        delete: true,
+        not_found: "Network forward not found",
+        exists: (
+            409,
+            "Failed creating forward: A forward for that listen address already exists",
+        ),
+        project_not_found: NETWORK_PROJECT,
+        null_when_empty: false,
+        limits: "Stored, not applied: no packet is forwarded.",
+        store: &Objects {
+            kind: "network-forward",
+            key: "listen_address",
+        },
+        subs: &[],
+    },
+    fields: r#"{"listen_address":"","description":"","config":{},"ports":[],"location":""}"#,
+    config_keys: &["target_address", "user."],
+    invalid_key: (500, "Failed creating forward: Invalid option \"{key}\""),
+    key_rule: listen_address,
+    parent: forward_network,
+    check: anything,
+};
+
+pub(super) static BALANCERS: Plain = Plain {
+    decl: Decl {
+        collection: "/1.0/networks/{}/load-balancers",
+        key: "listen_address",
+        scope: Scope::Project(Some("features.networks")),
+        writable: &["description", "config", "backends", "ports"],
+        create: Answer::Location,
+        update: true,
+        rename: Answer::No,
+        delete: true,
+        not_found: "Network load balancer not found",
+        exists: (
+            409,
+            "A load balancer for that listen address already exists",
+        ),
+        project_not_found: NETWORK_PROJECT,
+        null_when_empty: false,
+        limits: "OVN only: every network of the fake answers as a bridge does (400).",
+        store: &Objects {
+            kind: "network-load-balancer",
+            key: "listen_address",
+        },
+        subs: &[Sub {
+            method: "GET",
+            path: &["state"],
+            serve: balancer_state,
+            does: "Not reached: the network's 400 comes first.",
+        }],
+    },
+    fields: r#"{"listen_address":"","description":"","config":{},"backends":[],"ports":[],"location":""}"#,
+    config_keys: &["user."],
+    invalid_key: (400, "Invalid option \"{key}\""),
+    key_rule: listen_address,
+    parent: balancer_network,
+    check: anything,
+};
+
+pub(super) static PEERS: Plain = Plain {
+    decl: Decl {
+        collection: "/1.0/networks/{}/peers",
+        key: "name",
+        scope: Scope::Project(Some("features.networks")),
+        writable: &["description", "config"],
+        create: Answer::Location,
+        update: true,
+        rename: Answer::No,
+        delete: true,
+        not_found: "Network peer not found",
+        exists: (409, "A peer for that name already exists"),
+        project_not_found: NETWORK_PROJECT,
+        null_when_empty: false,
+        limits: "OVN only: every network of the fake answers as a bridge does (400).",
+        store: &Objects {
+            kind: "network-peer",
+            key: "name",
+        },
+        subs: &[],
+    },
+    fields: r#"{"name":"","description":"","config":{},"target_project":"","target_network":"","status":"","used_by":[]}"#,
+    config_keys: &["user."],
+    invalid_key: (400, "Invalid option \"{key}\""),
+    key_rule: any_name,
+    parent: peer_network,
+    check: anything,
+};

@@ -1,0 +1,632 @@
+//! One REST resource, declared once ([`Decl`] and the hooks of [`Resource`]), and the one
+//! implementation of its endpoints ([`serve`]): list (recursion 0 and 1, `filter=`,
+//! `all-projects`), get (with the ETag), create, `PUT`, `PATCH`, rename (`POST` with a new name)
+//! and delete, with the daemon's status codes and answers. A resource module keeps only what is
+//! its own: its declaration, its validation, how it renders, what it refuses, what follows a
+//! change, and its sub-endpoints.
+//!
+//! The route table ([`table`]) lists every declared resource; [`find`] picks the one whose
+//! collection path is the longest prefix of the request's path.
+
+pub(crate) mod doc;
+mod plain;
+mod store;
+
+pub(crate) use plain::Plain;
+
+pub(crate) use store::{Objects, Row, Store, Typed};
+
+use super::filter::Filter;
+use super::{parse_body, Ctx};
+use crate::envelope::{self, ApiError, ApiResult};
+use crate::state::operations::OpSpec;
+use crate::state::{etag, url, State};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use serde_json::{json, Map, Value};
+
+/// Where an object lives: the project that owns it (after its feature's fallback to `default`)
+/// and its parent's key (`""` for a top-level resource; `pool/bucket` for a bucket's keys).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct At {
+    pub(crate) project: String,
+    pub(crate) parent: String,
+}
+
+/// Which project an object belongs to.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Scope {
+    /// The server's: `project=` is ignored.
+    Global,
+    /// The request's project, or `default` when the project lacks this feature (`None`: always
+    /// the request's project).
+    Project(Option<&'static str>),
+}
+
+/// What a successful create or rename answers.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Answer {
+    /// 201, `null` metadata, the object's URL in `Location` (the daemon's `SyncResponseLocation`).
+    Location,
+    /// 200 with `{}` (the daemon's `EmptySyncResponse`).
+    Empty,
+    /// An operation (202) whose task does the change.
+    Operation(&'static str),
+    /// Not served: 501, as the daemon answers a method it has no handler for.
+    No,
+}
+
+/// The request a hook is asked about.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(crate) enum Verb {
+    Get,
+    Create,
+    Update,
+    Rename,
+    Delete,
+}
+
+/// The declaration of one REST resource.
+pub(crate) struct Decl {
+    /// The collection's path; `{}` stands for a parent's key (`/1.0/networks/{}/forwards`).
+    pub(crate) collection: &'static str,
+    /// The field that names an object (`name`, `listen_address`, `fingerprint`).
+    pub(crate) key: &'static str,
+    pub(crate) scope: Scope,
+    /// The fields `PUT` and `PATCH` may change, in the order the ETag hashes them.
+    pub(crate) writable: &'static [&'static str],
+    pub(crate) create: Answer,
+    pub(crate) update: bool,
+    pub(crate) rename: Answer,
+    pub(crate) delete: bool,
+    /// The 404 of an unknown object.
+    pub(crate) not_found: &'static str,
+    /// The answer to a create (or rename) onto an existing key: status and text (`{name}`
+    /// stands for the key).
+    pub(crate) exists: (u16, &'static str),
+    /// The 404 when `project=` names no project, on the collection and on an object (`{}`
+    /// stands for the project).
+    pub(crate) project_not_found: [&'static str; 2],
+    /// What the fake does not do of this resource (API.md).
+    pub(crate) limits: &'static str,
+    /// Whether an empty list is `null` (the daemon's nil slice) rather than `[]`.
+    pub(crate) null_when_empty: bool,
+    /// Where its objects are kept.
+    pub(crate) store: &'static dyn Store,
+    /// The endpoints below an object.
+    pub(crate) subs: &'static [Sub],
+}
+
+/// An endpoint below an object (`/state`, `/leases`, `/log`, ...).
+pub(crate) struct Sub {
+    pub(crate) method: &'static str,
+    /// The path after the object; `{}` matches any segment, handed to `serve`.
+    pub(crate) path: &'static [&'static str],
+    /// Answers with the context, the object's place, its key and the `{}` segments.
+    pub(crate) serve: fn(&Ctx, &At, &str, &[&str]) -> ApiResult,
+    /// What the fake answers (API.md).
+    pub(crate) does: &'static str,
+}
+
+impl Sub {
+    fn captures<'a>(&self, rest: &[&'a str]) -> Option<Vec<&'a str>> {
+        if self.path.len() != rest.len() {
+            return None;
+        }
+        let mut captured = Vec::new();
+        for (p, s) in self.path.iter().zip(rest) {
+            match *p {
+                "{}" => captured.push(*s),
+                p if p == *s => {}
+                _ => return None,
+            }
+        }
+        Some(captured)
+    }
+}
+
+/// A declared resource: its [`Decl`], its store, and hooks whose defaults are the common case.
+pub(crate) trait Resource: Sync {
+    fn decl(&self) -> &Decl;
+    /// The fields of a new object and their defaults (the key is added).
+    fn template(&self) -> Value {
+        json!({"description": "", "config": {}})
+    }
+    /// Whether the parent exists (its 404 otherwise).
+    fn parent(&self, _state: &State, _at: &At) -> Result<(), ApiError> {
+        Ok(())
+    }
+    /// Whether a key is a valid name for a new object.
+    fn check_key(&self, key: &str) -> Result<(), ApiError> {
+        if key.is_empty() {
+            return Err(ApiError::bad_request("No name provided"));
+        }
+        if key.contains('/') {
+            return Err(ApiError::bad_request("Name cannot contain \"/\""));
+        }
+        Ok(())
+    }
+    /// Fills what a new object takes from the server (its creation time, a project's default
+    /// features) before it is checked.
+    fn prepare(&self, _state: &State, _at: &At, _object: &mut Value) -> Result<(), ApiError> {
+        Ok(())
+    }
+    /// A create this resource answers its own way (a certificate's trust token).
+    fn intercept_create(&self, _ctx: &Ctx, _body: &[u8]) -> Option<ApiResult> {
+        None
+    }
+    /// Whether a rename's body asks for more than a new name (a move: 501 where the fake has
+    /// no such thing).
+    fn check_rename(&self, _body: &Map<String, Value>, _at: &At) -> Result<(), ApiError> {
+        Ok(())
+    }
+    /// Whether an object may be stored as it is (`current`: what it replaces, on an update).
+    fn validate(
+        &self,
+        _state: &State,
+        _at: &At,
+        _object: &Value,
+        _current: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
+    /// The object as the API shows it (adds `used_by`, the project, computed fields).
+    fn render(&self, _state: &State, _at: &At, object: Value) -> Value {
+        object
+    }
+    /// The daemon's ETag of the object (default: its writable fields, in order).
+    fn etag(&self, object: &Value) -> String {
+        let fields: Vec<&Value> = self
+            .decl()
+            .writable
+            .iter()
+            .map(|f| object.get(*f).unwrap_or(&Value::Null))
+            .collect();
+        etag::hash(&fields)
+    }
+    /// The object after a `PUT` (absent writable fields take their defaults) or a `PATCH`
+    /// (absent fields kept; maps merged key by key, a key set to `""` removed).
+    fn merge(&self, current: &Value, body: &Map<String, Value>, patch: bool) -> Value {
+        merge(self.decl().writable, &self.template(), current, body, patch)
+    }
+    fn not_found(&self, _verb: Verb, _key: &str) -> ApiError {
+        ApiError::new(404, self.decl().not_found)
+    }
+    fn exists(&self, _verb: Verb, key: &str) -> ApiError {
+        let (status, text) = self.decl().exists;
+        ApiError::new(status, text.replace("{name}", key))
+    }
+    /// Whether an object may ever be renamed or deleted (the `default` profile may not).
+    fn protected(&self, _key: &str, _verb: Verb) -> Result<(), ApiError> {
+        Ok(())
+    }
+    /// Whether the object may be deleted (or renamed) now: refusals such as "in use".
+    fn refuse(&self, _state: &State, _at: &At, _key: &str, _verb: Verb) -> Result<(), ApiError> {
+        Ok(())
+    }
+    /// What follows a create (a project's `default` profile, a trusted certificate).
+    fn created(&self, _ctx: &Ctx, _state: &mut State, _at: &At, _object: &Value) {}
+    /// What follows an update; an error is answered after the change is saved.
+    fn updated(
+        &self,
+        _state: &mut State,
+        _at: &At,
+        _before: &Value,
+        _after: &Value,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
+    /// What follows a rename (references to the old name follow it).
+    fn renamed(&self, _state: &mut State, _at: &At, _old: &str, _new: &str) {}
+    /// What follows a delete.
+    fn deleted(&self, _ctx: &Ctx, _state: &mut State, _at: &At, _key: &str) {}
+}
+
+/// The `PUT`/`PATCH` merge of the daemon for plain objects.
+pub(crate) fn merge(
+    writable: &[&str],
+    template: &Value,
+    current: &Value,
+    body: &Map<String, Value>,
+    patch: bool,
+) -> Value {
+    let mut out = current.clone();
+    for field in writable {
+        let sent = body.get(*field).filter(|v| !v.is_null());
+        let value = match (sent, patch, current.get(*field)) {
+            (Some(Value::Object(sent)), true, Some(Value::Object(now))) => {
+                let mut merged = now.clone();
+                for (k, v) in sent {
+                    merged.insert(k.clone(), v.clone());
+                }
+                Value::Object(merged)
+            }
+            (Some(sent), _, _) => sent.clone(),
+            (None, true, Some(now)) => now.clone(),
+            (None, _, _) => template.get(*field).cloned().unwrap_or(Value::Null),
+        };
+        out[*field] = without_empty(value);
+    }
+    out
+}
+
+/// A map with its `""` values removed (how the daemon stores a config); other values as they are.
+pub(crate) fn without_empty(value: Value) -> Value {
+    match value {
+        Value::Object(map) if map.values().all(Value::is_string) => Value::Object(
+            map.into_iter()
+                .filter(|(_, v)| v.as_str() != Some(""))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// Every declared resource, in the order API.md lists them.
+pub(crate) fn table() -> &'static [&'static dyn Resource] {
+    super::declared()
+}
+
+/// The resource a path (its segments after `1.0`) belongs to, the parent's key, and the rest of
+/// the path after the collection: the longest collection that is a prefix wins.
+pub(crate) fn find<'a>(
+    segs: &'a [&'a str],
+) -> Option<(&'static dyn Resource, String, &'a [&'a str])> {
+    let mut best: Option<(&'static dyn Resource, String, usize)> = None;
+    for resource in table() {
+        let pattern: Vec<&str> = resource.decl().collection.split('/').skip(2).collect();
+        if pattern.len() > segs.len() || best.as_ref().is_some_and(|b| b.2 >= pattern.len()) {
+            continue;
+        }
+        let mut parents = Vec::new();
+        let matched = pattern.iter().zip(segs).all(|(p, s)| {
+            if *p == "{}" {
+                parents.push(*s);
+                true
+            } else {
+                p == s
+            }
+        });
+        if matched {
+            best = Some((*resource, parents.join("/"), pattern.len()));
+        }
+    }
+    best.map(|(resource, parent, n)| (resource, parent, &segs[n..]))
+}
+
+/// Serves a request to a declared resource; `rest` is the path after its collection.
+pub(crate) fn serve(
+    resource: &'static dyn Resource,
+    ctx: &Ctx,
+    method: &Method,
+    parent: &str,
+    rest: &[&str],
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult {
+    let decl = resource.decl();
+    if decl.scope != Scope::Global {
+        let text = decl.project_not_found[usize::from(!rest.is_empty())];
+        ctx.require_project(|p| text.replace("{}", p))?;
+    }
+    let at = at(resource, ctx, &ctx.project(), parent);
+    match (rest, method.as_str()) {
+        ([], "GET") => list(resource, ctx, parent),
+        ([], "POST") if decl.create != Answer::No => create(resource, ctx, &at, body),
+        ([key], "GET") => get(resource, ctx, &at, key),
+        ([key], "PUT") if decl.update => update(resource, ctx, &at, key, headers, body, false),
+        ([key], "PATCH") if decl.update => update(resource, ctx, &at, key, headers, body, true),
+        ([key], "POST") if decl.rename != Answer::No => rename(resource, ctx, &at, key, body),
+        ([key], "DELETE") if decl.delete => delete(resource, ctx, &at, key),
+        ([] | [_], _) => Err(ApiError::not_implemented()),
+        ([key, rest @ ..], _) => {
+            resource.parent(&ctx.app.snapshot().state, &at)?;
+            let mut known = false;
+            for sub in decl.subs {
+                if let Some(captured) = sub.captures(rest) {
+                    if sub.method == method.as_str() {
+                        return (sub.serve)(ctx, &at, key, &captured);
+                    }
+                    known = true;
+                }
+            }
+            Err(if known {
+                ApiError::not_implemented()
+            } else {
+                ApiError::not_found()
+            })
+        }
+    }
+}
+
+/// Where the objects of `project` live for this resource.
+fn at(resource: &dyn Resource, ctx: &Ctx, project: &str, parent: &str) -> At {
+    let project = match resource.decl().scope {
+        Scope::Global => String::new(),
+        Scope::Project(None) => project.to_owned(),
+        Scope::Project(Some(feature)) => ctx.app.snapshot().state.feature_project(project, feature),
+    };
+    At {
+        project,
+        parent: parent.to_owned(),
+    }
+}
+
+/// The URL of an object of this resource.
+pub(crate) fn object_url(resource: &dyn Resource, at: &At, key: &str) -> String {
+    let mut parents = at.parent.split('/');
+    let collection: Vec<String> = resource
+        .decl()
+        .collection
+        .split('/')
+        .map(|s| match s {
+            "{}" => encode(parents.next().unwrap_or_default()),
+            s => s.to_owned(),
+        })
+        .collect();
+    let path = format!("{}/{}", collection.join("/"), encode(key));
+    if at.project.is_empty() {
+        path
+    } else {
+        url(&path, &at.project)
+    }
+}
+
+fn encode(key: &str) -> String {
+    percent_encoding::utf8_percent_encode(key, percent_encoding::NON_ALPHANUMERIC)
+        .to_string()
+        .replace("%2D", "-")
+        .replace("%2E", ".")
+        .replace("%5F", "_")
+}
+
+fn key_of<'v>(resource: &dyn Resource, object: &'v Value) -> &'v str {
+    object[resource.decl().key].as_str().unwrap_or_default()
+}
+
+/// The stored object `key` at `at`.
+pub(crate) fn find_object(
+    resource: &dyn Resource,
+    state: &State,
+    at: &At,
+    key: &str,
+) -> Option<Value> {
+    resource
+        .decl()
+        .store
+        .list(state, at)
+        .into_iter()
+        .find(|o| key_of(resource, o) == key)
+}
+
+fn list(resource: &'static dyn Resource, ctx: &Ctx, parent: &str) -> ApiResult {
+    let filter = ctx.param("filter").map(Filter::parse).transpose()?;
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
+    let projects = match resource.decl().scope {
+        Scope::Global => vec![String::new()],
+        Scope::Project(_) => ctx.projects(),
+    };
+    let mut seen = Vec::new();
+    let mut items = Vec::new();
+    for project in projects {
+        let at = at(resource, ctx, &project, parent);
+        if seen.contains(&at) {
+            continue;
+        }
+        resource.parent(state, &at)?;
+        for object in resource.decl().store.list(state, &at) {
+            let key = key_of(resource, &object).to_owned();
+            let rendered = resource.render(state, &at, object);
+            if filter.as_ref().is_some_and(|f| !f.matches(&rendered)) {
+                continue;
+            }
+            let shown_in = At {
+                project: if at.project.is_empty() {
+                    at.project.clone()
+                } else {
+                    project.clone()
+                },
+                parent: at.parent.clone(),
+            };
+            items.push(if ctx.recursion() == 0 {
+                json!(object_url(resource, &shown_in, &key))
+            } else {
+                rendered
+            });
+        }
+        seen.push(at);
+    }
+    if items.is_empty() && resource.decl().null_when_empty {
+        return Ok(envelope::sync(Value::Null));
+    }
+    Ok(envelope::sync(Value::Array(items)))
+}
+
+fn get(resource: &'static dyn Resource, ctx: &Ctx, at: &At, key: &str) -> ApiResult {
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
+    resource.parent(state, at)?;
+    let object =
+        find_object(resource, state, at, key).ok_or_else(|| resource.not_found(Verb::Get, key))?;
+    let etag = resource.etag(&object);
+    Ok(envelope::sync_etag(
+        resource.render(state, at, object),
+        &etag,
+    ))
+}
+
+/// The answer to a successful create or rename.
+fn answer(answer: Answer, location: &str) -> ApiResult {
+    match answer {
+        Answer::Location => created(location),
+        _ => Ok(envelope::empty()),
+    }
+}
+
+/// 201 with the new object's URL in `Location` and `null` metadata, as the daemon answers a
+/// synchronous create or rename.
+pub(crate) fn created(location: &str) -> ApiResult {
+    let mut resp = envelope::sync(Value::Null);
+    *resp.status_mut() = StatusCode::CREATED;
+    if let Ok(value) = HeaderValue::from_str(location) {
+        resp.headers_mut().insert(http::header::LOCATION, value);
+    }
+    Ok(resp)
+}
+
+/// 412 unless `If-Match` (when sent) is the object's current ETag.
+pub(crate) fn check_etag(headers: &HeaderMap, current: &str) -> Result<(), ApiError> {
+    let Some(sent) = headers.get(http::header::IF_MATCH) else {
+        return Ok(());
+    };
+    let sent = String::from_utf8_lossy(sent.as_bytes());
+    let sent = sent.trim_matches('"');
+    if sent == current {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            412,
+            format!("ETag doesn't match: {current} vs {sent}"),
+        ))
+    }
+}
+
+fn body_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    let value: Value = parse_body(body)?;
+    match value {
+        Value::Object(map) => Ok(map),
+        Value::Null => Ok(Map::new()),
+        _ => Err(ApiError::bad_request(
+            "json: cannot unmarshal array into Go value of type struct",
+        )),
+    }
+}
+
+fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> ApiResult {
+    let decl = resource.decl();
+    if let Some(answer) = resource.intercept_create(ctx, body) {
+        return answer;
+    }
+    let sent = body_object(body)?;
+    let mut object = resource.template();
+    for (field, value) in &sent {
+        if object.get(field).is_some() && !value.is_null() {
+            object[field.as_str()] = without_empty(value.clone());
+        }
+    }
+    let key = sent.get(decl.key).cloned().unwrap_or(json!(""));
+    object[decl.key] = key;
+    let mut state = ctx.app.state();
+    resource.parent(&state, at)?;
+    resource.prepare(&state, at, &mut object)?;
+    let key = object[decl.key].as_str().unwrap_or_default().to_owned();
+    resource.check_key(&key)?;
+    if find_object(resource, &state, at, &key).is_some() {
+        return Err(resource.exists(Verb::Create, &key));
+    }
+    resource.validate(&state, at, &object, None)?;
+    resource
+        .decl()
+        .store
+        .insert(&mut state, at, object.clone())?;
+    resource.created(ctx, &mut state, at, &object);
+    drop(state);
+    ctx.applied();
+    answer(decl.create, &object_url(resource, at, &key))
+}
+
+fn update(
+    resource: &'static dyn Resource,
+    ctx: &Ctx,
+    at: &At,
+    key: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+    patch: bool,
+) -> ApiResult {
+    let mut state = ctx.app.state();
+    resource.parent(&state, at)?;
+    let current = find_object(resource, &state, at, key)
+        .ok_or_else(|| resource.not_found(Verb::Update, key))?;
+    check_etag(headers, &resource.etag(&current))?;
+    let sent = body_object(body)?;
+    let next = resource.merge(&current, &sent, patch);
+    resource.validate(&state, at, &next, Some(&current))?;
+    resource
+        .decl()
+        .store
+        .replace(&mut state, at, key, next.clone())?;
+    ctx.applied();
+    resource.updated(&mut state, at, &current, &next)?;
+    Ok(envelope::empty())
+}
+
+fn rename(
+    resource: &'static dyn Resource,
+    ctx: &Ctx,
+    at: &At,
+    key: &str,
+    body: &[u8],
+) -> ApiResult {
+    let sent = body_object(body)?;
+    let new = sent
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let (old, place) = (key.to_owned(), at.clone());
+    resource.protected(key, Verb::Rename)?;
+    resource.check_rename(&sent, at)?;
+    let work = move |state: &mut State| -> Result<(), ApiError> {
+        resource.parent(state, &place)?;
+        resource.check_key(&new)?;
+        if find_object(resource, state, &place, &new).is_some() {
+            return Err(resource.exists(Verb::Rename, &new));
+        }
+        let mut object = find_object(resource, state, &place, &old)
+            .ok_or_else(|| resource.not_found(Verb::Rename, &old))?;
+        resource.refuse(state, &place, &old, Verb::Rename)?;
+        object[resource.decl().key] = json!(new);
+        resource.decl().store.replace(state, &place, &old, object)?;
+        resource.renamed(state, &place, &old, &new);
+        Ok(())
+    };
+    let decl = resource.decl();
+    if let Answer::Operation(description) = decl.rename {
+        let spec = OpSpec {
+            resources: Default::default(),
+            ..OpSpec::task("default", description, String::new())
+        };
+        let op = ctx.start_task(
+            spec,
+            Box::new(move |state: &mut State| work(state).map(|()| None)),
+        );
+        ctx.applied();
+        return Ok(envelope::operation_created(op));
+    }
+    let location = object_url(
+        resource,
+        at,
+        sent.get("name").and_then(Value::as_str).unwrap_or_default(),
+    );
+    let mut state = ctx.app.state();
+    work(&mut state)?;
+    drop(state);
+    ctx.applied();
+    answer(decl.rename, &location)
+}
+
+fn delete(resource: &'static dyn Resource, ctx: &Ctx, at: &At, key: &str) -> ApiResult {
+    let mut state = ctx.app.state();
+    resource.protected(key, Verb::Delete)?;
+    resource.parent(&state, at)?;
+    if find_object(resource, &state, at, key).is_none() {
+        return Err(resource.not_found(Verb::Delete, key));
+    }
+    resource.refuse(&state, at, key, Verb::Delete)?;
+    resource.decl().store.remove(&mut state, at, key);
+    resource.deleted(ctx, &mut state, at, key);
+    drop(state);
+    ctx.applied();
+    Ok(envelope::empty())
+}

@@ -1,0 +1,73 @@
+//! [`Plain`]: a resource whose whole behaviour is its declaration. Its objects live in the
+//! state's generic store; it checks its key with a rule, its config keys against the prefixes
+//! it accepts, and its parent with a function; its object is its stored fields with the
+//! request's project shown in `project` (when it has one).
+
+use super::{At, Decl, Resource};
+use crate::envelope::ApiError;
+use crate::state::State;
+use serde_json::{json, Value};
+
+pub(crate) struct Plain {
+    pub(crate) decl: Decl,
+    /// The object's fields and their defaults (JSON).
+    pub(crate) fields: &'static str,
+    /// The config keys it accepts (prefixes; a key ending in `.` is a namespace).
+    pub(crate) config_keys: &'static [&'static str],
+    /// The answer to another config key (`{key}` stands for it).
+    pub(crate) invalid_key: (u16, &'static str),
+    /// The rule of a new object's key.
+    pub(crate) key_rule: fn(&str) -> Result<(), ApiError>,
+    /// Whether the parent exists, and may hold such objects.
+    pub(crate) parent: fn(&State, &At) -> Result<(), ApiError>,
+    /// What else an object must satisfy.
+    pub(crate) check: fn(&Value) -> Result<(), ApiError>,
+}
+
+impl Resource for Plain {
+    fn decl(&self) -> &Decl {
+        &self.decl
+    }
+    fn template(&self) -> Value {
+        serde_json::from_str(self.fields).unwrap_or_else(|_| json!({}))
+    }
+    fn parent(&self, state: &State, at: &At) -> Result<(), ApiError> {
+        (self.parent)(state, at)
+    }
+    fn check_key(&self, key: &str) -> Result<(), ApiError> {
+        (self.key_rule)(key)
+    }
+    fn validate(
+        &self,
+        _: &State,
+        _: &At,
+        object: &Value,
+        _: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        for key in object["config"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+        {
+            let known = self.config_keys.iter().any(|p| {
+                if p.ends_with('.') {
+                    key.starts_with(p)
+                } else {
+                    key == p
+                }
+            });
+            if !known {
+                let (status, text) = self.invalid_key;
+                return Err(ApiError::new(status, text.replace("{key}", key)));
+            }
+        }
+        (self.check)(object)
+    }
+    fn render(&self, _: &State, at: &At, mut object: Value) -> Value {
+        if object.get("project").is_some() {
+            object["project"] = json!(at.project);
+        }
+        object
+    }
+}

@@ -1,0 +1,139 @@
+//! Where a declared resource keeps its objects: [`Typed`] over one of the state's typed lists
+//! (projects, profiles, networks, pools, custom volumes, whose shape the seed format fixes), or
+//! [`Objects`], the state's generic store keyed by (kind, project, parent, key) for the others.
+//! Both hand the generic handler the stored object as JSON.
+
+use super::At;
+use crate::envelope::ApiError;
+use crate::state::{Object, State};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The objects of one resource in the state.
+pub(crate) trait Store: Sync {
+    /// The stored objects at `at` (the owning project and the parent), in order.
+    fn list(&self, state: &State, at: &At) -> Vec<Value>;
+    /// Adds an object.
+    fn insert(&self, state: &mut State, at: &At, object: Value) -> Result<(), ApiError>;
+    /// Replaces the object whose key is `key` (its key may change: a rename).
+    fn replace(&self, state: &mut State, at: &At, key: &str, object: Value)
+        -> Result<(), ApiError>;
+    /// Removes the object whose key is `key`.
+    fn remove(&self, state: &mut State, at: &At, key: &str);
+}
+
+/// A row of a typed list: its key and where it lives.
+pub(crate) trait Row: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
+    fn key(&self) -> &str;
+    /// Whether the row lives at `at`.
+    fn is_at(&self, at: &At) -> bool;
+    /// Places a new row at `at` (sets its project or parent fields).
+    fn place(&mut self, _at: &At) {}
+}
+
+/// A typed list of the state.
+pub(crate) struct Typed<T: 'static> {
+    pub(crate) rows: fn(&State) -> &Vec<T>,
+    pub(crate) rows_mut: fn(&mut State) -> &mut Vec<T>,
+}
+
+fn decode<T: DeserializeOwned>(object: Value) -> Result<T, ApiError> {
+    serde_json::from_value(object).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+impl<T: Row> Store for Typed<T> {
+    fn list(&self, state: &State, at: &At) -> Vec<Value> {
+        (self.rows)(state)
+            .iter()
+            .filter(|r| r.is_at(at))
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect()
+    }
+    fn insert(&self, state: &mut State, at: &At, object: Value) -> Result<(), ApiError> {
+        let mut row: T = decode(object)?;
+        row.place(at);
+        (self.rows_mut)(state).push(row);
+        Ok(())
+    }
+    fn replace(
+        &self,
+        state: &mut State,
+        at: &At,
+        key: &str,
+        object: Value,
+    ) -> Result<(), ApiError> {
+        let mut row: T = decode(object)?;
+        row.place(at);
+        if let Some(slot) = (self.rows_mut)(state)
+            .iter_mut()
+            .find(|r| r.is_at(at) && r.key() == key)
+        {
+            *slot = row;
+        }
+        Ok(())
+    }
+    fn remove(&self, state: &mut State, at: &At, key: &str) {
+        (self.rows_mut)(state).retain(|r| !(r.is_at(at) && r.key() == key));
+    }
+}
+
+/// The generic store: objects of kind `kind`, keyed by their field `key`.
+pub(crate) struct Objects {
+    pub(crate) kind: &'static str,
+    pub(crate) key: &'static str,
+}
+
+impl Objects {
+    fn matches(&self, object: &Object, at: &At, key: &str) -> bool {
+        object.is_at(at) && object.value[self.key].as_str() == Some(key)
+    }
+}
+
+impl Object {
+    fn is_at(&self, at: &At) -> bool {
+        self.project == at.project && self.parent == at.parent
+    }
+}
+
+impl Store for Objects {
+    fn list(&self, state: &State, at: &At) -> Vec<Value> {
+        state
+            .objects
+            .get(self.kind)
+            .into_iter()
+            .flatten()
+            .filter(|o| o.is_at(at))
+            .map(|o| o.value.clone())
+            .collect()
+    }
+    fn insert(&self, state: &mut State, at: &At, value: Value) -> Result<(), ApiError> {
+        state
+            .objects
+            .entry(self.kind.to_owned())
+            .or_default()
+            .push(Object {
+                project: at.project.clone(),
+                parent: at.parent.clone(),
+                value,
+            });
+        Ok(())
+    }
+    fn replace(&self, state: &mut State, at: &At, key: &str, value: Value) -> Result<(), ApiError> {
+        if let Some(slot) = state
+            .objects
+            .get_mut(self.kind)
+            .into_iter()
+            .flatten()
+            .find(|o| self.matches(o, at, key))
+        {
+            slot.value = value;
+        }
+        Ok(())
+    }
+    fn remove(&self, state: &mut State, at: &At, key: &str) {
+        if let Some(objects) = state.objects.get_mut(self.kind) {
+            objects.retain(|o| !self.matches(o, at, key));
+        }
+    }
+}
