@@ -110,6 +110,9 @@ impl Resource for Certificates {
             Ok(req) => req,
             Err(e) => return Some(Err(e)),
         };
+        if !ctx.trusted {
+            return Some(redeem(ctx, &req));
+        }
         if req.token {
             return Some(trust_token(ctx, req));
         }
@@ -151,6 +154,80 @@ impl Resource for Certificates {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(key);
     }
+}
+
+/// `api.CertificateAddToken` and `api.ClusterMemberJoinToken`: what a token encodes (base64
+/// JSON) besides what its operation holds.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Token {
+    client_name: String,
+    server_name: String,
+    secret: String,
+}
+
+/// An untrusted client redeems a trust token (`incus remote add NAME TOKEN`): the running
+/// token operation whose secret it carries is used up (cancelled), and the client's certificate
+/// is trusted, named and restricted as the token's request said.
+fn redeem(ctx: &Ctx, req: &CertificatesPost) -> ApiResult {
+    let Some(fingerprint) = ctx.peer.fingerprint.clone() else {
+        return Err(ApiError::forbidden());
+    };
+    if req.token || req.trust_token.is_empty() {
+        return Err(ApiError::forbidden());
+    }
+    let token: Token = base64::engine::general_purpose::STANDARD
+        .decode(req.trust_token.trim())
+        .ok()
+        .and_then(|json| serde_json::from_slice(&json).ok())
+        .unwrap_or_default();
+    if !token.server_name.is_empty() {
+        return Err(ApiError::new(
+            403,
+            "No matching cluster join operation found",
+        ));
+    }
+    let found = ctx.app.ops().list.iter().find_map(|op| {
+        let running = !op.status.is_final() && op.spec.class == "token";
+        let matches = !token.secret.is_empty() && op.metadata["secret"] == json!(token.secret);
+        (running && matches && op.metadata.get("request").is_some())
+            .then(|| (op.id.clone(), op.metadata["request"].clone()))
+    });
+    let Some((id, request)) = found else {
+        return Err(ApiError::new(
+            403,
+            "No matching certificate add operation found",
+        ));
+    };
+    let name = request["name"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(&token.client_name);
+    let object = json!({
+        "name": name, "type": request["type"], "restricted": request["restricted"],
+        "projects": request["projects"], "certificate": "", "fingerprint": fingerprint,
+        "description": request["description"],
+    });
+    let at = At {
+        project: String::new(),
+        parent: String::new(),
+    };
+    let mut state = ctx.app.state();
+    if DECL
+        .store
+        .list(&state, &at)
+        .iter()
+        .any(|c| c["fingerprint"] == json!(fingerprint))
+    {
+        return Err(ApiError::new(409, "Certificate already in trust store"));
+    }
+    DECL.store.insert(&mut state, &at, object.clone())?;
+    Certificates.created(ctx, &mut state, &at, &object);
+    drop(state);
+    // The token is used up; the daemon cancels its operation.
+    let _ = ctx.app.cancel_operation(&id);
+    ctx.applied();
+    super::resource::created(&format!("/1.0/certificates/{fingerprint}"))
 }
 
 /// A pending trust token for a client certificate.

@@ -118,7 +118,9 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
     if segs.first() != Some(&"1.0") {
         return Err(ApiError::not_found());
     }
-    if !ctx.trusted && segs.len() > 1 {
+    // An untrusted client may only redeem a trust token (`POST /1.0/certificates`).
+    let redeeming = segs[1..] == ["certificates"] && method == Method::POST;
+    if !ctx.trusted && segs.len() > 1 && !redeeming {
         return Err(ApiError::forbidden());
     }
     match (segs.len(), &method) {

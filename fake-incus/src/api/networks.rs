@@ -4,7 +4,7 @@
 //! `features.networks` has its own networks, and only OVN ones, which need an OVN the fake
 //! does not have (the daemon's answer without a free uplink subnet).
 
-use super::resource::{Answer, At, Decl, Resource, Row, Scope, Sub, Typed, Verb};
+use super::resource::{Answer, At, Decl, Resource, Scope, Sub, Typed, Verb};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::{url, Devices, Network, State};
@@ -46,19 +46,10 @@ static DECL: Decl = Decl {
 static STORE: Typed<Network> = Typed {
     rows: |s| &s.networks,
     rows_mut: |s| &mut s.networks,
+    key: "name",
+    project: Some("project"),
+    parent: None,
 };
-
-impl Row for Network {
-    fn key(&self) -> &str {
-        &self.name
-    }
-    fn is_at(&self, at: &At) -> bool {
-        self.project == at.project
-    }
-    fn place(&mut self, at: &At) {
-        self.project.clone_from(&at.project);
-    }
-}
 
 /// Config key prefixes a bridge accepts (`internal/server/network/driver_bridge.go`).
 const BRIDGE_KEYS: &[&str] = &[

@@ -4,7 +4,7 @@
 //! the instances that use the profile (their rendered JSON is dropped with the profiles' change,
 //! see `state::snapshot`).
 
-use super::resource::{Answer, At, Decl, Resource, Row, Scope, Typed, Verb};
+use super::resource::{Answer, At, Decl, Resource, Scope, Typed, Verb};
 use super::validation::{
     check_entity_name, config_problem, missing_volume, profile_devices_problem,
 };
@@ -38,19 +38,10 @@ static DECL: Decl = Decl {
 static STORE: Typed<Profile> = Typed {
     rows: |s| &s.profiles,
     rows_mut: |s| &mut s.profiles,
+    key: "name",
+    project: Some("project"),
+    parent: None,
 };
-
-impl Row for Profile {
-    fn key(&self) -> &str {
-        &self.name
-    }
-    fn is_at(&self, at: &At) -> bool {
-        self.project == at.project
-    }
-    fn place(&mut self, at: &At) {
-        self.project.clone_from(&at.project);
-    }
-}
 
 fn profile(object: &Value) -> Option<Profile> {
     serde_json::from_value(object.clone()).ok()

@@ -5,7 +5,7 @@
 //! `default` cannot be renamed, deleted or change its features; other projects must be empty to
 //! be renamed, deleted or lose a feature.
 
-use super::resource::{Answer, At, Decl, Resource, Row, Scope, Sub, Typed, Verb};
+use super::resource::{Answer, At, Decl, Resource, Scope, Sub, Typed, Verb};
 use super::validation::{check_entity_name, project_config_problem};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
@@ -52,16 +52,10 @@ static DECL: Decl = Decl {
 static STORE: Typed<Project> = Typed {
     rows: |s| &s.projects,
     rows_mut: |s| &mut s.projects,
+    key: "name",
+    project: None,
+    parent: None,
 };
-
-impl Row for Project {
-    fn key(&self) -> &str {
-        &self.name
-    }
-    fn is_at(&self, _: &At) -> bool {
-        true
-    }
-}
 
 fn is_true(config: &Value, key: &str) -> bool {
     config[key]

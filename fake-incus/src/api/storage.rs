@@ -2,7 +2,7 @@
 //! the volume endpoints that are not a custom volume's own (those are declared in
 //! [`super::volumes`]): every volume of a pool, the volumes of an instance type, and their gets.
 
-use super::resource::{Answer, At, Decl, Resource, Row, Scope, Sub, Typed, Verb};
+use super::resource::{Answer, At, Decl, Resource, Scope, Sub, Typed, Verb};
 use super::volumes::{self, pool_not_found};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
@@ -40,16 +40,10 @@ static DECL: Decl = Decl {
 static STORE: Typed<Pool> = Typed {
     rows: |s| &s.storage_pools,
     rows_mut: |s| &mut s.storage_pools,
+    key: "name",
+    project: None,
+    parent: None,
 };
-
-impl Row for Pool {
-    fn key(&self) -> &str {
-        &self.name
-    }
-    fn is_at(&self, _: &At) -> bool {
-        true
-    }
-}
 
 fn pool(object: Value) -> Option<Pool> {
     serde_json::from_value(object).ok()

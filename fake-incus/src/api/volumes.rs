@@ -5,7 +5,7 @@
 //! (`pool=POOL source=NAME`) is in its `used_by`, cannot be deleted, and its devices follow a
 //! rename.
 
-use super::resource::{self, Answer, At, Decl, Resource, Row, Scope, Sub, Typed, Verb};
+use super::resource::{self, Answer, At, Decl, Resource, Scope, Sub, Typed, Verb};
 use super::validation::volume_config_problem;
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
@@ -55,20 +55,10 @@ static DECL: Decl = Decl {
 static STORE: Typed<Volume> = Typed {
     rows: |s| &s.storage_volumes,
     rows_mut: |s| &mut s.storage_volumes,
+    key: "name",
+    project: Some("project"),
+    parent: Some("pool"),
 };
-
-impl Row for Volume {
-    fn key(&self) -> &str {
-        &self.name
-    }
-    fn is_at(&self, at: &At) -> bool {
-        self.pool == at.parent && self.project == at.project
-    }
-    fn place(&mut self, at: &At) {
-        self.pool.clone_from(&at.parent);
-        self.project.clone_from(&at.project);
-    }
-}
 
 /// `POST .../volumes/custom/{name}` (Go `api.StorageVolumePost`): what a rename may not ask.
 #[derive(Deserialize, Default)]

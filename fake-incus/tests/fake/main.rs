@@ -12,6 +12,7 @@ mod https;
 mod layers;
 mod listeners;
 mod protocol;
+mod resources;
 mod serve;
 #[path = "../tarball/mod.rs"]
 mod tarball;

@@ -14,7 +14,7 @@ mod store;
 
 pub(crate) use plain::Plain;
 
-pub(crate) use store::{Objects, Row, Store, Typed};
+pub(crate) use store::{Objects, Store, Typed};
 
 use super::filter::Filter;
 use super::{parse_body, Ctx};
@@ -319,21 +319,19 @@ pub(crate) fn serve(
         ([key], "DELETE") if decl.delete => delete(resource, ctx, &at, key),
         ([] | [_], _) => Err(ApiError::not_implemented()),
         ([key, rest @ ..], _) => {
-            resource.parent(&ctx.app.snapshot().state, &at)?;
-            let mut known = false;
-            for sub in decl.subs {
-                if let Some(captured) = sub.captures(rest) {
-                    if sub.method == method.as_str() {
-                        return (sub.serve)(ctx, &at, key, &captured);
-                    }
-                    known = true;
-                }
+            let routed: Vec<&Sub> = decl
+                .subs
+                .iter()
+                .filter(|s| s.captures(rest).is_some())
+                .collect();
+            if routed.is_empty() {
+                return Err(ApiError::not_found());
             }
-            Err(if known {
-                ApiError::not_implemented()
-            } else {
-                ApiError::not_found()
-            })
+            resource.parent(&ctx.app.snapshot().state, &at)?;
+            match routed.iter().find(|s| s.method == method.as_str()) {
+                Some(sub) => (sub.serve)(ctx, &at, key, &sub.captures(rest).unwrap_or_default()),
+                None => Err(ApiError::not_implemented()),
+            }
         }
     }
 }

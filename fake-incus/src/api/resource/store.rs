@@ -23,36 +23,58 @@ pub(crate) trait Store: Sync {
     fn remove(&self, state: &mut State, at: &At, key: &str);
 }
 
-/// A row of a typed list: its key and where it lives.
-pub(crate) trait Row: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
-    fn key(&self) -> &str;
-    /// Whether the row lives at `at`.
-    fn is_at(&self, at: &At) -> bool;
-    /// Places a new row at `at` (sets its project or parent fields).
-    fn place(&mut self, _at: &At) {}
-}
-
-/// A typed list of the state.
+/// A typed list of the state, whose rows are read and written as their JSON (the seed format):
+/// `key` names a row, and its fields `project` and `parent` (when the rows have them) say where
+/// it lives.
 pub(crate) struct Typed<T: 'static> {
     pub(crate) rows: fn(&State) -> &Vec<T>,
     pub(crate) rows_mut: fn(&mut State) -> &mut Vec<T>,
+    pub(crate) key: &'static str,
+    pub(crate) project: Option<&'static str>,
+    pub(crate) parent: Option<&'static str>,
 }
 
 fn decode<T: DeserializeOwned>(object: Value) -> Result<T, ApiError> {
     serde_json::from_value(object).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
-impl<T: Row> Store for Typed<T> {
+impl<T> Typed<T> {
+    fn is_at(&self, row: &Value, at: &At) -> bool {
+        let field = |name: Option<&str>, want: &str| {
+            name.is_none_or(|name| row[name].as_str() == Some(want))
+        };
+        field(self.project, &at.project) && field(self.parent, &at.parent)
+    }
+    /// The row as JSON, placed at `at`.
+    fn placed(&self, mut object: Value, at: &At) -> Value {
+        for (field, value) in [(self.project, &at.project), (self.parent, &at.parent)] {
+            if let Some(field) = field {
+                object[field] = Value::String(value.clone());
+            }
+        }
+        object
+    }
+    fn position(&self, state: &State, at: &At, key: &str) -> Option<usize>
+    where
+        T: Serialize,
+    {
+        (self.rows)(state).iter().position(|r| {
+            let row = serde_json::to_value(r).unwrap_or_default();
+            self.is_at(&row, at) && row[self.key].as_str() == Some(key)
+        })
+    }
+}
+
+impl<T: Serialize + DeserializeOwned + Send + Sync> Store for Typed<T> {
     fn list(&self, state: &State, at: &At) -> Vec<Value> {
         (self.rows)(state)
             .iter()
-            .filter(|r| r.is_at(at))
             .filter_map(|r| serde_json::to_value(r).ok())
+            .filter(|r| self.is_at(r, at))
             .collect()
     }
     fn insert(&self, state: &mut State, at: &At, object: Value) -> Result<(), ApiError> {
-        let mut row: T = decode(object)?;
-        row.place(at);
+        let row: T = decode(self.placed(object, at))?;
         (self.rows_mut)(state).push(row);
         Ok(())
     }
@@ -63,18 +85,16 @@ impl<T: Row> Store for Typed<T> {
         key: &str,
         object: Value,
     ) -> Result<(), ApiError> {
-        let mut row: T = decode(object)?;
-        row.place(at);
-        if let Some(slot) = (self.rows_mut)(state)
-            .iter_mut()
-            .find(|r| r.is_at(at) && r.key() == key)
-        {
-            *slot = row;
+        let row: T = decode(self.placed(object, at))?;
+        if let Some(i) = self.position(state, at, key) {
+            (self.rows_mut)(state)[i] = row;
         }
         Ok(())
     }
     fn remove(&self, state: &mut State, at: &At, key: &str) {
-        (self.rows_mut)(state).retain(|r| !(r.is_at(at) && r.key() == key));
+        if let Some(i) = self.position(state, at, key) {
+            (self.rows_mut)(state).remove(i);
+        }
     }
 }
 
