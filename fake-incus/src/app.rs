@@ -68,9 +68,37 @@ pub(crate) struct Identity {
     pub(crate) trusted: Mutex<BTreeSet<String>>,
     /// The validity period of each trusted certificate that has one on record.
     pub(crate) validity: Mutex<std::collections::BTreeMap<String, crate::tls::Validity>>,
+    /// The client certificates (DER) HTTPS peers presented lately, by fingerprint: what a trust
+    /// token's redemption stores as the certificate (at most [`PRESENTED_KEPT`]).
+    pub(crate) presented: Mutex<std::collections::VecDeque<(String, Vec<u8>)>>,
 }
 
+/// How many presented client certificates [`Identity::presented`] keeps.
+const PRESENTED_KEPT: usize = 64;
+
 impl Identity {
+    /// Records the certificate an HTTPS peer presented (the oldest is forgotten past
+    /// [`PRESENTED_KEPT`]).
+    pub(crate) fn presented(&self, fingerprint: &str, der: &[u8]) {
+        let mut presented = self
+            .presented
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        presented.retain(|(fp, _)| fp != fingerprint);
+        presented.push_back((fingerprint.to_owned(), der.to_vec()));
+        while presented.len() > PRESENTED_KEPT {
+            presented.pop_front();
+        }
+    }
+    /// The certificate (DER) a peer with this fingerprint presented, if it is still kept.
+    pub(crate) fn presented_certificate(&self, fingerprint: &str) -> Option<Vec<u8>> {
+        self.presented
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .find(|(fp, _)| fp == fingerprint)
+            .map(|(_, der)| der.clone())
+    }
     /// Whether the certificate with this fingerprint is trusted now: in the trust store and
     /// inside its validity period.
     pub(crate) fn is_trusted(&self, fingerprint: &str) -> bool {

@@ -29,14 +29,21 @@ const TOKEN_PROJECT: &str = "default";
 #[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default)]
 struct CertificatesPost {
+    #[serde(deserialize_with = "super::null_default")]
     certificate: String,
+    #[serde(deserialize_with = "super::null_default")]
     description: String,
+    #[serde(deserialize_with = "super::null_default")]
     name: String,
+    #[serde(deserialize_with = "super::null_default")]
     projects: Vec<String>,
+    #[serde(deserialize_with = "super::null_default")]
     restricted: bool,
+    #[serde(deserialize_with = "super::null_default")]
     token: bool,
+    #[serde(deserialize_with = "super::null_default")]
     trust_token: String,
-    #[serde(rename = "type")]
+    #[serde(rename = "type", deserialize_with = "super::null_default")]
     kind: String,
 }
 
@@ -70,17 +77,21 @@ fn decode(certificate: &str) -> Result<(String, String), ApiError> {
         .map_err(|e| ApiError::bad_request(go_base64_error(&e)))?;
     x509_parser::parse_x509_certificate(&der)
         .map_err(|e| ApiError::bad_request(format!("Invalid certificate material: {e}")))?;
-    let pem = format!(
+    Ok((crate::tls::fingerprint_der(&der), pem(&der)))
+}
+
+/// A DER certificate as PEM.
+fn pem(der: &[u8]) -> String {
+    let base64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> = base64
+        .as_bytes()
+        .chunks(64)
+        .filter_map(|c| std::str::from_utf8(c).ok())
+        .collect();
+    format!(
         "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
-        base64::engine::general_purpose::STANDARD
-            .encode(&der)
-            .as_bytes()
-            .chunks(64)
-            .map(|c| String::from_utf8_lossy(c).into_owned())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    Ok((crate::tls::fingerprint_der(&der), pem))
+        lines.join("\n")
+    )
 }
 
 /// Go's `base64.CorruptInputError` text.
@@ -135,6 +146,9 @@ impl Resource for Certificates {
     }
     fn check_key(&self, _: &str) -> Result<(), ApiError> {
         Ok(())
+    }
+    fn by_prefix(&self) -> bool {
+        true
     }
     fn created(&self, ctx: &Ctx, _: &mut State, _: &At, object: &Value) {
         if let Some(fingerprint) = object["fingerprint"].as_str() {
@@ -203,9 +217,15 @@ fn redeem(ctx: &Ctx, req: &CertificatesPost) -> ApiResult {
         .as_str()
         .filter(|n| !n.is_empty())
         .unwrap_or(&token.client_name);
+    let certificate = ctx
+        .app
+        .identity
+        .presented_certificate(&fingerprint)
+        .map(|der| pem(&der))
+        .unwrap_or_default();
     let object = json!({
         "name": name, "type": request["type"], "restricted": request["restricted"],
-        "projects": request["projects"], "certificate": "", "fingerprint": fingerprint,
+        "projects": request["projects"], "certificate": certificate, "fingerprint": fingerprint,
         "description": request["description"],
     });
     let at = At {

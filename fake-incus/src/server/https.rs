@@ -79,12 +79,16 @@ async fn handle(
         }
         Err(_) => return,
     };
-    let fingerprint = tls
+    let certificate = tls
         .get_ref()
         .1
         .peer_certificates()
-        .and_then(|certs| certs.first())
-        .map(|cert| fingerprint_der(cert));
+        .and_then(|certs| certs.first());
+    let fingerprint = certificate.map(|cert| {
+        let fingerprint = fingerprint_der(cert);
+        app.identity.presented(&fingerprint, cert);
+        fingerprint
+    });
     let peer = Peer {
         listener: Listener::Https,
         fingerprint,

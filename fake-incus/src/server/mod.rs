@@ -2,7 +2,8 @@
 //! [`crate::api::serve`] until the connection ends or the fake shuts down.
 //!
 //! Request bodies: an untrusted HTTPS client's body is never read (its request can only be
-//! refused, as the daemon refuses it before any handler reads); a trusted body is read up to
+//! refused, as the daemon refuses it before any handler reads), except a trust token's
+//! redemption (`POST /1.0/certificates`, at most [`REDEEM_LIMIT`] bytes); a trusted body is read up to
 //! [`BODY_LIMIT`] bytes. A longer one (announced by `Content-Length` or found while reading a
 //! chunked body) is answered 413 and the connection is closed, so no client can make the fake
 //! hold more than that per request. The real daemon has no such bound: its JSON decoder keeps
@@ -49,13 +50,25 @@ struct Dropped;
 /// Most bytes of one request body the fake reads (16 MiB); a longer body gets a 413.
 pub(crate) const BODY_LIMIT: usize = 16 << 20;
 
-/// Whether the request may reach a handler that reads its body: every Unix peer, and HTTPS
-/// peers whose certificate is trusted. The same decision [`api::serve`] makes per request.
-fn may_read_body(app: &App, peer: &Peer) -> bool {
-    match (&peer.listener, &peer.fingerprint) {
+/// Most bytes of an untrusted client's trust-token redemption (a token is a few hundred).
+pub(crate) const REDEEM_LIMIT: usize = 64 << 10;
+
+/// How much of the body a request's handler may read (`None`: none): every Unix peer's and
+/// trusted HTTPS peers' up to [`BODY_LIMIT`] (the same decision [`api::serve`] makes per
+/// request), and an untrusted HTTPS peer's `POST /1.0/certificates` (a trust token) up to
+/// [`REDEEM_LIMIT`].
+fn body_limit(app: &App, peer: &Peer, parts: &http::request::Parts) -> Option<usize> {
+    let trusted = match (&peer.listener, &peer.fingerprint) {
         (Listener::Https, Some(fp)) => app.identity.is_trusted(fp),
         (Listener::Https, None) => false,
         _ => true,
+    };
+    let redeeming = parts.method == http::Method::POST
+        && parts.uri.path().trim_end_matches('/') == "/1.0/certificates";
+    match (trusted, redeeming) {
+        (true, _) => Some(BODY_LIMIT),
+        (false, true) => Some(REDEEM_LIMIT),
+        (false, false) => None,
     }
 }
 
@@ -69,15 +82,19 @@ enum BodyError {
     Broken,
 }
 
-/// Reads a body of at most [`BODY_LIMIT`] bytes; a `Content-Length` above it is refused
+/// Reads a body of at most `limit` bytes; a `Content-Length` above it is refused
 /// without reading a byte.
-async fn read_body(parts: &http::request::Parts, body: Incoming) -> Result<Bytes, BodyError> {
+async fn read_body(
+    parts: &http::request::Parts,
+    body: Incoming,
+    limit: usize,
+) -> Result<Bytes, BodyError> {
     let announced = parts
         .headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if announced.is_some_and(|len| len > BODY_LIMIT as u64) {
+    if announced.is_some_and(|len| len > limit as u64) {
         return Err(BodyError::TooLarge);
     }
     let mut body = body;
@@ -86,7 +103,7 @@ async fn read_body(parts: &http::request::Parts, body: Incoming) -> Result<Bytes
         match frame {
             Ok(frame) => {
                 if let Some(data) = frame.data_ref() {
-                    if bytes.len() + data.len() > BODY_LIMIT {
+                    if bytes.len() + data.len() > limit {
                         return Err(BodyError::TooLarge);
                     }
                     bytes.extend_from_slice(data);
@@ -696,8 +713,8 @@ async fn answer(
     if let Some(response) = before_routing(&parts) {
         return Ok(response);
     }
-    let bytes = if may_read_body(&app, &peer) {
-        match read_body(&parts, body).await {
+    let bytes = if let Some(limit) = body_limit(&app, &peer, &parts) {
+        match read_body(&parts, body, limit).await {
             Ok(bytes) => bytes,
             Err(BodyError::TooLarge) => return Ok(too_large(parts.version)),
             // The daemon's decoder stops at the end of the first value: a framing error after

@@ -25,6 +25,10 @@ pub(crate) fn trials() -> Vec<Trial> {
             "official_client_lists_the_trust_store_and_warnings",
             official_client_lists_the_trust_store_and_warnings,
         ),
+        trial(
+            "a_trust_token_admits_a_new_client_over_https_until_its_certificate_is_removed",
+            a_trust_token_admits_a_new_client_over_https_until_its_certificate_is_removed,
+        ),
     ]
 }
 
@@ -142,5 +146,35 @@ async fn official_client_lists_the_trust_store_and_warnings() -> Completion {
         ""
     );
     assert_eq!(cli.ok(&["warning", "list", "-f", "csv"]).await.trim(), "");
+    Completion::Completed
+}
+
+async fn a_trust_token_admits_a_new_client_over_https_until_its_certificate_is_removed(
+) -> Completion {
+    let fake = FakeIncus::builder().https(true).start().await.unwrap();
+    let (Some(admin), Some(laptop)) = (setup(&fake).await, setup(&fake).await) else {
+        return Completion::ignored_with(NO_CLIENT);
+    };
+    let added = admin.ok(&["config", "trust", "add", "laptop", "-q"]).await;
+    let token = added.trim();
+    assert!(!token.is_empty(), "a token is printed");
+    laptop.ok(&["remote", "add", "fk", token]).await;
+    laptop.ok(&["list", "fk:"]).await;
+    let trusted = admin
+        .ok(&["config", "trust", "list", "-f", "csv", "-c", "nf"])
+        .await;
+    let rows = csv_rows(&trusted);
+    assert_eq!(rows.len(), 1, "{trusted}");
+    assert_eq!(rows[0][0], "laptop");
+    let out = laptop.run(&["remote", "add", "again", token]).await;
+    assert!(!out.status.success(), "a token is used once");
+
+    let fingerprint = rows[0][1].clone();
+    admin.ok(&["config", "trust", "remove", &fingerprint]).await;
+    let out = laptop.run(&["list", "fk:"]).await;
+    assert!(
+        !out.status.success(),
+        "a removed certificate is no longer trusted"
+    );
     Completion::Completed
 }

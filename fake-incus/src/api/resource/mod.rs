@@ -195,6 +195,10 @@ pub(crate) trait Resource: Sync {
         let (status, text) = self.decl().exists;
         ApiError::new(status, text.replace("{name}", key))
     }
+    /// Whether a unique prefix of a key names its object (certificates' fingerprints).
+    fn by_prefix(&self) -> bool {
+        false
+    }
     /// Whether an object may ever be renamed or deleted (the `default` profile may not).
     fn protected(&self, _key: &str, _verb: Verb) -> Result<(), ApiError> {
         Ok(())
@@ -381,19 +385,25 @@ fn key_of<'v>(resource: &dyn Resource, object: &'v Value) -> &'v str {
     object[resource.decl().key].as_str().unwrap_or_default()
 }
 
-/// The stored object `key` at `at`.
+/// The stored object `key` at `at` (or, where keys are fingerprints, the one object whose key
+/// starts with `key`).
 pub(crate) fn find_object(
     resource: &dyn Resource,
     state: &State,
     at: &At,
     key: &str,
 ) -> Option<Value> {
-    resource
-        .decl()
-        .store
-        .list(state, at)
-        .into_iter()
-        .find(|o| key_of(resource, o) == key)
+    let objects = resource.decl().store.list(state, at);
+    if let Some(found) = objects.iter().find(|o| key_of(resource, o) == key) {
+        return Some(found.clone());
+    }
+    let mut prefixed = objects.into_iter().filter(|o| {
+        resource.by_prefix() && !key.is_empty() && key_of(resource, o).starts_with(key)
+    });
+    match (prefixed.next(), prefixed.next()) {
+        (Some(only), None) => Some(only),
+        _ => None,
+    }
 }
 
 fn list(resource: &'static dyn Resource, ctx: &Ctx, parent: &str) -> ApiResult {
@@ -553,7 +563,7 @@ fn update(
     resource
         .decl()
         .store
-        .replace(&mut state, at, key, next.clone())?;
+        .replace(&mut state, at, key_of(resource, &current), next.clone())?;
     ctx.applied();
     resource.updated(&mut state, at, &current, &next)?;
     Ok(envelope::empty())
@@ -618,9 +628,9 @@ fn delete(resource: &'static dyn Resource, ctx: &Ctx, at: &At, key: &str) -> Api
     let mut state = ctx.app.state();
     resource.protected(key, Verb::Delete)?;
     resource.parent(&state, at)?;
-    if find_object(resource, &state, at, key).is_none() {
-        return Err(resource.not_found(Verb::Delete, key));
-    }
+    let object = find_object(resource, &state, at, key)
+        .ok_or_else(|| resource.not_found(Verb::Delete, key))?;
+    let key = key_of(resource, &object);
     resource.refuse(&state, at, key, Verb::Delete)?;
     resource.decl().store.remove(&mut state, at, key);
     resource.deleted(ctx, &mut state, at, key);
