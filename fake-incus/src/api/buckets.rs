@@ -3,8 +3,8 @@
 //! the MinIO client tool, which the fake (like a daemon without it) does not have: a create
 //! answers the daemon's error, so buckets (and keys) exist only when a seeded state holds them.
 
-use super::network_objects::anything;
-use super::resource::{Answer, At, Decl, Objects, Plain, Scope, Sub};
+use super::resource::plain::any_name;
+use super::resource::{At, Decl, Objects, Plain, Scope, Sub};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::State;
@@ -30,7 +30,7 @@ fn bucket_name(key: &str) -> Result<(), ApiError> {
 }
 
 fn key_name(key: &str) -> Result<(), ApiError> {
-    super::network_objects::any_name(key)
+    any_name(key)
 }
 
 fn pool(state: &State, at: &At) -> Result<(), ApiError> {
@@ -86,17 +86,10 @@ fn backup(ctx: &Ctx, at: &At, key: &str, rest: &[&str]) -> ApiResult {
 pub(super) static BUCKETS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/storage-pools/{}/buckets",
-        key: "name",
         scope: Scope::Project(Some("features.storage.buckets")),
-        writable: &["description", "config"],
-        create: Answer::Location,
-        update: true,
-        rename: Answer::No,
-        delete: true,
         not_found: "Storage bucket not found",
         exists: (409, "Storage bucket already exists"),
         project_not_found: PROJECT,
-        null_when_empty: false,
         limits: "No S3 endpoint (no MinIO): a create answers the daemon's error without MinIO; backups are never made.",
         store: &Objects {
             kind: "storage-bucket",
@@ -140,40 +133,34 @@ pub(super) static BUCKETS: Plain = Plain {
                 does: "404.",
             },
         ],
+        ..Decl::DEFAULTS
     },
     fields: r#"{"name":"","description":"","config":{},"s3_url":"","location":"none","project":""}"#,
     config_keys: &["size", "user."],
-    invalid_key: (400, "Invalid option \"{key}\""),
     key_rule: bucket_name,
     parent: pool,
-    check: anything,
+    ..Plain::DEFAULTS
 };
 
 pub(super) static BUCKET_KEYS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/storage-pools/{}/buckets/{}/keys",
-        key: "name",
         scope: Scope::Project(Some("features.storage.buckets")),
         writable: &["description", "role", "access-key", "secret-key"],
-        create: Answer::Location,
-        update: true,
-        rename: Answer::No,
-        delete: true,
         not_found: "Storage bucket key not found",
         exists: (409, "Storage bucket key already exists"),
         project_not_found: PROJECT,
-        null_when_empty: false,
         limits: "Keys of seeded buckets only (no bucket can be made).",
         store: &Objects {
             kind: "storage-bucket-key",
             key: "name",
         },
-        subs: &[],
+        ..Decl::DEFAULTS
     },
     fields: r#"{"name":"","description":"","role":"read-only","access-key":"","secret-key":""}"#,
     config_keys: &[],
     invalid_key: (400, ""),
     key_rule: key_name,
     parent: bucket,
-    check: anything,
+    ..Plain::DEFAULTS
 };

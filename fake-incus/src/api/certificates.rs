@@ -11,7 +11,7 @@
 //! characters), the server certificate's `fingerprint` and the `addresses` a client joins
 //! through.
 
-use super::resource::{Answer, At, Decl, Objects, Resource, Scope};
+use super::resource::{At, Decl, Objects, Resource};
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
@@ -52,22 +52,15 @@ pub(super) struct Certificates;
 static DECL: Decl = Decl {
     collection: "/1.0/certificates",
     key: "fingerprint",
-    scope: Scope::Global,
     writable: &["name", "type", "restricted", "projects", "description"],
-    create: Answer::Location,
-    update: true,
-    rename: Answer::No,
-    delete: true,
     not_found: "Certificate not found",
     exists: (409, "Certificate already in trust store"),
-    project_not_found: ["", ""],
     limits: "A restricted certificate is trusted for every project (its `projects` are stored, not enforced). Certificates the fake was started with are trusted but not listed.",
     store: &Objects {
         kind: "certificate",
         key: "fingerprint",
     },
-    subs: &[],
-    null_when_empty: false,
+    ..Decl::DEFAULTS
 };
 
 /// The certificate of a request: base64 DER, as the daemon takes it.

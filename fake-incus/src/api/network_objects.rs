@@ -4,6 +4,7 @@
 //! it takes and its parent. Load balancers and peers exist only on OVN networks, which the fake
 //! does not have: their endpoints answer as the daemon does for a bridge.
 
+use super::resource::plain::any_name;
 use super::resource::{Answer, At, Decl, Objects, Plain, Scope, Sub};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
@@ -12,15 +13,6 @@ use serde_json::{json, Value};
 
 const NETWORK_PROJECT: [&str; 2] = ["Failed to load project \"{}\": Project not found"; 2];
 const NETWORK_NOT_FOUND: &str = "Failed loading network: Network not found";
-
-/// A key that is not empty and holds no `/`.
-pub(super) fn any_name(key: &str) -> Result<(), ApiError> {
-    match key {
-        "" => Err(ApiError::bad_request("No name provided")),
-        k if k.contains('/') => Err(ApiError::bad_request("Name cannot contain \"/\"")),
-        _ => Ok(()),
-    }
-}
 
 /// An ACL's name: letters, digits and hyphens (`internal/server/network/acl`).
 fn acl_name(key: &str) -> Result<(), ApiError> {
@@ -43,16 +35,6 @@ fn listen_address(key: &str) -> Result<(), ApiError> {
         Ok(_) => Ok(()),
         Err(_) => Err(ApiError::bad_request("Invalid listen address")),
     }
-}
-
-/// Nothing above it.
-pub(super) fn top(_: &State, _: &At) -> Result<(), ApiError> {
-    Ok(())
-}
-
-/// Nothing more to check.
-pub(super) fn anything(_: &Value) -> Result<(), ApiError> {
-    Ok(())
 }
 
 /// The managed network a forward lives on (unmanaged and unknown ones are not found).
@@ -124,17 +106,12 @@ fn balancer_state(_: &Ctx, _: &At, _: &str, _: &[&str]) -> ApiResult {
 pub(super) static ACLS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/network-acls",
-        key: "name",
         scope: Scope::Project(Some("features.networks")),
         writable: &["description", "ingress", "egress", "config"],
-        create: Answer::Location,
-        update: true,
         rename: Answer::Location,
-        delete: true,
         not_found: "Network ACL not found",
         exists: (400, "The network ACL already exists"),
         project_not_found: NETWORK_PROJECT,
-        null_when_empty: false,
         limits:
             "Rules are stored, not enforced; `used_by` stays empty (no firewall to apply them to).",
         store: &Objects {
@@ -147,106 +124,76 @@ pub(super) static ACLS: Plain = Plain {
             serve: acl_log,
             does: "The daemon's answer without OVN (500).",
         }],
+        ..Decl::DEFAULTS
     },
     fields: r#"{"name":"","description":"","egress":[],"ingress":[],"config":{},"used_by":[],"project":""}"#,
-    config_keys: &["user."],
     invalid_key: (500, "Invalid config option \"{key}\""),
     key_rule: acl_name,
-    parent: top,
-    check: anything,
+    ..Plain::DEFAULTS
 };
 
 pub(super) static ZONES: Plain = Plain {
     decl: Decl {
         collection: "/1.0/network-zones",
-        key: "name",
         scope: Scope::Project(Some("features.networks.zones")),
-        writable: &["description", "config"],
-        create: Answer::Location,
-        update: true,
-        rename: Answer::No,
-        delete: true,
         not_found: "Network zone not found",
         exists: (400, "The network zone already exists"),
         project_not_found: NETWORK_PROJECT,
-        null_when_empty: false,
         limits: "No DNS server answers for the zone.",
         store: &Objects {
             kind: "network-zone",
             key: "name",
         },
-        subs: &[],
+        ..Decl::DEFAULTS
     },
     fields: r#"{"name":"","description":"","config":{},"used_by":[],"project":""}"#,
     config_keys: &["dns.nameservers", "network.nat", "peers.", "user."],
-    invalid_key: (400, "Invalid option \"{key}\""),
-    key_rule: any_name,
-    parent: top,
-    check: anything,
+    ..Plain::DEFAULTS
 };
 
 pub(super) static RECORDS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/network-zones/{}/records",
-        key: "name",
         scope: Scope::Project(Some("features.networks.zones")),
         writable: &["description", "entries", "config"],
-        create: Answer::Location,
-        update: true,
-        rename: Answer::No,
-        delete: true,
         not_found: "Network zone record not found",
         exists: (
             500,
             "UNIQUE constraint failed: networks_zones_records.network_zone_id, networks_zones_records.name",
         ),
         project_not_found: NETWORK_PROJECT,
-        null_when_empty: false,
         limits: "No DNS server serves the records.",
         store: &Objects {
             kind: "network-zone-record",
             key: "name",
         },
-        subs: &[],
+        ..Decl::DEFAULTS
     },
     fields: r#"{"name":"","description":"","entries":[],"config":{}}"#,
-    config_keys: &["user."],
-    invalid_key: (400, "Invalid option \"{key}\""),
-    key_rule: any_name,
     parent: zone,
-    check: anything,
+    ..Plain::DEFAULTS
 };
 
 pub(super) static INTEGRATIONS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/network-integrations",
-        key: "name",
-        scope: Scope::Global,
-        writable: &["description", "config"],
-        create: Answer::Location,
-        update: true,
         rename: Answer::Location,
-        delete: true,
         not_found: "Network_integration not found",
         exists: (
             500,
             "Failed to create \"networks_integrations\" entry: UNIQUE constraint failed: networks_integrations.name",
         ),
-        project_not_found: ["", ""],
-        null_when_empty: false,
         limits: "No OVN interconnection is made.",
         store: &Objects {
             kind: "network-integration",
             key: "name",
         },
-        subs: &[],
+        ..Decl::DEFAULTS
     },
     fields: r#"{"name":"","description":"","config":{},"type":"","used_by":[]}"#,
     config_keys: &["ovn.", "user."],
-    invalid_key: (400, "Invalid option \"{key}\""),
-    key_rule: any_name,
-    parent: top,
     check: integration_type,
+    ..Plain::DEFAULTS
 };
 
 pub(super) static FORWARDS: Plain = Plain {
@@ -255,30 +202,25 @@ pub(super) static FORWARDS: Plain = Plain {
         key: "listen_address",
         scope: Scope::Project(Some("features.networks")),
         writable: &["description", "config", "ports"],
-        create: Answer::Location,
-        update: true,
-        rename: Answer::No,
-        delete: true,
         not_found: "Network forward not found",
         exists: (
             409,
             "Failed creating forward: A forward for that listen address already exists",
         ),
         project_not_found: NETWORK_PROJECT,
-        null_when_empty: false,
         limits: "Stored, not applied: no packet is forwarded.",
         store: &Objects {
             kind: "network-forward",
             key: "listen_address",
         },
-        subs: &[],
+        ..Decl::DEFAULTS
     },
     fields: r#"{"listen_address":"","description":"","config":{},"ports":[],"location":""}"#,
     config_keys: &["target_address", "user."],
     invalid_key: (500, "Failed creating forward: Invalid option \"{key}\""),
     key_rule: listen_address,
     parent: forward_network,
-    check: anything,
+    ..Plain::DEFAULTS
 };
 
 pub(super) static BALANCERS: Plain = Plain {
@@ -287,17 +229,12 @@ pub(super) static BALANCERS: Plain = Plain {
         key: "listen_address",
         scope: Scope::Project(Some("features.networks")),
         writable: &["description", "config", "backends", "ports"],
-        create: Answer::Location,
-        update: true,
-        rename: Answer::No,
-        delete: true,
         not_found: "Network load balancer not found",
         exists: (
             409,
             "A load balancer for that listen address already exists",
         ),
         project_not_found: NETWORK_PROJECT,
-        null_when_empty: false,
         limits: "OVN only: every network of the fake answers as a bridge does (400).",
         store: &Objects {
             kind: "network-load-balancer",
@@ -309,40 +246,29 @@ pub(super) static BALANCERS: Plain = Plain {
             serve: balancer_state,
             does: "Not reached: the network's 400 comes first.",
         }],
+        ..Decl::DEFAULTS
     },
     fields: r#"{"listen_address":"","description":"","config":{},"backends":[],"ports":[],"location":""}"#,
-    config_keys: &["user."],
-    invalid_key: (400, "Invalid option \"{key}\""),
     key_rule: listen_address,
     parent: balancer_network,
-    check: anything,
+    ..Plain::DEFAULTS
 };
 
 pub(super) static PEERS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/networks/{}/peers",
-        key: "name",
         scope: Scope::Project(Some("features.networks")),
-        writable: &["description", "config"],
-        create: Answer::Location,
-        update: true,
-        rename: Answer::No,
-        delete: true,
         not_found: "Network peer not found",
         exists: (409, "A peer for that name already exists"),
         project_not_found: NETWORK_PROJECT,
-        null_when_empty: false,
         limits: "OVN only: every network of the fake answers as a bridge does (400).",
         store: &Objects {
             kind: "network-peer",
             key: "name",
         },
-        subs: &[],
+        ..Decl::DEFAULTS
     },
     fields: r#"{"name":"","description":"","config":{},"target_project":"","target_network":"","status":"","used_by":[]}"#,
-    config_keys: &["user."],
-    invalid_key: (400, "Invalid option \"{key}\""),
-    key_rule: any_name,
     parent: peer_network,
-    check: anything,
+    ..Plain::DEFAULTS
 };

@@ -14,13 +14,8 @@ pub(super) struct Networks;
 
 static DECL: Decl = Decl {
     collection: "/1.0/networks",
-    key: "name",
     scope: Scope::Project(Some("features.networks")),
-    writable: &["description", "config"],
-    create: Answer::Location,
-    update: true,
     rename: Answer::Location,
-    delete: true,
     not_found: "Network not found",
     exists: (409, "Network \"{name}\" already exists"),
     project_not_found: ["Failed to load project \"{}\": Project not found"; 2],
@@ -39,8 +34,8 @@ static DECL: Decl = Decl {
             does: "Empty: the fake runs no DHCP server.",
         },
     ],
-    null_when_empty: false,
     limits: "No host interface is made: a bridge's addresses are its config; OVN, macvlan, sriov and physical networks are refused as on a daemon without them; no cluster-member specific config.",
+    ..Decl::DEFAULTS
 };
 
 static STORE: Typed<Network> = Typed {

@@ -16,13 +16,9 @@ pub(super) struct Profiles;
 
 static DECL: Decl = Decl {
     collection: "/1.0/profiles",
-    key: "name",
     scope: Scope::Project(Some("features.profiles")),
     writable: &["config", "description", "devices"],
-    create: Answer::Location,
-    update: true,
     rename: Answer::Location,
-    delete: true,
     not_found: "Fetch profile: Profile not found",
     exists: (
         500,
@@ -30,9 +26,7 @@ static DECL: Decl = Decl {
     ),
     project_not_found: ["Failed loading project \"{}\": Project not found"; 2],
     store: &STORE,
-    subs: &[],
-    null_when_empty: false,
-    limits: "",
+    ..Decl::DEFAULTS
 };
 
 static STORE: Typed<Profile> = Typed {

@@ -5,7 +5,7 @@
 //! `default` cannot be renamed, deleted or change its features; other projects must be empty to
 //! be renamed, deleted or lose a feature.
 
-use super::resource::{Answer, At, Decl, Resource, Scope, Sub, Typed, Verb};
+use super::resource::{Answer, At, Decl, Resource, Sub, Typed, Verb};
 use super::validation::{check_entity_name, project_config_problem};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
@@ -17,19 +17,12 @@ pub(super) struct Projects;
 
 static DECL: Decl = Decl {
     collection: "/1.0/projects",
-    key: "name",
-    scope: Scope::Global,
-    writable: &["description", "config"],
-    create: Answer::Location,
-    update: true,
     rename: Answer::Operation("Renaming project"),
-    delete: true,
     not_found: "Project not found",
     exists: (
         500,
         "Failed creating project \"{name}\": Failed adding database record: Failed to create \"projects\" entry: UNIQUE constraint failed: projects.name",
     ),
-    project_not_found: ["", ""],
     store: &STORE,
     subs: &[
         Sub {
@@ -45,8 +38,8 @@ static DECL: Decl = Decl {
             does: "`null`: the fake has no fine-grained authorization.",
         },
     ],
-    null_when_empty: false,
     limits: "`state` counts instances, their `limits.cpu`/`limits.memory` and networks as the fake holds them; no disk or process usage.",
+    ..Decl::DEFAULTS
 };
 
 static STORE: Typed<Project> = Typed {

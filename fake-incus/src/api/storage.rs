@@ -2,7 +2,7 @@
 //! the volume endpoints that are not a custom volume's own (those are declared in
 //! [`super::volumes`]): every volume of a pool, the volumes of an instance type, and their gets.
 
-use super::resource::{Answer, At, Decl, Resource, Scope, Sub, Typed, Verb};
+use super::resource::{At, Decl, Resource, Sub, Typed, Verb};
 use super::volumes::{self, pool_not_found};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
@@ -16,16 +16,8 @@ pub(super) struct Pools;
 
 static DECL: Decl = Decl {
     collection: "/1.0/storage-pools",
-    key: "name",
-    scope: Scope::Global,
-    writable: &["description", "config"],
-    create: Answer::Location,
-    update: true,
-    rename: Answer::No,
-    delete: true,
     not_found: "Storage pool not found",
     exists: (409, "The storage pool already exists: The record already exists"),
-    project_not_found: ["", ""],
     store: &STORE,
     subs: &[Sub {
         method: "GET",
@@ -33,8 +25,8 @@ static DECL: Decl = Decl {
         serve: resources,
         does: "Zero space and inodes: the fake stores no data.",
     }],
-    null_when_empty: false,
     limits: "Only the `dir` driver: other drivers answer as a daemon without their tools. No space is used or reserved (`resources` reports a fixed size).",
+    ..Decl::DEFAULTS
 };
 
 static STORE: Typed<Pool> = Typed {
@@ -174,9 +166,9 @@ pub(super) fn route(
             "Currently not allowed to create storage volumes of type \"{kind}\""
         ))),
         ([pool, "volumes", kind], "GET") => list_volumes(ctx, pool, Some(kind)),
-        ([pool, "volumes", kind, name], "GET") => get_volume(ctx, pool, kind, name),
+        ([pool, "volumes", kind, name], "GET") => volumes::get_volume(ctx, pool, kind, name),
         ([pool, "volumes", kind, name, "snapshots", snap], "GET") => {
-            get_volume(ctx, pool, kind, &format!("{name}/{snap}"))
+            volumes::get_volume(ctx, pool, kind, &format!("{name}/{snap}"))
         }
         ([_, "volumes", ..], _) if rest.len() <= 6 => Err(ApiError::not_implemented()),
         _ => Err(ApiError::not_found()),
@@ -203,18 +195,4 @@ fn list_volumes(ctx: &Ctx, pool: &str, kind: Option<&str>) -> ApiResult {
         }
     }
     Ok(envelope::sync(Value::Array(items)))
-}
-
-pub(super) fn get_volume(ctx: &Ctx, pool: &str, kind: &str, name: &str) -> ApiResult {
-    let snapshot = ctx.app.snapshot();
-    let state = &snapshot.state;
-    if !state.storage_pools.iter().any(|p| p.name == pool) {
-        return Err(pool_not_found());
-    }
-    let volume = state
-        .volumes(pool, &ctx.project())
-        .into_iter()
-        .find(|v| v.kind == kind && v.name == name)
-        .ok_or_else(|| ApiError::new(404, "Storage pool volume not found"))?;
-    Ok(envelope::sync_etag(volume.to_json(), &volume.etag()))
 }

@@ -20,13 +20,9 @@ pub(super) static VOLUMES: Volumes = Volumes;
 
 static DECL: Decl = Decl {
     collection: "/1.0/storage-pools/{}/volumes/custom",
-    key: "name",
     scope: Scope::Project(Some("features.storage.volumes")),
-    writable: &["description", "config"],
     create: Answer::Empty,
-    update: true,
     rename: Answer::Location,
-    delete: true,
     not_found: "Storage pool volume not found",
     exists: (409, "Volume by that name already exists"),
     project_not_found: [
@@ -48,8 +44,8 @@ static DECL: Decl = Decl {
             does: "404: custom volumes have no snapshots on the fake (their snapshots are the instance issue's).",
         },
     ],
-    null_when_empty: false,
     limits: "No data: a volume is its config. No copy or move between pools or servers (501), no migration, no ISO or block content types.",
+    ..Decl::DEFAULTS
 };
 
 static STORE: Typed<Volume> = Typed {
@@ -230,7 +226,7 @@ impl Resource for Volumes {
 
 fn snapshot(ctx: &Ctx, at: &At, key: &str, snap: &[&str]) -> ApiResult {
     let name = format!("{key}/{}", snap.first().copied().unwrap_or_default());
-    super::storage::get_volume(ctx, &at.parent, "custom", &name)
+    get_volume(ctx, &at.parent, "custom", &name)
 }
 
 fn state(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
@@ -251,4 +247,20 @@ fn state(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
         ));
     }
     Ok(envelope::sync(json!({"usage": {"used": 0, "total": -1}})))
+}
+
+/// A volume of any type of a pool, as seen from the request's project (snapshots as
+/// `NAME/SNAPSHOT`).
+pub(super) fn get_volume(ctx: &Ctx, pool: &str, kind: &str, name: &str) -> ApiResult {
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
+    if !state.storage_pools.iter().any(|p| p.name == pool) {
+        return Err(pool_not_found());
+    }
+    let volume = state
+        .volumes(pool, &ctx.project())
+        .into_iter()
+        .find(|v| v.kind == kind && v.name == name)
+        .ok_or_else(|| ApiError::new(404, "Storage pool volume not found"))?;
+    Ok(envelope::sync_etag(volume.to_json(), &volume.etag()))
 }

@@ -2,8 +2,7 @@
 //! A fresh fake has none (an empty list is `null`, as the daemon's); a seeded state may hold
 //! some (kind `warning` of its `objects`).
 
-use super::network_objects::top;
-use super::resource::{Answer, Decl, Objects, Plain, Scope};
+use super::resource::{Answer, Decl, Objects, Plain};
 use crate::envelope::ApiError;
 use serde_json::Value;
 
@@ -29,27 +28,22 @@ pub(super) static WARNINGS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/warnings",
         key: "uuid",
-        scope: Scope::Global,
         writable: &["status"],
         create: Answer::No,
-        update: true,
-        rename: Answer::No,
-        delete: true,
         not_found: "Warning not found",
         exists: (409, ""),
-        project_not_found: ["", ""],
         null_when_empty: true,
         limits: "The fake raises no warnings of its own; `project=` does not filter.",
         store: &Objects {
             kind: "warning",
             key: "uuid",
         },
-        subs: &[],
+        ..Decl::DEFAULTS
     },
     fields: r#"{"uuid":"","status":"new","location":"none","project":"","type":"","count":1,"first_seen_at":"","last_seen_at":"","last_message":"","severity":"low","entity_url":""}"#,
     config_keys: &[],
     invalid_key: (400, ""),
     key_rule: never,
-    parent: top,
     check: status,
+    ..Plain::DEFAULTS
 };

@@ -9,7 +9,7 @@
 //! collection path is the longest prefix of the request's path.
 
 pub(crate) mod doc;
-mod plain;
+pub(crate) mod plain;
 mod store;
 
 pub(crate) use plain::Plain;
@@ -96,6 +96,32 @@ pub(crate) struct Decl {
     pub(crate) subs: &'static [Sub],
 }
 
+impl Decl {
+    /// What most resources declare: keyed by `name`, the server's, `description` and `config`
+    /// writable, created with a `Location`, updated and deleted, not renamed, no sub-endpoints.
+    /// A declaration states its own fields and takes the rest from here (`..Decl::DEFAULTS`).
+    pub(crate) const DEFAULTS: Decl = Decl {
+        collection: "",
+        key: "name",
+        scope: Scope::Global,
+        writable: &["description", "config"],
+        create: Answer::Location,
+        update: true,
+        rename: Answer::No,
+        delete: true,
+        not_found: "",
+        exists: (409, ""),
+        project_not_found: ["", ""],
+        limits: "",
+        null_when_empty: false,
+        store: &Objects {
+            kind: "",
+            key: "name",
+        },
+        subs: &[],
+    };
+}
+
 /// An endpoint below an object (`/state`, `/leases`, `/log`, ...).
 pub(crate) struct Sub {
     pub(crate) method: &'static str,
@@ -137,13 +163,7 @@ pub(crate) trait Resource: Sync {
     }
     /// Whether a key is a valid name for a new object.
     fn check_key(&self, key: &str) -> Result<(), ApiError> {
-        if key.is_empty() {
-            return Err(ApiError::bad_request("No name provided"));
-        }
-        if key.contains('/') {
-            return Err(ApiError::bad_request("Name cannot contain \"/\""));
-        }
-        Ok(())
+        plain::any_name(key)
     }
     /// Fills what a new object takes from the server (its creation time, a project's default
     /// features) before it is checked.

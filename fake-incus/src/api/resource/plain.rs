@@ -24,6 +24,40 @@ pub(crate) struct Plain {
     pub(crate) check: fn(&Value) -> Result<(), ApiError>,
 }
 
+impl Plain {
+    /// What most plain resources declare (see [`Decl::DEFAULTS`]): `name`, `description` and
+    /// `config` fields, `user.*` config keys only, any name without `/`, no parent, nothing
+    /// more to check.
+    pub(crate) const DEFAULTS: Plain = Plain {
+        decl: Decl::DEFAULTS,
+        fields: r#"{"name":"","description":"","config":{}}"#,
+        config_keys: &["user."],
+        invalid_key: (400, "Invalid option \"{key}\""),
+        key_rule: any_name,
+        parent: top,
+        check: anything,
+    };
+}
+
+/// A key that is not empty and holds no `/`.
+pub(crate) fn any_name(key: &str) -> Result<(), ApiError> {
+    match key {
+        "" => Err(ApiError::bad_request("No name provided")),
+        k if k.contains('/') => Err(ApiError::bad_request("Name cannot contain \"/\"")),
+        _ => Ok(()),
+    }
+}
+
+/// Nothing above it.
+pub(crate) fn top(_: &State, _: &At) -> Result<(), ApiError> {
+    Ok(())
+}
+
+/// Nothing more to check.
+pub(crate) fn anything(_: &Value) -> Result<(), ApiError> {
+    Ok(())
+}
+
 impl Resource for Plain {
     fn decl(&self) -> &Decl {
         &self.decl
