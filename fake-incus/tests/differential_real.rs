@@ -1344,6 +1344,20 @@ async fn read_only_resources(p: &mut Probe, project: &str, name: &str) {
         ("storage pool default", "/1.0/storage-pools/default"),
         ("storage pool unknown", "/1.0/storage-pools/nosuch"),
         ("storage volumes", "/1.0/storage-pools/default/volumes"),
+        ("storage pool resources unknown", "/1.0/storage-pools/nosuch/resources"),
+        ("storage buckets", "/1.0/storage-pools/default/buckets"),
+        ("storage bucket unknown", "/1.0/storage-pools/default/buckets/nosuch"),
+        ("network acls", "/1.0/network-acls"),
+        ("network acl unknown", "/1.0/network-acls/nosuch"),
+        ("network zones", "/1.0/network-zones"),
+        ("network zone unknown", "/1.0/network-zones/nosuch"),
+        ("network zone records unknown zone", "/1.0/network-zones/nosuch/records"),
+        ("network forwards of lo", "/1.0/networks/lo/forwards"),
+        ("network leases of unknown", "/1.0/networks/nosuch/leases"),
+        ("network allocations", "/1.0/network-allocations"),
+        ("network integration unknown", "/1.0/network-integrations/nosuch"),
+        ("certificate unknown", "/1.0/certificates/nosuch"),
+        ("warning unknown", "/1.0/warnings/nosuch"),
     ] {
         p.step(label, Req::get(format!("{path}?{q}"))).await;
         p.step(
@@ -1362,6 +1376,16 @@ async fn read_only_resources(p: &mut Probe, project: &str, name: &str) {
         .await;
     p.step("project unknown", Req::get("/1.0/projects/nosuchproject"))
         .await;
+    p.step(
+        "project state",
+        Req::get(format!("/1.0/projects/{project}/state")),
+    )
+    .await;
+    p.step(
+        "project state unknown",
+        Req::get("/1.0/projects/nosuchproject/state"),
+    )
+    .await;
     p.step(
         "instances in unknown project",
         Req::get("/1.0/instances?project=nosuchproject"),

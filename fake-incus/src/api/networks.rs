@@ -38,13 +38,7 @@ static DECL: Decl = Decl {
     ..Decl::DEFAULTS
 };
 
-static STORE: Typed<Network> = Typed {
-    rows: |s| &s.networks,
-    rows_mut: |s| &mut s.networks,
-    key: "name",
-    project: Some("project"),
-    parent: None,
-};
+static STORE: Typed<Network> = Typed::rows(|s| &s.networks, |s| &mut s.networks).per_project();
 
 /// Config key prefixes a bridge accepts (`internal/server/network/driver_bridge.go`).
 const BRIDGE_KEYS: &[&str] = &[

@@ -29,13 +29,7 @@ static DECL: Decl = Decl {
     ..Decl::DEFAULTS
 };
 
-static STORE: Typed<Profile> = Typed {
-    rows: |s| &s.profiles,
-    rows_mut: |s| &mut s.profiles,
-    key: "name",
-    project: Some("project"),
-    parent: None,
-};
+static STORE: Typed<Profile> = Typed::rows(|s| &s.profiles, |s| &mut s.profiles).per_project();
 
 fn profile(object: &Value) -> Option<Profile> {
     serde_json::from_value(object.clone()).ok()

@@ -42,13 +42,7 @@ static DECL: Decl = Decl {
     ..Decl::DEFAULTS
 };
 
-static STORE: Typed<Project> = Typed {
-    rows: |s| &s.projects,
-    rows_mut: |s| &mut s.projects,
-    key: "name",
-    project: None,
-    parent: None,
-};
+static STORE: Typed<Project> = Typed::rows(|s| &s.projects, |s| &mut s.projects);
 
 fn is_true(config: &Value, key: &str) -> bool {
     config[key]

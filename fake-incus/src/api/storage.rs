@@ -29,13 +29,7 @@ static DECL: Decl = Decl {
     ..Decl::DEFAULTS
 };
 
-static STORE: Typed<Pool> = Typed {
-    rows: |s| &s.storage_pools,
-    rows_mut: |s| &mut s.storage_pools,
-    key: "name",
-    project: None,
-    parent: None,
-};
+static STORE: Typed<Pool> = Typed::rows(|s| &s.storage_pools, |s| &mut s.storage_pools);
 
 fn pool(object: Value) -> Option<Pool> {
     serde_json::from_value(object).ok()

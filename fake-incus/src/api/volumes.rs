@@ -48,13 +48,9 @@ static DECL: Decl = Decl {
     ..Decl::DEFAULTS
 };
 
-static STORE: Typed<Volume> = Typed {
-    rows: |s| &s.storage_volumes,
-    rows_mut: |s| &mut s.storage_volumes,
-    key: "name",
-    project: Some("project"),
-    parent: Some("pool"),
-};
+static STORE: Typed<Volume> = Typed::rows(|s| &s.storage_volumes, |s| &mut s.storage_volumes)
+    .per_project()
+    .under("pool");
 
 /// `POST .../volumes/custom/{name}` (Go `api.StorageVolumePost`): what a rename may not ask.
 #[derive(Deserialize, Default)]

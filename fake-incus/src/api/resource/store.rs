@@ -39,6 +39,33 @@ fn decode<T: DeserializeOwned>(object: Value) -> Result<T, ApiError> {
 }
 
 impl<T> Typed<T> {
+    /// The list `rows` of the state, its rows keyed by `name`, owned by no project.
+    pub(crate) const fn rows(
+        rows: fn(&State) -> &Vec<T>,
+        rows_mut: fn(&mut State) -> &mut Vec<T>,
+    ) -> Self {
+        Self {
+            rows,
+            rows_mut,
+            key: "name",
+            project: None,
+            parent: None,
+        }
+    }
+    /// Rows say their project in their field `project`.
+    pub(crate) const fn per_project(self) -> Self {
+        Self {
+            project: Some("project"),
+            ..self
+        }
+    }
+    /// Rows say their parent's key in this field.
+    pub(crate) const fn under(self, field: &'static str) -> Self {
+        Self {
+            parent: Some(field),
+            ..self
+        }
+    }
     fn is_at(&self, row: &Value, at: &At) -> bool {
         let field = |name: Option<&str>, want: &str| {
             name.is_none_or(|name| row[name].as_str() == Some(want))
