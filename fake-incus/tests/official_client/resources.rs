@@ -26,6 +26,10 @@ pub(crate) fn trials() -> Vec<Trial> {
             official_client_lists_the_trust_store_and_warnings,
         ),
         trial(
+            "official_client_admin_init_preseed_configures_a_fresh_fake",
+            official_client_admin_init_preseed_configures_a_fresh_fake,
+        ),
+        trial(
             "a_trust_token_admits_a_new_client_over_https_until_its_certificate_is_removed",
             a_trust_token_admits_a_new_client_over_https_until_its_certificate_is_removed,
         ),
@@ -176,5 +180,58 @@ async fn a_trust_token_admits_a_new_client_over_https_until_its_certificate_is_r
         !out.status.success(),
         "a removed certificate is no longer trusted"
     );
+    Completion::Completed
+}
+
+const PRESEED: &[u8] = b"config:
+  user.origin: preseed
+networks:
+- name: br0
+  type: bridge
+  config:
+    ipv4.address: 10.66.0.1/24
+    ipv6.address: none
+storage_pools:
+- name: data
+  driver: dir
+profiles:
+- name: default
+  devices:
+    root:
+      path: /
+      pool: data
+      type: disk
+    eth0:
+      name: eth0
+      network: br0
+      type: nic
+";
+
+async fn official_client_admin_init_preseed_configures_a_fresh_fake() -> Completion {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    let Some(cli) = setup(&fake).await else {
+        return Completion::ignored_with(NO_CLIENT);
+    };
+    let out = cli
+        .run_with(&["admin", "init", "--preseed"], Some(PRESEED))
+        .await;
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        cli.ok(&["config", "get", "user.origin"]).await.trim(),
+        "preseed"
+    );
+    let network = cli.ok(&["network", "get", "br0", "ipv4.address"]).await;
+    assert_eq!(network.trim(), "10.66.0.1/24");
+    let pools = cli.ok(&["storage", "list", "-f", "csv", "-c", "n"]).await;
+    assert!(pools.lines().any(|l| l == "data"), "{pools}");
+    let profile = cli
+        .ok(&["profile", "device", "get", "default", "eth0", "network"])
+        .await;
+    assert_eq!(profile.trim(), "br0");
     Completion::Completed
 }
