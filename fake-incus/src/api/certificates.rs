@@ -55,7 +55,7 @@ static DECL: Decl = Decl {
     writable: &["name", "type", "restricted", "projects", "description"],
     not_found: "Certificate not found",
     exists: (409, "Certificate already in trust store"),
-    limits: "A restricted certificate is trusted for every project (its `projects` are stored, not enforced). Certificates the fake was started with are trusted but not listed.",
+    limits: "A restricted certificate reaches only its projects (and reads server-level objects and `default`'s inherited ones), as the daemon's TLS authorizer decides; `/1.0/projects` is not filtered for it. Certificates the fake was started with are trusted but not listed.",
     store: &Objects {
         kind: "certificate",
         key: "fingerprint",
@@ -161,6 +161,78 @@ impl Resource for Certificates {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(key);
     }
+}
+
+/// What a restricted certificate may not do (`internal/server/auth/driver_tls.go`): an HTTPS
+/// peer whose certificate is in the trust store with `restricted: true` may only read
+/// server-level objects, may not use `all-projects`, may not change projects, and reaches
+/// project-level objects only in its `projects` (and read `default`'s inherited images,
+/// profiles, volumes, buckets, networks and zones). Everyone else passes.
+pub(super) fn check_restrictions(
+    ctx: &Ctx,
+    method: &http::Method,
+    segs: &[&str],
+) -> Result<(), ApiError> {
+    let Some(fingerprint) = ctx.peer.fingerprint.as_deref().filter(|_| ctx.trusted) else {
+        return Ok(());
+    };
+    let snapshot = ctx.app.snapshot();
+    let at = At {
+        project: String::new(),
+        parent: String::new(),
+    };
+    let Some(certificate) = DECL
+        .store
+        .list(&snapshot.state, &at)
+        .into_iter()
+        .find(|c| c["fingerprint"].as_str() == Some(fingerprint))
+    else {
+        return Ok(());
+    };
+    if certificate["restricted"] != json!(true) {
+        return Ok(());
+    }
+    let restricted = || Err(ApiError::new(403, "Certificate is restricted"));
+    if ctx.all_projects() {
+        return restricted();
+    }
+    let reading = *method == http::Method::GET;
+    let server_level = match segs {
+        []
+        | ["cluster", ..]
+        | ["warnings", ..]
+        | ["resources"]
+        | ["metrics"]
+        | ["metadata", ..]
+        | ["certificates", ..]
+        | ["network-integrations", ..] => true,
+        ["storage-pools"] | ["storage-pools", _] | ["storage-pools", _, "resources"] => true,
+        ["projects"] => !reading,
+        ["projects", ..] if !reading => true,
+        _ => false,
+    };
+    if server_level {
+        return if reading { Ok(()) } else { restricted() };
+    }
+    let project = match segs {
+        ["projects", name, ..] => (*name).to_owned(),
+        ["projects"] => return Ok(()),
+        _ => ctx.project(),
+    };
+    let allowed = certificate["projects"]
+        .as_array()
+        .is_some_and(|p| p.iter().any(|p| p.as_str() == Some(project.as_str())));
+    let inherited = matches!(
+        segs.first(),
+        Some(&("images" | "profiles" | "storage-pools" | "networks" | "network-zones"))
+    );
+    if allowed || (project == "default" && reading && inherited) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        403,
+        format!("User does not have permission for project {project:?}"),
+    ))
 }
 
 /// `api.CertificateAddToken` and `api.ClusterMemberJoinToken`: what a token encodes (base64

@@ -123,6 +123,7 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
     if !ctx.trusted && segs.len() > 1 && !redeeming {
         return Err(ApiError::forbidden());
     }
+    certificates::check_restrictions(ctx, &method, &segs[1..])?;
     match (segs.len(), &method) {
         (1, &Method::PUT) if ctx.trusted => return host::update(ctx, req.body(), false),
         (1, &Method::PATCH) if ctx.trusted => return host::update(ctx, req.body(), true),

@@ -30,6 +30,10 @@ pub(crate) fn trials() -> Vec<Trial> {
             official_client_admin_init_preseed_configures_a_fresh_fake,
         ),
         trial(
+            "a_restricted_certificate_reaches_only_its_projects",
+            a_restricted_certificate_reaches_only_its_projects,
+        ),
+        trial(
             "a_trust_token_admits_a_new_client_over_https_until_its_certificate_is_removed",
             a_trust_token_admits_a_new_client_over_https_until_its_certificate_is_removed,
         ),
@@ -233,5 +237,41 @@ async fn official_client_admin_init_preseed_configures_a_fresh_fake() -> Complet
         .ok(&["profile", "device", "get", "default", "eth0", "network"])
         .await;
     assert_eq!(profile.trim(), "br0");
+    Completion::Completed
+}
+
+async fn a_restricted_certificate_reaches_only_its_projects() -> Completion {
+    let fake = FakeIncus::builder().https(true).start().await.unwrap();
+    let (Some(admin), Some(laptop)) = (setup(&fake).await, setup(&fake).await) else {
+        return Completion::ignored_with(NO_CLIENT);
+    };
+    admin.ok(&["project", "create", "p1"]).await;
+    let token = admin
+        .ok(&[
+            "config",
+            "trust",
+            "add",
+            "laptop",
+            "-q",
+            "--restricted",
+            "--projects",
+            "p1",
+        ])
+        .await;
+    laptop.ok(&["remote", "add", "fk", token.trim()]).await;
+    laptop.ok(&["list", "fk:", "--project", "p1"]).await;
+    let out = laptop.run(&["list", "fk:", "--project", "default"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "another project is refused");
+    assert!(
+        stderr.contains("User does not have permission for project \"default\""),
+        "{stderr}"
+    );
+    let out = laptop.run(&["config", "set", "fk:", "user.a=b"]).await;
+    assert!(
+        !out.status.success(),
+        "a restricted certificate cannot change the server"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Certificate is restricted"));
     Completion::Completed
 }
