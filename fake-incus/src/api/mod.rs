@@ -6,7 +6,9 @@
 mod body;
 mod certificates;
 mod cluster;
+mod cluster_groups;
 mod context;
+mod evacuation;
 mod events;
 mod exec;
 mod files;
@@ -16,10 +18,12 @@ mod images;
 mod instances;
 mod journaling;
 mod logs;
+mod migration;
 mod networks;
 mod operations;
 mod profiles;
 mod projects;
+mod resources;
 mod server;
 mod sftp;
 mod snapshots;
@@ -143,8 +147,12 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         "networks" => networks::route(ctx, &method, &segs[2..]),
         "profiles" => profiles::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "projects" => projects::route(ctx, &method, &segs[2..], req.headers(), req.body()),
+        "storage-pools" if segs.len() == 4 && segs[3] == "resources" => {
+            resources::pool(ctx, &method, segs[2])
+        }
         "storage-pools" => storage::route(ctx, &method, &segs[2..], req.headers(), req.body()),
-        "cluster" => cluster::route(ctx, &method, &segs[2..], req.body()),
+        "resources" => resources::route(&method, &segs[2..]),
+        "cluster" => cluster::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "certificates" => certificates::route(ctx, &method, &segs[2..], req.body()),
         "operations" => operations::route(ctx, req, &segments[2..]).await,
         "events" if segs.len() == 2 => events::route(ctx, req),

@@ -11,8 +11,10 @@
 //! Binding the members' listeners and taking members down and up is done by `members`, at the
 //! top beside the server; what a request belongs to ([`Scope`]) is handed down explicitly.
 
+mod records;
 mod severable;
 
+pub(crate) use records::{config_problem, known_role, Group, Records, Want, DEFAULT_GROUP};
 pub(crate) use severable::Severable;
 
 use std::net::SocketAddr;
@@ -140,6 +142,8 @@ pub(crate) struct Cluster {
     pub(crate) members: Vec<MemberInfo>,
     pub(crate) timings: ClusterTimings,
     runtime: Mutex<Vec<Runtime>>,
+    /// What the cluster's database holds about the members (groups, config, evacuation).
+    records: Mutex<Records>,
     /// The TLS configuration every member serves (one cluster certificate).
     pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
@@ -169,6 +173,7 @@ impl Cluster {
             })
             .collect();
         Self {
+            records: Mutex::new(Records::new(members.len())),
             members,
             timings,
             runtime: Mutex::new(runtime),
@@ -180,6 +185,20 @@ impl Cluster {
         self.runtime
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The members' records, locked. Never hold it across an `.await` or while taking
+    /// another lock.
+    pub(crate) fn records(&self) -> MutexGuard<'_, Records> {
+        self.records
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the member is evacuated.
+    pub(crate) fn evacuated(&self, name: &str) -> bool {
+        self.index(name)
+            .is_some_and(|i| self.records().members.get(i).is_some_and(|r| r.evacuated))
     }
 
     pub(crate) fn index(&self, name: &str) -> Option<usize> {
@@ -308,18 +327,42 @@ impl Cluster {
                 down,
                 wall,
             } if since.elapsed() < self.timings.back_online_after => offline(down, wall),
+            _ if self
+                .records()
+                .members
+                .get(index)
+                .is_some_and(|r| r.evacuated) =>
+            {
+                ("Evacuated", "Unavailable due to maintenance".to_string())
+            }
             _ => online,
         }
     }
 
-    /// The online member with the fewest instances (`counts` by member name), first in
-    /// order on a tie; `None` when every member is down.
-    pub(crate) fn place(&self, count: impl Fn(&str) -> usize) -> Option<String> {
+    /// Of the members `want` allows (see [`records::candidate`]) that serve, the one with the
+    /// fewest instances (`count` by member name), first in order on a tie (the daemon's sort
+    /// is not stable: a real tie goes either way); `None` when there is none.
+    pub(crate) fn place(&self, want: &Want<'_>, count: impl Fn(&str) -> usize) -> Option<String> {
+        let allowed: Vec<bool> = {
+            let records = self.records();
+            self.members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    want.not != Some(m.name.as_str())
+                        && records
+                            .members
+                            .get(i)
+                            .is_some_and(|r| records::candidate(r, want))
+                })
+                .collect()
+        };
         self.members
             .iter()
-            .filter(|m| self.routed(&m.name) == Routed::Serve)
-            .min_by_key(|m| count(&m.name))
-            .map(|m| m.name.clone())
+            .zip(allowed)
+            .filter(|(m, allowed)| *allowed && self.routed(&m.name) == Routed::Serve)
+            .min_by_key(|(m, _)| count(&m.name))
+            .map(|(m, _)| m.name.clone())
     }
 
     /// The public view of every member.

@@ -7,7 +7,7 @@ use fake_incus::{assert_native_error, ClusterTimings, FakeIncus};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-async fn cluster() -> FakeIncus {
+pub(crate) async fn cluster() -> FakeIncus {
     FakeIncus::builder()
         .cluster(["m1", "m2", "m3"])
         .cluster_timings(ClusterTimings::fast())
@@ -17,7 +17,7 @@ async fn cluster() -> FakeIncus {
 }
 
 /// A request through member `member`'s Unix socket.
-async fn via(
+pub(crate) async fn via(
     fake: &FakeIncus,
     member: &str,
     method: &str,
@@ -173,7 +173,12 @@ async fn a_member_down_refuses_connections_on_its_own_socket_until_it_is_up() {
 }
 
 /// Creates an instance through `member` (targeted when `target` is set) and waits for it.
-async fn create(fake: &FakeIncus, member: &str, name: &str, target: Option<&str>) -> Reply {
+pub(crate) async fn create(
+    fake: &FakeIncus,
+    member: &str,
+    name: &str,
+    target: Option<&str>,
+) -> Reply {
     let path = match target {
         Some(t) => format!("/1.0/instances?target={t}"),
         None => "/1.0/instances".to_string(),
@@ -203,7 +208,7 @@ async fn create(fake: &FakeIncus, member: &str, name: &str, target: Option<&str>
     accepted
 }
 
-fn location_of(reply: &Reply) -> &str {
+pub(crate) fn location_of(reply: &Reply) -> &str {
     reply.metadata()["location"].as_str().unwrap_or_default()
 }
 
