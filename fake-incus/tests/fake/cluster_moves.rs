@@ -401,10 +401,7 @@ async fn cluster_groups_are_created_assigned_renamed_and_deleted_with_the_daemon
     let post = |body: Value| via(&fake, "m1", "POST", "/1.0/cluster/groups", Some(body));
     let made = post(json!({"name": "g1", "description": "gd", "members": ["m2"]})).await;
     assert_eq!(made.status(), 201);
-    assert_eq!(
-        made.header("location"),
-        Some("/1.0/cluster/groups/g1")
-    );
+    assert_eq!(made.header("location"), Some("/1.0/cluster/groups/g1"));
     let reply = post(json!({"name": "g1"})).await;
     assert_native_error(
         &reply,
