@@ -6,7 +6,7 @@
 use super::cluster_groups::member_not_found;
 use super::migration::segments;
 use super::{only, Ctx};
-use crate::cluster::{Cluster, MemberInfo, Routed, Want};
+use crate::cluster::{Cluster, Database, MemberInfo, Routed, Want};
 use crate::envelope::{self, ApiError, ApiResult, Body};
 use crate::state::etag;
 use bytes::Bytes;
@@ -166,7 +166,7 @@ fn member_object(cluster: &Cluster, member: &MemberInfo) -> Value {
         .get(index)
         .cloned()
         .unwrap_or_default();
-    let database = super::cluster_groups::database_roles(index);
+    let database = super::cluster_groups::database_roles(cluster, index);
     let mut roles = record.roles.clone();
     roles.extend(database.iter().map(ToString::to_string));
     let (status, message) = cluster.status(&member.name);
@@ -219,6 +219,7 @@ pub(super) async fn serve(ctx: &mut Ctx, cluster: &Cluster, req: Request<Bytes>)
     if !ctx.trusted {
         return super::route(ctx, req).await;
     }
+    database_ready(ctx, cluster, &req).await?;
     let here = this_member(ctx, cluster).name.clone();
     let owner = owner(ctx, cluster, &req)?;
     let location = match &owner {
@@ -241,6 +242,40 @@ pub(super) async fn serve(ctx: &mut Ctx, cluster: &Cluster, req: Request<Bytes>)
         None => super::route(ctx, req).await?,
     };
     finish(ctx, cluster, &here, &location, kind, owner_life, response).await
+}
+
+/// Waits for the cluster's database as the request needs it: everything but the member's
+/// own `GET /1.0` (and streams: events, websockets) reads it. While the voters elect a new
+/// leader the request waits for the election; without quorum it fails (see
+/// [`crate::ClusterTimings::no_quorum_stall`]), as measured on a real cluster.
+async fn database_ready(
+    ctx: &Ctx,
+    cluster: &Cluster,
+    req: &Request<Bytes>,
+) -> Result<(), ApiError> {
+    let path = req.uri().path().trim_end_matches('/');
+    let own_server = path == "/1.0" && ctx.param("target").is_none_or(str::is_empty);
+    if own_server || super::is_upgrade(req) || path == "/1.0/events" || path.is_empty() {
+        return Ok(());
+    }
+    let (until, failure) = match cluster.database() {
+        Database::Ready => return Ok(()),
+        Database::Electing { until } => (until, None),
+        Database::NoQuorum if path == "/1.0/cluster/members" => (
+            tokio::time::Instant::now()
+                + cluster.timings.no_quorum_stall.min(std::time::Duration::from_secs(5)),
+            Some(ApiError::internal("context deadline exceeded")),
+        ),
+        Database::NoQuorum => (
+            tokio::time::Instant::now() + cluster.timings.no_quorum_stall,
+            Some(ApiError::new(503, "Failed to begin transaction: failed to create cowsql connection: no available cowsql leader server found")),
+        ),
+    };
+    tokio::select! {
+        () = tokio::time::sleep_until(until) => {}
+        () = ctx.app.shutdown.cancelled() => {}
+    }
+    failure.map_or(Ok(()), Err)
 }
 
 /// Who serves a request.

@@ -267,12 +267,15 @@ struct MemberPut {
     groups: Vec<String>,
 }
 
-/// The database roles of member `index` (the first three members are voters, the first leads).
-pub(super) fn database_roles(index: usize) -> &'static [&'static str] {
-    match index {
-        0 => &["database-leader", "database"],
-        1 | 2 => &["database"],
-        _ => &[],
+/// The database roles of member `index`: voters have `database`, the leader also
+/// `database-leader` (a dead voter keeps `database`, as measured).
+pub(super) fn database_roles(cluster: &Cluster, index: usize) -> &'static [&'static str] {
+    if !Cluster::voter(index) {
+        &[]
+    } else if cluster.leader() == Some(index) {
+        &["database-leader", "database"]
+    } else {
+        &["database"]
     }
 }
 
@@ -288,7 +291,7 @@ pub(super) fn update_member(
     let index = cluster.index(name).ok_or_else(member_not_found)?;
     super::instances::check_etag(headers, current_tag)?;
     let req: MemberPut = parse_body(body)?;
-    let database = database_roles(index).contains(&"database");
+    let database = database_roles(cluster, index).contains(&"database");
     let asks_database = req.roles.iter().any(|r| r == "database");
     if database && !asks_database {
         return Err(ApiError::bad_request(

@@ -407,7 +407,7 @@ async fn the_journal_records_the_member_each_request_came_through() {
 
 /// A cluster whose member-down phases are set for one test: `just_died` long means the
 /// "just died" phase lasts the whole test; zero means it is over at once.
-async fn cluster_with(timings: ClusterTimings) -> FakeIncus {
+pub(crate) async fn cluster_with(timings: ClusterTimings) -> FakeIncus {
     FakeIncus::builder()
         .cluster(["m1", "m2", "m3"])
         .cluster_timings(timings)
@@ -444,6 +444,7 @@ async fn just_after_a_member_died_its_instance_get_is_refused_with_its_address_a
         not_ready_after: long(),
         offline_threshold: long(),
         back_online_after: Duration::ZERO,
+        ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;
@@ -479,6 +480,7 @@ async fn just_after_a_member_died_exec_and_server_target_stall_then_miss_the_eve
         not_ready_after: long(),
         offline_threshold: long(),
         back_online_after: Duration::ZERO,
+        ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;
@@ -512,6 +514,7 @@ async fn once_not_ready_everything_routed_to_the_dead_member_answers_server_isnt
         not_ready_after: Duration::ZERO,
         offline_threshold: long(),
         back_online_after: long(),
+        ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m1", Some("m1")).await;
@@ -589,6 +592,7 @@ async fn a_dead_member_shows_offline_after_the_heartbeat_threshold() {
         not_ready_after: Duration::ZERO,
         offline_threshold: Duration::from_millis(50),
         back_online_after: Duration::from_millis(50),
+        ..ClusterTimings::fast()
     })
     .await;
     fake.member_down("m2").unwrap();
@@ -627,6 +631,7 @@ async fn after_a_member_returns_its_old_operations_are_gone_and_its_instances_re
         not_ready_after: Duration::ZERO,
         offline_threshold: long(),
         back_online_after: Duration::ZERO,
+        ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;
@@ -651,6 +656,7 @@ async fn a_members_death_cuts_exec_streams_with_eof_and_waits_with_unexpected_eo
         not_ready_after: long(),
         offline_threshold: long(),
         back_online_after: Duration::ZERO,
+        ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;

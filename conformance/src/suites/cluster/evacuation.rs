@@ -7,6 +7,7 @@
 use fake_incus::Request;
 use serde_json::{json, Value};
 
+use super::member_down::once_not_applied;
 use super::session::{Cluster, Through, MEMBERS};
 use super::{create_input, instance_on, place_one_per_member, trial, READ, WRITE};
 use crate::runner::Check;
@@ -100,16 +101,7 @@ fn start_while_evacuated(cluster: &Cluster) -> Result<(), String> {
         let start = json!({"name": name, "action": "start"});
         let refused = cluster.call(via, "incus_instance_state_update", WRITE, start);
         is_evacuated_refusal(&refused)?;
-        let sent: Vec<_> = refused.sent("PUT", &path);
-        match sent.as_slice() {
-            [entry] if !entry.applied => {}
-            _ => {
-                return Err(refused.failure(&format!(
-                    "PUT {path} reached the cluster {} times or was applied, expected once, not applied",
-                    sent.len()
-                )))
-            }
-        }
+        once_not_applied(&refused, "PUT", &path)?;
     }
     let state = cluster.call(
         "m3",
