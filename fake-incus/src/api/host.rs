@@ -115,31 +115,13 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> Option<ApiResu
     Some(super::only(method, Method::GET).and(answer))
 }
 
-/// `GET /1.0/resources` (Go `api.Resources`): a small machine with no devices.
+/// `GET /1.0/resources` (Go `api.Resources`): the host a real cluster member described. A
+/// standalone server knows no `?target=` member; on a cluster the member was picked before.
 fn resources(ctx: &Ctx) -> ApiResult {
-    if ctx.param("target").is_some_and(|t| !t.is_empty()) {
+    if ctx.app.cluster().is_none() && ctx.param("target").is_some_and(|t| !t.is_empty()) {
         return Err(ApiError::new(404, "Cluster member not found"));
     }
-    let threads = 2;
-    let cores: Vec<Value> = (0..threads)
-        .map(|i| json!({"core": i, "die": 0, "threads": [{"id": i, "numa_node": 0, "thread": 0, "online": true, "isolated": false}], "frequency": 0}))
-        .collect();
-    Ok(envelope::sync(json!({
-        "cpu": {"architecture": std::env::consts::ARCH, "sockets": [{
-            "name": "Fake CPU", "vendor": "Fake", "socket": 0, "cache": [], "cores": cores,
-            "frequency": 0, "frequency_minimum": 0, "frequency_turbo": 0}], "total": threads},
-        "memory": {"nodes": null, "hugepages_total": 0, "hugepages_used": 0, "hugepages_size": 0,
-            "used": 0, "total": 4_294_967_296_u64},
-        "gpu": {"cards": [], "total": 0},
-        "network": {"cards": [], "total": 0},
-        "storage": {"disks": [], "total": 0},
-        "usb": {"devices": [], "total": 0},
-        "pci": {"devices": [], "total": 0},
-        "system": {"uuid": "", "vendor": "", "product": "", "family": "", "version": "",
-            "sku": "", "serial": "", "type": "container", "firmware": null, "chassis": null,
-            "motherboard": null},
-        "load": {"average1": 0.0, "average5": 0.0, "average10": 0.0, "processes": 0},
-    })))
+    Ok(envelope::sync(super::resources::host()))
 }
 
 /// `GET /1.0/metrics`: Prometheus text of what the fake holds: one `incus_procs_total` and

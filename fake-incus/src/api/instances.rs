@@ -309,14 +309,20 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
         "Creating instance",
         crate::state::url(&format!("/1.0/instances/{name}"), &project),
     );
-    spec.resources.insert(
-        "instances".into(),
-        vec![
-            crate::state::url(&format!("/1.0/instances/{name}"), &project),
-            crate::state::url(&format!("/1.0/instances/{}", from.name), &project),
-        ],
-    );
+    // A copy onto another cluster member names only the new instance (measured).
+    let mut urls = vec![crate::state::url(
+        &format!("/1.0/instances/{name}"),
+        &project,
+    )];
+    if from.location == ctx.location() {
+        urls.push(crate::state::url(
+            &format!("/1.0/instances/{}", from.name),
+            &project,
+        ));
+    }
+    spec.resources.insert("instances".into(), urls);
     let app = std::sync::Arc::clone(&ctx.app);
+    let location = ctx.location();
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             if state.instance(&project, &name).is_some() {
                 return Err(ApiError::internal(
@@ -340,6 +346,7 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
                 return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
             }
             let mut instance = Instance::from_image(&name, &project, None);
+            instance.location = location;
             instance.config.extend(config);
             instance
                 .config

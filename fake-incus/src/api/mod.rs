@@ -7,7 +7,9 @@ mod body;
 mod buckets;
 mod certificates;
 mod cluster;
+mod cluster_groups;
 mod context;
+mod evacuation;
 mod events;
 mod exec;
 mod files;
@@ -18,12 +20,14 @@ mod images;
 mod instances;
 mod journaling;
 mod logs;
+mod migration;
 mod network_objects;
 mod networks;
 mod operations;
 mod profiles;
 mod projects;
 mod resource;
+mod resources;
 mod server;
 mod sftp;
 mod snapshots;
@@ -170,7 +174,7 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         },
         "images" => images::route(ctx, &method, &segs[2..], req.headers(), req.body()).await,
         "storage-pools" => storage::route(ctx, &method, &segs[2..], req.headers(), req.body()),
-        "cluster" => cluster::route(ctx, &method, &segs[2..], req.body()),
+        "cluster" => cluster::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "operations" => operations::route(ctx, req, &segments[2..]).await,
         "events" if segs.len() == 2 => events::route(ctx, req),
         _ => Err(ApiError::not_found()),

@@ -127,10 +127,7 @@ fn resources(ctx: &Ctx, _: &At, key: &str, _: &[&str]) -> ApiResult {
     {
         return Err(ApiError::internal("Storage pool not found"));
     }
-    Ok(envelope::sync(json!({
-        "space": {"used": 0, "total": 0},
-        "inodes": {"used": 0, "total": 0},
-    })))
+    Ok(envelope::sync(super::resources::pool_usage()))
 }
 
 /// The volume endpoints of a pool that are not a custom volume's (`rest` after

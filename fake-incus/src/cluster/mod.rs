@@ -11,8 +11,10 @@
 //! Binding the members' listeners and taking members down and up is done by `members`, at the
 //! top beside the server; what a request belongs to ([`Scope`]) is handed down explicitly.
 
+mod records;
 mod severable;
 
+pub(crate) use records::{config_problem, known_role, Group, Records, Want, DEFAULT_GROUP};
 pub(crate) use severable::Severable;
 
 use std::net::SocketAddr;
@@ -39,6 +41,17 @@ pub struct ClusterTimings {
     /// After it comes back, the member is `Online` and serves routed requests again after this
     /// long (real: about 6 s); until then routed requests answer "Server isn't ready yet".
     pub back_online_after: Duration,
+    /// After the database leader died, every request that reads the database, through any
+    /// member, stalls this long after the death, until the remaining voters elected a new
+    /// leader (real: about 6 s, one run); what was routed to the dead leader then answers
+    /// "Server isn't ready yet".
+    pub leader_election: Duration,
+    /// With fewer than two of the three database voters alive (no quorum), a request that
+    /// reads the database stalls this long, then answers 503 "Failed to begin transaction:
+    /// failed to create cowsql connection: no available cowsql leader server found"
+    /// (`/1.0/cluster/members`: 500 "context deadline exceeded" after at most 5 s). Real: 4 s
+    /// to more than 25 s.
+    pub no_quorum_stall: Duration,
 }
 
 impl Default for ClusterTimings {
@@ -48,6 +61,8 @@ impl Default for ClusterTimings {
             not_ready_after: Duration::from_millis(10_500),
             offline_threshold: Duration::from_secs(20),
             back_online_after: Duration::from_secs(6),
+            leader_election: Duration::from_secs(6),
+            no_quorum_stall: Duration::from_secs(10),
         }
     }
 }
@@ -66,6 +81,8 @@ impl ClusterTimings {
             not_ready_after: Duration::from_millis(60),
             offline_threshold: Duration::from_millis(120),
             back_online_after: Duration::from_millis(40),
+            leader_election: Duration::from_millis(30),
+            no_quorum_stall: Duration::from_millis(60),
         }
     }
 }
@@ -102,6 +119,8 @@ enum Life {
     Down {
         since: Instant,
         wall: SystemTime,
+        /// It led the database when it died.
+        leader: bool,
     },
     /// Came back at `since`; `offline` if it showed Offline then.
     Returning {
@@ -135,11 +154,37 @@ pub(crate) enum Routed {
     NotReady { down: bool },
 }
 
+/// The database's voters (the first three members) and their leader.
+#[derive(Debug, Clone, Copy)]
+struct Raft {
+    /// The member leading the database (`None`: no quorum).
+    leader: Option<usize>,
+    /// Until when the voters are electing a new leader after the leader died.
+    electing_until: Option<Instant>,
+}
+
+/// How the cluster's database answers now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Database {
+    /// It answers.
+    Ready,
+    /// The leader died: requests wait for the election until `until`.
+    Electing { until: Instant },
+    /// Fewer than two voters alive.
+    NoQuorum,
+}
+
+/// How many members vote in the database (the first ones; the others are spares).
+const VOTERS: usize = 3;
+
 /// The members and their lives.
 pub(crate) struct Cluster {
     pub(crate) members: Vec<MemberInfo>,
     pub(crate) timings: ClusterTimings,
     runtime: Mutex<Vec<Runtime>>,
+    /// What the cluster's database holds about the members (groups, config, evacuation).
+    records: Mutex<Records>,
+    raft: Mutex<Raft>,
     /// The TLS configuration every member serves (one cluster certificate).
     pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
@@ -169,6 +214,11 @@ impl Cluster {
             })
             .collect();
         Self {
+            records: Mutex::new(Records::new(members.len())),
+            raft: Mutex::new(Raft {
+                leader: Some(0),
+                electing_until: None,
+            }),
             members,
             timings,
             runtime: Mutex::new(runtime),
@@ -180,6 +230,69 @@ impl Cluster {
         self.runtime
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The members' records, locked. Never hold it across an `.await` or while taking
+    /// another lock.
+    pub(crate) fn records(&self) -> MutexGuard<'_, Records> {
+        self.records
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn raft(&self) -> MutexGuard<'_, Raft> {
+        self.raft
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The member leading the database (`None`: no quorum).
+    pub(crate) fn leader(&self) -> Option<usize> {
+        self.raft().leader
+    }
+
+    /// Whether member `index` votes in the database.
+    pub(crate) fn voter(index: usize) -> bool {
+        index < VOTERS
+    }
+
+    /// How the database answers now.
+    pub(crate) fn database(&self) -> Database {
+        let raft = *self.raft();
+        match raft {
+            Raft { leader: None, .. } => Database::NoQuorum,
+            Raft {
+                electing_until: Some(until),
+                ..
+            } if Instant::now() < until => Database::Electing { until },
+            _ => Database::Ready,
+        }
+    }
+
+    /// After a death or a return: the leader stays while alive; otherwise the last live voter
+    /// leads (the one a real election picked, one run), when at least two voters live.
+    fn elect(&self, runtime: &[Runtime]) {
+        let live: Vec<usize> = (0..runtime.len().min(VOTERS))
+            .filter(|&i| !matches!(runtime[i].life, Life::Down { .. }))
+            .collect();
+        let mut raft = self.raft();
+        let voters = runtime.len().min(VOTERS);
+        let quorum = live.len() * 2 > voters;
+        match raft.leader {
+            Some(leader) if quorum && live.contains(&leader) => {}
+            Some(_) if quorum => {
+                raft.leader = live.last().copied();
+                raft.electing_until = Some(Instant::now() + self.timings.leader_election);
+            }
+            _ if quorum => raft.leader = live.first().copied(),
+            _ => raft.leader = None,
+        }
+    }
+
+    /// Whether the member is evacuated.
+    pub(crate) fn evacuated(&self, name: &str) -> bool {
+        self.index(name)
+            .is_some_and(|i| self.records().members.get(i).is_some_and(|r| r.evacuated))
     }
 
     pub(crate) fn index(&self, name: &str) -> Option<usize> {
@@ -226,10 +339,13 @@ impl Cluster {
         for socket in member.listening.drain(..) {
             let _ = socket.shutdown(std::net::Shutdown::Both);
         }
+        let leader = self.leader() == Some(index);
         member.life = Life::Down {
             since: Instant::now(),
             wall: SystemTime::now(),
+            leader,
         };
+        self.elect(&runtime);
         true
     }
 
@@ -243,7 +359,7 @@ impl Cluster {
         let offline_threshold = self.timings.offline_threshold;
         let mut runtime = self.runtime();
         let member = runtime.get_mut(index)?;
-        let Life::Down { since, wall } = member.life else {
+        let Life::Down { since, wall, .. } = member.life else {
             return None;
         };
         member.token = shutdown.child_token();
@@ -253,7 +369,9 @@ impl Cluster {
             down: since,
             wall,
         };
-        Some(member.token.clone())
+        let token = member.token.clone();
+        self.elect(&runtime);
+        Some(token)
     }
 
     /// How a request routed to `name` (from another member) is answered now. Unknown names
@@ -265,6 +383,8 @@ impl Cluster {
         let life = self.runtime()[index].life;
         match life {
             Life::Up => Routed::Serve,
+            // A dead leader is "not ready" from the end of the election on (measured).
+            Life::Down { leader: true, .. } => Routed::NotReady { down: true },
             Life::Down { since, .. } if since.elapsed() < self.timings.not_ready_after => {
                 Routed::JustDied {
                     until: Instant::now() + self.timings.event_link_stall,
@@ -299,7 +419,7 @@ impl Cluster {
             )
         };
         match life {
-            Life::Down { since, wall } if since.elapsed() >= self.timings.offline_threshold => {
+            Life::Down { since, wall, .. } if since.elapsed() >= self.timings.offline_threshold => {
                 offline(since, wall)
             }
             Life::Returning {
@@ -308,18 +428,42 @@ impl Cluster {
                 down,
                 wall,
             } if since.elapsed() < self.timings.back_online_after => offline(down, wall),
+            _ if self
+                .records()
+                .members
+                .get(index)
+                .is_some_and(|r| r.evacuated) =>
+            {
+                ("Evacuated", "Unavailable due to maintenance".to_string())
+            }
             _ => online,
         }
     }
 
-    /// The online member with the fewest instances (`counts` by member name), first in
-    /// order on a tie; `None` when every member is down.
-    pub(crate) fn place(&self, count: impl Fn(&str) -> usize) -> Option<String> {
+    /// Of the members `want` allows (see [`records::candidate`]) that serve, the one with the
+    /// fewest instances (`count` by member name), first in order on a tie (the daemon's sort
+    /// is not stable: a real tie goes either way); `None` when there is none.
+    pub(crate) fn place(&self, want: &Want<'_>, count: impl Fn(&str) -> usize) -> Option<String> {
+        let allowed: Vec<bool> = {
+            let records = self.records();
+            self.members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    want.not != Some(m.name.as_str())
+                        && records
+                            .members
+                            .get(i)
+                            .is_some_and(|r| records::candidate(r, want))
+                })
+                .collect()
+        };
         self.members
             .iter()
-            .filter(|m| self.routed(&m.name) == Routed::Serve)
-            .min_by_key(|m| count(&m.name))
-            .map(|m| m.name.clone())
+            .zip(allowed)
+            .filter(|(m, allowed)| *allowed && self.routed(&m.name) == Routed::Serve)
+            .min_by_key(|(m, _)| count(&m.name))
+            .map(|(m, _)| m.name.clone())
     }
 
     /// The public view of every member.

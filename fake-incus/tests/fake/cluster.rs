@@ -7,7 +7,7 @@ use fake_incus::{assert_native_error, ClusterTimings, FakeIncus};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-async fn cluster() -> FakeIncus {
+pub(crate) async fn cluster() -> FakeIncus {
     FakeIncus::builder()
         .cluster(["m1", "m2", "m3"])
         .cluster_timings(ClusterTimings::fast())
@@ -17,7 +17,7 @@ async fn cluster() -> FakeIncus {
 }
 
 /// A request through member `member`'s Unix socket.
-async fn via(
+pub(crate) async fn via(
     fake: &FakeIncus,
     member: &str,
     method: &str,
@@ -173,7 +173,12 @@ async fn a_member_down_refuses_connections_on_its_own_socket_until_it_is_up() {
 }
 
 /// Creates an instance through `member` (targeted when `target` is set) and waits for it.
-async fn create(fake: &FakeIncus, member: &str, name: &str, target: Option<&str>) -> Reply {
+pub(crate) async fn create(
+    fake: &FakeIncus,
+    member: &str,
+    name: &str,
+    target: Option<&str>,
+) -> Reply {
     let path = match target {
         Some(t) => format!("/1.0/instances?target={t}"),
         None => "/1.0/instances".to_string(),
@@ -203,7 +208,7 @@ async fn create(fake: &FakeIncus, member: &str, name: &str, target: Option<&str>
     accepted
 }
 
-fn location_of(reply: &Reply) -> &str {
+pub(crate) fn location_of(reply: &Reply) -> &str {
     reply.metadata()["location"].as_str().unwrap_or_default()
 }
 
@@ -402,7 +407,7 @@ async fn the_journal_records_the_member_each_request_came_through() {
 
 /// A cluster whose member-down phases are set for one test: `just_died` long means the
 /// "just died" phase lasts the whole test; zero means it is over at once.
-async fn cluster_with(timings: ClusterTimings) -> FakeIncus {
+pub(crate) async fn cluster_with(timings: ClusterTimings) -> FakeIncus {
     FakeIncus::builder()
         .cluster(["m1", "m2", "m3"])
         .cluster_timings(timings)
@@ -439,6 +444,7 @@ async fn just_after_a_member_died_its_instance_get_is_refused_with_its_address_a
         not_ready_after: long(),
         offline_threshold: long(),
         back_online_after: Duration::ZERO,
+        ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;
@@ -474,6 +480,7 @@ async fn just_after_a_member_died_exec_and_server_target_stall_then_miss_the_eve
         not_ready_after: long(),
         offline_threshold: long(),
         back_online_after: Duration::ZERO,
+        ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;
@@ -507,6 +514,7 @@ async fn once_not_ready_everything_routed_to_the_dead_member_answers_server_isnt
         not_ready_after: Duration::ZERO,
         offline_threshold: long(),
         back_online_after: long(),
+        ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m1", Some("m1")).await;
@@ -584,6 +592,7 @@ async fn a_dead_member_shows_offline_after_the_heartbeat_threshold() {
         not_ready_after: Duration::ZERO,
         offline_threshold: Duration::from_millis(50),
         back_online_after: Duration::from_millis(50),
+        ..ClusterTimings::fast()
     })
     .await;
     fake.member_down("m2").unwrap();
@@ -622,6 +631,7 @@ async fn after_a_member_returns_its_old_operations_are_gone_and_its_instances_re
         not_ready_after: Duration::ZERO,
         offline_threshold: long(),
         back_online_after: Duration::ZERO,
+        ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;
@@ -646,6 +656,7 @@ async fn a_members_death_cuts_exec_streams_with_eof_and_waits_with_unexpected_eo
         not_ready_after: long(),
         offline_threshold: long(),
         back_online_after: Duration::ZERO,
+        ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;

@@ -3,6 +3,8 @@
 //! (`exec::exec_operation_lists_fds_with_64_hex_secrets`).
 
 mod cluster;
+mod cluster_leader;
+mod cluster_moves;
 mod common;
 mod config;
 mod coverage;

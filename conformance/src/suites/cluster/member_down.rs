@@ -172,7 +172,7 @@ fn down_before_mutations(cluster: &Cluster) -> Result<(), String> {
 }
 
 /// The request reached the cluster exactly once during the call and changed nothing.
-fn once_not_applied(through: &Through, method: &str, path: &str) -> Result<(), String> {
+pub(super) fn once_not_applied(through: &Through, method: &str, path: &str) -> Result<(), String> {
     let sent: Vec<&JournalEntry> = through
         .entries
         .iter()

@@ -13,6 +13,11 @@
 //! | `member_down::` | `mutation::never_resent` | whatever the member-down case, every mutating request reached the cluster exactly once |
 //! | `member_down::` | `exec::unobserved_exit` | a member going down during an exec: `running` with the operation identity, no exit code |
 //! | `member_down::` | `inspection::passthrough`, `inspection::native_order` | lists with a member down: its instances in `Error` (112) as Incus lists them, its operations left out of the count |
+//! | `evacuation::` | `inspection::passthrough` | an instance moved by an operator (`incus move --target`): its new `location` through every member, its mutations run there |
+//! | `evacuation::` | `mutation::native_rejection` | a start on an evacuated member: the `native` 403 "Cluster member is evacuated", sent once, not applied |
+//! | `evacuation::` | `mutation::statuses` | creates while a member is evacuated complete on other members; after a restore, mutations complete on the restored member |
+//! | `leader::` | `inspection::passthrough` | the database leader down: reads of live members' instances complete once a new leader is elected |
+//! | `leader::` | `mutation::native_rejection` | the leader down: a mutation of its instance is the member-down `native` error; two voters down: the cluster's `native` 503, each request sent once |
 //! | `every_operation::` | `catalogue::synchronous` | every exported operation (all 32) through `m2` and through `m3` |
 //!
 //! Each trial starts its own cluster with `ClusterTimings::fast()`, so that the member-down
@@ -25,8 +30,10 @@ use serde_json::{json, Value};
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 
+mod evacuation;
 mod every_operation;
 mod forwarding;
+mod leader;
 mod member_down;
 mod session;
 
@@ -43,6 +50,8 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks = Vec::new();
     checks.extend(forwarding::checks(factory));
     checks.extend(member_down::checks(factory));
+    checks.extend(evacuation::checks(factory));
+    checks.extend(leader::checks(factory));
     checks.extend(every_operation::checks(factory));
     checks
 }

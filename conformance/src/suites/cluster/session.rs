@@ -199,6 +199,41 @@ impl Cluster {
     pub(super) fn down(&self, member: &str) -> Result<(), String> {
         take_down(&self.fake, member)
     }
+
+    /// Asks the fake itself through `member`, as an operator acting beside the core would
+    /// (moving an instance, evacuating a member), waiting for the operation it starts.
+    pub(super) fn operator(
+        &self,
+        member: &str,
+        request: fake_incus::Request,
+    ) -> Result<Value, String> {
+        let reply = self
+            .runtime
+            .block_on(self.fake.call(request.through(member)));
+        let answer = reply.json().clone();
+        let Some(operation) = answer["operation"].as_str().filter(|o| !o.is_empty()) else {
+            return if reply.status() < 400 {
+                Ok(answer)
+            } else {
+                Err(format!("the operator's request was refused: {answer}"))
+            };
+        };
+        let path = format!(
+            "{}/wait?timeout=10",
+            operation.split('?').next().unwrap_or(operation)
+        );
+        let waited = self.runtime.block_on(
+            self.fake
+                .call(fake_incus::Request::get(&path).through(member)),
+        );
+        let outcome = waited.json().clone();
+        if outcome["metadata"]["status"] != "Success" {
+            return Err(format!(
+                "the operator's operation did not succeed: {outcome}"
+            ));
+        }
+        Ok(outcome)
+    }
 }
 
 /// Kills `member`'s daemon in `fake` (also from inside a call, while it runs).

@@ -1,0 +1,351 @@
+//! Cluster groups (`/1.0/cluster/groups[/{name}]`) and member updates (`PUT`/`PATCH
+//! /1.0/cluster/members/{name}`), as Incus 6.0.4 answers them, measured on a real cluster:
+//!
+//! - groups: `POST` 201 (`Location`), an existing name 500 `Failed to create "cluster_groups"
+//!   entry: UNIQUE constraint failed: cluster_groups.name`, an unknown member 500 (nothing
+//!   made), no name 400 `No name provided`; an unknown group 404 `Cluster_group not found`;
+//!   `PUT` sets description and members (an unknown member 404 `Failed to get node info:
+//!   Cluster member not found`, nothing changed; a member left out whose only group this is
+//!   stays in it); `PATCH` answers as the daemon's (it deletes the group's member rows expecting
+//!   one: with other than one member it is 500 `Query deleted N NodeClusterGroup rows instead of
+//!   1`); rename (`POST`) 201, `default` 403, a taken name 500 `Name "x" already in use`;
+//!   `DELETE` of a group with members 500 `Only empty cluster groups can be removed`, of
+//!   `default` 403.
+//! - members: `PUT` replaces config, roles, description, failure domain and groups; `PATCH`
+//!   merges only `config` (the rest is replaced, as the daemon's `PATCH` does). Checked in the
+//!   daemon's order: ETag (412), dropping `database` 400 `The "database" role cannot be dropped
+//!   at this time` (adding it: `... added ...`), no group 400 `Cluster members need to belong to
+//!   at least one group`, config 500 (`Invalid cluster configuration key "k"[ value]`), roles
+//!   500 `Update roles: Invalid cluster role "x"`, an empty failure domain 500 `Update failure
+//!   domain: Failure domain name can't be empty`, an unknown group 404 `Update cluster groups:
+//!   Failed to add member to cluster group: Failed to get cluster group ID: Cluster_group not
+//!   found`. Nothing changes unless every check passes.
+
+use super::{only, parse_body, Ctx};
+use crate::cluster::{config_problem, known_role, Cluster, Group, DEFAULT_GROUP};
+use crate::envelope::{self, ApiError, ApiResult};
+use crate::state::etag;
+use http::{HeaderMap, Method};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// An unknown member's 404.
+pub(super) fn member_not_found() -> ApiError {
+    ApiError::new(404, "Cluster member not found")
+}
+
+fn group_not_found() -> ApiError {
+    ApiError::new(404, "Cluster_group not found")
+}
+
+/// `/1.0/cluster/groups[/{name}]` on a cluster.
+pub(super) fn groups(
+    ctx: &Ctx,
+    cluster: &Cluster,
+    method: &Method,
+    rest: &[&str],
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult {
+    match rest {
+        [] if method == Method::POST => create(cluster, body),
+        [] => {
+            only(method, Method::GET)?;
+            let names: Vec<String> = cluster
+                .records()
+                .groups
+                .iter()
+                .map(|g| g.name.clone())
+                .collect();
+            let items: Vec<Value> = names
+                .iter()
+                .map(|name| {
+                    if ctx.recursion() == 0 {
+                        json!(format!("/1.0/cluster/groups/{name}"))
+                    } else {
+                        group_object(cluster, name).unwrap_or(Value::Null)
+                    }
+                })
+                .collect();
+            Ok(envelope::sync(Value::Array(items)))
+        }
+        [name] => match *method {
+            Method::GET => {
+                let object = group_object(cluster, name).ok_or_else(group_not_found)?;
+                let tag = etag::hash(
+                    &json!({"description": object["description"], "members": object["members"]}),
+                );
+                Ok(envelope::sync_etag(object, &tag))
+            }
+            Method::PUT => update(cluster, name, body, false, headers),
+            Method::PATCH => update(cluster, name, body, true, headers),
+            Method::POST => rename(cluster, name, body),
+            Method::DELETE => delete(cluster, name),
+            _ => Err(ApiError::not_implemented()),
+        },
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+/// A group as the API shows it; `None` for an unknown group.
+fn group_object(cluster: &Cluster, name: &str) -> Option<Value> {
+    let records = cluster.records();
+    let group = records.group(name)?;
+    let members: Vec<&str> = records
+        .group_members(name)
+        .into_iter()
+        .map(|i| cluster.members[i].name.as_str())
+        .collect();
+    Some(json!({"description": group.description, "members": members, "name": group.name}))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct GroupBody {
+    #[serde(deserialize_with = "super::null_default")]
+    name: String,
+    #[serde(deserialize_with = "super::null_default")]
+    description: String,
+    #[serde(deserialize_with = "super::null_default")]
+    members: Option<Vec<String>>,
+}
+
+/// The indexes of `names`, or the daemon's error for the first unknown one.
+fn member_indexes(
+    cluster: &Cluster,
+    names: &[String],
+    unknown: impl Fn() -> ApiError,
+) -> Result<Vec<usize>, ApiError> {
+    names
+        .iter()
+        .map(|n| cluster.index(n).ok_or_else(&unknown))
+        .collect()
+}
+
+fn create(cluster: &Cluster, body: &[u8]) -> ApiResult {
+    let req: GroupBody = parse_body(body)?;
+    if req.name.is_empty() {
+        return Err(ApiError::bad_request("No name provided"));
+    }
+    let members = member_indexes(cluster, req.members.as_deref().unwrap_or_default(), || {
+        ApiError::internal("Failed to create \"nodes_clusters_groups\" entry: NOT NULL constraint failed: nodes_cluster_groups.node_id")
+    })?;
+    let mut records = cluster.records();
+    if records.group(&req.name).is_some() {
+        return Err(ApiError::internal("Failed to create \"cluster_groups\" entry: UNIQUE constraint failed: cluster_groups.name"));
+    }
+    records.groups.push(Group {
+        name: req.name.clone(),
+        description: req.description,
+    });
+    for index in members {
+        let groups = &mut records.members[index].groups;
+        if !groups.contains(&req.name) {
+            groups.push(req.name.clone());
+        }
+    }
+    super::resource::created(&format!("/1.0/cluster/groups/{}", req.name))
+}
+
+fn update(
+    cluster: &Cluster,
+    name: &str,
+    body: &[u8],
+    patch: bool,
+    headers: &HeaderMap,
+) -> ApiResult {
+    let current = group_object(cluster, name).ok_or_else(group_not_found)?;
+    if patch {
+        // The daemon checks a PATCH against a hash of `[description, members]`.
+        let tag = etag::hash(&json!([current["description"], current["members"]]));
+        super::instances::check_etag(headers, &tag)?;
+    }
+    let req: GroupBody = parse_body(body)?;
+    let wanted = if patch {
+        let members = current["members"].as_array().map_or(0, Vec::len);
+        if members != 1 {
+            return Err(ApiError::internal(format!(
+                "Query deleted {members} NodeClusterGroup rows instead of 1"
+            )));
+        }
+        match req.members {
+            Some(members) => members,
+            None => serde_json::from_value(current["members"].clone()).unwrap_or_default(),
+        }
+    } else {
+        req.members.unwrap_or_default()
+    };
+    let wanted = member_indexes(cluster, &wanted, || {
+        ApiError::new(404, "Failed to get node info: Cluster member not found")
+    })?;
+    let mut records = cluster.records();
+    if let Some(group) = records.groups.iter_mut().find(|g| g.name == name) {
+        group.description = req.description;
+    }
+    for (index, record) in records.members.iter_mut().enumerate() {
+        let inside = record.groups.iter().any(|g| g == name);
+        if wanted.contains(&index) {
+            if !inside {
+                record.groups.push(name.to_string());
+            }
+        } else if inside && record.groups.len() > 1 {
+            record.groups.retain(|g| g != name);
+        }
+    }
+    Ok(envelope::empty())
+}
+
+fn rename(cluster: &Cluster, name: &str, body: &[u8]) -> ApiResult {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct RenameBody {
+        #[serde(deserialize_with = "super::null_default")]
+        name: String,
+    }
+    let req: RenameBody = parse_body(body)?;
+    let mut records = cluster.records();
+    if records.group(name).is_none() {
+        return Err(group_not_found());
+    }
+    if name == DEFAULT_GROUP {
+        return Err(ApiError::new(
+            403,
+            "The \"default\" group cannot be renamed",
+        ));
+    }
+    if records.group(&req.name).is_some() {
+        return Err(ApiError::internal(format!(
+            "Name \"{}\" already in use",
+            req.name
+        )));
+    }
+    for group in records.groups.iter_mut().filter(|g| g.name == name) {
+        group.name.clone_from(&req.name);
+    }
+    for record in &mut records.members {
+        for group in record.groups.iter_mut().filter(|g| *g == name) {
+            group.clone_from(&req.name);
+        }
+    }
+    drop(records);
+    super::resource::created(&format!("/1.0/cluster/groups/{}", req.name))
+}
+
+fn delete(cluster: &Cluster, name: &str) -> ApiResult {
+    let mut records = cluster.records();
+    if records.group(name).is_none() {
+        return Err(group_not_found());
+    }
+    if name == DEFAULT_GROUP {
+        return Err(ApiError::new(
+            403,
+            "The 'default' cluster group cannot be deleted",
+        ));
+    }
+    if !records.group_members(name).is_empty() {
+        return Err(ApiError::internal(
+            "Only empty cluster groups can be removed",
+        ));
+    }
+    records.groups.retain(|g| g.name != name);
+    Ok(envelope::empty())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct MemberPut {
+    #[serde(deserialize_with = "super::null_default")]
+    config: Option<BTreeMap<String, String>>,
+    #[serde(deserialize_with = "super::null_default")]
+    roles: Vec<String>,
+    #[serde(deserialize_with = "super::null_default")]
+    description: String,
+    #[serde(deserialize_with = "super::null_default")]
+    failure_domain: String,
+    #[serde(deserialize_with = "super::null_default")]
+    groups: Vec<String>,
+}
+
+/// The database roles of member `index`: voters have `database`, the leader also
+/// `database-leader` (a dead voter keeps `database`, as measured).
+pub(super) fn database_roles(cluster: &Cluster, index: usize) -> &'static [&'static str] {
+    if !Cluster::voter(index) {
+        &[]
+    } else if cluster.leader() == Some(index) {
+        &["database-leader", "database"]
+    } else {
+        &["database"]
+    }
+}
+
+/// `PUT`/`PATCH /1.0/cluster/members/{name}`.
+pub(super) fn update_member(
+    cluster: &Cluster,
+    name: &str,
+    body: &[u8],
+    patch: bool,
+    headers: &HeaderMap,
+    current_tag: &str,
+) -> ApiResult {
+    let index = cluster.index(name).ok_or_else(member_not_found)?;
+    super::instances::check_etag(headers, current_tag)?;
+    let req: MemberPut = parse_body(body)?;
+    let database = database_roles(cluster, index).contains(&"database");
+    let asks_database = req.roles.iter().any(|r| r == "database");
+    if database && !asks_database {
+        return Err(ApiError::bad_request(
+            "The \"database\" role cannot be dropped at this time",
+        ));
+    }
+    if !database && asks_database {
+        return Err(ApiError::bad_request(
+            "The \"database\" role cannot be added at this time",
+        ));
+    }
+    if req.groups.is_empty() {
+        return Err(ApiError::bad_request(
+            "Cluster members need to belong to at least one group",
+        ));
+    }
+    let mut config = req.config.unwrap_or_default();
+    if let Some(why) = config_problem(&config) {
+        return Err(ApiError::internal(why));
+    }
+    if let Some(role) = req.roles.iter().find(|r| !known_role(r)) {
+        return Err(ApiError::internal(format!(
+            "Update roles: Invalid cluster role \"{role}\""
+        )));
+    }
+    if req.failure_domain.is_empty() {
+        return Err(ApiError::internal(
+            "Update failure domain: Failure domain name can't be empty",
+        ));
+    }
+    let mut records = cluster.records();
+    if req.groups.iter().any(|g| records.group(g).is_none()) {
+        return Err(ApiError::new(404, "Update cluster groups: Failed to add member to cluster group: Failed to get cluster group ID: Cluster_group not found"));
+    }
+    let record = &mut records.members[index];
+    if patch {
+        for (key, value) in &record.config {
+            config.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    record.config = config;
+    record.roles = Vec::new();
+    for role in req.roles {
+        if !role.starts_with("database") && !record.roles.contains(&role) {
+            record.roles.push(role);
+        }
+    }
+    record.description = req.description;
+    record.failure_domain = req.failure_domain;
+    record.groups = Vec::new();
+    for group in req.groups {
+        if !record.groups.contains(&group) {
+            record.groups.push(group);
+        }
+    }
+    Ok(envelope::empty())
+}

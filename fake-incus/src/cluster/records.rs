@@ -1,0 +1,184 @@
+//! What the cluster's database holds about its members besides their daemons' lives: the
+//! cluster groups, each member's config, roles, description, failure domain and groups, and
+//! whether it is evacuated; and the placement rules that read them, as Incus 6.0.4 applies them
+//! (`GetCandidateMembers`: evacuated, offline and `scheduler.instance: manual` members are never
+//! picked; `group` members only for a `@group` target of theirs).
+
+use std::collections::BTreeMap;
+
+/// The group every member starts in; it cannot be renamed or deleted.
+pub(crate) const DEFAULT_GROUP: &str = "default";
+
+/// One member's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MemberRecord {
+    /// `scheduler.instance` and `user.*` keys.
+    pub(crate) config: BTreeMap<String, String>,
+    /// Roles besides the database roles (`event-hub`, `ovn-chassis`), in the order given.
+    pub(crate) roles: Vec<String>,
+    pub(crate) description: String,
+    pub(crate) failure_domain: String,
+    /// Its groups, in the order they were given (at least one).
+    pub(crate) groups: Vec<String>,
+    /// `EVACUATED` (`incus cluster evacuate`), until restored.
+    pub(crate) evacuated: bool,
+}
+
+impl Default for MemberRecord {
+    fn default() -> Self {
+        Self {
+            config: BTreeMap::new(),
+            roles: Vec::new(),
+            description: String::new(),
+            failure_domain: "default".into(),
+            groups: vec![DEFAULT_GROUP.into()],
+            evacuated: false,
+        }
+    }
+}
+
+/// A cluster group (its members are the members whose record names it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Group {
+    pub(crate) name: String,
+    pub(crate) description: String,
+}
+
+/// The records of every member (in member order) and the groups (in creation order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Records {
+    pub(crate) members: Vec<MemberRecord>,
+    pub(crate) groups: Vec<Group>,
+}
+
+impl Records {
+    pub(crate) fn new(members: usize) -> Self {
+        Self {
+            members: vec![MemberRecord::default(); members],
+            groups: vec![Group {
+                name: DEFAULT_GROUP.into(),
+                description: "Default cluster group".into(),
+            }],
+        }
+    }
+
+    pub(crate) fn group(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+
+    /// The indexes of the members in group `name`.
+    pub(crate) fn group_members(&self, name: &str) -> Vec<usize> {
+        (0..self.members.len())
+            .filter(|&i| self.members[i].groups.iter().any(|g| g == name))
+            .collect()
+    }
+}
+
+/// What a placement asks for.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Want<'a> {
+    /// A `@group` target: only its members (and its `scheduler.instance: group` members).
+    pub(crate) group: Option<&'a str>,
+    /// Only members of this group, without making it a target (an evacuated instance's
+    /// `volatile.cluster.group`).
+    pub(crate) within: Option<&'a str>,
+    /// Never this member (where the instance already is).
+    pub(crate) not: Option<&'a str>,
+}
+
+/// Whether member `record` may take an instance placed without naming it.
+pub(crate) fn candidate(record: &MemberRecord, want: &Want<'_>) -> bool {
+    let in_group = |group: &str| record.groups.iter().any(|g| g == group);
+    let scheduler = record.config.get("scheduler.instance").map(String::as_str);
+    !record.evacuated
+        && scheduler != Some("manual")
+        && (scheduler != Some("group") || want.group.is_some_and(in_group))
+        && want.group.is_none_or(in_group)
+        && want.within.is_none_or(in_group)
+}
+
+/// Checks a member's `config` as the daemon does (`user.*` and `scheduler.instance`
+/// `all|group|manual`); the error is the daemon's text.
+pub(crate) fn config_problem(config: &BTreeMap<String, String>) -> Option<String> {
+    config.iter().find_map(|(key, value)| {
+        if key.starts_with("user.") {
+            return None;
+        }
+        if key != "scheduler.instance" {
+            return Some(format!("Invalid cluster configuration key {key:?}"));
+        }
+        (!["", "all", "group", "manual"].contains(&value.as_str()))
+            .then(|| format!("Invalid cluster configuration key {key:?} value"))
+    })
+}
+
+/// The roles a member may be given besides the database roles.
+pub(crate) fn known_role(role: &str) -> bool {
+    [
+        "event-hub",
+        "ovn-chassis",
+        "database",
+        "database-leader",
+        "database-standby",
+    ]
+    .contains(&role)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(key: &str, value: &str) -> MemberRecord {
+        let mut record = MemberRecord::default();
+        record.config.insert(key.into(), value.into());
+        record
+    }
+
+    #[test]
+    fn manual_members_and_evacuated_members_are_never_placed_on() {
+        let any = Want::default();
+        assert!(candidate(&MemberRecord::default(), &any));
+        assert!(!candidate(&with("scheduler.instance", "manual"), &any));
+        let group = Want {
+            group: Some(DEFAULT_GROUP),
+            ..Want::default()
+        };
+        assert!(!candidate(&with("scheduler.instance", "manual"), &group));
+        let evacuated = MemberRecord {
+            evacuated: true,
+            ..MemberRecord::default()
+        };
+        assert!(!candidate(&evacuated, &any));
+    }
+
+    #[test]
+    fn group_members_take_only_their_groups_targets() {
+        let member = with("scheduler.instance", "group");
+        assert!(!candidate(&member, &Want::default()));
+        let own = Want {
+            group: Some(DEFAULT_GROUP),
+            ..Want::default()
+        };
+        assert!(candidate(&member, &own));
+        let other = Want {
+            group: Some("g1"),
+            ..Want::default()
+        };
+        assert!(!candidate(&MemberRecord::default(), &other));
+    }
+
+    #[test]
+    fn member_config_is_checked_with_the_daemons_texts() {
+        let config = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
+        assert_eq!(config_problem(&config("user.x", "1")), None);
+        assert_eq!(config_problem(&config("scheduler.instance", "group")), None);
+        assert_eq!(
+            config_problem(&config("foo", "bar")).as_deref(),
+            Some("Invalid cluster configuration key \"foo\"")
+        );
+        assert_eq!(
+            config_problem(&config("scheduler.instance", "bogus")).as_deref(),
+            Some("Invalid cluster configuration key \"scheduler.instance\" value")
+        );
+    }
+}
