@@ -1,12 +1,10 @@
 //! `incus-conformance tama validate`: formats and exit statuses.
 
-mod tama_support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::support::spec_example;
 use serde_json::{json, Value};
-use tama_support::spec_example;
 
 fn run(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_incus-conformance"))
