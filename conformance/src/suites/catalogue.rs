@@ -367,6 +367,19 @@ mod tests {
 
     #[test]
     fn scenario_inputs_meant_to_be_valid_match_the_catalogue() {
+        let fingerprint = json!(super::super::spec_table::FINGERPRINT);
+        let variables = std::collections::BTreeMap::from([
+            ("fp".to_owned(), fingerprint.clone()),
+            ("fingerprint".to_owned(), fingerprint),
+            ("etag".to_owned(), json!("abc")),
+            (
+                "op".to_owned(),
+                json!("00000000-0000-4000-8000-000000000000"),
+            ),
+            ("project".to_owned(), json!("default")),
+            ("pool".to_owned(), json!("default")),
+            ("alias".to_owned(), json!("busybox")),
+        ]);
         let mut problems = Vec::new();
         for file in load::builtin() {
             let scenario = file.scenario.unwrap();
@@ -381,13 +394,7 @@ mod tests {
                 let Ok(d) = descriptor(&step.operation) else {
                     continue;
                 };
-                let text = step
-                    .input
-                    .to_string()
-                    .replace("${fp}", super::super::spec_table::FINGERPRINT)
-                    .replace("${etag}", "abc")
-                    .replace("${op}", "00000000-0000-4000-8000-000000000000");
-                let input: Value = serde_json::from_str(&text).unwrap();
+                let input = crate::scenario::run::substitute(&step.input, &variables);
                 let validator = jsonschema::validator_for(d.input_schema()).unwrap();
                 for error in validator.iter_errors(&input) {
                     problems.push(format!(

@@ -436,6 +436,14 @@ mod tests {
     }
 
     #[test]
+    fn the_kinds_refused_before_the_backend_are_the_early_checks() {
+        let early = crate::suites::arbitrary_input::REFUSED_BEFORE_BACKEND;
+        assert_eq!(early.len(), 6);
+        assert_eq!(early.first(), Some(&"scope_missing"));
+        assert_eq!(early.last(), Some(&"restricted_input"));
+    }
+
+    #[test]
     fn exactly_the_delete_scope_operations_are_destructive() {
         for op in OPERATIONS {
             assert_eq!(

@@ -13,7 +13,7 @@
 //! | `member_down::` | `mutation::never_resent` | whatever the member-down case, every mutating request reached the cluster exactly once |
 //! | `member_down::` | `exec::unobserved_exit` | a member going down during an exec: `running` with the operation identity, no exit code |
 //! | `member_down::` | `inspection::passthrough`, `inspection::native_order` | lists with a member down: its instances in `Error` (112) as Incus lists them, its operations left out of the count |
-//! | `every_operation::` | `catalogue::synchronous` | every exported operation (all 32) through `m2` and through `m3` |
+//! | `catalogue::synchronous::` | `catalogue::synchronous` | `scenarios/lifecycle.json` (every exported operation) through `m2` and through `m3` |
 //!
 //! Each trial starts its own cluster with `ClusterTimings::fast()`, so that the member-down
 //! stalls and thresholds take tens of milliseconds, not the real daemon's seconds.
@@ -25,8 +25,8 @@ use serde_json::{json, Value};
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 
-mod every_operation;
 mod forwarding;
+mod lifecycle;
 mod member_down;
 mod session;
 
@@ -43,7 +43,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks = Vec::new();
     checks.extend(forwarding::checks(factory));
     checks.extend(member_down::checks(factory));
-    checks.extend(every_operation::checks(factory));
+    checks.extend(lifecycle::checks(factory));
     checks
 }
 
