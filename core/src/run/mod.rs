@@ -99,7 +99,7 @@ impl<'a, C> RunOptions<'a, C> {
 ///
 /// ```
 /// use incus_operations::{
-///     run, Binding, BindingContext, Connection, Host, HostError, RunOptions, Scope,
+///     run, Binding, BindingContext, Confirmation, Connection, Host, HostError, RunOptions, Scope,
 /// };
 /// use serde_json::{json, Value};
 ///
@@ -120,10 +120,16 @@ impl<'a, C> RunOptions<'a, C> {
 /// let dir = tempfile::tempdir().expect("a temporary directory");
 /// let host = Nowhere(dir.path().join("missing.socket"));
 /// let caller = String::from("agent-7");
+/// // The operation that deletes an instance by name, found in the catalogue.
+/// let name = incus_operations::all()
+///     .into_iter()
+///     .find(|d| d.confirmation() == Some(Confirmation::InstanceName))
+///     .expect("exported")
+///     .name();
 /// let delete = |input: Value, scopes: &[Scope]| {
 ///     let options = RunOptions::new(&host, &caller, scopes.iter().copied());
 ///     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-///     runtime.block_on(run("incus_instance_delete", input, options))
+///     runtime.block_on(run(name, input, options))
 /// };
 /// let kind = |result: Value| result["error"]["kind"].as_str().map(str::to_owned);
 ///
