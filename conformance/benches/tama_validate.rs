@@ -4,7 +4,7 @@
 //! few runs of `validate_bytes` (parse included) and of `validate` (already parsed), and the
 //! time `Dex::install` takes to compile every schema of the same document.
 
-#[path = "../tests/tama_support/mod.rs"]
+#[path = "../tests/tama/support.rs"]
 mod tama_support;
 
 use std::time::{Duration, Instant};

@@ -1,4 +1,24 @@
 //! Conformance harness for the Incus operations.
+//!
+//! # How the code is laid out
+//!
+//! The modules, top-down; a module uses only modules listed after it, never one above it (the
+//! binary's `cli` sits on top of them all):
+//!
+//! | module | what it does |
+//! |---|---|
+//! | `certify` | [`certify`] and [`certify_adapter`]: every suite through a host's own binding, or through an adapter process |
+//! | [`adapter`] | the wire protocol `incus-operations-adapter/1` and the targets that speak it |
+//! | `suites` | the trials, named `area::clause::case`: one module per area of the specification (`catalogue`, `scopes`, `confirmation`, ...), `cluster/` over a fake cluster, `safety/`, and `spec_table`, the specification's catalogue table written down independently of the core |
+//! | [`scenario`] | the scenario files: format, loader, engine (`run`, with the runner's variables and `when`), matcher, and the targets (the fake, a host) |
+//! | `clauses` | the specification's clauses, and `CLAUSES.md` generated from the registered trials |
+//! | `runner` | the libtest-like runner: trials, progress, baseline, JSON events and JUnit |
+//! | `reference_host`, `embedded` | the reference [`ReferenceHost`]; the files built into the binary (scenarios) |
+//! | [`tama`] | the `tama-operations/1` profile validator and reference dispatcher (uses nothing above) |
+//!
+//! Where to add things: a trial goes into the suite of its area and is named after its clause; a
+//! call sequence that needs no Rust is a scenario file in `scenarios/`; a spec table row goes into
+//! `suites/spec_table.rs`.
 
 pub mod adapter;
 mod certify;

@@ -8,6 +8,7 @@
 //! - Every rule id in `RULES` has at least one invalid case.
 //! - `Dex::install` accepts exactly the files whose parsed value the validator accepts.
 
+#[path = "tama/support.rs"]
 mod tama_support;
 
 use std::collections::BTreeSet;

@@ -6,6 +6,25 @@
 //! [`unavailable`] with what is missing. [`tama_document`] publishes the exported operations as a
 //! `tama-operations/1` profile document.
 //!
+//! # How the code is laid out
+//!
+//! The modules, top-down; a module uses only modules listed after it, never one above it:
+//!
+//! | module | what it does |
+//! |---|---|
+//! | `profile` | the `tama-operations/1` document of the exported operations, from the catalogue |
+//! | `run` | `run()`: the checks in order (`pipeline`, `checks`, `writes`), the host callbacks under their bound, the typed inputs (`input`), one dispatch from an operation's native call to its client request (`native`), the executors (`inspect`, `mutate`, `update`, `cancel`, `exec`) and the result shapes (`output`, `results`, `redact`) |
+//! | `host` | the [`Host`] trait a host implements and what its callbacks return ([`Binding`], [`ImageRemote`], [`RestrictedItem`]) |
+//! | `client` | the Incus client: connection and TLS, three transport helpers (`query`), one file per resource, exec over websockets |
+//! | `catalogue` | the 32 descriptors, one file per resource: name, schemas, scope, confirmation, bounds, evidence and the native call (`Native`) |
+//! | `evidence` | which client requirements have evidence (the gate behind [`all`]) |
+//! | `error` | [`ErrorKind`], the closed set of error kinds |
+//!
+//! Adding an operation touches its catalogue entry (`catalogue/<resource>.rs`, with its `Native`
+//! variant), its client method (`client/<resource>.rs`), its arm in `run/native.rs`, the pinned
+//! fixture (`tests/fixtures/operations-catalogue.json`, re-blessed) and its step in
+//! `scenarios/lifecycle.json`.
+//!
 //! ```
 //! // Every exported operation is described by the same data the pinned fixture holds.
 //! for descriptor in incus_operations::all() {

@@ -28,6 +28,25 @@
 //! ignored; a dropped output receiver ends it with 141 (128+SIGPIPE). What the fake cannot run (a
 //! program that is neither busybox nor a script, an applet it does not simulate, a background job)
 //! fails with a message that says so, never silently.
+//!
+//! # How the code is laid out
+//!
+//! The modules, top-down; a module uses only modules listed after it, except that the interpreter
+//! (`Shell`, in `shell`) is one type whose methods are split over the files that extend it
+//! (`dispatch`: finding and running a command; `expand`: words and parameters):
+//!
+//! | module | what it does |
+//! |---|---|
+//! | `lib` (this file) | [`run`]: one exec ([`ExecRequest`]), its file descriptors and its end |
+//! | `dispatch` | `command[0]` along `PATH`: an applet, a `#!` script, a shell script, or 126/127 |
+//! | `builtins`, `applets` | the shell's builtins; the busybox applets, grouped by kind under `applets/` |
+//! | `sh`, `expand`, `arith`, `printf` | `sh -c` and scripts; word expansion; arithmetic; `printf` formats |
+//! | `shell` | the interpreter's state and the evaluation of the syntax tree |
+//! | `io`, `pattern` | file descriptors and pipes over bounded channels; glob patterns |
+//! | [`fs`], `syntax` | the instance's file tree; the POSIX shell grammar (uses nothing) |
+//!
+//! Where to add things: an applet is a function in its group under `applets/` and a line of the
+//! table in `applets/mod.rs`; a builtin goes into `builtins`.
 
 mod applets;
 mod arith;

@@ -7,6 +7,23 @@
 //! The library surface exists for the binary and its tests: the command line ([`Cli`]), the entry
 //! point ([`main`]), the report ([`report`]) and the pure cleanup planner ([`cleanup`]).
 //!
+//! # How the code is laid out
+//!
+//! The modules, top-down; a module uses only modules listed after it, never one above it:
+//!
+//! | module | what it does |
+//! |---|---|
+//! | `acceptance` | the run: discovery, setup, the plan, the scenarios, the report, cleanup |
+//! | [`member_down`] | on a real cluster: a member taken down during and before calls |
+//! | `portable` | the portable scenarios (`scenarios/`, the lifecycle among them) on the daemon with the runner's variables, and on the fake in differential mode |
+//! | `compare` | the differential run of the plan against the fake |
+//! | `sandbox` | the acceptance project, its root disk and test image |
+//! | `plan` | what data cannot say: the workload, a small-stream exec, a running exec probed, a mutation outlasting its wait, the image remote |
+//! | `recorder` | checks judged by the scenario engine's matcher, recorded for the report |
+//! | [`report`], [`cleanup`] | the Markdown and JSON report; the cleanup planner and its run |
+//! | `targets`, `admin`, [`cluster`] | the core bound to the daemon; the admin client for setup; the cluster's members and answers |
+//! | `cli`, `endpoint`, `image`, `shape` | flags, the daemon's address, the test image, result shapes compared |
+//!
 //! ```
 //! use real_incus::cleanup::{is_acceptance_project, plan_cleanup, ProjectContents};
 //! let plan = plan_cleanup(&[ProjectContents { project: "ioacc-abcdefgh12".into(), ..Default::default() }]);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use incus_conformance::scenario::fake::{HostFactory, HostTargets};
 use incus_conformance::scenario::format::{FakeSetup, Scenario};
 use incus_conformance::scenario::load::{self, ScenarioFile};
-use incus_conformance::scenario::run::{self, StepOutcome, Transcript};
+use incus_conformance::scenario::run::{self, Context, StepOutcome, Transcript};
 use incus_conformance::scenario::target::{HostTarget, Target, TargetFactory};
 use incus_conformance::ReferenceHost;
 
@@ -95,7 +95,12 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
             run.rows.push(row(&name, Outcome::Failed, Some(problem)));
             continue;
         }
-        let mut on_real = run::run(scenario, &real.targets.standard).await;
+        let target = &real.targets.standard;
+        let sandbox = real.sandbox;
+        let mut context =
+            Context::discover(target, &sandbox.project, &sandbox.pool, SCENARIO_ALIAS).await;
+        context.clustered = real.cluster.is_some();
+        let mut on_real = run::run_in(scenario, target, &context).await;
         if real.cluster.is_some() {
             let target = &real.targets.standard;
             let schema = |operation: &str| target.output_schema(operation);
@@ -230,10 +235,17 @@ async fn on_fake(
         let (_fake, socket) = compare::start_fake(Some(cluster)).await?;
         let connection = targets::connection(targets::unix(&socket), timeout, None)?;
         let target = HostTarget::new(ReferenceHost::new(connection), ());
-        return Ok(run::run(scenario, &target).await.steps);
+        let context = fake_context(&target).await.on_cluster();
+        return Ok(run::run_in(scenario, &target, &context).await.steps);
     }
     let target: Box<dyn Target> = fake.start(&FakeSetup::default()).await?;
-    Ok(run::run(scenario, target.as_ref()).await.steps)
+    let context = fake_context(target.as_ref()).await;
+    Ok(run::run_in(scenario, target.as_ref(), &context).await.steps)
+}
+
+/// The runner's variables of the fake's default state.
+async fn fake_context(target: &dyn Target) -> Context {
+    Context::discover(target, "default", "default", SCENARIO_ALIAS).await
 }
 
 fn diverging_steps(name: &str, real: &[StepOutcome], fake: &[StepOutcome]) -> Vec<ScenarioRow> {

@@ -1,21 +1,8 @@
 //! `--format json`: one JSON object per line, schema `incus-conformance-events/1`.
 //!
-//! The schema is stable: fields are only ever added, never renamed or removed.
-//!
-//! ```text
-//! {"type":"suite","event":"started","schema":"incus-conformance-events/1","test_count":<int>}
-//! {"type":"test","event":"started","name":<string>}
-//! {"type":"test","event":<outcome>,"name":<string>,"clauses":[<clause id>...],
-//!  "duration_ms":<int>,"message":<string|null>}
-//! {"type":"suite","event":"finished","result":"ok"|"failed","passed":<int>,"failed":<int>,
-//!  "expected_failures":<int>,"stale_expected_failures":<int>,"ignored":<int>,
-//!  "filtered_out":<int>,"unknown_baseline_entries":[<string>...],"duration_ms":<int>,
-//!  "clauses":{<clause id>:{"run":<int>,"failed":<int>}...}}
-//! ```
-//!
-//! `<outcome>` is one of `passed`, `failed`, `expected_failure` (failed, and listed in the
-//! `--expected-failures` baseline) or `stale_expected_failure` (listed, but passed; fails the
-//! run). Test events of parallel trials interleave; each line is written whole.
+//! The events and their fields are documented once, in the crate README ("`--format json`");
+//! the schema is stable: fields are only ever added, never renamed or removed. Test events of
+//! parallel trials interleave; each line is written whole.
 
 use std::io::Write;
 use std::sync::Mutex;

@@ -54,19 +54,9 @@ const EXIT_FAILED: u8 = 101;
 ///
 /// # JSON events (`--format json`)
 ///
-/// One JSON object per line, schema `incus-conformance-events/1`; fields are only ever added:
-///
-/// ```text
-/// {"type":"suite","event":"started","schema":"incus-conformance-events/1","test_count":N}
-/// {"type":"test","event":"started","name":NAME}
-/// {"type":"test","event":OUTCOME,"name":NAME,"clauses":[ID...],"duration_ms":N,"message":TEXT|null}
-/// {"type":"suite","event":"finished","result":"ok"|"failed","passed":N,"failed":N,
-///  "expected_failures":N,"stale_expected_failures":N,"ignored":N,"filtered_out":N,
-///  "unknown_baseline_entries":[NAME...],"duration_ms":N,"clauses":{ID:{"run":N,"failed":N}}}
-/// ```
-///
-/// `OUTCOME` is `passed`, `failed`, `expected_failure` (failed and listed in the baseline) or
-/// `stale_expected_failure` (listed but passed: fails the run).
+/// One JSON object per line, schema `incus-conformance-events/1`: a `suite started` event, a
+/// `started` and an outcome event per test, and a `suite finished` event with the totals and the
+/// per-clause counts. The fields are listed in the crate README; they are only ever added.
 ///
 /// # JUnit (`--junit FILE`)
 ///

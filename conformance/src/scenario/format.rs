@@ -57,6 +57,19 @@ pub struct Step {
     /// Values of the result to reuse in later steps: variable name -> JSON pointer.
     #[serde(default)]
     pub save: BTreeMap<String, String>,
+    /// Runs only on a cluster or only on a standalone daemon; always when absent.
+    #[serde(default)]
+    pub when: Option<When>,
+}
+
+/// Which backends a step runs on.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum When {
+    /// Only through a member of a cluster.
+    Clustered,
+    /// Only on a standalone daemon.
+    Standalone,
 }
 
 /// Expectations on one result. All given expectations must hold.

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::format::{Scenario, Step};
+use super::format::{Scenario, Step, When};
 use super::target::Target;
 use super::{journal, matcher};
 
@@ -62,7 +62,72 @@ impl Transcript {
     }
 }
 
-/// Runs every step in order, until one fails.
+/// What the runner supplies: the world the scenario runs in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Context {
+    /// Variables known before the first step, as `"${name}"` in inputs and expectations:
+    /// `project`, `pool`, `alias` (of the test image) and `fingerprint` (its full fingerprint),
+    /// where the runner has them. Values saved by steps are added to them.
+    pub variables: BTreeMap<String, Value>,
+    /// The target is a member of a cluster: steps with `when: standalone` are skipped, and those
+    /// with `when: clustered` run.
+    pub clustered: bool,
+}
+
+impl Context {
+    /// A standalone context with these variables.
+    pub fn standalone<'a>(variables: impl IntoIterator<Item = (&'a str, Value)>) -> Self {
+        Self {
+            variables: variables
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value))
+                .collect(),
+            clustered: false,
+        }
+    }
+
+    /// The same variables, on a cluster member.
+    pub fn on_cluster(mut self) -> Self {
+        self.clustered = true;
+        self
+    }
+
+    /// The runner's variables of a world that holds the test image `alias` in `project` and the
+    /// storage pool `pool`: `fingerprint` is read through the target, as the alias's target in
+    /// `incus_image_alias_list`. Without it (the alias is missing, the call refused) the other
+    /// variables are still given, and a step that names `${fingerprint}` fails saying so.
+    pub async fn discover(target: &dyn Target, project: &str, pool: &str, alias: &str) -> Self {
+        let mut context = Self::standalone([
+            ("project", Value::from(project)),
+            ("pool", Value::from(pool)),
+            ("alias", Value::from(alias)),
+        ]);
+        let scopes = ["incus.read".to_owned()];
+        let input = serde_json::json!({"project": project});
+        let listed = target.call("incus_image_alias_list", &scopes, input).await;
+        let fingerprint = listed["items"].as_array().and_then(|items| {
+            items
+                .iter()
+                .find(|item| item["name"] == alias)
+                .and_then(|item| item.get("target").cloned())
+        });
+        if let Some(fingerprint) = fingerprint {
+            context.variables.insert("fingerprint".into(), fingerprint);
+        }
+        context
+    }
+
+    fn runs(&self, step: &Step) -> bool {
+        match step.when {
+            None => true,
+            Some(When::Clustered) => self.clustered,
+            Some(When::Standalone) => !self.clustered,
+        }
+    }
+}
+
+/// Runs every step in order, until one fails, on a standalone target with no runner-supplied
+/// variables ([`run_in`] with the default [`Context`]).
 ///
 /// ```
 /// use incus_conformance::scenario::{load, run, target::HostTarget};
@@ -80,9 +145,14 @@ impl Transcript {
 /// # });
 /// ```
 pub async fn run(scenario: &Scenario, target: &dyn Target) -> Transcript {
-    let mut saved = BTreeMap::new();
+    run_in(scenario, target, &Context::default()).await
+}
+
+/// Runs every step that applies to `context`, in order, until one fails.
+pub async fn run_in(scenario: &Scenario, target: &dyn Target, context: &Context) -> Transcript {
+    let mut saved = context.variables.clone();
     let mut steps = Vec::new();
-    for step in &scenario.steps {
+    for step in scenario.steps.iter().filter(|step| context.runs(step)) {
         let outcome = run_step(step, target, &mut saved).await;
         let failed = !outcome.problems.is_empty();
         steps.push(outcome);
@@ -206,6 +276,29 @@ fn substitute_text(text: &str, saved: &BTreeMap<String, Value>) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn when_selects_the_steps_of_a_cluster_or_of_a_standalone_daemon() {
+        let step = |when: Option<When>| Step {
+            label: None,
+            operation: "incus_server_get".into(),
+            scopes: vec![],
+            input: json!({}),
+            expect: Default::default(),
+            journal: None,
+            save: BTreeMap::new(),
+            when,
+        };
+        let standalone = Context::standalone([("project", json!("p"))]);
+        let clustered = standalone.clone().on_cluster();
+        let runs = |context: &Context| {
+            [None, Some(When::Clustered), Some(When::Standalone)]
+                .map(|when| context.runs(&step(when)))
+        };
+        assert_eq!(runs(&standalone), [true, false, true]);
+        assert_eq!(runs(&clustered), [true, true, false]);
+        assert_eq!(clustered.variables["project"], json!("p"));
+    }
 
     #[test]
     fn saved_values_replace_whole_strings_and_parts() {

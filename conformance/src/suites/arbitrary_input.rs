@@ -11,19 +11,13 @@ use serde_json::Value;
 use super::property;
 use super::session::with_session;
 use super::session::Session;
-use super::spec_table::OPERATIONS;
+use super::spec_table::{ERROR_KINDS, OPERATIONS};
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 
-/// Error kinds that come from checks made before any backend request.
-pub(crate) const REFUSED_BEFORE_BACKEND: &[&str] = &[
-    "scope_missing",
-    "invalid_input",
-    "input_too_large",
-    "confirmation_required",
-    "confirmation_mismatch",
-    "restricted_input",
-];
+/// Error kinds that come from checks made before any backend request and before the host is
+/// asked: the spec's kinds from `scope_missing` to `restricted_input`, in its order.
+pub(crate) const REFUSED_BEFORE_BACKEND: &[&str] = ERROR_KINDS.split_at(7).0.split_at(1).1;
 
 /// One property check per operation.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {

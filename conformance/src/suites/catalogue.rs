@@ -1,31 +1,11 @@
 //! The catalogue against the spec's table: names, scopes, confirmation rules, deferred
 //! operations, closed input schemas and output schemas that describe the error shape.
 
-use incus_operations::{Confirmation, Descriptor, UnavailableReason};
+use incus_operations::{Confirmation, Descriptor, ErrorKind, UnavailableReason};
 use serde_json::{json, Value};
 
-use super::spec_table::{Confirm, SpecOperation, OPERATIONS};
+use super::spec_table::{Confirm, SpecOperation, ERROR_KINDS, FORBIDDEN_INPUT_NAMES, OPERATIONS};
 use crate::runner::Check;
-
-/// The closed set of error kinds (contract A).
-const ERROR_KINDS: &[&str] = &[
-    "unknown_operation",
-    "scope_missing",
-    "invalid_input",
-    "input_too_large",
-    "confirmation_required",
-    "confirmation_mismatch",
-    "restricted_input",
-    "binding_denied",
-    "unauthorized",
-    "unknown_remote",
-    "discovery_failed",
-    "native",
-    "transport",
-    "timeout",
-    "output_limit",
-    "invalid_response",
-];
 
 /// Every catalogue check.
 pub(crate) fn checks() -> Vec<Check> {
@@ -49,6 +29,10 @@ pub(crate) fn checks() -> Vec<Check> {
         Check::new(
             "catalogue::streaming_excluded::no_event_console_or_file_operation",
             no_streaming,
+        ),
+        Check::new(
+            "results::match_output_schema::error_kinds_are_the_closed_set_of_the_spec",
+            error_kinds,
         ),
     ];
     for op in OPERATIONS {
@@ -228,13 +212,14 @@ fn input_closed(op: &SpecOperation) -> Result<(), String> {
         .map_err(|e| format!("the input schema does not compile: {e}"))?;
     let mut problems = Vec::new();
     open_objects(schema, "", &mut problems);
-    for key in ["socket", "url", "credential", "owner", "host_path"] {
+    for key in FORBIDDEN_INPUT_NAMES {
         let mut input = op.confirmed_input();
-        input[key] = json!("/run/example/daemon.socket");
+        input[*key] = json!("/run/example/daemon.socket");
         if validator.is_valid(&input) {
             problems.push(format!("input naming {key:?} is valid"));
         }
     }
+    named_properties(schema, "", &mut problems);
     if !validator.is_valid(&op.confirmed_input()) {
         problems.push(format!(
             "the minimal input {} is not valid",
@@ -272,6 +257,59 @@ fn open_objects(schema: &Value, at: &str, problems: &mut Vec<String>) {
     }
 }
 
+/// Properties anywhere in the input schema that name a connection, credential, owner or host path.
+fn named_properties(schema: &Value, at: &str, problems: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            for property in map
+                .get("properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if FORBIDDEN_INPUT_NAMES.contains(&property.0.as_str()) {
+                    problems.push(format!("{at}/properties declares {:?}", property.0));
+                }
+            }
+            for (key, value) in map {
+                named_properties(value, &format!("{at}/{key}"), problems);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                named_properties(item, &format!("{at}/{i}"), problems);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The core's `ErrorKind::ALL`, and the `error.kind` enum of every output schema, are the spec's
+/// closed set in its order.
+fn error_kinds() -> Result<(), String> {
+    let mut problems = Vec::new();
+    let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|kind| kind.as_str()).collect();
+    if kinds != ERROR_KINDS {
+        problems.push(format!(
+            "ErrorKind::ALL is {kinds:?}, the spec says {ERROR_KINDS:?}"
+        ));
+    }
+    for op in OPERATIONS {
+        let schema = descriptor(op.name)?.output_schema();
+        let enumerated: Vec<&str> = schema["oneOf"][1]["properties"]["error"]["properties"]["kind"]
+            ["enum"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if enumerated != ERROR_KINDS {
+            problems.push(format!("{}: error.kind enumerates {enumerated:?}", op.name));
+        }
+    }
+    verdict(problems)
+}
+
 fn error_shape(op: &SpecOperation) -> Result<(), String> {
     let schema = descriptor(op.name)?.output_schema();
     let validator = jsonschema::validator_for(schema)
@@ -291,8 +329,15 @@ fn error_shape(op: &SpecOperation) -> Result<(), String> {
     if validator.is_valid(&extra) {
         problems.push("an error with an unknown key is valid".into());
     }
-    if validator.is_valid(&json!({"error": {"kind": "no_such_kind", "message": "m"}})) {
-        problems.push("an error kind outside the closed set is valid".into());
+    for wrong in [
+        json!({"error": {"kind": "no_such_kind", "message": "m"}}),
+        json!({"error": {"kind": "native"}}),
+        json!({"result": 1}),
+        json!([]),
+    ] {
+        if validator.is_valid(&wrong) {
+            problems.push(format!("{wrong} is valid"));
+        }
     }
     verdict(problems)
 }
@@ -322,6 +367,19 @@ mod tests {
 
     #[test]
     fn scenario_inputs_meant_to_be_valid_match_the_catalogue() {
+        let fingerprint = json!(super::super::spec_table::FINGERPRINT);
+        let variables = std::collections::BTreeMap::from([
+            ("fp".to_owned(), fingerprint.clone()),
+            ("fingerprint".to_owned(), fingerprint),
+            ("etag".to_owned(), json!("abc")),
+            (
+                "op".to_owned(),
+                json!("00000000-0000-4000-8000-000000000000"),
+            ),
+            ("project".to_owned(), json!("default")),
+            ("pool".to_owned(), json!("default")),
+            ("alias".to_owned(), json!("busybox")),
+        ]);
         let mut problems = Vec::new();
         for file in load::builtin() {
             let scenario = file.scenario.unwrap();
@@ -336,13 +394,7 @@ mod tests {
                 let Ok(d) = descriptor(&step.operation) else {
                     continue;
                 };
-                let text = step
-                    .input
-                    .to_string()
-                    .replace("${fp}", super::super::spec_table::FINGERPRINT)
-                    .replace("${etag}", "abc")
-                    .replace("${op}", "00000000-0000-4000-8000-000000000000");
-                let input: Value = serde_json::from_str(&text).unwrap();
+                let input = crate::scenario::run::substitute(&step.input, &variables);
                 let validator = jsonschema::validator_for(d.input_schema()).unwrap();
                 for error in validator.iter_errors(&input) {
                     problems.push(format!(

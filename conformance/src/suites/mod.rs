@@ -170,12 +170,12 @@ mod registry_tests {
     }
 }
 
-/// Asserts that the generated file at `path` (relative to this crate) holds `text`; with `BLESS`
-/// set it writes `text` there instead. `test` names the lib test that regenerates it.
+/// Asserts that the generated file at `path` (relative to this crate) holds `text`; with `BLESS=1`
+/// it writes `text` there instead. `test` names the lib test that regenerates it.
 #[cfg(test)]
 pub(crate) fn generated_file_is_current(name: &str, text: &str, test: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
-    if std::env::var_os("BLESS").is_some() {
+    if std::env::var("BLESS").as_deref() == Ok("1") {
         std::fs::write(&path, text).unwrap();
         return;
     }

@@ -10,7 +10,9 @@ use crate::scenario::target::TargetFactory;
 
 /// One check per scenario file (`$INCUS_CONFORMANCE_SCENARIOS`, else the built-in files). A
 /// file that does not load becomes a failing check, so a broken file is never silently
-/// skipped. Fake-only scenarios are left out when the factory is not a fake.
+/// skipped. Fake-only scenarios are left out when the factory is not a fake. Portable scenarios
+/// get the runner's variables of the fake's default state (`${project}`, `${pool}`, `${alias}`,
+/// `${fingerprint}`).
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     match load::from_environment() {
         Ok(files) => files
@@ -46,7 +48,15 @@ fn check(file: ScenarioFile, factory: &Arc<dyn TargetFactory>) -> Option<Check> 
         block_on(async move {
             let setup = scenario.fake.clone().unwrap_or_default();
             let target = factory.start(&setup).await?;
-            run::run(&scenario, target.as_ref()).await.verdict()
+            // The fake's default state: project, pool and the `busybox` image, all `default`.
+            let context = if scenario.portable() {
+                run::Context::discover(target.as_ref(), "default", "default", "busybox").await
+            } else {
+                run::Context::default()
+            };
+            run::run_in(&scenario, target.as_ref(), &context)
+                .await
+                .verdict()
         })
     }))
 }

@@ -336,6 +336,49 @@ pub(crate) const OPERATIONS: &[SpecOperation] = &[
     ),
 ];
 
+/// The closed set of error kinds (contract A), in the spec's order. The other suites read the
+/// core's `ErrorKind::ALL`, which one catalogue trial pins to this list.
+pub(crate) const ERROR_KINDS: &[&str] = &[
+    "unknown_operation",
+    "scope_missing",
+    "invalid_input",
+    "input_too_large",
+    "confirmation_required",
+    "confirmation_mismatch",
+    "restricted_input",
+    "binding_denied",
+    "unauthorized",
+    "unknown_remote",
+    "discovery_failed",
+    "native",
+    "transport",
+    "timeout",
+    "output_limit",
+    "invalid_response",
+];
+
+/// Names an input may never carry at any depth: the daemon's socket or URL, credentials, the
+/// owner, a host path. The host binds those; the agent cannot.
+pub(crate) const FORBIDDEN_INPUT_NAMES: &[&str] = &[
+    "socket",
+    "url",
+    "endpoint",
+    "server",
+    "certificate",
+    "cert",
+    "key",
+    "password",
+    "token",
+    "secret",
+    "credential",
+    "owner",
+    "host",
+    "host_path",
+    "path",
+    "connection",
+    "protocol",
+];
+
 /// The four scopes.
 pub(crate) const SCOPES: &[&str] = &["incus.read", "incus.write", "incus.exec", "incus.delete"];
 
@@ -390,6 +433,14 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), 32);
+    }
+
+    #[test]
+    fn the_kinds_refused_before_the_backend_are_the_early_checks() {
+        let early = crate::suites::arbitrary_input::REFUSED_BEFORE_BACKEND;
+        assert_eq!(early.len(), 6);
+        assert_eq!(early.first(), Some(&"scope_missing"));
+        assert_eq!(early.last(), Some(&"restricted_input"));
     }
 
     #[test]

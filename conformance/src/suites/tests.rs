@@ -46,14 +46,7 @@ impl Target for ScriptedTarget {
         input: Value,
     ) -> BoxFuture<'a, Value> {
         let result = (self.behaviour)(operation, scopes, &input);
-        let early = [
-            "scope_missing",
-            "invalid_input",
-            "input_too_large",
-            "confirmation_required",
-            "confirmation_mismatch",
-        ];
-        if !early
+        if !arbitrary_input::REFUSED_BEFORE_BACKEND
             .iter()
             .any(|k| result.pointer("/error/kind") == Some(&json!(k)))
         {

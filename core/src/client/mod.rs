@@ -39,7 +39,9 @@ pub use connection::{
     DEFAULT_TIMEOUT,
 };
 pub use error::{ClientError, ConnectionError};
-pub(crate) use exec::ExecRequest;
+pub(crate) use exec::{ExecOutcome, ExecRequest, StreamCapture, StreamEnd};
+#[cfg(test)]
+pub(crate) use exec::{ExecStatus, CAPTURE_BYTES};
 pub(crate) use operations::{is_final, WaitOutcome};
 pub(crate) use query::{json_len, Accepted, ListItem, Single};
 pub use tls::client_config as tls_client_config;

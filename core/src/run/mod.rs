@@ -86,30 +86,10 @@ impl<'a, C> RunOptions<'a, C> {
 /// Runs one operation and returns its result: a success object, or `{"error": {"kind",
 /// "message", ...}}`. Either way the result validates against the operation's output schema.
 ///
-/// The checks run in this order, and the first that fails decides the result:
-/// 1. the operation is known and exported (`unknown_operation`);
-/// 2. the operation's scope is among the caller's verified scopes (`scope_missing`);
-/// 3. the serialized input is within its byte bound (`input_too_large`), measured before schema
-///    validation so that an oversized input never reaches the validator; then the input schema,
-///    compiled once per operation (`invalid_input`);
-/// 4. a destructive operation's `confirm` repeats the exact resource (`confirmation_required`,
-///    `confirmation_mismatch`);
-/// 5. what create and update may write (`SECURITY.md`): an update setting `ephemeral: true`
-///    needs `incus.delete` and guest-code config keys (`cloud-init.*`, `user.user-data`, ...) need
-///    `incus.exec` (`scope_missing`); config keys outside Incus's plain keys and devices beyond a
-///    pool disk's or managed-network nic's allowed keys need the host's `allow_restricted`
-///    (`restricted_input`);
-/// 6. the host's `binding` (`binding_denied`);
-/// 7. the host's `authorize`, with validated, normalized input (`unauthorized`);
-/// 8. the image remote named by `source.remote`, through the host (`unknown_remote`);
-/// 9. discovery, when the binding is a connection (`discovery_failed`);
-/// 10. the profiles the call applies, read from Incus (for a create without `profiles`, the source
-///     image's, or `default`, sent explicitly): their effective config and devices pass rule 5
-///     (`scope_missing`, `restricted_input`); and a stop by a caller without `incus.delete` reads
-///     the instance, since stopping an ephemeral instance deletes it (`scope_missing`).
-///
-/// Nothing before the native calls makes a backend request except discovery and the reads of
-/// check 10, and the native project is selected only after authorization.
+/// The checks run in the order of the table "Running operations" in the crate README (the one
+/// place that order is written; `pipeline::checked` runs it), and the first that fails decides the
+/// result. Nothing before the native calls makes a backend request except discovery and the
+/// reads of the last check, and the native project is selected only after authorization.
 ///
 /// The whole call is bounded by [`RunOptions::call_timeout`]. A call cut by it before anything that
 /// changes state was sent is a `timeout` error; one cut while a mutation, update, cancel or exec
@@ -117,25 +97,52 @@ impl<'a, C> RunOptions<'a, C> {
 /// otherwise); one cut while a mutation's wait was under way is `running` with its operation.
 /// Nothing is resent.
 ///
-/// ```no_run
-/// # async fn example(host: &impl incus_operations::Host<Caller = String>) {
-/// use incus_operations::{run, RunOptions, Scope};
-/// use serde_json::json;
+/// ```
+/// use incus_operations::{
+///     run, Binding, BindingContext, Confirmation, Connection, Host, HostError, RunOptions, Scope,
+/// };
+/// use serde_json::{json, Value};
 ///
-/// // The operation the agent chose: here, the first exported read of instances.
-/// let chosen = incus_operations::all()
-///     .into_iter()
-///     .find(|d| d.resource() == "instance" && d.scope() == Scope::Read)
-///     .expect("exported");
+/// /// Binds every caller to an Incus socket that does not exist, and authorizes everything.
+/// struct Nowhere(std::path::PathBuf);
+///
+/// impl Host for Nowhere {
+///     type Caller = String;
+///     async fn binding(&self, _: &String, _: &str) -> Result<Binding, HostError> {
+///         let connection = Connection::unix(self.0.clone());
+///         Ok(Binding::connection(connection, BindingContext::default()))
+///     }
+///     async fn authorize(&self, _: &String, _: &str, _: &Value) -> Result<(), HostError> {
+///         Ok(())
+///     }
+/// }
+///
+/// let dir = tempfile::tempdir().expect("a temporary directory");
+/// let host = Nowhere(dir.path().join("missing.socket"));
 /// let caller = String::from("agent-7");
-/// let result = run(
-///     chosen.name(),
-///     json!({"project": "default"}),
-///     RunOptions::new(host, &caller, [Scope::Read]),
-/// )
-/// .await;
-/// assert!(result.is_object());
-/// # }
+/// // The operation that deletes an instance by name, found in the catalogue.
+/// let name = incus_operations::all()
+///     .into_iter()
+///     .find(|d| d.confirmation() == Some(Confirmation::InstanceName))
+///     .expect("exported")
+///     .name();
+/// let delete = |input: Value, scopes: &[Scope]| {
+///     let options = RunOptions::new(&host, &caller, scopes.iter().copied());
+///     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+///     runtime.block_on(run(name, input, options))
+/// };
+/// let kind = |result: Value| result["error"]["kind"].as_str().map(str::to_owned);
+///
+/// // The first failing check decides: the scope, then the confirmation, then discovery (the
+/// // first check that talks to Incus, here a socket that is not there).
+/// let confirmed = json!({"name": "web", "confirm": "web"});
+/// assert_eq!(kind(delete(confirmed.clone(), &[Scope::Read])).as_deref(), Some("scope_missing"));
+/// let unconfirmed = json!({"name": "web", "confirm": "yes"});
+/// assert_eq!(
+///     kind(delete(unconfirmed, &[Scope::Delete])).as_deref(),
+///     Some("confirmation_mismatch")
+/// );
+/// assert_eq!(kind(delete(confirmed, &[Scope::Delete])).as_deref(), Some("discovery_failed"));
 /// ```
 pub async fn run<C: Send + Sync>(name: &str, input: Value, options: RunOptions<'_, C>) -> Value {
     match pipeline::run(name, input, &options).await {

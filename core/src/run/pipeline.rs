@@ -1,4 +1,5 @@
-//! The ordered checks of `run`, the bounded host callbacks, and dispatch to the executors.
+//! The ordered checks of `run` (in the order of the README's table, "Running operations"), the
+//! bounded host callbacks, and dispatch to the executors.
 use serde_json::{Map, Value};
 
 use super::call::Call;
@@ -20,7 +21,7 @@ const EXEC_STDIN_BYTES: usize = 64 * 1024;
 /// Image server protocols a host may name for a remote.
 const IMAGE_PROTOCOLS: [&str; 2] = ["simplestreams", "incus"];
 
-/// Runs the checks in the spec's order, then the operation.
+/// Runs the checks in the order of the README's table ("Running operations"), then the operation.
 pub(crate) async fn run<C: Send + Sync>(
     name: &str,
     input: Value,

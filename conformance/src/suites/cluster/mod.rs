@@ -18,7 +18,7 @@
 //! | `evacuation::` | `mutation::statuses` | creates while a member is evacuated complete on other members; after a restore, mutations complete on the restored member |
 //! | `leader::` | `inspection::passthrough` | the database leader down: reads of live members' instances complete once a new leader is elected |
 //! | `leader::` | `mutation::native_rejection` | the leader down: a mutation of its instance is the member-down `native` error; two voters down: the cluster's `native` 503, each request sent once |
-//! | `every_operation::` | `catalogue::synchronous` | every exported operation (all 32) through `m2` and through `m3` |
+//! | `catalogue::synchronous::` | `catalogue::synchronous` | `scenarios/lifecycle.json` (every exported operation) through `m2` and through `m3` |
 //!
 //! Each trial starts its own cluster with `ClusterTimings::fast()`, so that the member-down
 //! stalls and thresholds take tens of milliseconds, not the real daemon's seconds.
@@ -31,9 +31,9 @@ use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 
 mod evacuation;
-mod every_operation;
 mod forwarding;
 mod leader;
+mod lifecycle;
 mod member_down;
 mod session;
 
@@ -52,7 +52,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     checks.extend(member_down::checks(factory));
     checks.extend(evacuation::checks(factory));
     checks.extend(leader::checks(factory));
-    checks.extend(every_operation::checks(factory));
+    checks.extend(lifecycle::checks(factory));
     checks
 }
 

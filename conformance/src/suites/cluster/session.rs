@@ -9,6 +9,8 @@ use incus_operations::Connection;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
+use crate::scenario::format::Scenario;
+use crate::scenario::run::{run_in, Context, Transcript};
 use crate::scenario::target::{HostTarget, Request, Target, TargetFactory};
 use crate::suites::session::Called;
 use crate::ReferenceHost;
@@ -193,6 +195,23 @@ impl Cluster {
                 .and_then(|(_, host)| host.output_schema(operation)),
         };
         Through { called, entries }
+    }
+
+    /// Runs `scenario` through `member` with the runner's variables of the cluster's default
+    /// state (clustered: its `when: clustered` steps run); the transcript and every request the
+    /// cluster received meanwhile.
+    pub(super) fn run_scenario(
+        &self,
+        member: &str,
+        scenario: &Scenario,
+    ) -> (Transcript, Vec<JournalEntry>) {
+        let before = self.last_seq();
+        let target = self.host(member);
+        let transcript = self.runtime.block_on(async {
+            let context = Context::discover(target, "default", "default", "busybox").await;
+            run_in(scenario, target, &context.on_cluster()).await
+        });
+        (transcript, self.fake.journal_page(before).entries)
     }
 
     /// The member's daemon dies.

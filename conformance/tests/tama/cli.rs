@@ -1,12 +1,10 @@
 //! `incus-conformance tama validate`: formats and exit statuses.
 
-mod tama_support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::support::spec_example;
 use serde_json::{json, Value};
-use tama_support::spec_example;
 
 fn run(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_incus-conformance"))
@@ -20,6 +18,18 @@ fn write(dir: &Path, name: &str, contents: &[u8]) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, contents).expect("write fixture");
     path
+}
+
+/// A temporary directory holding `good.json` (the spec's example) and `bad.json` (two violations).
+fn good_and_bad() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "good.json",
+        &serde_json::to_vec(&spec_example()).unwrap(),
+    );
+    write(dir.path(), "bad.json", &invalid_document());
+    dir
 }
 
 fn invalid_document() -> Vec<u8> {
@@ -48,13 +58,7 @@ fn exit_status_is_0_when_every_file_is_valid() {
 
 #[test]
 fn exit_status_is_1_when_any_file_is_invalid_and_text_names_file_pointer_rule_and_message() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    write(
-        dir.path(),
-        "good.json",
-        &serde_json::to_vec(&spec_example()).unwrap(),
-    );
-    write(dir.path(), "bad.json", &invalid_document());
+    let dir = good_and_bad();
     let output = run(&["tama", "validate", "good.json", "bad.json"], dir.path());
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -79,13 +83,7 @@ fn exit_status_is_1_when_any_file_is_invalid_and_text_names_file_pointer_rule_an
 
 #[test]
 fn json_format_prints_one_array_with_file_valid_and_errors() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    write(
-        dir.path(),
-        "good.json",
-        &serde_json::to_vec(&spec_example()).unwrap(),
-    );
-    write(dir.path(), "bad.json", &invalid_document());
+    let dir = good_and_bad();
     let output = run(
         &[
             "tama",

@@ -1,15 +1,13 @@
 //! Mutations of valid tama-operations/1 documents never panic and always give a verdict, and
 //! the dispatcher installs exactly the documents the validator accepts.
 
-mod tama_support;
-
 use incus_conformance::tama::{self, Dex, RULES};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
 /// The valid corpus documents.
 fn valid_documents() -> Vec<Value> {
-    let dir = tama_support::corpus().join("valid");
+    let dir = crate::support::corpus().join("valid");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .expect("valid corpus")
         .map(|e| e.expect("entry").path())
@@ -168,7 +166,7 @@ proptest! {
 
     #[test]
     fn truncated_documents_are_refused_as_not_json(cut in any::<prop::sample::Index>()) {
-        let bytes = serde_json::to_vec(&tama_support::spec_example()).expect("serializes");
+        let bytes = serde_json::to_vec(&crate::support::spec_example()).expect("serializes");
         let cut = cut.index(bytes.len());
         let report = tama::validate_bytes(&bytes[..cut]);
         prop_assert_eq!(report.violations()[0].rule, "document.json");

@@ -1,15 +1,13 @@
 //! The reference dispatcher's execution semantics, one test per sentence of the profile.
 
-mod tama_support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::support::spec_example;
 use incus_conformance::tama::{
     Caller, Dex, DexError, Executor, ExecutorFuture, InstallError, Outcome,
 };
 use serde_json::{json, Value};
-use tama_support::spec_example;
 
 const DELETE: &str = "incus_image_delete";
 
@@ -47,7 +45,7 @@ fn ok_result() -> Result<Value, Value> {
 fn other_source(source: &str, operation_id: &str) -> Value {
     let mut document = spec_example();
     document["x-tama-source"] = json!(source);
-    document["paths"] = json!({ format!("/operations/{operation_id}"): tama_support::operation_named(operation_id) });
+    document["paths"] = json!({ format!("/operations/{operation_id}"): crate::support::operation_named(operation_id) });
     document
 }
 
