@@ -62,11 +62,14 @@ fn list(ctx: &Ctx) -> ApiResult {
     for project in ctx.projects() {
         for image in images(state, &project) {
             let object = image.to_json();
-            if filter.as_ref().is_some_and(|f| !f.matches(&object)) {
-                continue;
+            if let Some(filter) = &filter {
+                if !filter.matches(&object)? {
+                    continue;
+                }
             }
+            // The daemon's image and alias URLs never carry `?project=`.
             out.push(if ctx.recursion() == 0 {
-                json!(url(&format!("/1.0/images/{}", image.fingerprint), &project))
+                json!(format!("/1.0/images/{}", image.fingerprint))
             } else {
                 object
             });
@@ -93,6 +96,9 @@ fn get(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     Ok(envelope::sync_etag(image.to_json(), &image.etag()))
 }
 
+/// `DELETE /1.0/images/{fp}`: resolved when asked (so a second delete of an image whose first
+/// delete still runs is accepted, as on the daemon), removed in the operation, which fails with
+/// the daemon's 404 when the image went in the meantime.
 fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let project = ctx.project();
     let (owner, full) = {
@@ -105,10 +111,7 @@ fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
         project: project.clone(),
         class: "task",
         description: "Deleting image",
-        resources: BTreeMap::from([(
-            "images".to_string(),
-            vec![url(&format!("/1.0/images/{full}"), &project)],
-        )]),
+        resources: BTreeMap::from([("images".to_string(), vec![format!("/1.0/images/{full}")])]),
         metadata: Value::Null,
         may_cancel: false,
         duration: std::time::Duration::ZERO,
@@ -116,9 +119,13 @@ fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let op = ctx.start_task(
         spec,
         Box::new(move |state: &mut State| {
+            let before = state.images.len();
             state
                 .images
                 .retain(|i| !(i.project == owner && i.fingerprint == full));
+            if state.images.len() == before {
+                return Err(ApiError::new(404, "Image not found"));
+            }
             Ok(None)
         }),
     );
@@ -134,10 +141,7 @@ fn list_aliases(ctx: &Ctx) -> ApiResult {
     for image in images(state, &project) {
         for alias in &image.aliases {
             out.push(if ctx.recursion() == 0 {
-                json!(url(
-                    &format!("/1.0/images/aliases/{}", alias.name),
-                    &project
-                ))
+                json!(format!("/1.0/images/aliases/{}", alias.name))
             } else {
                 image.alias_json(alias)
             });

@@ -13,6 +13,7 @@ mod files;
 mod filter;
 mod image_upload;
 mod images;
+mod instance_move;
 mod instances;
 mod journaling;
 mod logs;
@@ -130,7 +131,9 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         "instances" => match segs.get(3) {
             None => instances::route(ctx, &method, &segs[2..], req.headers(), req.body()),
             Some(&"state") => state::route(ctx, &method, &segs[2..], req.body()),
-            Some(&"snapshots") => snapshots::route(ctx, &method, &segs[2..], req.body()),
+            Some(&"snapshots") => {
+                snapshots::route(ctx, &method, &segs[2..], req.headers(), req.body())
+            }
             Some(&"exec") if segs.len() == 4 => exec::route(ctx, &method, segs[2], req.body()),
             Some(&"logs") => logs::route(ctx, &method, &segs[2..]),
             Some(&"files") if segs.len() == 4 => {

@@ -560,6 +560,60 @@ impl Files {
         }
     }
 
+    /// Moves a snapshot's tree to its new name.
+    pub(crate) fn rename_snapshot(&mut self, project: &str, instance: &str, old: &str, new: &str) {
+        let tree = self.trees.remove(&key(project, instance, Some(old)));
+        self.set_tree(project, instance, Some(new), tree);
+    }
+
+    /// A copy of the tree of an instance or of one of its snapshots (`None`: never written, the
+    /// skeleton).
+    pub(crate) fn tree_of(
+        &self,
+        project: &str,
+        instance: &str,
+        snapshot: Option<&str>,
+    ) -> Option<Tree> {
+        self.trees.get(&key(project, instance, snapshot)).cloned()
+    }
+
+    /// Sets (or, with `None`, resets to the skeleton) the tree of an instance or a snapshot.
+    pub(crate) fn set_tree(
+        &mut self,
+        project: &str,
+        instance: &str,
+        snapshot: Option<&str>,
+        tree: Option<Tree>,
+    ) {
+        let key = key(project, instance, snapshot);
+        match tree {
+            Some(tree) => self.trees.insert(key, tree),
+            None => self.trees.remove(&key),
+        };
+    }
+
+    /// Moves an instance's trees (its snapshots' too) to another project and name.
+    pub(crate) fn move_instance(&mut self, from: (&str, &str), to: (&str, &str)) {
+        self.remove_instance(to.0, to.1);
+        let moved: Vec<Key> = self
+            .trees
+            .keys()
+            .filter(|(p, i, _)| p == from.0 && i == from.1)
+            .cloned()
+            .collect();
+        for old in moved {
+            if let Some(tree) = self.trees.remove(&old) {
+                self.trees
+                    .insert((to.0.to_string(), to.1.to_string(), old.2), tree);
+            }
+        }
+    }
+
+    /// The rootfs recorded for an image.
+    pub(crate) fn image(&self, fingerprint: &str) -> Option<Tree> {
+        self.images.get(fingerprint).cloned()
+    }
+
     /// Drops every tree.
     pub(crate) fn clear(&mut self) {
         self.trees.clear();

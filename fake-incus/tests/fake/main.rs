@@ -8,6 +8,7 @@ mod config;
 mod exec;
 mod faults;
 mod https;
+mod instances;
 mod layers;
 mod listeners;
 mod protocol;

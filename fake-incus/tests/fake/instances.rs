@@ -1,0 +1,513 @@
+//! Instances, their snapshots and images as the daemon answers them (issue 23's fidelity items):
+//! list filters, image URLs, image delete, the daemon's validation and texts, snapshot rename,
+//! update and copy from a snapshot. Expected answers were taken from a real Incus 6.0.4.
+
+use crate::common::{call, launch, wait};
+use fake_incus::{assert_native_error, FakeIncus, Reply, Request};
+use serde_json::{json, Value};
+
+async fn fake() -> FakeIncus {
+    FakeIncus::builder().start().await.expect("fake starts")
+}
+
+fn filtered(filter: &str) -> String {
+    let query: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("filter", filter)
+        .finish();
+    format!("/1.0/instances?{query}")
+}
+
+/// The outcome of a finished operation from its wait answer: `("Failure", err)` for the error
+/// envelope of a failed one, its status and `err` otherwise.
+fn failure(done: &Reply) -> (&str, &str) {
+    let body = done.json();
+    if body["type"] == "error" {
+        return ("Failure", body["error"].as_str().unwrap_or_default());
+    }
+    let metadata = done.metadata();
+    (
+        metadata["status"].as_str().unwrap_or_default(),
+        metadata["err"].as_str().unwrap_or_default(),
+    )
+}
+
+async fn write(fake: &FakeIncus, instance: &str, path: &str, bytes: &[u8]) {
+    let reply = fake
+        .call(
+            Request::post(&format!("/1.0/instances/{instance}/files?path={path}"))
+                .header("content-type", "application/octet-stream")
+                .body(bytes.to_vec()),
+        )
+        .await;
+    assert_eq!(reply.status(), 200, "{}", reply.json());
+}
+
+async fn read(fake: &FakeIncus, instance: &str, path: &str) -> Option<Vec<u8>> {
+    let reply = call(
+        fake,
+        "GET",
+        &format!("/1.0/instances/{instance}/files?path={path}"),
+        None,
+    )
+    .await;
+    (reply.status() == 200).then(|| reply.bytes().to_vec())
+}
+
+#[tokio::test]
+async fn list_filters_compare_as_the_daemon_case_insensitively_by_pattern_and_left_to_right() {
+    let fake = fake().await;
+    launch(&fake, "c1", true).await;
+    launch(&fake, "c2", false).await;
+    let patch = call(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"config": {"user.role": "Web"}})),
+    )
+    .await;
+    assert_eq!(patch.status(), 200);
+    let names = |reply: &Reply| -> Vec<String> {
+        reply
+            .metadata()
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|u| u.as_str()?.rsplit('/').next().map(str::to_string))
+            .collect()
+    };
+    for (filter, expected) in [
+        ("status eq running", vec!["c1"]),
+        ("status eq RUNNING", vec!["c1"]),
+        ("name eq C.*", vec!["c1", "c2"]),
+        ("name eq c", vec![]),
+        ("name eq ^c", vec!["c1", "c2"]),
+        ("config.user.role eq web", vec!["c1"]),
+        ("config.nope eq x", vec![]),
+        ("ephemeral eq FALSE", vec!["c1", "c2"]),
+        ("name eq c1 or name eq c2 and status eq Stopped", vec!["c2"]),
+        ("NOT name eq c1", vec!["c2"]),
+        ("expanded_devices.root.path eq /", vec!["c1", "c2"]),
+        ("location eq none", vec!["c1", "c2"]),
+    ] {
+        let reply = call(&fake, "GET", &filtered(filter), None).await;
+        assert_eq!(reply.status(), 200, "{filter}: {}", reply.json());
+        assert_eq!(names(&reply), expected, "{filter}");
+    }
+    for (filter, status, text) in [
+        (
+            "nope eq x",
+            500,
+            "Invalid type \"invalid\" for field \"nope\"",
+        ),
+        (
+            "status_code eq 103",
+            500,
+            "Unsupported filter type \"int\" for field \"status_code\"",
+        ),
+        ("name zz c1", 500, "Unsupported operation"),
+        (
+            "devices.root.path eq /",
+            500,
+            "Invalid type \"invalid\" for field \"devices.root.path\"",
+        ),
+        ("name eq \"c1\"", 400, "Invalid filter: unterminated quote"),
+        (
+            "name eq c1 and",
+            400,
+            "Invalid filter: unterminated compound clause",
+        ),
+    ] {
+        let reply = call(&fake, "GET", &filtered(filter), None).await;
+        assert_native_error(&reply, status, text);
+    }
+}
+
+#[tokio::test]
+async fn image_and_alias_urls_never_carry_the_project() {
+    let fake = fake().await;
+    let created = call(
+        &fake,
+        "POST",
+        "/1.0/projects",
+        Some(json!({"name": "p1", "config": {"features.images": "false"}})),
+    )
+    .await;
+    assert_eq!(created.status(), 201, "{}", created.json());
+    for path in ["/1.0/images?project=p1", "/1.0/images?project=default"] {
+        let list = call(&fake, "GET", path, None).await;
+        let urls = list.metadata().as_array().cloned().unwrap_or_default();
+        assert!(!urls.is_empty());
+        assert!(urls.iter().all(|u| u
+            .as_str()
+            .is_some_and(|u| u.starts_with("/1.0/images/") && !u.contains('?'))));
+    }
+    let aliases = call(&fake, "GET", "/1.0/images/aliases?project=p1", None).await;
+    assert_eq!(aliases.metadata(), &json!(["/1.0/images/aliases/busybox"]));
+}
+
+#[tokio::test]
+async fn a_second_image_delete_is_accepted_while_the_image_exists_and_fails_in_its_operation() {
+    let fake = fake().await;
+    let list = call(&fake, "GET", "/1.0/images", None).await;
+    let url = list.metadata()[0].as_str().expect("an image").to_string();
+    // Both are asked before either runs: both accepted, as on the daemon.
+    let (first, second) = tokio::join!(
+        call(&fake, "DELETE", &url, None),
+        call(&fake, "DELETE", &url, None)
+    );
+    assert_eq!((first.status(), second.status()), (202, 202));
+    assert_eq!(
+        first.metadata()["resources"]["images"],
+        json!([url.clone()]),
+        "no ?project= in the resource"
+    );
+    let outcomes = [wait(&fake, &first).await, wait(&fake, &second).await];
+    let failures: Vec<(String, String)> = outcomes
+        .iter()
+        .map(|d| {
+            let (status, err) = failure(d);
+            (status.to_string(), err.to_string())
+        })
+        .collect();
+    assert!(
+        failures.contains(&("Success".into(), String::new()))
+            && failures.contains(&("Failure".into(), "Image not found".into())),
+        "{failures:?}"
+    );
+    assert_native_error(
+        &call(&fake, "DELETE", &url, None).await,
+        404,
+        "Image not found",
+    );
+}
+
+#[tokio::test]
+async fn create_refuses_what_the_daemon_refuses_no_root_disk_bad_schedule_duplicate_profile() {
+    let fake = fake().await;
+    for (body, err) in [
+        (
+            json!({"name": "np", "source": {"type": "image", "alias": "busybox"}, "profiles": []}),
+            "Failed creating instance record: Failed initializing instance: Failed getting root disk: No root device could be found",
+        ),
+        (
+            json!({"name": "sch", "source": {"type": "image", "alias": "busybox"}, "config": {"snapshots.schedule": "bogus"}}),
+            "Failed creating instance record: Schedule must be of the form: <minute> <hour> <day-of-month> <month> <day-of-week>",
+        ),
+        (
+            json!({"name": "tw", "source": {"type": "image", "alias": "busybox"}, "profiles": ["default", "default"]}),
+            "Failed creating instance record: Duplicate profile found in request",
+        ),
+    ] {
+        let reply = call(&fake, "POST", "/1.0/instances", Some(body)).await;
+        let done = wait(&fake, &reply).await;
+        assert_eq!(failure(&done), ("Failure", err));
+    }
+    assert_eq!(
+        call(&fake, "GET", "/1.0/instances", None).await.metadata(),
+        &json!([])
+    );
+}
+
+#[tokio::test]
+async fn updates_refuse_a_bad_schedule_a_duplicate_profile_and_losing_the_root_disk() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    for (body, text) in [
+        (
+            json!({"config": {"snapshots.schedule": "bogus"}}),
+            "Invalid config: Schedule must be of the form: <minute> <hour> <day-of-month> <month> <day-of-week>",
+        ),
+        (
+            json!({"config": {"snapshots.schedule": "@daily, 1 2 3 4 99"}}),
+            "Invalid config: Error parsing schedule: end of range (99) above maximum (6): 99",
+        ),
+        (
+            json!({"profiles": ["default", "default"]}),
+            "Duplicate profile found in request",
+        ),
+        (
+            json!({"profiles": []}),
+            "Invalid root disk device: No root device could be found",
+        ),
+    ] {
+        let reply = call(&fake, "PATCH", "/1.0/instances/c1", Some(body)).await;
+        assert_native_error(&reply, 500, text);
+    }
+    let ok = call(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"config": {"snapshots.schedule": "@DAILY, */5 1-3 * jan mon-fri"}})),
+    )
+    .await;
+    assert_eq!(ok.status(), 200, "{}", ok.json());
+}
+
+#[tokio::test]
+async fn the_daemon_texts_for_renaming_a_missing_instance_and_a_bad_instance_limit() {
+    let fake = fake().await;
+    let rename = call(
+        &fake,
+        "POST",
+        "/1.0/instances/nosuch",
+        Some(json!({"name": "x"})),
+    )
+    .await;
+    assert_native_error(
+        &rename,
+        404,
+        "Failed to get address of instance's member: Instance not found",
+    );
+    let project = call(
+        &fake,
+        "POST",
+        "/1.0/projects",
+        Some(json!({"name": "bad", "config": {"limits.instances": "abc"}})),
+    )
+    .await;
+    assert_native_error(
+        &project,
+        400,
+        "Invalid project configuration key \"limits.instances\" value: Invalid value for uint32 \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax",
+    );
+}
+
+async fn snapshot(fake: &FakeIncus, instance: &str, name: &str) {
+    let reply = call(
+        fake,
+        "POST",
+        &format!("/1.0/instances/{instance}/snapshots"),
+        Some(json!({ "name": name })),
+    )
+    .await;
+    assert_eq!(wait(fake, &reply).await.json()["type"], "sync");
+}
+
+#[tokio::test]
+async fn a_snapshot_rename_is_an_operation_that_moves_its_record_and_files() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    write(&fake, "c1", "/root/f", b"v1").await;
+    snapshot(&fake, "c1", "s1").await;
+    snapshot(&fake, "c1", "s2").await;
+    let renamed = call(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/snapshots/s1",
+        Some(json!({"name": "r1"})),
+    )
+    .await;
+    assert_eq!(renamed.metadata()["description"], "Renaming snapshot");
+    assert_eq!(
+        renamed.metadata()["resources"],
+        json!({"instances": ["/1.0/instances/c1"], "instances_snapshots": ["/1.0/instances/c1/snapshots/s1"]})
+    );
+    assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
+    assert_eq!(
+        call(&fake, "GET", "/1.0/instances/c1/snapshots", None)
+            .await
+            .metadata(),
+        &json!([
+            "/1.0/instances/c1/snapshots/r1",
+            "/1.0/instances/c1/snapshots/s2"
+        ])
+    );
+    for (body, status, text) in [
+        (json!({"name": "s2"}), 409, "Name 'c1/s2' already in use"),
+        (
+            json!({"name": "a/b"}),
+            400,
+            "Invalid snapshot name: Cannot contain \"/\"",
+        ),
+        (
+            json!({"name": ""}),
+            400,
+            "A new name for the instance must be provided",
+        ),
+    ] {
+        let reply = call(&fake, "POST", "/1.0/instances/c1/snapshots/r1", Some(body)).await;
+        assert_native_error(&reply, status, text);
+    }
+    assert_native_error(
+        &call(
+            &fake,
+            "POST",
+            "/1.0/instances/c1/snapshots/nope",
+            Some(json!({"name": "x"})),
+        )
+        .await,
+        404,
+        "Failed to fetch snapshot \"nope\" of instance \"c1\" in project \"default\": Instance_snapshot not found",
+    );
+    // The renamed snapshot keeps the files: restoring it brings them back.
+    write(&fake, "c1", "/root/f", b"v2").await;
+    let restore = call(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1",
+        Some(json!({"restore": "r1"})),
+    )
+    .await;
+    assert_eq!(wait(&fake, &restore).await.json()["type"], "sync");
+    assert_eq!(read(&fake, "c1", "/root/f").await, Some(b"v1".to_vec()));
+}
+
+#[tokio::test]
+async fn snapshot_put_and_patch_set_only_expires_at_in_an_operation() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    snapshot(&fake, "c1", "s1").await;
+    let path = "/1.0/instances/c1/snapshots/s1";
+    for (method, when) in [
+        ("PUT", "2030-01-01T00:00:00Z"),
+        ("PATCH", "2031-01-01T00:00:00Z"),
+    ] {
+        let reply = call(&fake, method, path, Some(json!({ "expires_at": when }))).await;
+        assert_eq!(reply.metadata()["description"], "Updating snapshot");
+        assert_eq!(wait(&fake, &reply).await.json()["type"], "sync");
+        let got = call(&fake, "GET", path, None).await;
+        assert_eq!(got.metadata()["expires_at"], when);
+    }
+    // Without `expires_at` nothing changes, still through an operation.
+    let empty = call(&fake, "PUT", path, Some(json!({}))).await;
+    wait(&fake, &empty).await;
+    let got = call(&fake, "GET", path, None).await;
+    assert_eq!(got.metadata()["expires_at"], "2031-01-01T00:00:00Z");
+    assert_native_error(
+        &call(&fake, "PUT", path, Some(json!({"expires_at": "bad"}))).await,
+        400,
+        "parsing time \"bad\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"bad\" as \"2006\"",
+    );
+    let stale = fake
+        .call(
+            Request::put(path)
+                .header("if-match", "\"nope\"")
+                .json(&json!({"expires_at": "2032-01-01T00:00:00Z"})),
+        )
+        .await;
+    assert_eq!(stale.status(), 412);
+}
+
+#[tokio::test]
+async fn a_copy_from_a_snapshot_has_the_snapshots_config_and_files_and_no_snapshots() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let patch = call(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"config": {"user.k": "then"}})),
+    )
+    .await;
+    assert_eq!(patch.status(), 200);
+    write(&fake, "c1", "/root/f", b"then").await;
+    snapshot(&fake, "c1", "s1").await;
+    let patch = call(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1",
+        Some(json!({"config": {"user.k": "now"}})),
+    )
+    .await;
+    assert_eq!(patch.status(), 200);
+    write(&fake, "c1", "/root/f", b"now").await;
+
+    let copied = call(
+        &fake,
+        "POST",
+        "/1.0/instances",
+        Some(json!({"name": "c2", "source": {"type": "copy", "source": "c1/s1"}})),
+    )
+    .await;
+    assert_eq!(
+        copied.metadata()["resources"]["instances"],
+        json!(["/1.0/instances/c2", "/1.0/instances/c1%2Fs1"])
+    );
+    assert_eq!(wait(&fake, &copied).await.json()["type"], "sync");
+    let c2 = call(&fake, "GET", "/1.0/instances/c2", None).await;
+    assert_eq!(c2.metadata()["config"]["user.k"], "then");
+    assert_eq!(c2.metadata()["config"]["volatile.apply_template"], "copy");
+    assert_eq!(read(&fake, "c2", "/root/f").await, Some(b"then".to_vec()));
+    let snaps = call(&fake, "GET", "/1.0/instances/c2/snapshots", None).await;
+    assert_eq!(snaps.metadata(), &Value::Array(Vec::new()));
+
+    let missing = call(
+        &fake,
+        "POST",
+        "/1.0/instances",
+        Some(json!({"name": "c3", "source": {"type": "copy", "source": "c1/nope"}})),
+    )
+    .await;
+    assert_native_error(
+        &missing,
+        404,
+        "Failed to fetch snapshot \"nope\" of instance \"c1\" in project \"default\": Instance_snapshot not found",
+    );
+}
+
+#[tokio::test]
+async fn a_move_to_another_project_rehomes_the_instance_its_snapshots_and_files() {
+    let fake = fake().await;
+    let created = call(
+        &fake,
+        "POST",
+        "/1.0/projects",
+        Some(json!({"name": "p2", "config": {"features.images": "false", "features.profiles": "false"}})),
+    )
+    .await;
+    assert_eq!(created.status(), 201, "{}", created.json());
+    launch(&fake, "c1", true).await;
+    launch(&fake, "c2", false).await;
+    write(&fake, "c2", "/root/f", b"kept").await;
+    snapshot(&fake, "c2", "s1").await;
+    let body = json!({"migration": true, "project": "p2"});
+    assert_native_error(
+        &call(&fake, "POST", "/1.0/instances/c1", Some(body.clone())).await,
+        400,
+        "Instance must be stopped to be moved statelessly",
+    );
+    let moved = call(&fake, "POST", "/1.0/instances/c2", Some(body.clone())).await;
+    assert_eq!(moved.metadata()["description"], "Migrating instance");
+    assert_eq!(
+        moved.metadata()["resources"],
+        json!({"instances": ["/1.0/instances/c2"]})
+    );
+    assert_eq!(wait(&fake, &moved).await.json()["type"], "sync");
+    assert_eq!(
+        call(&fake, "GET", "/1.0/instances", None).await.metadata(),
+        &json!(["/1.0/instances/c1"])
+    );
+    let there = call(&fake, "GET", "/1.0/instances/c2?project=p2", None).await;
+    assert_eq!(there.metadata()["project"], "p2");
+    let snaps = call(&fake, "GET", "/1.0/instances/c2/snapshots?project=p2", None).await;
+    assert_eq!(
+        snaps.metadata(),
+        &json!(["/1.0/instances/c2/snapshots/s1?project=p2"])
+    );
+    let file = call(
+        &fake,
+        "GET",
+        "/1.0/instances/c2/files?path=/root/f&project=p2",
+        None,
+    )
+    .await;
+    assert_eq!(file.bytes().as_ref(), b"kept");
+    // A name in use in the destination is refused before anything starts.
+    launch(&fake, "c3", false).await;
+    let clash = json!({"migration": true, "project": "p2", "name": "c2"});
+    assert_native_error(
+        &call(&fake, "POST", "/1.0/instances/c3", Some(clash)).await,
+        409,
+        "Name \"c2\" already in use",
+    );
+    let nowhere = json!({"migration": true, "project": "nope"});
+    let reply = call(&fake, "POST", "/1.0/instances/c3", Some(nowhere)).await;
+    let done = wait(&fake, &reply).await;
+    assert_eq!(
+        failure(&done),
+        (
+            "Failure",
+            "Failed requesting instance create on destination: Failed loading project: Project not found"
+        )
+    );
+}
