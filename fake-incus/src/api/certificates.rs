@@ -131,7 +131,7 @@ fn token_operation(
 }
 
 /// 32 random bytes as 64 lowercase hex characters, as `internalUtil.RandomHexString(32)`.
-fn secret() -> String {
+pub(super) fn secret() -> String {
     format!(
         "{}{}",
         uuid::Uuid::new_v4().simple(),

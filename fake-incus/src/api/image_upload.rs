@@ -48,6 +48,8 @@ pub(crate) struct Upload {
     /// The rootfs as a file tree, the initial files of the image's instances; `None` for a VM,
     /// or a rootfs the fake could not read whole or that is over a tree's bounds.
     pub(crate) rootfs: Option<Tree>,
+    /// The files as uploaded, for the image's export.
+    pub(crate) files: crate::state::files::ImageFiles,
 }
 
 /// The fields of `metadata.yaml` the daemon uses.
@@ -101,6 +103,7 @@ pub(crate) fn unified(body: &[u8], filename: &str) -> Result<Upload, UploadError
         metadata: check(metadata)?,
         executables: walk.executables,
         rootfs: walk.rootfs,
+        files: crate::state::files::ImageFiles::Unified(Bytes::copy_from_slice(body)),
     })
 }
 
@@ -151,6 +154,10 @@ pub(crate) async fn split(body: Bytes, boundary: String) -> Result<Upload, Uploa
         metadata: check(metadata)?,
         executables,
         rootfs: rootfs_tree,
+        files: crate::state::files::ImageFiles::Split {
+            metadata: meta,
+            rootfs,
+        },
     })
 }
 

@@ -438,7 +438,7 @@ const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-fn find_image(
+pub(super) fn find_image(
     state: &State,
     project: &str,
     alias: &str,

@@ -11,16 +11,19 @@ mod events;
 mod exec;
 mod files;
 mod filter;
+mod image_archive;
 mod image_upload;
 mod images;
 mod instance_move;
 mod instances;
 mod journaling;
 mod logs;
+mod metadata;
 mod networks;
 mod operations;
 mod profiles;
 mod projects;
+mod rebuild;
 mod server;
 mod sftp;
 mod snapshots;
@@ -135,7 +138,13 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
                 snapshots::route(ctx, &method, &segs[2..], req.headers(), req.body())
             }
             Some(&"exec") if segs.len() == 4 => exec::route(ctx, &method, segs[2], req.body()),
-            Some(&"logs") => logs::route(ctx, &method, &segs[2..]),
+            Some(&"logs" | &"console") => logs::route(ctx, &method, &segs[2..]),
+            Some(&"metadata") => {
+                metadata::route(ctx, &method, &segs[2..], req.headers(), req.body())
+            }
+            Some(&"rebuild") if segs.len() == 4 => {
+                rebuild::route(ctx, &method, segs[2], req.body())
+            }
             Some(&"files") if segs.len() == 4 => {
                 files::route(ctx, &method, segs[2], req.headers(), req.body())
             }

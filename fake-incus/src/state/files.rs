@@ -232,6 +232,11 @@ impl Tree {
         tree
     }
 
+    /// Every entry by path, in path order (parents before their children).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&String, &Node)> {
+        self.nodes.iter()
+    }
+
     /// Whether the tree holds an entry at all (an image's rootfs that had no entries has none).
     pub(crate) fn is_empty(&self) -> bool {
         self.nodes.is_empty()
@@ -466,6 +471,16 @@ type Key = (String, String, Option<String>);
 pub(crate) struct Files {
     trees: BTreeMap<Key, Tree>,
     images: BTreeMap<String, Tree>,
+    /// The files each image was imported or published as (what its export sends back).
+    image_files: BTreeMap<String, ImageFiles>,
+}
+
+/// The files of an image as uploaded or published: one unified tarball, or the metadata tarball
+/// and the rootfs of a split image.
+#[derive(Debug, Clone)]
+pub(crate) enum ImageFiles {
+    Unified(Bytes),
+    Split { metadata: Bytes, rootfs: Bytes },
 }
 
 fn key(project: &str, instance: &str, snapshot: Option<&str>) -> Key {
@@ -609,15 +624,21 @@ impl Files {
         }
     }
 
-    /// The rootfs recorded for an image.
-    pub(crate) fn image(&self, fingerprint: &str) -> Option<Tree> {
-        self.images.get(fingerprint).cloned()
-    }
-
     /// Drops every tree.
     pub(crate) fn clear(&mut self) {
         self.trees.clear();
         self.images.clear();
+        self.image_files.clear();
+    }
+
+    /// Records the files an image came as.
+    pub(crate) fn set_image_files(&mut self, fingerprint: &str, files: ImageFiles) {
+        self.image_files.insert(fingerprint.to_string(), files);
+    }
+
+    /// The files an image came as, if the fake has them.
+    pub(crate) fn image_files(&self, fingerprint: &str) -> Option<ImageFiles> {
+        self.image_files.get(fingerprint).cloned()
     }
 
     /// Records an imported image's rootfs.
@@ -637,14 +658,20 @@ impl Files {
         executables: Option<&[String]>,
     ) {
         self.remove_instance(project, instance);
-        let rootfs = match image.and_then(|fingerprint| self.images.get(fingerprint)) {
-            Some(rootfs) => rootfs.clone(),
-            None => match executables {
-                Some(executables) => Tree::of_executables(executables),
-                None => return,
-            },
-        };
-        self.trees.insert(key(project, instance, None), rootfs);
+        let rootfs = self.rootfs(image, executables);
+        self.set_tree(project, instance, None, rootfs);
+    }
+
+    /// The tree an instance of an image starts with (`None`: the skeleton).
+    pub(crate) fn rootfs(
+        &self,
+        image: Option<&str>,
+        executables: Option<&[String]>,
+    ) -> Option<Tree> {
+        match image.and_then(|fingerprint| self.images.get(fingerprint)) {
+            Some(rootfs) => Some(rootfs.clone()),
+            None => executables.map(Tree::of_executables),
+        }
     }
 }
 

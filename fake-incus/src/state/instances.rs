@@ -69,6 +69,12 @@ pub(crate) struct Instance {
     /// The cluster member it lives on (`None`: not clustered, `"none"` in the API).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) location: Option<String>,
+    /// Its `metadata.yaml` as `/metadata` shows it (`None`: none, as after `--empty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) metadata: Option<Value>,
+    /// Its template files (`/metadata/templates`), by name.
+    #[serde(default, skip_serializing_if = "StringMap::is_empty")]
+    pub(crate) templates: StringMap,
 }
 
 /// A snapshot: a frozen copy of the instance's writable fields.
@@ -137,6 +143,8 @@ impl Instance {
             started_at: None,
             snapshots: Vec::new(),
             location: None,
+            metadata: image.map(Image::metadata_json),
+            templates: StringMap::new(),
         }
     }
 

@@ -158,8 +158,7 @@ async fn a_second_image_delete_is_accepted_while_the_image_exists_and_fails_in_i
     assert_eq!((first.status(), second.status()), (202, 202));
     assert_eq!(
         first.metadata()["resources"]["images"],
-        json!([url.clone()]),
-        "no ?project= in the resource"
+        json!([url.clone()])
     );
     let outcomes = [wait(&fake, &first).await, wait(&fake, &second).await];
     let failures: Vec<(String, String)> = outcomes
@@ -509,5 +508,346 @@ async fn a_move_to_another_project_rehomes_the_instance_its_snapshots_and_files(
             "Failure",
             "Failed requesting instance create on destination: Failed loading project: Project not found"
         )
+    );
+}
+
+#[tokio::test]
+async fn instance_metadata_comes_from_its_image_and_put_patch_and_templates_write_it() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let got = call(&fake, "GET", "/1.0/instances/c1/metadata", None).await;
+    let metadata = got.metadata().clone();
+    assert_eq!(metadata["properties"]["os"], "busybox");
+    assert_eq!(metadata["templates"], Value::Null);
+    assert!(got.header("etag").is_some());
+    let put = call(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1/metadata",
+        Some(
+            json!({"architecture": "x86_64", "creation_date": 1, "properties": {"os": "x"},
+            "templates": {"/etc/hostname": {"when": ["create"], "template": "hostname.tpl"}}}),
+        ),
+    )
+    .await;
+    assert_eq!((put.status(), put.metadata()), (200, &json!({})));
+    let patch = call(
+        &fake,
+        "PATCH",
+        "/1.0/instances/c1/metadata",
+        Some(json!({"properties": {"os": "y"}})),
+    )
+    .await;
+    assert_eq!(patch.status(), 200);
+    let got = call(&fake, "GET", "/1.0/instances/c1/metadata", None).await;
+    assert_eq!(
+        got.metadata(),
+        &json!({"architecture": "x86_64", "creation_date": 1, "expiry_date": 0,
+            "properties": {"os": "y"}, "templates": {"/etc/hostname": {"when": ["create"],
+            "create_only": false, "template": "hostname.tpl", "properties": {}}}})
+    );
+
+    let templates = "/1.0/instances/c1/metadata/templates";
+    let upload = fake
+        .call(
+            Request::post(&format!("{templates}?path=hostname.tpl"))
+                .header("content-type", "application/octet-stream")
+                .body(b"{{ container.name }}".to_vec()),
+        )
+        .await;
+    assert_eq!(upload.status(), 200, "{}", upload.json());
+    let list = call(&fake, "GET", templates, None).await;
+    assert_eq!(list.metadata(), &json!(["hostname.tpl"]));
+    let file = call(
+        &fake,
+        "GET",
+        &format!("{templates}?path=hostname.tpl"),
+        None,
+    )
+    .await;
+    assert_eq!(file.bytes().as_ref(), b"{{ container.name }}");
+    let path = format!("{templates}?path=hostname.tpl");
+    assert_eq!(call(&fake, "DELETE", &path, None).await.status(), 200);
+    assert_native_error(
+        &call(&fake, "DELETE", &path, None).await,
+        404,
+        "Template \"hostname.tpl\" not found",
+    );
+    assert_native_error(
+        &call(&fake, "POST", templates, None).await,
+        400,
+        "missing path argument",
+    );
+}
+
+#[tokio::test]
+async fn logs_list_lxc_log_and_the_console_log_is_empty_as_for_a_busybox_container() {
+    let fake = fake().await;
+    launch(&fake, "c1", true).await;
+    let logs = call(&fake, "GET", "/1.0/instances/c1/logs", None).await;
+    assert_eq!(logs.metadata(), &json!(["/1.0/instances/c1/logs/lxc.log"]));
+    let log = call(&fake, "GET", "/1.0/instances/c1/logs/lxc.log", None).await;
+    assert_eq!(
+        (log.status(), log.header("content-type")),
+        (200, Some("application/octet-stream"))
+    );
+    assert_native_error(
+        &call(&fake, "GET", "/1.0/instances/c1/logs/nope.log", None).await,
+        400,
+        "Log file name \"nope.log\" not valid",
+    );
+    let console = call(&fake, "GET", "/1.0/instances/c1/console?type=log", None).await;
+    assert_eq!((console.status(), console.bytes().len()), (200, 0));
+    assert_native_error(
+        &call(&fake, "GET", "/1.0/instances/c1/console?type=bad", None).await,
+        500,
+        "Invalid value for type parameter: bad",
+    );
+    let cleared = call(&fake, "DELETE", "/1.0/instances/c1/console", None).await;
+    assert_eq!((cleared.status(), cleared.metadata()), (200, &json!({})));
+}
+
+#[tokio::test]
+async fn a_rebuild_replaces_the_root_file_system_and_image_keys_of_a_stopped_instance() {
+    let fake = fake().await;
+    launch(&fake, "c1", true).await;
+    let body = json!({"source": {"type": "image", "alias": "busybox"}});
+    assert_native_error(
+        &call(
+            &fake,
+            "POST",
+            "/1.0/instances/c1/rebuild",
+            Some(body.clone()),
+        )
+        .await,
+        400,
+        "Instance must be stopped to be rebuilt",
+    );
+    let stop = call(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1/state",
+        Some(json!({"action": "stop", "force": true})),
+    )
+    .await;
+    wait(&fake, &stop).await;
+    write(&fake, "c1", "/root/x", b"hi").await;
+    snapshot(&fake, "c1", "s1").await;
+    let rebuilt = call(&fake, "POST", "/1.0/instances/c1/rebuild", Some(body)).await;
+    assert_eq!(rebuilt.metadata()["description"], "Rebuilding instance");
+    assert_eq!(wait(&fake, &rebuilt).await.json()["type"], "sync");
+    assert_eq!(read(&fake, "c1", "/root/x").await, None);
+    assert!(read(&fake, "c1", "/etc/inittab").await.is_some());
+    let config = call(&fake, "GET", "/1.0/instances/c1", None)
+        .await
+        .metadata()["config"]
+        .clone();
+    assert_eq!(config["image.os"], "busybox");
+    assert_eq!(config["volatile.apply_template"], "create");
+
+    let none = json!({"source": {"type": "none"}});
+    let rebuilt = call(&fake, "POST", "/1.0/instances/c1/rebuild", Some(none)).await;
+    assert_eq!(wait(&fake, &rebuilt).await.json()["type"], "sync");
+    let config = call(&fake, "GET", "/1.0/instances/c1", None)
+        .await
+        .metadata()["config"]
+        .clone();
+    assert_eq!(
+        (config.get("image.os"), config.get("volatile.base_image")),
+        (None, None)
+    );
+    // The snapshot keeps the files it had.
+    let restore = call(
+        &fake,
+        "PUT",
+        "/1.0/instances/c1",
+        Some(json!({"restore": "s1"})),
+    )
+    .await;
+    assert_eq!(wait(&fake, &restore).await.json()["type"], "sync");
+    assert_eq!(read(&fake, "c1", "/root/x").await, Some(b"hi".to_vec()));
+
+    let missing = json!({"source": {"type": "image", "alias": "nope"}});
+    let reply = call(&fake, "POST", "/1.0/instances/c1/rebuild", Some(missing)).await;
+    let done = wait(&fake, &reply).await;
+    assert_eq!(
+        failure(&done),
+        ("Failure", "Image not provided for instance rebuild")
+    );
+}
+
+async fn busybox_fingerprint(fake: &FakeIncus) -> String {
+    let image = call(fake, "GET", "/1.0/images/aliases/busybox", None).await;
+    image.metadata()["target"]
+        .as_str()
+        .expect("busybox alias")
+        .to_string()
+}
+
+#[tokio::test]
+async fn image_put_replaces_and_patch_merges_the_writable_fields() {
+    let fake = fake().await;
+    let fp = busybox_fingerprint(&fake).await;
+    let path = format!("/1.0/images/{fp}");
+    let put = call(
+        &fake,
+        "PUT",
+        &path,
+        Some(
+            json!({"public": true, "properties": {"os": "new"}, "profiles": ["default"],
+            "expires_at": "2030-01-01T00:00:00Z"}),
+        ),
+    )
+    .await;
+    assert_eq!((put.status(), put.metadata()), (200, &json!({})));
+    let patch = call(
+        &fake,
+        "PATCH",
+        &path,
+        Some(json!({"properties": {"extra": "1"}})),
+    )
+    .await;
+    assert_eq!(patch.status(), 200);
+    let image = call(&fake, "GET", &path, None).await.metadata().clone();
+    assert_eq!(
+        (&image["public"], &image["properties"], &image["expires_at"]),
+        (
+            &json!(true),
+            &json!({"extra": "1", "os": "new"}),
+            &json!("2030-01-01T00:00:00Z")
+        )
+    );
+    // A PUT without fields resets them, keeping the expiry.
+    let empty = call(&fake, "PUT", &path, Some(json!({}))).await;
+    assert_eq!(empty.status(), 200);
+    let image = call(&fake, "GET", &path, None).await.metadata().clone();
+    assert_eq!(
+        (&image["public"], &image["properties"], &image["profiles"]),
+        (&json!(false), &json!({}), &json!(["default"]))
+    );
+    assert_eq!(image["expires_at"], "2030-01-01T00:00:00Z");
+    assert_native_error(
+        &call(&fake, "PUT", &path, Some(json!({"profiles": ["nope"]}))).await,
+        500,
+        "Profile 'nope' doesn't exist",
+    );
+    assert_native_error(
+        &call(&fake, "PUT", "/1.0/images/nope", Some(json!({}))).await,
+        404,
+        "Image not found",
+    );
+}
+
+#[tokio::test]
+async fn publish_makes_an_image_of_the_instance_tree_that_exports_and_launches_with_its_files() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    write(&fake, "c1", "/root/published", b"yes").await;
+    let published = call(
+        &fake,
+        "POST",
+        "/1.0/images",
+        Some(
+            json!({"source": {"type": "instance", "name": "c1"}, "properties": {"os": "pub"},
+            "aliases": [{"name": "pubbed"}]}),
+        ),
+    )
+    .await;
+    assert_eq!(published.metadata()["description"], "Downloading image");
+    let done = wait(&fake, &published).await;
+    let fingerprint = done.metadata()["metadata"]["fingerprint"]
+        .as_str()
+        .expect("fingerprint")
+        .to_string();
+    let image = call(&fake, "GET", &format!("/1.0/images/{fingerprint}"), None).await;
+    assert_eq!(image.metadata()["properties"]["os"], "pub");
+    assert_eq!(
+        image.metadata()["aliases"],
+        json!([{"name": "pubbed", "description": ""}])
+    );
+
+    let export = call(
+        &fake,
+        "GET",
+        &format!("/1.0/images/{fingerprint}/export"),
+        None,
+    )
+    .await;
+    assert_eq!(export.status(), 200);
+    assert_eq!(
+        export.header("content-disposition"),
+        Some(format!("inline;filename={fingerprint}.tar.gz").as_str())
+    );
+    use sha2::Digest;
+    assert_eq!(
+        hex::encode(sha2::Sha256::digest(export.bytes())),
+        fingerprint,
+        "the export is the tarball the fingerprint names"
+    );
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(export.bytes().as_ref()));
+    let names: Vec<String> = archive
+        .entries()
+        .expect("a tarball")
+        .filter_map(|e| Some(e.ok()?.path().ok()?.to_string_lossy().into_owned()))
+        .collect();
+    assert!(names.contains(&"metadata.yaml".to_string()));
+    assert!(names.contains(&"rootfs/root/published".to_string()));
+
+    let launched = call(
+        &fake,
+        "POST",
+        "/1.0/instances",
+        Some(json!({"name": "c2", "source": {"type": "image", "alias": "pubbed"}})),
+    )
+    .await;
+    assert_eq!(wait(&fake, &launched).await.json()["type"], "sync");
+    assert_eq!(
+        read(&fake, "c2", "/root/published").await,
+        Some(b"yes".to_vec())
+    );
+
+    launch(&fake, "c3", true).await;
+    let running = call(
+        &fake,
+        "POST",
+        "/1.0/images",
+        Some(json!({"source": {"type": "instance", "name": "c3"}})),
+    )
+    .await;
+    assert_eq!(
+        failure(&wait(&fake, &running).await),
+        ("Failure", "Cannot export a running instance as an image")
+    );
+}
+
+#[tokio::test]
+async fn image_refresh_fails_without_a_source_and_secret_is_a_running_token() {
+    let fake = fake().await;
+    let fp = busybox_fingerprint(&fake).await;
+    let refresh = call(&fake, "POST", &format!("/1.0/images/{fp}/refresh"), None).await;
+    assert_eq!(refresh.metadata()["description"], "Refreshing image");
+    assert_eq!(refresh.metadata()["resources"], json!({}));
+    let text =
+        format!("Failed to update image \"{fp}\" in project \"default\": Image source not found");
+    assert_eq!(
+        failure(&wait(&fake, &refresh).await),
+        ("Failure", text.as_str())
+    );
+    let secret = call(&fake, "POST", &format!("/1.0/images/{fp}/secret"), None).await;
+    assert_eq!(secret.status(), 202);
+    let op = secret.metadata();
+    assert_eq!(
+        (&op["class"], &op["description"], &op["status"]),
+        (
+            &json!("token"),
+            &json!("Image download token"),
+            &json!("Running")
+        )
+    );
+    assert_eq!(op["metadata"]["secret"].as_str().map(str::len), Some(64));
+    assert_native_error(
+        &call(&fake, "POST", "/1.0/images/nope/secret", None).await,
+        404,
+        "Image not found",
     );
 }
