@@ -9,57 +9,103 @@ use http::{header, HeaderValue, Response};
 use serde_json::Value;
 use std::io::Write;
 
-/// A gzip-compressed unified image tarball: `metadata.yaml` (the image metadata as YAML) then
-/// every entry of `tree` under `rootfs/`, with its mode, owner and time.
-pub(super) fn unified_tarball(metadata: &Value, tree: &Tree) -> Result<Vec<u8>, ApiError> {
-    let failed = |e: std::io::Error| ApiError::internal(format!("Failed to create tarball: {e}"));
-    let yaml = serde_yaml_ng::to_string(metadata)
-        .map_err(|e| ApiError::internal(format!("Failed to write metadata.yaml: {e}")))?;
-    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut builder = tar::Builder::new(gzip);
-    let now = time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64;
-    let mut header = tar::Header::new_gnu();
-    header.set_entry_type(tar::EntryType::Regular);
-    header.set_mode(0o644);
-    header.set_mtime(now);
-    header.set_size(yaml.len() as u64);
-    builder
-        .append_data(&mut header, "metadata.yaml", yaml.as_bytes())
-        .map_err(failed)?;
-    for (path, node) in tree.entries() {
-        let name = format!("rootfs{}", if path == "/" { "" } else { path });
-        let mut header = tar::Header::new_gnu();
-        header.set_mode(node.mode);
-        header.set_uid(u64::from(node.uid));
-        header.set_gid(u64::from(node.gid));
-        header.set_mtime(node.modified.unix_timestamp().max(0) as u64);
-        match &node.kind {
-            Kind::File(content) => {
-                header.set_entry_type(tar::EntryType::Regular);
-                header.set_size(content.len() as u64);
-                builder
-                    .append_data(&mut header, &name, content.as_ref())
-                    .map_err(failed)?;
-            }
-            Kind::Directory => {
-                header.set_entry_type(tar::EntryType::Directory);
-                header.set_size(0);
-                builder
-                    .append_data(&mut header, &name, std::io::empty())
-                    .map_err(failed)?;
-            }
-            Kind::Symlink(target) => {
-                header.set_entry_type(tar::EntryType::Symlink);
-                header.set_size(0);
-                builder
-                    .append_link(&mut header, &name, target)
-                    .map_err(failed)?;
-            }
+/// A gzip-compressed tarball being written (the `tar` and `flate2` crates), entries in order.
+pub(super) struct Tarball {
+    builder: tar::Builder<flate2::write::GzEncoder<Vec<u8>>>,
+    now: u64,
+}
+
+fn failed(e: std::io::Error) -> ApiError {
+    ApiError::internal(format!("Failed to create tarball: {e}"))
+}
+
+impl Tarball {
+    pub(super) fn new() -> Self {
+        let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        Self {
+            builder: tar::Builder::new(gzip),
+            now: time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64,
         }
     }
-    let mut gzip = builder.into_inner().map_err(failed)?;
-    gzip.flush().map_err(failed)?;
-    gzip.finish().map_err(failed)
+
+    /// A regular file written now.
+    pub(super) fn file(&mut self, name: &str, bytes: &[u8], mode: u32) -> Result<(), ApiError> {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(mode);
+        header.set_mtime(self.now);
+        header.set_size(bytes.len() as u64);
+        self.builder
+            .append_data(&mut header, name, bytes)
+            .map_err(failed)
+    }
+
+    /// A directory made now.
+    pub(super) fn dir(&mut self, name: &str, mode: u32) -> Result<(), ApiError> {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_mode(mode);
+        header.set_mtime(self.now);
+        header.set_size(0);
+        self.builder
+            .append_data(&mut header, name, std::io::empty())
+            .map_err(failed)
+    }
+
+    /// Every entry of `tree` under `prefix` (its `/` is `prefix` itself), with its mode, owner
+    /// and time.
+    pub(super) fn tree(&mut self, prefix: &str, tree: &Tree) -> Result<(), ApiError> {
+        for (path, node) in tree.entries() {
+            let name = format!("{prefix}{}", if path == "/" { "" } else { path });
+            let mut header = tar::Header::new_gnu();
+            header.set_mode(node.mode);
+            header.set_uid(u64::from(node.uid));
+            header.set_gid(u64::from(node.gid));
+            header.set_mtime(node.modified.unix_timestamp().max(0) as u64);
+            let appended = match &node.kind {
+                Kind::File(content) => {
+                    header.set_entry_type(tar::EntryType::Regular);
+                    header.set_size(content.len() as u64);
+                    self.builder
+                        .append_data(&mut header, &name, content.as_ref())
+                }
+                Kind::Directory => {
+                    header.set_entry_type(tar::EntryType::Directory);
+                    header.set_size(0);
+                    self.builder
+                        .append_data(&mut header, &name, std::io::empty())
+                }
+                Kind::Symlink(target) => {
+                    header.set_entry_type(tar::EntryType::Symlink);
+                    header.set_size(0);
+                    self.builder.append_link(&mut header, &name, target)
+                }
+            };
+            appended.map_err(failed)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish(self) -> Result<Vec<u8>, ApiError> {
+        let mut gzip = self.builder.into_inner().map_err(failed)?;
+        gzip.flush().map_err(failed)?;
+        gzip.finish().map_err(failed)
+    }
+}
+
+/// A value as YAML text (`metadata.yaml`, a backup's `index.yaml`).
+pub(super) fn yaml(value: &Value) -> Result<String, ApiError> {
+    serde_yaml_ng::to_string(value)
+        .map_err(|e| ApiError::internal(format!("Failed to write YAML: {e}")))
+}
+
+/// A gzip-compressed unified image tarball: `metadata.yaml` (the image metadata as YAML) then
+/// every entry of `tree` under `rootfs/`.
+pub(super) fn unified_tarball(metadata: &Value, tree: &Tree) -> Result<Vec<u8>, ApiError> {
+    let mut tarball = Tarball::new();
+    tarball.file("metadata.yaml", yaml(metadata)?.as_bytes(), 0o644)?;
+    tarball.tree("rootfs", tree)?;
+    tarball.finish()
 }
 
 /// The extension the daemon's `archive.DetectCompression` gives a file, from its first bytes.

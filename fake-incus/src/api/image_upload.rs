@@ -311,7 +311,11 @@ fn walk_within(bytes: &[u8], layout: Layout, limit: u64) -> Result<Walk, UploadE
 
 /// Adds one rootfs entry to the image's tree with its mode, owner and time; `false` when the tree
 /// cannot hold the rootfs (over its bounds, or an entry the fake cannot read).
-fn archive_entry<R: Read>(tree: &mut Tree, path: &str, entry: &mut tar::Entry<'_, R>) -> bool {
+pub(super) fn archive_entry<R: Read>(
+    tree: &mut Tree,
+    path: &str,
+    entry: &mut tar::Entry<'_, R>,
+) -> bool {
     let path = path.trim_end_matches('/');
     let header = entry.header();
     let mode = header.mode().unwrap_or(0o644) & 0o7777;

@@ -45,6 +45,11 @@ pub(super) fn move_to_project(ctx: &Ctx, name: &str, req: ProjectMove) -> ApiRes
                 "Instance must be stopped to be moved statelessly"
             }));
         }
+        if !instance.backups.is_empty() {
+            return Err(ApiError::bad_request(
+                "Instances with backups cannot be moved",
+            ));
+        }
         instance.url()
     };
     let spec = OpSpec::task(&project, "Migrating instance", instance_url);

@@ -25,6 +25,7 @@ pub(super) fn route(
 ) -> ApiResult {
     match (rest, method.as_str()) {
         ([], "GET") => list(ctx),
+        ([], "POST") if is_backup_upload(headers) => super::backups::import(ctx, headers, body),
         ([], "POST") => create(ctx, body),
         ([], _) => Err(ApiError::not_implemented()),
         ([name], "GET") => get(ctx, name),
@@ -35,6 +36,13 @@ pub(super) fn route(
         ([_], _) => Err(ApiError::not_implemented()),
         _ => Err(ApiError::not_found()),
     }
+}
+
+/// The daemon takes a create whose body is `application/octet-stream` as a backup to import.
+fn is_backup_upload(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/octet-stream")
 }
 
 fn list(ctx: &Ctx) -> ApiResult {

@@ -3,6 +3,7 @@
 //! [`serve`] is the whole application: it journals the request, applies the fault rules, checks
 //! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
 
+mod backups;
 mod body;
 mod certificates;
 mod cluster;
@@ -134,6 +135,7 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         "instances" => match segs.get(3) {
             None => instances::route(ctx, &method, &segs[2..], req.headers(), req.body()),
             Some(&"state") => state::route(ctx, &method, &segs[2..], req.body()),
+            Some(&"backups") => backups::route(ctx, &method, &segs[2..], req.body()),
             Some(&"snapshots") => {
                 snapshots::route(ctx, &method, &segs[2..], req.headers(), req.body())
             }

@@ -473,6 +473,8 @@ pub(crate) struct Files {
     images: BTreeMap<String, Tree>,
     /// The files each image was imported or published as (what its export sends back).
     image_files: BTreeMap<String, ImageFiles>,
+    /// Each instance backup's tarball, keyed like the trees with the backup's name.
+    backups: BTreeMap<Key, Bytes>,
 }
 
 /// The files of an image as uploaded or published: one unified tarball, or the metadata tarball
@@ -502,14 +504,50 @@ impl Files {
         self.trees.entry(key(project, instance, None)).or_default()
     }
 
-    /// Drops the trees of an instance and of its snapshots.
+    /// Drops the trees of an instance and of its snapshots, and its backups.
     pub(crate) fn remove_instance(&mut self, project: &str, instance: &str) {
         self.trees
             .retain(|(p, i, _), _| !(p == project && i == instance));
+        self.backups
+            .retain(|(p, i, _), _| !(p == project && i == instance));
+    }
+
+    /// Records a backup's tarball (`None`: drops it).
+    pub(crate) fn set_backup(
+        &mut self,
+        project: &str,
+        instance: &str,
+        backup: &str,
+        tarball: Option<Bytes>,
+    ) {
+        let key = key(project, instance, Some(backup));
+        match tarball {
+            Some(tarball) => self.backups.insert(key, tarball),
+            None => self.backups.remove(&key),
+        };
+    }
+
+    /// A backup's tarball.
+    pub(crate) fn backup(&self, project: &str, instance: &str, backup: &str) -> Option<Bytes> {
+        self.backups
+            .get(&key(project, instance, Some(backup)))
+            .cloned()
     }
 
     /// Moves an instance's trees (its snapshots' too) to its new name.
     pub(crate) fn rename_instance(&mut self, project: &str, old: &str, new: &str) {
+        let backups: Vec<Key> = self
+            .backups
+            .keys()
+            .filter(|(p, i, _)| p == project && i == old)
+            .cloned()
+            .collect();
+        for from in backups {
+            if let Some(tarball) = self.backups.remove(&from) {
+                self.backups
+                    .insert((from.0, new.to_string(), from.2), tarball);
+            }
+        }
         self.remove_instance(project, new);
         let moved: Vec<Key> = self
             .trees

@@ -75,6 +75,24 @@ pub(crate) struct Instance {
     /// Its template files (`/metadata/templates`), by name.
     #[serde(default, skip_serializing_if = "StringMap::is_empty")]
     pub(crate) templates: StringMap,
+    /// Its backups (their tarballs are kept with its files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) backups: Vec<Backup>,
+}
+
+/// An instance backup as `GET /1.0/instances/{name}/backups/{backup}` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Backup {
+    pub(crate) name: String,
+    #[serde(default = "clock::now")]
+    pub(crate) created_at: String,
+    #[serde(default = "zero")]
+    pub(crate) expires_at: String,
+    #[serde(default)]
+    pub(crate) instance_only: bool,
+    #[serde(default)]
+    pub(crate) optimized_storage: bool,
 }
 
 /// A snapshot: a frozen copy of the instance's writable fields.
@@ -145,6 +163,7 @@ impl Instance {
             location: None,
             metadata: image.map(Image::metadata_json),
             templates: StringMap::new(),
+            backups: Vec::new(),
         }
     }
 
@@ -207,7 +226,14 @@ impl Instance {
             .map(|s| s.to_json(self, state))
             .collect();
         if let Some(object) = value.as_object_mut() {
-            object.insert("backups".into(), Value::Null);
+            object.insert(
+                "backups".into(),
+                if self.backups.is_empty() {
+                    Value::Null
+                } else {
+                    json!(self.backups)
+                },
+            );
             object.insert("state".into(), self.state_json());
             object.insert(
                 "snapshots".into(),

@@ -851,3 +851,177 @@ async fn image_refresh_fails_without_a_source_and_secret_is_a_running_token() {
         "Image not found",
     );
 }
+
+#[tokio::test]
+async fn backups_are_created_listed_renamed_exported_in_the_daemon_layout_and_deleted() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    write(&fake, "c1", "/root/f", b"backed up").await;
+    snapshot(&fake, "c1", "s1").await;
+    let created = call(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/backups",
+        Some(json!({"name": "b1"})),
+    )
+    .await;
+    assert_eq!(created.metadata()["description"], "Backing up instance");
+    assert_eq!(
+        created.metadata()["resources"],
+        json!({"backups": ["/1.0/instances/c1/backups/b1"], "instances": ["/1.0/instances/c1"]})
+    );
+    assert_eq!(wait(&fake, &created).await.json()["type"], "sync");
+    let unnamed = call(&fake, "POST", "/1.0/instances/c1/backups", Some(json!({}))).await;
+    wait(&fake, &unnamed).await;
+    let list = call(&fake, "GET", "/1.0/instances/c1/backups", None).await;
+    assert_eq!(
+        list.metadata(),
+        &json!([
+            "/1.0/instances/c1/backups/b1",
+            "/1.0/instances/c1/backups/backup0"
+        ])
+    );
+    let b1 = call(&fake, "GET", "/1.0/instances/c1/backups/b1", None).await;
+    let keys: Vec<&String> = b1.metadata().as_object().expect("object").keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "name",
+            "created_at",
+            "expires_at",
+            "instance_only",
+            "optimized_storage"
+        ]
+    );
+    let again = call(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/backups",
+        Some(json!({"name": "b1"})),
+    )
+    .await;
+    assert_eq!(
+        failure(&wait(&fake, &again).await),
+        ("Failure", "Create backup: Backup \"c1/b1\" already exists")
+    );
+    assert_native_error(
+        &call(
+            &fake,
+            "POST",
+            "/1.0/instances/c1/backups",
+            Some(json!({"name": "a/b"})),
+        )
+        .await,
+        400,
+        "Backup names may not contain slashes",
+    );
+
+    let export = call(&fake, "GET", "/1.0/instances/c1/backups/b1/export", None).await;
+    assert_eq!(
+        (export.status(), export.header("content-type")),
+        (200, Some("application/octet-stream"))
+    );
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(export.bytes().as_ref()));
+    let names: Vec<String> = archive
+        .entries()
+        .expect("a tarball")
+        .filter_map(|e| Some(e.ok()?.path().ok()?.to_string_lossy().into_owned()))
+        .collect();
+    for expected in [
+        "backup/index.yaml",
+        "backup/container/backup.yaml",
+        "backup/container/metadata.yaml",
+        "backup/container/rootfs/root/f",
+        "backup/snapshots/s1/rootfs/root/f",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
+    }
+
+    let renamed = call(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/backups/b1",
+        Some(json!({"name": "b2"})),
+    )
+    .await;
+    assert_eq!(
+        renamed.metadata()["description"],
+        "Renaming instance backup"
+    );
+    assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
+    let moved = call(&fake, "GET", "/1.0/instances/c1/backups/b2/export", None).await;
+    assert_eq!(moved.bytes(), export.bytes());
+    let deleted = call(&fake, "DELETE", "/1.0/instances/c1/backups/b2", None).await;
+    assert_eq!(
+        deleted.metadata()["description"],
+        "Removing instance backup"
+    );
+    wait(&fake, &deleted).await;
+    assert_native_error(
+        &call(&fake, "GET", "/1.0/instances/c1/backups/b2", None).await,
+        404,
+        "Instance backup not found",
+    );
+}
+
+#[tokio::test]
+async fn an_exported_backup_imports_as_a_new_instance_with_its_files_and_snapshots() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    write(&fake, "c1", "/root/f", b"then").await;
+    snapshot(&fake, "c1", "s1").await;
+    write(&fake, "c1", "/root/f", b"now").await;
+    let created = call(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/backups",
+        Some(json!({"name": "b1"})),
+    )
+    .await;
+    wait(&fake, &created).await;
+    let tarball = call(&fake, "GET", "/1.0/instances/c1/backups/b1/export", None)
+        .await
+        .bytes()
+        .clone();
+    let upload = |name: Option<&str>, body: Vec<u8>| {
+        let request = Request::post("/1.0/instances")
+            .header("content-type", "application/octet-stream")
+            .body(body);
+        match name {
+            Some(name) => request.header("x-incus-name", name),
+            None => request,
+        }
+    };
+    let imported = fake.call(upload(Some("c2"), tarball.to_vec())).await;
+    assert_eq!(imported.metadata()["description"], "Restoring backup");
+    assert_eq!(wait(&fake, &imported).await.json()["type"], "sync");
+    assert_eq!(read(&fake, "c2", "/root/f").await, Some(b"now".to_vec()));
+    let snaps = call(&fake, "GET", "/1.0/instances/c2/snapshots", None).await;
+    assert_eq!(snaps.metadata(), &json!(["/1.0/instances/c2/snapshots/s1"]));
+    let restore = call(
+        &fake,
+        "PUT",
+        "/1.0/instances/c2",
+        Some(json!({"restore": "s1"})),
+    )
+    .await;
+    wait(&fake, &restore).await;
+    assert_eq!(read(&fake, "c2", "/root/f").await, Some(b"then".to_vec()));
+
+    let clash = fake.call(upload(None, tarball.to_vec())).await;
+    assert_eq!(
+        failure(&wait(&fake, &clash).await),
+        (
+            "Failure",
+            "Create instance from backup: Cannot restore volume, already exists on target"
+        )
+    );
+    assert_native_error(
+        &fake.call(upload(None, b"garbage".to_vec())).await,
+        500,
+        "Unsupported compression",
+    );
+}
