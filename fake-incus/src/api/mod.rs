@@ -31,6 +31,7 @@ mod snapshots;
 mod state;
 mod storage;
 mod validation;
+mod volume_snapshots;
 mod volumes;
 
 pub(crate) use crate::faults::transport::Outcome;

@@ -49,6 +49,11 @@ pub(super) fn route(
         }
         ([pool, "volumes", "custom", name], "DELETE") => volumes::delete(ctx, pool, name),
         ([pool, "volumes", "custom", name], "POST") => volumes::rename(ctx, pool, name, body),
+        ([pool, "volumes", "custom", name, tail @ ..], _)
+            if matches!(tail.first(), Some(&"snapshots" | &"state")) =>
+        {
+            super::volume_snapshots::route(ctx, method, pool, name, tail, headers, body)
+        }
         ([pool, "volumes", kind, name], _) => get_volume(ctx, pool, kind, name),
         ([pool, "volumes", kind, name, "snapshots", snap], _) => {
             get_volume(ctx, pool, kind, &format!("{name}/{snap}"))
@@ -65,6 +70,7 @@ fn is_volume_write(method: &Method, rest: &[&str]) -> bool {
         [_, "volumes", "custom", _] => {
             [Method::PUT, Method::PATCH, Method::DELETE, Method::POST].contains(method)
         }
+        [_, "volumes", "custom", _, "snapshots" | "state", ..] => true,
         _ => false,
     }
 }

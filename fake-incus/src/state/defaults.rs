@@ -27,6 +27,7 @@ pub(super) fn state() -> State {
         storage_volumes: Vec::new(),
         images: vec![busybox_image()],
         instances: Vec::new(),
+        volume_snapshots: Vec::new(),
     }
 }
 

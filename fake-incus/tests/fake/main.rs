@@ -16,4 +16,5 @@ mod serve;
 #[path = "../tarball/mod.rs"]
 mod tarball;
 mod tokens;
+mod volume_snapshots;
 mod writable;
