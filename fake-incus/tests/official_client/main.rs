@@ -11,6 +11,7 @@ mod cluster;
 mod config;
 mod exec;
 mod images;
+mod instances;
 mod standalone;
 #[path = "../tarball/mod.rs"]
 mod tarball;
@@ -22,5 +23,6 @@ fn main() -> std::process::ExitCode {
     trials.extend(cluster::trials());
     trials.extend(config::trials());
     trials.extend(images::trials());
+    trials.extend(instances::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }
