@@ -829,7 +829,7 @@ fn publish(ctx: &Ctx, body: &[u8]) -> ApiResult {
                 .ok_or_else(|| super::instance_not_found(&name, &project))?;
             if let Some(snap) = &snap {
                 if instance.snapshot(snap).is_none() {
-                    return Err(super::snapshots::snapshot_not_found(&name, snap, &project));
+                    return Err(super::snapshot_not_found(&name, snap, &project));
                 }
             } else if instance.status != crate::state::PowerState::Stopped {
                 return Err(ApiError::internal(

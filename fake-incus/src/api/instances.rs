@@ -345,7 +345,7 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
             Some(snap) => state
                 .instance(&project, &parent)
                 .filter(|i| i.snapshot(snap).is_some())
-                .ok_or_else(|| super::snapshots::snapshot_not_found(&parent, snap, &project))?,
+                .ok_or_else(|| super::snapshot_not_found(&parent, snap, &project))?,
         }
         .clone();
         if let Some(snapshot) = snap.as_deref().and_then(|s| from.snapshot(s)).cloned() {

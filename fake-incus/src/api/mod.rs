@@ -176,6 +176,14 @@ pub(crate) fn only(method: &Method, allowed: Method) -> Result<(), ApiError> {
     }
 }
 
+/// The 404 of a missing instance snapshot (or of its instance, on snapshot endpoints).
+pub(crate) fn snapshot_not_found(instance: &str, snap: &str, project: &str) -> ApiError {
+    ApiError::new(
+        404,
+        format!("Failed to fetch snapshot \"{snap}\" of instance \"{instance}\" in project \"{project}\": Instance_snapshot not found"),
+    )
+}
+
 /// The 404 every per-instance endpoint gives.
 pub(crate) fn instance_not_found(name: &str, project: &str) -> ApiError {
     ApiError::new(

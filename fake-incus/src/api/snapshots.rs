@@ -1,7 +1,7 @@
 //! `/1.0/instances/{name}/snapshots[/{snap}]`: list, get, create, rename, update (`PUT` and
 //! `PATCH`, which the daemon treats alike) and delete.
 
-use super::{instance_not_found, parse_body, Ctx};
+use super::{instance_not_found, parse_body, snapshot_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
 use crate::state::State;
@@ -28,13 +28,6 @@ pub(super) fn route(
         ([_, "snapshots", _], _) => Err(ApiError::not_implemented()),
         _ => Err(ApiError::not_found()),
     }
-}
-
-pub(super) fn snapshot_not_found(instance: &str, snap: &str, project: &str) -> ApiError {
-    ApiError::new(
-        404,
-        format!("Failed to fetch snapshot \"{snap}\" of instance \"{instance}\" in project \"{project}\": Instance_snapshot not found"),
-    )
 }
 
 fn list(ctx: &Ctx, name: &str) -> ApiResult {

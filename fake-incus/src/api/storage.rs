@@ -1,6 +1,7 @@
 //! `/1.0/storage-pools[/{pool}[/volumes[/{type}[/{name}]]]]`: pools and volumes; custom
 //! volumes are writable (see [`volumes`]).
 
+use super::volume_snapshots;
 use super::volumes::{self, pool_not_found};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
@@ -34,6 +35,11 @@ pub(super) fn route(
     match (rest, method.as_str()) {
         ([], _) => list_pools(ctx),
         ([pool], _) => get_pool(ctx, pool),
+        ([pool, "volumes"] | [pool, "volumes", "custom"], "POST")
+            if volume_snapshots::is_copy(body) =>
+        {
+            volume_snapshots::copy(ctx, pool, body)
+        }
         ([pool, "volumes"], "POST") => volumes::create(ctx, pool, None, body),
         ([pool, "volumes"], _) => list_volumes(ctx, pool, None),
         ([_, "volumes", kind, ..], _) if !VOLUME_TYPES.contains(kind) => {
@@ -41,18 +47,31 @@ pub(super) fn route(
         }
         ([pool, "volumes", kind], "POST") => volumes::create(ctx, pool, Some(kind), body),
         ([pool, "volumes", kind], _) => list_volumes(ctx, pool, Some(kind)),
+        ([pool, "volumes", "custom", name], "PUT")
+            if volume_snapshots::restore_request(body).is_some() =>
+        {
+            volume_snapshots::restore(ctx, pool, name, body)
+        }
         ([pool, "volumes", "custom", name], "PUT") => {
             volumes::update(ctx, pool, name, headers, body, false)
         }
         ([pool, "volumes", "custom", name], "PATCH") => {
             volumes::update(ctx, pool, name, headers, body, true)
         }
-        ([pool, "volumes", "custom", name], "DELETE") => volumes::delete(ctx, pool, name),
-        ([pool, "volumes", "custom", name], "POST") => volumes::rename(ctx, pool, name, body),
+        ([pool, "volumes", "custom", name], "DELETE") => {
+            let answer = volumes::delete(ctx, pool, name)?;
+            volume_snapshots::forget(ctx, pool, name);
+            Ok(answer)
+        }
+        ([pool, "volumes", "custom", name], "POST") => {
+            let answer = volumes::rename(ctx, pool, name, body)?;
+            volume_snapshots::follow_rename(ctx, pool, name, body);
+            Ok(answer)
+        }
         ([pool, "volumes", "custom", name, tail @ ..], _)
             if matches!(tail.first(), Some(&"snapshots" | &"state")) =>
         {
-            super::volume_snapshots::route(ctx, method, pool, name, tail, headers, body)
+            volume_snapshots::route(ctx, method, pool, name, tail, headers, body)
         }
         ([pool, "volumes", kind, name], _) => get_volume(ctx, pool, kind, name),
         ([pool, "volumes", kind, name, "snapshots", snap], _) => {

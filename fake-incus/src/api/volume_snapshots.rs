@@ -312,9 +312,10 @@ pub(super) fn restore_request(body: &[u8]) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Restores a volume's config from its snapshot (synchronous `{}`), or the daemon's 500
-/// `Snapshot not found`, leaving the volume as it was.
-pub(super) fn restore(ctx: &Ctx, pool: &str, name: &str, snap: &str) -> ApiResult {
+/// Restores a volume's config from the snapshot a `PUT` names (synchronous `{}`), or the
+/// daemon's 500 `Snapshot not found`, leaving the volume as it was.
+pub(super) fn restore(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
+    let snap = restore_request(body).unwrap_or_default();
     let mut state = ctx.app.state();
     let volume = volume(&state, ctx, pool, name)?;
     let found = snapshots_of(&state, &volume)
@@ -333,18 +334,25 @@ pub(super) fn restore(ctx: &Ctx, pool: &str, name: &str, snap: &str) -> ApiResul
     Ok(envelope::sync(json!({})))
 }
 
-/// Drops the snapshots of a deleted volume.
-pub(super) fn forget(state: &mut State, volume: &Volume) {
-    state.volume_snapshots.retain(|s| {
-        !(s.pool == volume.pool && s.project == volume.project && s.volume == volume.name)
-    });
+/// After a volume was deleted: drops its snapshots.
+pub(super) fn forget(ctx: &Ctx, pool: &str, name: &str) {
+    let mut state = ctx.app.state();
+    let owner = state.volume_project(&ctx.project());
+    state
+        .volume_snapshots
+        .retain(|s| !(s.pool == pool && s.project == owner && s.volume == name));
 }
 
-/// Moves the snapshots of a renamed volume.
-pub(super) fn follow_rename(state: &mut State, volume: &Volume, new: &str) {
+/// After a volume was renamed (`body`: the rename request): its snapshots follow.
+pub(super) fn follow_rename(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) {
+    let Ok(req) = serde_json::from_slice::<RenameBody>(body) else {
+        return;
+    };
+    let mut state = ctx.app.state();
+    let owner = state.volume_project(&ctx.project());
     for s in &mut state.volume_snapshots {
-        if s.pool == volume.pool && s.project == volume.project && s.volume == volume.name {
-            s.volume = new.to_string();
+        if s.pool == pool && s.project == owner && s.volume == name {
+            s.volume.clone_from(&req.name);
         }
     }
 }

@@ -76,9 +76,6 @@ fn volume_not_found() -> ApiError {
 
 /// Creates a custom volume; `kind` is the type in the URL (`None`: the body's `type`).
 pub(super) fn create(ctx: &Ctx, pool: &str, kind: Option<&str>, body: &[u8]) -> ApiResult {
-    if super::volume_snapshots::is_copy(body) {
-        return super::volume_snapshots::copy(ctx, pool, body);
-    }
     let project = ctx.project();
     let req: VolumeCreateBody = parse_body(body)?;
     let mut state = ctx.app.state();
@@ -122,9 +119,6 @@ pub(super) fn update(
     body: &[u8],
     patch: bool,
 ) -> ApiResult {
-    if let Some(snapshot) = super::volume_snapshots::restore_request(body).filter(|_| !patch) {
-        return super::volume_snapshots::restore(ctx, pool, name, &snapshot);
-    }
     let project = ctx.project();
     let mut state = ctx.app.state();
     let current = existing(&state, pool, &project, name)?;
@@ -166,7 +160,6 @@ pub(super) fn delete(ctx: &Ctx, pool: &str, name: &str) -> ApiResult {
     state
         .storage_volumes
         .retain(|v| !(v.pool == pool && v.project == current.project && v.name == name));
-    super::volume_snapshots::forget(&mut state, &current);
     drop(state);
     ctx.applied();
     Ok(envelope::empty())
@@ -227,7 +220,6 @@ pub(super) fn rename(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResul
     {
         volume.name.clone_from(&req.name);
     }
-    super::volume_snapshots::follow_rename(&mut state, &current, &req.name);
     drop(state);
     ctx.applied();
     let location = url(
