@@ -109,7 +109,7 @@ impl Resource for Certificates {
     }
     /// `token: true` makes a trust token instead; no certificate at all is the caller's own,
     /// already trusted on the Unix socket.
-    fn intercept_create(&self, ctx: &Ctx, body: &[u8]) -> Option<ApiResult> {
+    fn intercept_create(&self, ctx: &Ctx, _: &At, body: &[u8]) -> Option<ApiResult> {
         let req: CertificatesPost = match parse_body(body) {
             Ok(req) => req,
             Err(e) => return Some(Err(e)),
@@ -395,7 +395,7 @@ fn token_operation(
 }
 
 /// 32 random bytes as 64 lowercase hex characters, as `internalUtil.RandomHexString(32)`.
-fn secret() -> String {
+pub(super) fn secret() -> String {
     format!(
         "{}{}",
         uuid::Uuid::new_v4().simple(),

@@ -48,6 +48,8 @@ pub(crate) struct Upload {
     /// The rootfs as a file tree, the initial files of the image's instances; `None` for a VM,
     /// or a rootfs the fake could not read whole or that is over a tree's bounds.
     pub(crate) rootfs: Option<Tree>,
+    /// The files as uploaded, for the image's export.
+    pub(crate) files: crate::state::files::ImageFiles,
 }
 
 /// The fields of `metadata.yaml` the daemon uses.
@@ -101,6 +103,7 @@ pub(crate) fn unified(body: &[u8], filename: &str) -> Result<Upload, UploadError
         metadata: check(metadata)?,
         executables: walk.executables,
         rootfs: walk.rootfs,
+        files: crate::state::files::ImageFiles::Unified(Bytes::copy_from_slice(body)),
     })
 }
 
@@ -151,6 +154,10 @@ pub(crate) async fn split(body: Bytes, boundary: String) -> Result<Upload, Uploa
         metadata: check(metadata)?,
         executables,
         rootfs: rootfs_tree,
+        files: crate::state::files::ImageFiles::Split {
+            metadata: meta,
+            rootfs,
+        },
     })
 }
 
@@ -304,7 +311,11 @@ fn walk_within(bytes: &[u8], layout: Layout, limit: u64) -> Result<Walk, UploadE
 
 /// Adds one rootfs entry to the image's tree with its mode, owner and time; `false` when the tree
 /// cannot hold the rootfs (over its bounds, or an entry the fake cannot read).
-fn archive_entry<R: Read>(tree: &mut Tree, path: &str, entry: &mut tar::Entry<'_, R>) -> bool {
+pub(super) fn archive_entry<R: Read>(
+    tree: &mut Tree,
+    path: &str,
+    entry: &mut tar::Entry<'_, R>,
+) -> bool {
     let path = path.trim_end_matches('/');
     let header = entry.header();
     let mode = header.mode().unwrap_or(0o644) & 0o7777;

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use sha2::Digest;
 use std::collections::BTreeMap;
 
 pub(super) async fn route(
@@ -39,6 +40,11 @@ pub(super) async fn route(
         (["aliases", alias], "PATCH") => update_alias(ctx, alias, headers, body, true),
         ([fingerprint], "GET") => get(ctx, fingerprint),
         ([fingerprint], "DELETE") => delete(ctx, fingerprint),
+        ([fingerprint], "PUT") => put(ctx, fingerprint, headers, body),
+        ([fingerprint], "PATCH") => patch(ctx, fingerprint, headers, body),
+        ([fingerprint, "export"], "GET") => export(ctx, fingerprint),
+        ([fingerprint, "refresh"], "POST") => refresh(ctx, fingerprint),
+        ([fingerprint, "secret"], "POST") => secret(ctx, fingerprint),
         ([] | ["aliases"] | ["aliases", _] | [_], _) => Err(ApiError::not_implemented()),
         _ => Err(ApiError::not_found()),
     }
@@ -62,11 +68,14 @@ fn list(ctx: &Ctx) -> ApiResult {
     for project in ctx.projects() {
         for image in images(state, &project) {
             let object = image.to_json();
-            if filter.as_ref().is_some_and(|f| !f.matches(&object)) {
-                continue;
+            if let Some(filter) = &filter {
+                if !filter.matches(&object)? {
+                    continue;
+                }
             }
+            // The daemon's image and alias URLs never carry `?project=`.
             out.push(if ctx.recursion() == 0 {
-                json!(url(&format!("/1.0/images/{}", image.fingerprint), &project))
+                json!(format!("/1.0/images/{}", image.fingerprint))
             } else {
                 object
             });
@@ -93,6 +102,9 @@ fn get(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     Ok(envelope::sync_etag(image.to_json(), &image.etag()))
 }
 
+/// `DELETE /1.0/images/{fp}`: resolved when asked (so a second delete of an image whose first
+/// delete still runs is accepted, as on the daemon), removed in the operation, which fails with
+/// the daemon's 404 when the image went in the meantime.
 fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let project = ctx.project();
     let (owner, full) = {
@@ -105,6 +117,7 @@ fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
         project: project.clone(),
         class: "task",
         description: "Deleting image",
+        // Operation resources carry the project (the daemon's operations add it).
         resources: BTreeMap::from([(
             "images".to_string(),
             vec![url(&format!("/1.0/images/{full}"), &project)],
@@ -116,9 +129,13 @@ fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let op = ctx.start_task(
         spec,
         Box::new(move |state: &mut State| {
+            let before = state.images.len();
             state
                 .images
                 .retain(|i| !(i.project == owner && i.fingerprint == full));
+            if state.images.len() == before {
+                return Err(ApiError::new(404, "Image not found"));
+            }
             Ok(None)
         }),
     );
@@ -134,10 +151,7 @@ fn list_aliases(ctx: &Ctx) -> ApiResult {
     for image in images(state, &project) {
         for alias in &image.aliases {
             out.push(if ctx.recursion() == 0 {
-                json!(url(
-                    &format!("/1.0/images/aliases/{}", alias.name),
-                    &project
-                ))
+                json!(format!("/1.0/images/aliases/{}", alias.name))
             } else {
                 image.alias_json(alias)
             });
@@ -178,8 +192,8 @@ struct ImagesPostSource {
 /// and otherwise an image upload (JSON that does not decode is refused only when sent as
 /// `application/json`). Uploads are read here (see [`image_upload`]); what they become is
 /// decided in the operation, like the daemon, which reports every upload problem there.
-/// JSON requests (publishing an instance, copying from a remote or a URL, push tokens) are not
-/// simulated: 501.
+/// Publishing an instance or a snapshot is served ([`publish`]); other JSON requests (copying
+/// from a remote or a URL, push tokens) are not simulated: 501.
 async fn create(ctx: &Ctx, headers: &HeaderMap, body: &Bytes) -> ApiResult {
     let header = |name: &str| {
         headers
@@ -200,6 +214,12 @@ async fn create(ctx: &Ctx, headers: &HeaderMap, body: &Bytes) -> ApiResult {
             if req.source.mode != "push" && !known.contains(&req.source.kind.as_str()) {
                 return Err(ApiError::internal("Invalid images JSON"));
             }
+            if matches!(
+                req.source.kind.as_str(),
+                "container" | "instance" | "virtual-machine" | "snapshot"
+            ) {
+                return publish(ctx, body);
+            }
             return Err(ApiError::not_implemented());
         }
         Err(err) if content_type.as_deref() == Some("application/json") => return Err(err),
@@ -216,14 +236,14 @@ async fn create(ctx: &Ctx, headers: &HeaderMap, body: &Bytes) -> ApiResult {
                 .unwrap_or_else(|e| Err(image_upload::UploadError(e.to_string())))
         }
     };
-    // The rootfs is kept by fingerprint: the image's instances start with it.
-    if let Ok(Upload {
-        fingerprint,
-        rootfs: Some(rootfs),
-        ..
-    }) = &upload
-    {
-        ctx.app.files().set_image(fingerprint, rootfs.clone());
+    // The rootfs is kept by fingerprint: the image's instances start with it; the files as
+    // uploaded are what its export sends.
+    if let Ok(up) = &upload {
+        let mut files = ctx.app.files();
+        if let Some(rootfs) = &up.rootfs {
+            files.set_image(&up.fingerprint, rootfs.clone());
+        }
+        files.set_image_files(&up.fingerprint, up.files.clone());
     }
     let request = UploadRequest {
         project: ctx.project(),
@@ -578,4 +598,327 @@ fn update_alias(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8], patch: 
     state.images[destination].aliases.push(alias);
     ctx.applied();
     Ok(envelope::empty())
+}
+
+/// The image a request names, or the daemon's 404 `Image not found`.
+fn found(state: &State, project: &str, fingerprint: &str) -> Result<Image, ApiError> {
+    find(state, project, fingerprint)
+        .cloned()
+        .ok_or_else(|| ApiError::new(404, "Image not found"))
+}
+
+/// Applies a change to the image with this full fingerprint in the project's image store.
+fn change_image(ctx: &Ctx, fingerprint: &str, change: impl FnOnce(&mut Image)) -> ApiResult {
+    let project = ctx.project();
+    let mut state = ctx.app.state();
+    let owner = state.image_project(&project);
+    if let Some(image) = state
+        .images
+        .iter_mut()
+        .find(|i| i.project == owner && i.fingerprint == fingerprint)
+    {
+        change(image);
+    }
+    ctx.applied();
+    Ok(envelope::empty())
+}
+
+/// `api.ImagePut`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ImagePut {
+    #[serde(deserialize_with = "super::null_default")]
+    public: bool,
+    #[serde(deserialize_with = "super::null_default")]
+    auto_update: bool,
+    #[serde(deserialize_with = "super::null_default")]
+    properties: BTreeMap<String, String>,
+    profiles: Option<Vec<String>>,
+    #[serde(deserialize_with = "super::null_default")]
+    expires_at: String,
+}
+
+/// `PUT /1.0/images/{fp}` (`incus image edit`): public, auto_update, properties and profiles
+/// replaced (no profiles: `default`), `expires_at` set unless zero; a missing profile is the
+/// daemon's 500.
+fn put(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+    let project = ctx.project();
+    let image = found(&ctx.app.state(), &project, fingerprint)?;
+    check_etag(headers, &image.etag())?;
+    let req: ImagePut = parse_body(body)?;
+    let profiles = req
+        .profiles
+        .unwrap_or_else(crate::state::images::default_profiles);
+    if let Some(missing) = profiles
+        .iter()
+        .find(|p| ctx.app.state().profile(&project, p).is_none())
+    {
+        return Err(ApiError::internal(format!(
+            "Profile '{missing}' doesn't exist"
+        )));
+    }
+    let expires = match req.expires_at.as_str() {
+        "" | clock::ZERO_TIME => None,
+        text => Some(super::snapshots::parse_time(text)?),
+    };
+    change_image(ctx, &image.fingerprint, |image| {
+        image.public = req.public;
+        image.auto_update = req.auto_update;
+        image.properties = req.properties;
+        image.profiles = profiles;
+        if let Some(expires) = expires {
+            image.expires_at = expires;
+        }
+    })
+}
+
+/// `PATCH /1.0/images/{fp}` (`incus image set-property`): `public` and `auto_update` when sent as
+/// booleans, `properties` merged over the current ones.
+fn patch(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+    let image = found(&ctx.app.state(), &ctx.project(), fingerprint)?;
+    check_etag(headers, &image.etag())?;
+    let fields: serde_json::Map<String, Value> = parse_body(body)?;
+    let req: ImagePut = parse_body(body)?;
+    change_image(ctx, &image.fingerprint, |image| {
+        if let Some(public) = fields.get("public").and_then(Value::as_bool) {
+            image.public = public;
+        }
+        if let Some(auto_update) = fields.get("auto_update").and_then(Value::as_bool) {
+            image.auto_update = auto_update;
+        }
+        if fields.contains_key("properties") {
+            let mut properties = req.properties;
+            for (key, value) in &image.properties {
+                properties
+                    .entry(key.clone())
+                    .or_insert_with(|| value.clone());
+            }
+            image.properties = properties;
+        }
+    })
+}
+
+/// `GET /1.0/images/{fp}/export`: the files the image was imported or published as; an image
+/// the fake was seeded with (no files) is exported as a unified tarball of its tree.
+fn export(ctx: &Ctx, fingerprint: &str) -> ApiResult {
+    let image = find(&ctx.app.state(), &ctx.project(), fingerprint)
+        .cloned()
+        .ok_or_else(|| ApiError::new(404, format!("Image \"{fingerprint}\" not found")))?;
+    let stored = ctx.app.files().image_files(&image.fingerprint);
+    let files = match stored {
+        Some(files) => files,
+        None => {
+            let tree = ctx
+                .app
+                .files()
+                .rootfs(Some(&image.fingerprint), image.executables.as_deref())
+                .unwrap_or_default();
+            let tarball = super::image_archive::unified_tarball(&image.metadata_json(), &tree)?;
+            crate::state::files::ImageFiles::Unified(Bytes::from(tarball))
+        }
+    };
+    Ok(super::image_archive::export_response(
+        &image.fingerprint,
+        files,
+        image.kind == "virtual-machine",
+    ))
+}
+
+/// `POST /1.0/images/{fp}/refresh`: an operation that fails as the daemon's does for an image
+/// with no remote source (every image of the fake).
+fn refresh(ctx: &Ctx, fingerprint: &str) -> ApiResult {
+    let project = ctx.project();
+    let image = found(&ctx.app.state(), &project, fingerprint)?;
+    let spec = OpSpec {
+        project: project.clone(),
+        class: "task",
+        description: "Refreshing image",
+        resources: BTreeMap::new(),
+        metadata: Value::Null,
+        may_cancel: false,
+        duration: std::time::Duration::ZERO,
+    };
+    let op = ctx.start_task(
+        spec,
+        Box::new(move |_: &mut State| {
+            Err(ApiError::new(
+                404,
+                format!(
+                    "Failed to update image \"{}\" in project \"{project}\": Image source not found",
+                    image.fingerprint
+                ),
+            ))
+        }),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
+}
+
+/// `POST /1.0/images/{fp}/secret`: a running token operation (`Image download token`) whose
+/// metadata holds the secret.
+fn secret(ctx: &Ctx, fingerprint: &str) -> ApiResult {
+    let project = ctx.project();
+    let image = found(&ctx.app.state(), &project, fingerprint)?;
+    let spec = OpSpec {
+        project: project.clone(),
+        class: "token",
+        description: "Image download token",
+        resources: BTreeMap::from([(
+            "images".to_string(),
+            vec![url(&format!("/1.0/images/{}", image.fingerprint), &project)],
+        )]),
+        metadata: json!({"secret": super::certificates::secret()}),
+        may_cancel: true,
+        duration: std::time::Duration::ZERO,
+    };
+    let (_, operation) = ctx.app.create_operation(spec, None, ctx.location());
+    ctx.applied();
+    Ok(envelope::operation_created(operation))
+}
+
+/// `api.ImagesPost` for a publish.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PublishBody {
+    source: PublishSource,
+    #[serde(deserialize_with = "super::null_default")]
+    properties: BTreeMap<String, String>,
+    #[serde(deserialize_with = "super::null_default")]
+    aliases: Vec<AliasBody>,
+    #[serde(deserialize_with = "super::null_default")]
+    public: bool,
+    #[serde(deserialize_with = "super::null_default")]
+    expires_at: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PublishSource {
+    #[serde(rename = "type", deserialize_with = "super::null_default")]
+    kind: String,
+    #[serde(deserialize_with = "super::null_default")]
+    name: String,
+}
+
+/// `POST /1.0/images` from an instance or a snapshot (`incus publish`): a `Downloading image`
+/// operation that makes a unified tarball of the instance's (or snapshot's) tree and its
+/// metadata with the request's properties, and records it as a new image with the request's
+/// aliases; its result metadata is the fingerprint and size, as for an upload.
+fn publish(ctx: &Ctx, body: &[u8]) -> ApiResult {
+    let req: PublishBody = parse_body(body)?;
+    let project = ctx.project();
+    let spec = OpSpec {
+        project: project.clone(),
+        class: "task",
+        description: "Downloading image",
+        resources: BTreeMap::new(),
+        metadata: Value::Null,
+        may_cancel: false,
+        duration: std::time::Duration::ZERO,
+    };
+    let app = std::sync::Arc::clone(&ctx.app);
+    let op = ctx.start_task(
+        spec,
+        Box::new(move |state: &mut State| {
+            let (name, snap) = match req.source.name.split_once('/') {
+                Some((name, snap)) => (name.to_string(), Some(snap.to_string())),
+                None => (req.source.name.clone(), None),
+            };
+            let instance = state
+                .instance(&project, &name)
+                .ok_or_else(|| super::instance_not_found(&name, &project))?;
+            if let Some(snap) = &snap {
+                if instance.snapshot(snap).is_none() {
+                    return Err(super::snapshot_not_found(&name, snap, &project));
+                }
+            } else if instance.status != crate::state::PowerState::Stopped {
+                return Err(ApiError::internal(
+                    "Cannot export a running instance as an image",
+                ));
+            }
+            let mut metadata = instance.metadata.clone().unwrap_or_else(|| json!({}));
+            let mut properties: BTreeMap<String, String> = metadata["properties"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect();
+            properties.extend(req.properties.clone());
+            let now = time::OffsetDateTime::now_utc();
+            metadata["architecture"] = json!(instance.architecture);
+            metadata["creation_date"] = json!(now.unix_timestamp());
+            metadata["expiry_date"] = json!(0);
+            metadata["properties"] = json!(properties);
+            metadata["templates"] = json!({});
+            let (kind, architecture) = (instance.kind.clone(), instance.architecture.clone());
+            let tree = app
+                .files()
+                .tree_of(&project, &name, snap.as_deref())
+                .unwrap_or_default();
+            let tarball = super::image_archive::unified_tarball(&metadata, &tree)?;
+            let fingerprint = hex::encode(sha2::Sha256::digest(&tarball));
+            let owner = state.image_project(&project);
+            if state
+                .images
+                .iter()
+                .any(|i| i.project == owner && i.fingerprint == fingerprint)
+            {
+                return Err(ApiError::internal(
+                    "Image with same fingerprint already exists",
+                ));
+            }
+            if let Some(taken) = req
+                .aliases
+                .iter()
+                .find(|a| alias_owner(state, &project, &a.name).is_some())
+            {
+                return Err(ApiError::internal(format!(
+                    "Alias already exists: {}",
+                    taken.name
+                )));
+            }
+            let size = tarball.len() as u64;
+            let now = clock::now();
+            state.images.push(Image {
+                project: owner,
+                fingerprint: fingerprint.clone(),
+                properties,
+                aliases: req
+                    .aliases
+                    .iter()
+                    .map(|a| crate::state::images::Alias {
+                        name: a.name.clone(),
+                        description: a.description.clone(),
+                    })
+                    .collect(),
+                public: req.public,
+                profiles: crate::state::images::default_profiles(),
+                auto_update: false,
+                architecture,
+                filename: String::new(),
+                size,
+                kind,
+                created_at: now.clone(),
+                uploaded_at: now,
+                last_used_at: clock::ZERO_TIME.into(),
+                expires_at: if req.expires_at.is_empty() {
+                    clock::ZERO_TIME.into()
+                } else {
+                    req.expires_at.clone()
+                },
+                executables: None,
+            });
+            let mut files = app.files();
+            files.set_image(&fingerprint, tree);
+            files.set_image_files(
+                &fingerprint,
+                crate::state::files::ImageFiles::Unified(Bytes::from(tarball)),
+            );
+            Ok(Some(
+                json!({"fingerprint": fingerprint, "size": size.to_string()}),
+            ))
+        }),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
 }

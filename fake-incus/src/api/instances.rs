@@ -1,9 +1,10 @@
 //! `/1.0/instances` and `/1.0/instances/{name}`: list, create, get, update (PUT, restore),
 //! patch and delete.
 
-use super::filter::{Fields, Filter};
+use super::filter::{FieldValue, Fields, Filter};
 use super::validation::{
-    check_name, config_problem, devices_problem, missing_volume, validate_config, validate_devices,
+    check_name, config_problem, devices_problem, duplicate_profile, has_root_disk, missing_volume,
+    validate_config, validate_devices,
 };
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
@@ -24,6 +25,7 @@ pub(super) fn route(
 ) -> ApiResult {
     match (rest, method.as_str()) {
         ([], "GET") => list(ctx),
+        ([], "POST") if is_backup_upload(headers) => super::backups::import(ctx, headers, body),
         ([], "POST") => create(ctx, body),
         ([], _) => Err(ApiError::not_implemented()),
         ([name], "GET") => get(ctx, name),
@@ -36,6 +38,13 @@ pub(super) fn route(
     }
 }
 
+/// The daemon takes a create whose body is `application/octet-stream` as a backup to import.
+fn is_backup_upload(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/octet-stream")
+}
+
 fn list(ctx: &Ctx) -> ApiResult {
     let filter = ctx
         .param("filter")
@@ -46,14 +55,19 @@ fn list(ctx: &Ctx) -> ApiResult {
     let projects = ctx.projects();
     let recursion = ctx.recursion();
     let snapshot = ctx.app.snapshot();
-    let items = snapshot
+    let mut items = Vec::new();
+    for view in snapshot
         .instances_in(&projects)
         .filter(|view| kind.is_none_or(|k| k == view.instance.kind))
-        .filter(|view| {
-            filter
-                .as_ref()
-                .is_none_or(|f| f.matches(&InstanceFields::new(view)))
-        });
+    {
+        if let Some(filter) = &filter {
+            if !filter.matches(&InstanceFields::new(&view))? {
+                continue;
+            }
+        }
+        items.push(view);
+    }
+    let items = items.iter();
     let items: Vec<&[u8]> = match recursion {
         0 => items.map(|view| view.url_json().as_ref()).collect(),
         1 => items.map(|view| view.object_json().as_ref()).collect(),
@@ -62,48 +76,45 @@ fn list(ctx: &Ctx) -> ApiResult {
     Ok(envelope::sync_list(&items))
 }
 
-/// The fields of an instance as the recursion-1 object has them, read from the instance itself;
-/// the object is rendered (once) only for a field that is not read directly.
+/// The fields of an instance as the daemon's filter reads them, from the instance itself.
 struct InstanceFields<'a> {
     view: &'a InstanceView<'a>,
-    object: std::cell::OnceCell<Value>,
 }
 
 impl<'a> InstanceFields<'a> {
     fn new(view: &'a InstanceView<'a>) -> Self {
-        Self {
-            view,
-            object: std::cell::OnceCell::new(),
-        }
+        Self { view }
     }
 }
 
 impl Fields for InstanceFields<'_> {
-    fn field(&self, path: &str) -> Option<Cow<'_, str>> {
+    /// The fields of the daemon's `InstanceFull` with their Go types (see [`FieldValue`]).
+    fn field(&self, path: &str) -> FieldValue<'_> {
         let instance = self.view.instance;
-        let text = |s: &'static str| Some(Cow::Borrowed(s));
+        let text = FieldValue::text;
         match path {
-            "name" => return Some(Cow::Borrowed(&instance.name)),
-            "project" => return Some(Cow::Borrowed(&instance.project)),
-            "type" => return Some(Cow::Borrowed(&instance.kind)),
-            "architecture" => return Some(Cow::Borrowed(&instance.architecture)),
-            "description" => return Some(Cow::Borrowed(&instance.description)),
-            "created_at" => return Some(Cow::Borrowed(&instance.created_at)),
-            "last_used_at" => return Some(Cow::Borrowed(&instance.last_used_at)),
+            "name" => return text(&instance.name),
+            "project" => return text(&instance.project),
+            "type" => return text(&instance.kind),
+            "architecture" => return text(&instance.architecture),
+            "description" => return text(&instance.description),
             "status" => return text(instance.status.name()),
-            "status_code" => return Some(Cow::Owned(instance.status.code().to_string())),
-            "location" => {
-                return Some(Cow::Borrowed(
-                    instance.location.as_deref().unwrap_or("none"),
-                ))
+            "location" => return text(instance.location.as_deref().unwrap_or("none")),
+            "status_code" => return FieldValue::NamedInt,
+            "created_at" | "last_used_at" => return FieldValue::Uncomparable("struct"),
+            "config" | "expanded_config" | "devices" | "expanded_devices" => {
+                return FieldValue::Uncomparable("map")
             }
-            "ephemeral" => return text(if instance.ephemeral { "true" } else { "false" }),
-            "stateful" => return text(if instance.stateful { "true" } else { "false" }),
+            "state" => return FieldValue::Uncomparable("ptr"),
+            "snapshots" | "backups" => return FieldValue::Slice("struct"),
+            "ephemeral" => return FieldValue::Bool(instance.ephemeral),
+            "stateful" => return FieldValue::Bool(instance.stateful),
+            "profiles" => return FieldValue::List(instance.profiles.clone()),
             _ => {}
         }
-        // A config map holds only strings, so `config.a.b` is the key `a.b` or nothing.
+        // A config map holds only strings, so `config.a.b` is the key `a.b`, `""` when missing.
         if let Some(key) = path.strip_prefix("config.") {
-            return instance.config.get(key).map(|v| Cow::Borrowed(v.as_str()));
+            return text(instance.config.get(key).map_or("", String::as_str));
         }
         if let Some(key) = path.strip_prefix("expanded_config.") {
             let state = self.view.state();
@@ -114,11 +125,28 @@ impl Fields for InstanceFields<'_> {
                     .rev()
                     .find_map(|p| p.config.get(key))
             });
-            return value.map(|v| Cow::Borrowed(v.as_str()));
+            return text(value.map_or("", String::as_str));
         }
-        self.object
-            .get_or_init(|| instance.to_json(self.view.state()))
-            .field(path)
+        // A devices map is a map of maps: one level for the device, the rest is its key.
+        let devices = match path.split_once('.') {
+            Some(("devices", rest)) => Some((Cow::Borrowed(&instance.devices), rest)),
+            Some(("expanded_devices", rest)) => Some((
+                Cow::Owned(instance.expanded_devices(self.view.state())),
+                rest,
+            )),
+            _ => None,
+        };
+        let Some((devices, rest)) = devices else {
+            return FieldValue::Uncomparable("invalid");
+        };
+        let (device, key) = rest.split_once('.').unwrap_or((rest, ""));
+        match devices.get(device) {
+            Some(config) if !key.is_empty() => {
+                FieldValue::Str(Cow::Owned(config.get(key).cloned().unwrap_or_default()))
+            }
+            Some(_) => FieldValue::Uncomparable("map"),
+            None => FieldValue::Uncomparable("invalid"),
+        }
     }
 }
 
@@ -249,6 +277,18 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             if let Some(why) = config_problem(&config).or_else(|| devices_problem(&devices)) {
                 return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
             }
+            // Without profiles in the request, the image's (or `default`).
+            let profiles = req.profiles.clone().unwrap_or_else(|| {
+                image.as_ref().map_or_else(|| vec!["default".to_string()], |i| i.profiles.clone())
+            });
+            if let Some(why) = duplicate_profile(&profiles) {
+                return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
+            }
+            if !has_root_disk(&expanded_devices(state, &project, &profiles, &devices)) {
+                return Err(ApiError::internal(
+                    "Failed creating instance record: Failed initializing instance: Failed getting root disk: No root device could be found",
+                ));
+            }
             if let Some(why) = missing_volume(state, &project, &devices) {
                 return Err(ApiError::new(404, format!("Failed creating instance record: Failed initializing instance: {why}")));
             }
@@ -286,24 +326,48 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
 /// config (without its `volatile.` keys, except `volatile.base_image` and
 /// `volatile.last_state.idmap`) and devices under what the request sets, fresh identity keys,
 /// `volatile.apply_template: copy`, the source's snapshots unless `instance_only`, and its
-/// files. Copying a snapshot (`c1/s1`) is not simulated.
+/// files. A snapshot source (`c1/s1`) gives its own config, devices and files, and no snapshots.
 fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
     let project = ctx.project();
     if source.source.is_empty() {
         return Err(ApiError::bad_request("Must specify a source instance"));
     }
+    let (parent, snap) = match source.source.split_once('/') {
+        Some((parent, snap)) => (parent.to_string(), Some(snap.to_string())),
+        None => (source.source.clone(), None),
+    };
     let from = {
         let state = ctx.app.state();
-        let from = state
-            .instance(&project, &source.source)
-            .ok_or_else(|| instance_not_found(&source.source, &project))?;
+        let mut from = match &snap {
+            None => state
+                .instance(&project, &parent)
+                .ok_or_else(|| instance_not_found(&parent, &project))?,
+            Some(snap) => state
+                .instance(&project, &parent)
+                .filter(|i| i.snapshot(snap).is_some())
+                .ok_or_else(|| super::snapshot_not_found(&parent, snap, &project))?,
+        }
+        .clone();
+        if let Some(snapshot) = snap.as_deref().and_then(|s| from.snapshot(s)).cloned() {
+            from.config = snapshot.config;
+            from.devices = snapshot.devices;
+            from.profiles = snapshot.profiles;
+            from.snapshots.clear();
+        }
         if !req.kind.is_empty() && req.kind != from.kind {
             return Err(ApiError::bad_request(
                 "Instance type should not be specified or should match source type",
             ));
         }
-        from.clone()
+        from
     };
+    let source_url = crate::state::url(
+        &format!(
+            "/1.0/instances/{}",
+            percent_encoding::utf8_percent_encode(&source.source, SEGMENT)
+        ),
+        &project,
+    );
     let mut spec = OpSpec::task(
         &project,
         "Creating instance",
@@ -315,10 +379,7 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
         &project,
     )];
     if from.location == ctx.location() {
-        urls.push(crate::state::url(
-            &format!("/1.0/instances/{}", from.name),
-            &project,
-        ));
+        urls.push(source_url);
     }
     spec.resources.insert("instances".into(), urls);
     let app = std::sync::Arc::clone(&ctx.app);
@@ -366,8 +427,15 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
                 instance.power_on();
             }
             state.instances.push(std::sync::Arc::new(instance));
-            app.files()
-                .copy_instance(&project, &from.name, &name, !source.instance_only);
+            let mut files = app.files();
+            match &snap {
+                None => files.copy_instance(&project, &from.name, &name, !source.instance_only),
+                Some(snap) => {
+                    files.remove_instance(&project, &name);
+                    let tree = files.tree_of(&project, &from.name, Some(snap));
+                    files.set_tree(&project, &name, None, tree);
+                }
+            }
             Ok(None)
         }),
     );
@@ -375,7 +443,14 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
     Ok(envelope::operation_created(op))
 }
 
-fn find_image(
+/// What a path segment escapes (Go's `url.PathEscape`): everything but unreserved characters.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+pub(super) fn find_image(
     state: &State,
     project: &str,
     alias: &str,
@@ -499,13 +574,18 @@ fn update(
     validate_config(&req.config).map_err(ApiError::internal)?;
     validate_devices(&req.devices).map_err(ApiError::internal)?;
     // The daemon checks the expanded devices: the new profiles' ones, then the local ones.
-    let mut expanded = Devices::new();
-    for profile in req.profiles.iter().flatten() {
-        if let Some(profile) = state.profile(project, profile) {
-            expanded.extend(profile.devices.clone());
-        }
+    let expanded = expanded_devices(
+        state,
+        project,
+        req.profiles.as_deref().unwrap_or_default(),
+        &req.devices,
+    );
+    if let Some(why) = duplicate_profile(req.profiles.as_deref().unwrap_or_default()) {
+        return Err(ApiError::internal(why));
     }
-    expanded.extend(req.devices.clone());
+    if !has_root_disk(&expanded) {
+        return Err(ApiError::internal(NO_ROOT_ON_UPDATE));
+    }
     if let Some(why) = missing_volume(state, project, &expanded) {
         return Err(ApiError::new(404, why));
     }
@@ -519,6 +599,26 @@ fn update(
     instance.ephemeral = req.ephemeral;
     instance.stateful = req.stateful;
     Ok(None)
+}
+
+/// The daemon's update error for an instance left without a root disk.
+const NO_ROOT_ON_UPDATE: &str = "Invalid root disk device: No root device could be found";
+
+/// The devices of `profiles` (in order) under the local `devices`.
+fn expanded_devices(
+    state: &State,
+    project: &str,
+    profiles: &[String],
+    devices: &Devices,
+) -> Devices {
+    let mut expanded = Devices::new();
+    for profile in profiles {
+        if let Some(profile) = state.profile(project, profile) {
+            expanded.extend(profile.devices.clone());
+        }
+    }
+    expanded.extend(devices.clone());
+    expanded
 }
 
 /// 404 `Profile not found` when an update names a profile the project does not see.
@@ -590,6 +690,13 @@ fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     devices.extend(req.devices.unwrap_or_default());
     validate_devices(&devices).map_err(ApiError::internal)?;
     check_profiles(&state, &project, req.profiles.iter().flatten())?;
+    let profiles = req.profiles.as_ref().unwrap_or(&current.profiles);
+    if let Some(why) = duplicate_profile(profiles) {
+        return Err(ApiError::internal(why));
+    }
+    if !has_root_disk(&expanded_devices(&state, &project, profiles, &devices)) {
+        return Err(ApiError::internal(NO_ROOT_ON_UPDATE));
+    }
     if let Some(why) = missing_volume(&state, &project, &devices) {
         return Err(ApiError::new(404, why));
     }
@@ -647,6 +754,13 @@ struct RenameBody {
     name: String,
     #[serde(deserialize_with = "super::null_default")]
     migration: bool,
+    /// A move to another project (with `migration`).
+    #[serde(deserialize_with = "super::null_default")]
+    project: String,
+    #[serde(deserialize_with = "super::null_default")]
+    instance_only: bool,
+    #[serde(deserialize_with = "super::null_default")]
+    live: bool,
 }
 
 /// `POST /1.0/instances/{name}` with a new name (renames only; migration is out of scope).
@@ -654,12 +768,26 @@ fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
-        let instance = state
-            .instance(&project, name)
-            .ok_or_else(|| instance_not_found(name, &project))?;
+        // The daemon looks the instance's member up first, with its own text.
+        let instance = state.instance(&project, name).ok_or_else(|| {
+            ApiError::new(
+                404,
+                "Failed to get address of instance's member: Instance not found",
+            )
+        })?;
         instance.url()
     };
     let req: RenameBody = parse_body(body)?;
+    let no_target = ctx.param("target").is_none_or(str::is_empty);
+    if req.migration && !req.project.is_empty() && no_target {
+        let request = super::instance_move::ProjectMove {
+            project: req.project,
+            name: req.name,
+            instance_only: req.instance_only,
+            live: req.live,
+        };
+        return super::instance_move::move_to_project(ctx, name, request);
+    }
     if req.migration {
         return Err(ApiError::not_implemented());
     }
@@ -772,7 +900,10 @@ mod tests {
                 continue;
             }
             let object = instance.to_json(state);
-            if filter.as_ref().is_some_and(|f| !f.matches(&object)) {
+            if filter
+                .as_ref()
+                .is_some_and(|f| !f.matches(&object).unwrap())
+            {
                 continue;
             }
             out.push(match recursion {
@@ -835,10 +966,11 @@ mod tests {
                 "filter",
                 "not expanded_config.limits.cpu eq 4 and type eq container",
             )],
-            &[("filter", "status_code eq 103"), ("all-projects", "true")],
+            &[("filter", "status eq RUNNING"), ("all-projects", "true")],
             &[("filter", "devices.eth0.type eq nic"), ("recursion", "2")],
             &[("filter", "ephemeral eq false and location eq none")],
-            &[("filter", "profiles ne x"), ("recursion", "1")],
+            &[("filter", r#"profiles eq ["default"]"#), ("recursion", "1")],
+            &[("filter", "name eq C.* or name eq v1 and type eq container")],
         ];
         for query in queries {
             let encoded: String = url::form_urlencoded::Serializer::new(String::new())
@@ -920,10 +1052,7 @@ mod tests {
             "type",
             "architecture",
             "description",
-            "created_at",
-            "last_used_at",
             "status",
-            "status_code",
             "location",
             "ephemeral",
             "stateful",
@@ -934,7 +1063,6 @@ mod tests {
             "expanded_config.limits.cpu",
             "expanded_config.user.role",
             "expanded_config.nope",
-            "config",
             "devices.eth0.type",
             "expanded_devices.root.pool",
             "profiles",

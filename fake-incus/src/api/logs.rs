@@ -1,5 +1,8 @@
-//! `/1.0/instances/{name}/logs/exec-output[/{file}]`: the output recorded by task-mode exec
-//! with `record-output: true` (list, raw download, delete).
+//! `/1.0/instances/{name}/logs[/{file}]`: the instance's log files (`lxc.log`, empty: the fake
+//! runs no container, for `incus info --show-log`); `…/logs/exec-output[/{file}]`: the output
+//! recorded by task-mode exec with `record-output: true` (list, raw download, delete); and
+//! `…/console?type=log` (`incus console --show-log`, empty as the daemon's for a busybox
+//! container) and its `DELETE`.
 
 use super::{instance_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
@@ -14,6 +17,30 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
     }
     let key = (project, name.to_string());
     match (rest, method.as_str()) {
+        ([_, "logs"], "GET") => Ok(envelope::sync(Value::Array(vec![Value::String(format!(
+            "/1.0/instances/{name}/logs/lxc.log"
+        ))]))),
+        ([_, "logs", "lxc.log"], "GET") => Ok(download("lxc.log", Vec::new())),
+        ([_, "logs", file], "GET") if *file != "exec-output" && !valid_log_name(file) => Err(
+            ApiError::bad_request(format!("Log file name {file:?} not valid")),
+        ),
+        ([_, "console"], "GET") => match ctx.param("type").unwrap_or("log") {
+            "log" | "" => {
+                let mut response = Response::new(envelope::full(Vec::new()));
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                Ok(response)
+            }
+            other => Err(ApiError::internal(format!(
+                "Invalid value for type parameter: {other}"
+            ))),
+        },
+        ([_, "console"], "DELETE") => {
+            ctx.applied();
+            Ok(envelope::sync(serde_json::json!({})))
+        }
         ([_, "logs", "exec-output"], "GET") => {
             let logs = ctx.app.exec_logs();
             let files: Vec<String> = logs
@@ -32,16 +59,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
                 .get(&key)
                 .and_then(|files| files.get(*file).cloned());
             let bytes = bytes.ok_or_else(ApiError::not_found)?;
-            let mut resp = Response::new(envelope::full(bytes));
-            let headers = resp.headers_mut();
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/octet-stream"),
-            );
-            if let Ok(value) = HeaderValue::from_str(&format!("inline;filename={file}")) {
-                headers.insert(header::CONTENT_DISPOSITION, value);
-            }
-            Ok(resp)
+            Ok(download(file, bytes))
         }
         ([_, "logs", "exec-output", file], "DELETE") => {
             let removed = ctx
@@ -58,4 +76,25 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
         }
         _ => Err(ApiError::not_found()),
     }
+}
+
+/// A file as the daemon sends it: octet-stream, `inline;filename=`.
+fn download(file: &str, bytes: impl Into<bytes::Bytes>) -> Response<crate::envelope::Body> {
+    let mut resp = Response::new(envelope::full(bytes));
+    let headers = resp.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&format!("inline;filename={file}")) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    resp
+}
+
+/// The daemon's `validLogFileName`: its own log names and exec output files.
+fn valid_log_name(file: &str) -> bool {
+    matches!(file, "lxc.log" | "lxc.conf" | "qemu.log" | "qemu.conf")
+        || (file.starts_with("exec_") && !file.contains('/'))
+        || file.starts_with("migration_")
 }

@@ -3,6 +3,7 @@
 //! [`serve`] is the whole application: it journals the request, applies the fault rules, checks
 //! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
 
+mod backups;
 mod body;
 mod buckets;
 mod certificates;
@@ -15,17 +16,21 @@ mod exec;
 mod files;
 mod filter;
 mod host;
+mod image_archive;
 mod image_upload;
 mod images;
+mod instance_move;
 mod instances;
 mod journaling;
 mod logs;
+mod metadata;
 mod migration;
 mod network_objects;
 mod networks;
 mod operations;
 mod profiles;
 mod projects;
+mod rebuild;
 mod resource;
 mod resources;
 mod server;
@@ -34,6 +39,7 @@ mod snapshots;
 mod state;
 mod storage;
 mod validation;
+mod volume_snapshots;
 mod volumes;
 mod warnings;
 
@@ -144,6 +150,13 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             return Err(ApiError::bad_request("Invalid instance name"));
         }
     }
+    // A custom volume's snapshots are served apart from its declaration.
+    if let ["storage-pools", pool, "volumes", "custom", name, rest @ ..] = &segs[1..] {
+        if rest.first() == Some(&"snapshots") {
+            ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
+            return volume_snapshots::route(ctx, &method, pool, name, rest, req.headers(), req.body());
+        }
+    }
     if let Some((resource, parent, rest)) = resource::find(&segs[1..]) {
         // A pool's volumes other than its custom ones are the storage module's.
         let pool_volumes = segs[1] == "storage-pools" && segs.get(3) == Some(&"volumes");
@@ -163,9 +176,18 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         "instances" => match segs.get(3) {
             None => instances::route(ctx, &method, &segs[2..], req.headers(), req.body()),
             Some(&"state") => state::route(ctx, &method, &segs[2..], req.body()),
-            Some(&"snapshots") => snapshots::route(ctx, &method, &segs[2..], req.body()),
+            Some(&"backups") => backups::route(ctx, &method, &segs[2..], req.body()),
+            Some(&"snapshots") => {
+                snapshots::route(ctx, &method, &segs[2..], req.headers(), req.body())
+            }
             Some(&"exec") if segs.len() == 4 => exec::route(ctx, &method, segs[2], req.body()),
-            Some(&"logs") => logs::route(ctx, &method, &segs[2..]),
+            Some(&"logs" | &"console") => logs::route(ctx, &method, &segs[2..]),
+            Some(&"metadata") => {
+                metadata::route(ctx, &method, &segs[2..], req.headers(), req.body())
+            }
+            Some(&"rebuild") if segs.len() == 4 => {
+                rebuild::route(ctx, &method, segs[2], req.body())
+            }
             Some(&"files") if segs.len() == 4 => {
                 files::route(ctx, &method, segs[2], req.headers(), req.body())
             }
@@ -216,6 +238,14 @@ pub(crate) fn only(method: &Method, allowed: Method) -> Result<(), ApiError> {
     } else {
         Err(ApiError::not_implemented())
     }
+}
+
+/// The 404 of a missing instance snapshot (or of its instance, on snapshot endpoints).
+pub(crate) fn snapshot_not_found(instance: &str, snap: &str, project: &str) -> ApiError {
+    ApiError::new(
+        404,
+        format!("Failed to fetch snapshot \"{snap}\" of instance \"{instance}\" in project \"{project}\": Instance_snapshot not found"),
+    )
 }
 
 /// The 404 every per-instance endpoint gives.

@@ -480,13 +480,24 @@ impl russh_sftp::server::Handler for Session {
         Ok(ok(id))
     }
 
-    async fn rmdir(&mut self, id: u32, path: String) -> Result<Status, Self::Error> {
-        let (path, node) = self.lookup(&path, false)?;
+    async fn rmdir(&mut self, id: u32, asked: String) -> Result<Status, Self::Error> {
+        let (path, node) = self.lookup(&asked, false)?;
         if node.kind != Kind::Directory {
             return Err(failure(Code::Failure, "not a directory"));
         }
-        self.with_tree(|tree| tree.remove(&path))?;
-        Ok(ok(id))
+        // The daemon's server reports `os.Remove`'s error, with the path as the client sent it.
+        let removed = self
+            .app
+            .files()
+            .tree_mut(&self.project, &self.instance)
+            .remove(&path);
+        match removed {
+            Err(FileError::NotEmpty(_)) => Err(failure(
+                Code::Failure,
+                format!("remove {asked}: directory not empty"),
+            )),
+            other => Ok(other.map(|_| ok(id))?),
+        }
     }
 
     async fn realpath(&mut self, id: u32, path: String) -> Result<Name, Self::Error> {

@@ -1,31 +1,33 @@
-//! `/1.0/instances/{name}/snapshots[/{snap}]`: list, get, create, delete.
+//! `/1.0/instances/{name}/snapshots[/{snap}]`: list, get, create, rename, update (`PUT` and
+//! `PATCH`, which the daemon treats alike) and delete.
 
-use super::{instance_not_found, parse_body, Ctx};
+use super::{instance_not_found, parse_body, snapshot_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
 use crate::state::State;
-use http::Method;
+use http::{HeaderMap, Method};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> ApiResult {
+pub(super) fn route(
+    ctx: &Ctx,
+    method: &Method,
+    rest: &[&str],
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult {
     match (rest, method.as_str()) {
         ([name, "snapshots"], "GET") => list(ctx, name),
         ([name, "snapshots"], "POST") => create(ctx, name, body),
         ([_, "snapshots"], _) => Err(ApiError::not_implemented()),
         ([name, "snapshots", snap], "GET") => get(ctx, name, snap),
         ([name, "snapshots", snap], "DELETE") => delete(ctx, name, snap),
+        ([name, "snapshots", snap], "POST") => rename(ctx, name, snap, body),
+        ([name, "snapshots", snap], "PUT" | "PATCH") => update(ctx, name, snap, headers, body),
         ([_, "snapshots", _], _) => Err(ApiError::not_implemented()),
         _ => Err(ApiError::not_found()),
     }
-}
-
-fn snapshot_not_found(instance: &str, snap: &str, project: &str) -> ApiError {
-    ApiError::new(
-        404,
-        format!("Failed to fetch snapshot \"{snap}\" of instance \"{instance}\" in project \"{project}\": Instance_snapshot not found"),
-    )
 }
 
 fn list(ctx: &Ctx, name: &str) -> ApiResult {
@@ -156,4 +158,144 @@ fn delete(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
     );
     ctx.applied();
     Ok(envelope::operation_created(op))
+}
+
+/// The instance's and the snapshot's URLs, or the daemon's 404 for either.
+fn snapshot_urls(ctx: &Ctx, name: &str, snap: &str) -> Result<(String, String), ApiError> {
+    let project = ctx.project();
+    let state = ctx.app.state();
+    let instance = state
+        .instance(&project, name)
+        .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
+    let snapshot = instance
+        .snapshot(snap)
+        .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
+    Ok((instance.url(), snapshot.url(instance)))
+}
+
+/// The operation's spec with the daemon's `instances` and `instances_snapshots` resources.
+fn snapshot_spec(
+    project: &str,
+    description: &'static str,
+    instance_url: String,
+    snap_url: String,
+) -> OpSpec {
+    let mut spec = OpSpec::task(project, description, instance_url);
+    spec.resources
+        .insert("instances_snapshots".into(), vec![snap_url]);
+    spec
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RenameBody {
+    #[serde(deserialize_with = "super::null_default")]
+    name: String,
+    #[serde(deserialize_with = "super::null_default")]
+    migration: bool,
+}
+
+/// `POST /1.0/instances/{name}/snapshots/{snap}` with a new name (migration is not simulated).
+fn rename(ctx: &Ctx, name: &str, snap: &str, body: &[u8]) -> ApiResult {
+    let project = ctx.project();
+    let (instance_url, snap_url) = snapshot_urls(ctx, name, snap)?;
+    let req: RenameBody = parse_body(body)?;
+    if req.migration {
+        return Err(ApiError::not_implemented());
+    }
+    if req.name.is_empty() {
+        return Err(ApiError::bad_request(
+            "A new name for the instance must be provided",
+        ));
+    }
+    if req.name.contains('/') {
+        return Err(ApiError::bad_request(
+            "Invalid snapshot name: Cannot contain \"/\"",
+        ));
+    }
+    fn taken(state: &State, project: &str, name: &str, new: &str) -> bool {
+        state
+            .instance(project, name)
+            .is_some_and(|i| i.snapshot(new).is_some())
+    }
+    if taken(&ctx.app.state(), &project, name, &req.name) {
+        return Err(ApiError::new(
+            409,
+            format!("Name '{name}/{}' already in use", req.name),
+        ));
+    }
+    let spec = snapshot_spec(&project, "Renaming snapshot", instance_url, snap_url);
+    let (name, old, new) = (name.to_string(), snap.to_string(), req.name);
+    let app = std::sync::Arc::clone(&ctx.app);
+    let op = ctx.start_task(
+        spec,
+        Box::new(move |state: &mut State| {
+            if taken(state, &project, &name, &new) {
+                return Err(ApiError::new(
+                    409,
+                    format!("Name '{name}/{new}' already in use"),
+                ));
+            }
+            let snapshot = state
+                .instance_mut(&project, &name)
+                .and_then(|i| i.snapshots.iter_mut().find(|s| s.name == old))
+                .ok_or_else(|| snapshot_not_found(&name, &old, &project))?;
+            snapshot.name.clone_from(&new);
+            app.files().rename_snapshot(&project, &name, &old, &new);
+            Ok(None)
+        }),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
+}
+
+/// `PUT` and `PATCH`: only `expires_at` is writable; a body without it as a string changes
+/// nothing (still an operation), one with it sets it (RFC 3339, the daemon's 400 otherwise).
+fn update(ctx: &Ctx, name: &str, snap: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+    let project = ctx.project();
+    let (instance_url, snap_url) = snapshot_urls(ctx, name, snap)?;
+    {
+        let state = ctx.app.state();
+        if let Some(current) = state
+            .instance(&project, name)
+            .and_then(|i| i.snapshot(snap))
+        {
+            super::instances::check_etag(headers, &current.etag())?;
+        }
+    }
+    let fields: serde_json::Map<String, Value> =
+        serde_json::from_slice(body).map_err(|e| ApiError::internal(e.to_string()))?;
+    let expires = match fields.get("expires_at") {
+        Some(Value::String(text)) => Some(parse_time(text)?),
+        _ => None,
+    };
+    let spec = snapshot_spec(&project, "Updating snapshot", instance_url, snap_url);
+    let (name, snap) = (name.to_string(), snap.to_string());
+    let op = ctx.start_task(
+        spec,
+        Box::new(move |state: &mut State| {
+            let Some(expires) = expires else {
+                return Ok(None);
+            };
+            let snapshot = state
+                .instance_mut(&project, &name)
+                .and_then(|i| i.snapshots.iter_mut().find(|s| s.name == snap))
+                .ok_or_else(|| snapshot_not_found(&name, &snap, &project))?;
+            snapshot.expires_at = expires;
+            Ok(None)
+        }),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
+}
+
+/// An RFC 3339 time as Go's `time.Time` decodes it, or the daemon's 400 with Go's text.
+pub(super) fn parse_time(text: &str) -> Result<String, ApiError> {
+    use time::format_description::well_known::Rfc3339;
+    match time::OffsetDateTime::parse(text, &Rfc3339) {
+        Ok(_) => Ok(text.to_string()),
+        Err(_) => Err(ApiError::bad_request(format!(
+            "parsing time {text:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse {text:?} as \"2006\""
+        ))),
+    }
 }

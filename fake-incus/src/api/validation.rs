@@ -217,16 +217,15 @@ pub(super) fn project_config_problem(config: &StringMap) -> Option<String> {
         "restricted.containers.interception",
         "restricted.devices.disk",
     ];
-    const INTEGERS: &[&str] = &[
+    const UINT32S: &[&str] = &[
         "limits.instances",
         "limits.containers",
         "limits.virtual-machines",
         "limits.processes",
         "limits.cpu",
         "limits.networks",
-        "images.auto_update_interval",
-        "images.remote_cache_expiry",
     ];
+    const INTEGERS: &[&str] = &["images.auto_update_interval", "images.remote_cache_expiry"];
     const OTHERS: &[&str] = &[
         "limits.memory",
         "limits.disk",
@@ -246,6 +245,12 @@ pub(super) fn project_config_problem(config: &StringMap) -> Option<String> {
         };
         if BOOLEANS.contains(&key.as_str()) {
             return check_boolean(value).err().and_then(invalid);
+        }
+        if UINT32S.contains(&key.as_str()) {
+            return (!value.is_empty())
+                .then(|| check_uint32(value).err())
+                .flatten()
+                .and_then(invalid);
         }
         if INTEGERS.contains(&key.as_str()) {
             return (!value.is_empty() && value.parse::<i64>().is_err())
@@ -281,6 +286,21 @@ pub(super) fn volume_config_problem(volume: &str, config: &StringMap) -> Option<
         };
         why.map(|why| format!("Invalid value for volume {volume:?} option {key:?}: {why}"))
     })
+}
+
+/// Go's `validate.IsUint32`: `strconv.ParseUint(value, 10, 32)` and its error.
+fn check_uint32(value: &str) -> Result<(), String> {
+    let why = if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        if value.parse::<u32>().is_ok() {
+            return Ok(());
+        }
+        "value out of range"
+    } else {
+        "invalid syntax"
+    };
+    Err(format!(
+        "Invalid value for uint32 {value:?}: strconv.ParseUint: parsing {value:?}: {why}"
+    ))
 }
 
 fn check_boolean(value: &str) -> Result<(), String> {
@@ -468,8 +488,132 @@ fn check_value(key: &str, value: &str) -> Result<(), String> {
         "limits.memory" if !is_size_or_percent(value) => Err(format!("Invalid value: {value}")),
         "limits.cpu" if !is_cpu_limit(value) => Err("Invalid CPU limit syntax".into()),
         "snapshots.expiry" if !is_expiry(value) => Err("Invalid expiry expression".into()),
+        "snapshots.schedule" => check_schedule(value),
         _ => Ok(()),
     }
+}
+
+/// Go's `validate.IsCron` with the snapshot aliases: `", "`-separated triggers, each an alias or
+/// five space-separated cron fields that `cron.ParseStandard` accepts.
+fn check_schedule(value: &str) -> Result<(), String> {
+    const ALIASES: &[&str] = &[
+        "@hourly",
+        "@daily",
+        "@midnight",
+        "@weekly",
+        "@monthly",
+        "@annually",
+        "@yearly",
+        "@startup",
+        "@never",
+    ];
+    const MONTHS: &[&str] = &[
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    const DAYS: &[&str] = &["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+    let value = value.to_lowercase();
+    for trigger in value.split(", ") {
+        if ALIASES.contains(&trigger) {
+            continue;
+        }
+        let fields: Vec<&str> = trigger.split(' ').collect();
+        if fields.len() != 5 {
+            return Err(
+                "Schedule must be of the form: <minute> <hour> <day-of-month> <month> <day-of-week>"
+                    .into(),
+            );
+        }
+        let bounds: [(u32, u32, &[&str], u32); 5] = [
+            (0, 59, &[], 0),
+            (0, 23, &[], 0),
+            (1, 31, &[], 0),
+            (1, 12, MONTHS, 1),
+            (0, 6, DAYS, 0),
+        ];
+        for (field, (min, max, names, first)) in fields.iter().zip(bounds) {
+            for range in field.split(',') {
+                cron_range(range, min, max, names, first)
+                    .map_err(|why| format!("Error parsing schedule: {why}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One comma-separated part of a cron field, checked as robfig/cron's `getRange`.
+fn cron_range(expr: &str, min: u32, max: u32, names: &[&str], first: u32) -> Result<(), String> {
+    let int = |text: &str| -> Result<u32, String> {
+        match text.parse::<i64>() {
+            Ok(n) if n < 0 => Err(format!("negative number ({n}) not allowed: {text}")),
+            Ok(n) => u32::try_from(n).map_err(|_| format!("failed to parse int from {text}")),
+            Err(_) => Err(format!(
+                "failed to parse int from {text}: strconv.Atoi: parsing {text:?}: invalid syntax"
+            )),
+        }
+    };
+    let int_or_name = |text: &str| match names.iter().position(|n| *n == text) {
+        Some(i) => Ok(first + i as u32),
+        None => int(text),
+    };
+    let range_and_step: Vec<&str> = expr.split('/').collect();
+    let low_and_high: Vec<&str> = range_and_step[0].split('-').collect();
+    let (start, mut end) = if matches!(low_and_high[0], "*" | "?") {
+        (min, max)
+    } else {
+        let start = int_or_name(low_and_high[0])?;
+        match low_and_high.len() {
+            1 => (start, start),
+            2 => (start, int_or_name(low_and_high[1])?),
+            _ => return Err(format!("too many hyphens: {expr}")),
+        }
+    };
+    let step = match range_and_step.len() {
+        1 => 1,
+        2 => {
+            if low_and_high.len() == 1 {
+                end = max;
+            }
+            int(range_and_step[1])?
+        }
+        _ => return Err(format!("too many slashes: {expr}")),
+    };
+    if start < min {
+        return Err(format!(
+            "beginning of range ({start}) below minimum ({min}): {expr}"
+        ));
+    }
+    if end > max {
+        return Err(format!(
+            "end of range ({end}) above maximum ({max}): {expr}"
+        ));
+    }
+    if start > end {
+        return Err(format!(
+            "beginning of range ({start}) beyond end of range ({end}): {expr}"
+        ));
+    }
+    if step == 0 {
+        return Err(format!("step of range should be a positive number: {expr}"));
+    }
+    Ok(())
+}
+
+/// The daemon's instance profile list check: `Duplicate profile found in request`.
+pub(super) fn duplicate_profile(profiles: &[String]) -> Option<String> {
+    profiles
+        .iter()
+        .enumerate()
+        .any(|(i, p)| profiles[..i].contains(p))
+        .then(|| "Duplicate profile found in request".to_string())
+}
+
+/// Whether expanded devices have the root disk (a `disk` at path `/`) every instance needs.
+pub(super) fn has_root_disk(devices: &Devices) -> bool {
+    devices.values().any(|d| {
+        d.get("type").map(String::as_str) == Some("disk")
+            && d.get("path").map(String::as_str) == Some("/")
+            && !d.contains_key("source")
+    })
 }
 
 fn is_size_or_percent(value: &str) -> bool {

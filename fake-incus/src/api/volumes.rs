@@ -7,6 +7,7 @@
 
 use super::resource::{self, Answer, At, Decl, Resource, Scope, Sub, Typed, Verb};
 use super::validation::volume_config_problem;
+use super::volume_snapshots;
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::{clock, Devices, State, StringMap, Volume};
@@ -35,13 +36,7 @@ static DECL: Decl = Decl {
             method: "GET",
             path: &["state"],
             serve: state,
-            does: "Zero usage: the fake stores no data.",
-        },
-        Sub {
-            method: "GET",
-            path: &["snapshots", "{}"],
-            serve: snapshot,
-            does: "404: custom volumes have no snapshots on the fake (their snapshots are the instance issue's).",
+            does: "No usage (`null`), as the daemon's `dir` pool answers.",
         },
     ],
     limits: "No data: a volume is its config. No copy or move between pools or servers (501), no migration, no ISO or block content types.",
@@ -166,6 +161,19 @@ impl Resource for Volumes {
     fn etag(&self, object: &Value) -> String {
         crate::state::etag::hash(&json!([object["name"], "custom", object["config"]]))
     }
+    /// A copy (`source.type: copy`) runs as an operation (see [`volume_snapshots`]).
+    fn intercept_create(&self, ctx: &Ctx, at: &At, body: &[u8]) -> Option<ApiResult> {
+        volume_snapshots::is_copy(body).then(|| volume_snapshots::copy(ctx, &at.parent, body))
+    }
+    /// `{"restore": "snap"}` restores a snapshot instead of replacing the config.
+    fn intercept_update(&self, ctx: &Ctx, at: &At, key: &str, body: &[u8]) -> Option<ApiResult> {
+        volume_snapshots::restore_request(body)
+            .map(|_| volume_snapshots::restore(ctx, &at.parent, key, body))
+    }
+    /// Its snapshots go with it.
+    fn deleted(&self, _: &Ctx, state: &mut State, at: &At, key: &str) {
+        volume_snapshots::forget(state, &at.parent, &at.project, key);
+    }
     fn check_rename(&self, body: &Map<String, Value>, at: &At) -> Result<(), ApiError> {
         let req: Move = serde_json::from_value(Value::Object(body.clone())).unwrap_or_default();
         if req.migration || !(req.pool.is_empty() || req.pool == at.parent) {
@@ -182,8 +190,9 @@ impl Resource for Volumes {
         }
         Ok(())
     }
-    /// The disk devices that attached the volume (of instances and profiles) follow it.
+    /// Its snapshots and the disk devices that attached it (of instances and profiles) follow it.
     fn renamed(&self, state: &mut State, at: &At, old: &str, new: &str) {
+        volume_snapshots::follow_rename(state, &at.parent, &at.project, old, new);
         let follow = |devices: &mut Devices| {
             for device in devices.values_mut() {
                 let attaches = device.get("type").map(String::as_str) == Some("disk")
@@ -220,11 +229,6 @@ impl Resource for Volumes {
     }
 }
 
-fn snapshot(ctx: &Ctx, at: &At, key: &str, snap: &[&str]) -> ApiResult {
-    let name = format!("{key}/{}", snap.first().copied().unwrap_or_default());
-    get_volume(ctx, &at.parent, "custom", &name)
-}
-
 fn state(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
     if ctx
         .app
@@ -242,7 +246,7 @@ fn state(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
             ),
         ));
     }
-    Ok(envelope::sync(json!({"usage": {"used": 0, "total": -1}})))
+    Ok(envelope::sync(json!({"usage": null})))
 }
 
 /// A volume of any type of a pool, as seen from the request's project (snapshots as

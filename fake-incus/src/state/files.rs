@@ -232,6 +232,11 @@ impl Tree {
         tree
     }
 
+    /// Every entry by path, in path order (parents before their children).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&String, &Node)> {
+        self.nodes.iter()
+    }
+
     /// Whether the tree holds an entry at all (an image's rootfs that had no entries has none).
     pub(crate) fn is_empty(&self) -> bool {
         self.nodes.is_empty()
@@ -466,6 +471,18 @@ type Key = (String, String, Option<String>);
 pub(crate) struct Files {
     trees: BTreeMap<Key, Tree>,
     images: BTreeMap<String, Tree>,
+    /// The files each image was imported or published as (what its export sends back).
+    image_files: BTreeMap<String, ImageFiles>,
+    /// Each instance backup's tarball, keyed like the trees with the backup's name.
+    backups: BTreeMap<Key, Bytes>,
+}
+
+/// The files of an image as uploaded or published: one unified tarball, or the metadata tarball
+/// and the rootfs of a split image.
+#[derive(Debug, Clone)]
+pub(crate) enum ImageFiles {
+    Unified(Bytes),
+    Split { metadata: Bytes, rootfs: Bytes },
 }
 
 fn key(project: &str, instance: &str, snapshot: Option<&str>) -> Key {
@@ -487,14 +504,50 @@ impl Files {
         self.trees.entry(key(project, instance, None)).or_default()
     }
 
-    /// Drops the trees of an instance and of its snapshots.
+    /// Drops the trees of an instance and of its snapshots, and its backups.
     pub(crate) fn remove_instance(&mut self, project: &str, instance: &str) {
         self.trees
             .retain(|(p, i, _), _| !(p == project && i == instance));
+        self.backups
+            .retain(|(p, i, _), _| !(p == project && i == instance));
+    }
+
+    /// Records a backup's tarball (`None`: drops it).
+    pub(crate) fn set_backup(
+        &mut self,
+        project: &str,
+        instance: &str,
+        backup: &str,
+        tarball: Option<Bytes>,
+    ) {
+        let key = key(project, instance, Some(backup));
+        match tarball {
+            Some(tarball) => self.backups.insert(key, tarball),
+            None => self.backups.remove(&key),
+        };
+    }
+
+    /// A backup's tarball.
+    pub(crate) fn backup(&self, project: &str, instance: &str, backup: &str) -> Option<Bytes> {
+        self.backups
+            .get(&key(project, instance, Some(backup)))
+            .cloned()
     }
 
     /// Moves an instance's trees (its snapshots' too) to its new name.
     pub(crate) fn rename_instance(&mut self, project: &str, old: &str, new: &str) {
+        let backups: Vec<Key> = self
+            .backups
+            .keys()
+            .filter(|(p, i, _)| p == project && i == old)
+            .cloned()
+            .collect();
+        for from in backups {
+            if let Some(tarball) = self.backups.remove(&from) {
+                self.backups
+                    .insert((from.0, new.to_string(), from.2), tarball);
+            }
+        }
         self.remove_instance(project, new);
         let moved: Vec<Key> = self
             .trees
@@ -560,10 +613,70 @@ impl Files {
         }
     }
 
+    /// Moves a snapshot's tree to its new name.
+    pub(crate) fn rename_snapshot(&mut self, project: &str, instance: &str, old: &str, new: &str) {
+        let tree = self.trees.remove(&key(project, instance, Some(old)));
+        self.set_tree(project, instance, Some(new), tree);
+    }
+
+    /// A copy of the tree of an instance or of one of its snapshots (`None`: never written, the
+    /// skeleton).
+    pub(crate) fn tree_of(
+        &self,
+        project: &str,
+        instance: &str,
+        snapshot: Option<&str>,
+    ) -> Option<Tree> {
+        self.trees.get(&key(project, instance, snapshot)).cloned()
+    }
+
+    /// Sets (or, with `None`, resets to the skeleton) the tree of an instance or a snapshot.
+    pub(crate) fn set_tree(
+        &mut self,
+        project: &str,
+        instance: &str,
+        snapshot: Option<&str>,
+        tree: Option<Tree>,
+    ) {
+        let key = key(project, instance, snapshot);
+        match tree {
+            Some(tree) => self.trees.insert(key, tree),
+            None => self.trees.remove(&key),
+        };
+    }
+
+    /// Moves an instance's trees (its snapshots' too) to another project and name.
+    pub(crate) fn move_instance(&mut self, from: (&str, &str), to: (&str, &str)) {
+        self.remove_instance(to.0, to.1);
+        let moved: Vec<Key> = self
+            .trees
+            .keys()
+            .filter(|(p, i, _)| p == from.0 && i == from.1)
+            .cloned()
+            .collect();
+        for old in moved {
+            if let Some(tree) = self.trees.remove(&old) {
+                self.trees
+                    .insert((to.0.to_string(), to.1.to_string(), old.2), tree);
+            }
+        }
+    }
+
     /// Drops every tree.
     pub(crate) fn clear(&mut self) {
         self.trees.clear();
         self.images.clear();
+        self.image_files.clear();
+    }
+
+    /// Records the files an image came as.
+    pub(crate) fn set_image_files(&mut self, fingerprint: &str, files: ImageFiles) {
+        self.image_files.insert(fingerprint.to_string(), files);
+    }
+
+    /// The files an image came as, if the fake has them.
+    pub(crate) fn image_files(&self, fingerprint: &str) -> Option<ImageFiles> {
+        self.image_files.get(fingerprint).cloned()
     }
 
     /// Records an imported image's rootfs.
@@ -583,14 +696,20 @@ impl Files {
         executables: Option<&[String]>,
     ) {
         self.remove_instance(project, instance);
-        let rootfs = match image.and_then(|fingerprint| self.images.get(fingerprint)) {
-            Some(rootfs) => rootfs.clone(),
-            None => match executables {
-                Some(executables) => Tree::of_executables(executables),
-                None => return,
-            },
-        };
-        self.trees.insert(key(project, instance, None), rootfs);
+        let rootfs = self.rootfs(image, executables);
+        self.set_tree(project, instance, None, rootfs);
+    }
+
+    /// The tree an instance of an image starts with (`None`: the skeleton).
+    pub(crate) fn rootfs(
+        &self,
+        image: Option<&str>,
+        executables: Option<&[String]>,
+    ) -> Option<Tree> {
+        match image.and_then(|fingerprint| self.images.get(fingerprint)) {
+            Some(rootfs) => Some(rootfs.clone()),
+            None => executables.map(Tree::of_executables),
+        }
     }
 }
 

@@ -69,6 +69,19 @@ impl Image {
             "uploaded_at": self.uploaded_at, "project": self.project,
         })
     }
+    /// The image's `metadata.yaml` as an instance created from it shows it (`/metadata`).
+    pub(crate) fn metadata_json(&self) -> Value {
+        let unix = |text: &str| {
+            time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+                .map_or(0, |t| t.unix_timestamp().max(0))
+        };
+        json!({
+            "architecture": self.architecture, "creation_date": unix(&self.created_at),
+            "expiry_date": unix(&self.expires_at), "properties": self.properties,
+            "templates": null,
+        })
+    }
+
     pub(crate) fn etag(&self) -> String {
         etag::hash(&json!([self.public, self.auto_update, self.properties]))
     }

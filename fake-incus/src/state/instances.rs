@@ -69,6 +69,30 @@ pub(crate) struct Instance {
     /// The cluster member it lives on (`None`: not clustered, `"none"` in the API).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) location: Option<String>,
+    /// Its `metadata.yaml` as `/metadata` shows it (`None`: none, as after `--empty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) metadata: Option<Value>,
+    /// Its template files (`/metadata/templates`), by name.
+    #[serde(default, skip_serializing_if = "StringMap::is_empty")]
+    pub(crate) templates: StringMap,
+    /// Its backups (their tarballs are kept with its files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) backups: Vec<Backup>,
+}
+
+/// An instance backup as `GET /1.0/instances/{name}/backups/{backup}` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Backup {
+    pub(crate) name: String,
+    #[serde(default = "clock::now")]
+    pub(crate) created_at: String,
+    #[serde(default = "zero")]
+    pub(crate) expires_at: String,
+    #[serde(default)]
+    pub(crate) instance_only: bool,
+    #[serde(default)]
+    pub(crate) optimized_storage: bool,
 }
 
 /// A snapshot: a frozen copy of the instance's writable fields.
@@ -137,6 +161,9 @@ impl Instance {
             started_at: None,
             snapshots: Vec::new(),
             location: None,
+            metadata: image.map(Image::metadata_json),
+            templates: StringMap::new(),
+            backups: Vec::new(),
         }
     }
 
@@ -199,7 +226,14 @@ impl Instance {
             .map(|s| s.to_json(self, state))
             .collect();
         if let Some(object) = value.as_object_mut() {
-            object.insert("backups".into(), Value::Null);
+            object.insert(
+                "backups".into(),
+                if self.backups.is_empty() {
+                    Value::Null
+                } else {
+                    json!(self.backups)
+                },
+            );
             object.insert("state".into(), self.state_json());
             object.insert(
                 "snapshots".into(),

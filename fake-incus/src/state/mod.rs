@@ -14,6 +14,7 @@ pub(crate) mod instances;
 pub(crate) mod operations;
 pub(crate) mod resources;
 pub(crate) mod snapshot;
+pub(crate) mod volume_snapshots;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -46,6 +47,9 @@ pub(crate) struct State {
     /// [`State::instance_mut`]), so an instance a snapshot still holds is copied, never changed,
     /// and an unchanged one keeps its address, which is how a snapshot knows its JSON is current.
     pub(crate) instances: Vec<Arc<Instance>>,
+    /// Snapshots of custom storage volumes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) volume_snapshots: Vec<volume_snapshots::VolumeSnapshot>,
     /// The objects of the declared resources that have no typed list above (network ACLs,
     /// zones, forwards, certificates, warnings, ...), by kind.
     pub(crate) objects: BTreeMap<String, Vec<Object>>,

@@ -11,6 +11,7 @@ mod coverage;
 mod exec;
 mod faults;
 mod https;
+mod instances;
 mod layers;
 mod listeners;
 mod protocol;
@@ -19,4 +20,5 @@ mod serve;
 #[path = "../tarball/mod.rs"]
 mod tarball;
 mod tokens;
+mod volume_snapshots;
 mod writable;

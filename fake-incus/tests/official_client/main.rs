@@ -12,6 +12,7 @@ mod config;
 mod exec;
 mod images;
 mod resources;
+mod instances;
 mod standalone;
 #[path = "../tarball/mod.rs"]
 mod tarball;
@@ -24,5 +25,6 @@ fn main() -> std::process::ExitCode {
     trials.extend(config::trials());
     trials.extend(images::trials());
     trials.extend(resources::trials());
+    trials.extend(instances::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

@@ -171,7 +171,11 @@ pub(crate) trait Resource: Sync {
         Ok(())
     }
     /// A create this resource answers its own way (a certificate's trust token).
-    fn intercept_create(&self, _ctx: &Ctx, _body: &[u8]) -> Option<ApiResult> {
+    fn intercept_create(&self, _ctx: &Ctx, _at: &At, _body: &[u8]) -> Option<ApiResult> {
+        None
+    }
+    /// A `PUT` this resource answers its own way (a volume's `restore`).
+    fn intercept_update(&self, _ctx: &Ctx, _at: &At, _key: &str, _body: &[u8]) -> Option<ApiResult> {
         None
     }
     /// Whether a rename's body asks for more than a new name (a move: 501 where the fake has
@@ -532,7 +536,7 @@ fn body_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
 
 fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> ApiResult {
     let decl = resource.decl();
-    if let Some(answer) = resource.intercept_create(ctx, body) {
+    if let Some(answer) = resource.intercept_create(ctx, at, body) {
         return answer;
     }
     let sent = body_object(body)?;
@@ -572,6 +576,12 @@ fn update(
     body: &[u8],
     patch: bool,
 ) -> ApiResult {
+    if let Some(answer) = Some(())
+        .filter(|()| !patch)
+        .and_then(|()| resource.intercept_update(ctx, at, key, body))
+    {
+        return answer;
+    }
     let mut state = ctx.app.state();
     resource.parent(&state, at)?;
     let current = find_object(resource, &state, at, key)

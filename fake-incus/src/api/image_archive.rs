@@ -1,0 +1,205 @@
+//! Image files on the way out: the unified tarball a publish makes of an instance's tree
+//! (`metadata.yaml` and `rootfs/`, gzip, as the daemon's default compression), and the answer of
+//! `GET /1.0/images/{fp}/export` (one file, or the daemon's multipart for a split image).
+
+use crate::envelope::{self, ApiError};
+use crate::state::files::{ImageFiles, Kind, Tree};
+use bytes::Bytes;
+use http::{header, HeaderValue, Response};
+use serde_json::Value;
+use std::io::Write;
+
+/// A gzip-compressed tarball being written (the `tar` and `flate2` crates), entries in order.
+pub(super) struct Tarball {
+    builder: tar::Builder<flate2::write::GzEncoder<Vec<u8>>>,
+    now: u64,
+}
+
+fn failed(e: std::io::Error) -> ApiError {
+    ApiError::internal(format!("Failed to create tarball: {e}"))
+}
+
+impl Tarball {
+    pub(super) fn new() -> Self {
+        let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        Self {
+            builder: tar::Builder::new(gzip),
+            now: time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64,
+        }
+    }
+
+    /// A regular file written now.
+    pub(super) fn file(&mut self, name: &str, bytes: &[u8], mode: u32) -> Result<(), ApiError> {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(mode);
+        header.set_mtime(self.now);
+        header.set_size(bytes.len() as u64);
+        self.builder
+            .append_data(&mut header, name, bytes)
+            .map_err(failed)
+    }
+
+    /// A directory made now.
+    pub(super) fn dir(&mut self, name: &str, mode: u32) -> Result<(), ApiError> {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_mode(mode);
+        header.set_mtime(self.now);
+        header.set_size(0);
+        self.builder
+            .append_data(&mut header, name, std::io::empty())
+            .map_err(failed)
+    }
+
+    /// Every entry of `tree` under `prefix` (its `/` is `prefix` itself), with its mode, owner
+    /// and time.
+    pub(super) fn tree(&mut self, prefix: &str, tree: &Tree) -> Result<(), ApiError> {
+        for (path, node) in tree.entries() {
+            let name = format!("{prefix}{}", if path == "/" { "" } else { path });
+            let mut header = tar::Header::new_gnu();
+            header.set_mode(node.mode);
+            header.set_uid(u64::from(node.uid));
+            header.set_gid(u64::from(node.gid));
+            header.set_mtime(node.modified.unix_timestamp().max(0) as u64);
+            let appended = match &node.kind {
+                Kind::File(content) => {
+                    header.set_entry_type(tar::EntryType::Regular);
+                    header.set_size(content.len() as u64);
+                    self.builder
+                        .append_data(&mut header, &name, content.as_ref())
+                }
+                Kind::Directory => {
+                    header.set_entry_type(tar::EntryType::Directory);
+                    header.set_size(0);
+                    self.builder
+                        .append_data(&mut header, &name, std::io::empty())
+                }
+                Kind::Symlink(target) => {
+                    header.set_entry_type(tar::EntryType::Symlink);
+                    header.set_size(0);
+                    self.builder.append_link(&mut header, &name, target)
+                }
+            };
+            appended.map_err(failed)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish(self) -> Result<Vec<u8>, ApiError> {
+        let mut gzip = self.builder.into_inner().map_err(failed)?;
+        gzip.flush().map_err(failed)?;
+        gzip.finish().map_err(failed)
+    }
+}
+
+/// A value as YAML text (`metadata.yaml`, a backup's `index.yaml`).
+pub(super) fn yaml(value: &Value) -> Result<String, ApiError> {
+    serde_yaml_ng::to_string(value)
+        .map_err(|e| ApiError::internal(format!("Failed to write YAML: {e}")))
+}
+
+/// A gzip-compressed unified image tarball: `metadata.yaml` (the image metadata as YAML) then
+/// every entry of `tree` under `rootfs/`.
+pub(super) fn unified_tarball(metadata: &Value, tree: &Tree) -> Result<Vec<u8>, ApiError> {
+    let mut tarball = Tarball::new();
+    tarball.file("metadata.yaml", yaml(metadata)?.as_bytes(), 0o644)?;
+    tarball.tree("rootfs", tree)?;
+    tarball.finish()
+}
+
+/// The extension the daemon's `archive.DetectCompression` gives a file, from its first bytes.
+fn extension(bytes: &[u8]) -> &'static str {
+    let starts = |magic: &[u8]| bytes.starts_with(magic);
+    if starts(&[0x1f, 0x8b]) {
+        ".tar.gz"
+    } else if starts(b"BZh") {
+        ".tar.bz2"
+    } else if starts(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+        ".tar.xz"
+    } else if starts(&[0x5d, 0x00, 0x00]) {
+        ".tar.lzma"
+    } else if starts(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        ".tar.zst"
+    } else if starts(b"hsqs") {
+        ".squashfs"
+    } else if starts(b"QFI\xfb") {
+        ".qcow2"
+    } else if bytes.len() > 262 && &bytes[257..262] == b"ustar" {
+        ".tar"
+    } else {
+        ""
+    }
+}
+
+/// `GET /1.0/images/{fp}/export`: the unified tarball inline, or the metadata and rootfs parts
+/// of a split image as `multipart/form-data`, with `X-Incus-Type: incus`.
+pub(super) fn export_response(
+    fingerprint: &str,
+    files: ImageFiles,
+    virtual_machine: bool,
+) -> Response<envelope::Body> {
+    let (content_type, body) = match files {
+        ImageFiles::Unified(bytes) => {
+            let filename = format!("{fingerprint}{}", extension(&bytes));
+            let mut response = Response::new(envelope::full(bytes));
+            let headers = response.headers_mut();
+            if let Ok(value) = HeaderValue::from_str(&format!("inline;filename={filename}")) {
+                headers.insert(header::CONTENT_DISPOSITION, value);
+            }
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            );
+            headers.insert("x-incus-type", HeaderValue::from_static("incus"));
+            return response;
+        }
+        ImageFiles::Split { metadata, rootfs } => {
+            let boundary = format!(
+                "{}{}",
+                uuid::Uuid::new_v4().simple(),
+                &uuid::Uuid::new_v4().simple().to_string()[..28]
+            );
+            let rootfs_name = if virtual_machine {
+                "rootfs.img"
+            } else {
+                "rootfs"
+            };
+            let parts = [
+                (
+                    "metadata",
+                    format!("meta-{fingerprint}{}", extension(&metadata)),
+                    metadata,
+                ),
+                (
+                    rootfs_name,
+                    format!("{fingerprint}{}", extension(&rootfs)),
+                    rootfs,
+                ),
+            ];
+            let mut body = Vec::new();
+            for (name, filename, bytes) in parts {
+                body.extend_from_slice(
+                    format!(
+                        "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                    )
+                    .as_bytes(),
+                );
+                body.extend_from_slice(&bytes);
+                body.extend_from_slice(b"\r\n");
+            }
+            body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+            (
+                format!("multipart/form-data; boundary={boundary}"),
+                Bytes::from(body),
+            )
+        }
+    };
+    let mut response = Response::new(envelope::full(body));
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&content_type) {
+        headers.insert(header::CONTENT_TYPE, value);
+    }
+    headers.insert("x-incus-type", HeaderValue::from_static("incus"));
+    response
+}
