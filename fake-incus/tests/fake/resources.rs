@@ -606,7 +606,10 @@ async fn project_state_counts_instances_against_their_limits() {
     let fake = fake().await;
     let project = json!({"name": "p1", "config": {"limits.instances": "3"}});
     call(&fake, "POST", "/1.0/projects", Some(project)).await;
-    let create = json!({"name": "c1", "source": {"type": "none"}});
+    // p1's own default profile has no root disk: the instance brings its own, as the daemon
+    // requires.
+    let create = json!({"name": "c1", "source": {"type": "none"},
+        "devices": {"root": {"type": "disk", "path": "/", "pool": "default"}}});
     let reply = call(&fake, "POST", "/1.0/instances?project=p1", Some(create)).await;
     crate::common::wait(&fake, &reply).await;
     let state = get(&fake, "/1.0/projects/p1/state").await;

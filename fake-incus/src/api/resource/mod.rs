@@ -449,8 +449,10 @@ fn list(resource: &'static dyn Resource, ctx: &Ctx, parent: &str) -> ApiResult {
         for object in resource.decl().store.list(state, &at) {
             let key = key_of(resource, &object).to_owned();
             let rendered = resource.render(state, &at, object);
-            if filter.as_ref().is_some_and(|f| !f.matches(&rendered)) {
-                continue;
+            if let Some(filter) = &filter {
+                if !filter.matches(&rendered)? {
+                    continue;
+                }
             }
             let shown_in = At {
                 project: if at.project.is_empty() {
