@@ -20,7 +20,7 @@
 
 use crate::app::App;
 use crate::faults::Rule;
-use crate::state::State;
+use crate::state::stored::{Stored, Versioned};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -73,6 +73,11 @@ async fn handle(app: &Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>>
     } else {
         route(app, &method, &path, &query, &body)
     };
+    // With --state-dir, a change made here is on disk before it is answered.
+    let reply = match app.durable().await {
+        Ok(()) => reply,
+        Err(message) => Err((StatusCode::INTERNAL_SERVER_ERROR, message)),
+    };
     match reply {
         Ok(value) => answer(StatusCode::OK, value),
         Err((status, message)) => answer(status, json!({"error": message})),
@@ -94,13 +99,13 @@ fn route(app: &App, method: &Method, path: &str, query: &str, body: &[u8]) -> Re
             app.journal.clear();
             Ok(json!({}))
         }
-        ("GET", "/state") => Ok(app.state().dump()),
+        ("GET", "/state") => Ok(app.dump()),
         ("PUT", "/state") => {
             let value: Value = parse(body)?;
-            let mut state =
-                State::seed(value).map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
-            crate::members::place_seeded_on(app, &mut state);
-            app.replace_state(state);
+            let mut stored = Stored::from_json(value, Versioned::Optional)
+                .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
+            crate::members::place_seeded_on(app, &mut stored.state);
+            app.load(stored);
             Ok(json!({}))
         }
         ("POST", "/reset") => {

@@ -53,6 +53,11 @@ struct Serve {
     /// Seed state (JSON, the format of the control socket's GET /state).
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
+    /// Keep the whole state (resources, files) in this directory across restarts: start from
+    /// the state it holds (if any; --state is then what a reset returns to), and answer no
+    /// change before it is on disk. A state file of another format version is refused.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
     /// Fault rules (JSON: a list of rules, see the README).
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
@@ -140,6 +145,9 @@ async fn serve(args: Serve) -> Result<(), String> {
         let value =
             serde_json::from_str(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
         builder = builder.state(value);
+    }
+    if let Some(dir) = &args.state_dir {
+        builder = builder.state_dir(dir);
     }
     if let Some(path) = &args.script {
         let rules: Vec<Rule> =

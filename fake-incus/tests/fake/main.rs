@@ -10,6 +10,7 @@ mod faults;
 mod https;
 mod layers;
 mod listeners;
+mod persistence;
 mod protocol;
 mod serve;
 #[path = "../tarball/mod.rs"]
