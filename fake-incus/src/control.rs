@@ -12,13 +12,17 @@
 //! | `PUT /state` | a state in the dump format | `{}` (400 if invalid) |
 //! | `POST /reset` | | `{}`: state, operations, exec sessions and journal entries cleared; rules kept |
 //! | `POST /trust` | a PEM certificate | `{"fingerprint": "…"}` |
+//! | `GET /snapshots` | | `{"snapshots": [{"name", "instances"}]}`: the named snapshots, by name |
+//! | `POST /snapshots/{name}` | | `{"name", "instances"}`: the whole state saved under the name (replacing one) |
+//! | `POST /snapshots/{name}/restore` | | `{}`: back to it, as a reset goes back to the start state (404 if unknown) |
+//! | `DELETE /snapshots/{name}` | | `{}` (404 if unknown) |
 //! | `GET /cluster/members` | | the cluster's members (`[]` when not clustered) |
 //! | `POST /cluster/members/{name}/down` | | `{}`: the member's daemon dies (see `FakeIncus::member_down`) |
 //! | `POST /cluster/members/{name}/up` | | `{}`: it comes back (see `FakeIncus::member_up`) |
 //!
 //! Errors are `{"error": "…"}` with a 4xx status.
 
-use crate::app::App;
+use crate::app::{App, SnapshotError};
 use crate::faults::Rule;
 use crate::state::stored::{Stored, Versioned};
 use bytes::Bytes;
@@ -63,7 +67,9 @@ async fn handle(app: &Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>>
         Ok(collected) => collected.to_bytes(),
         Err(err) => return answer(StatusCode::BAD_REQUEST, json!({"error": err.to_string()})),
     };
-    let reply = if path.starts_with("/cluster/") {
+    let reply = if let Some(rest) = path.strip_prefix("/snapshots/") {
+        snapshot(app, &method, rest)
+    } else if path.starts_with("/cluster/") {
         crate::members::control(app, method.as_str(), &path).map_err(|(status, message)| {
             (
                 StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
@@ -112,6 +118,14 @@ fn route(app: &App, method: &Method, path: &str, query: &str, body: &[u8]) -> Re
             app.reset();
             Ok(json!({}))
         }
+        ("GET", "/snapshots") => {
+            let list: Vec<Value> = app
+                .snapshots()
+                .into_iter()
+                .map(|(name, instances)| json!({"name": name, "instances": instances}))
+                .collect();
+            Ok(json!({"snapshots": list}))
+        }
         ("POST", "/trust") => {
             let pem = String::from_utf8_lossy(body);
             let fingerprint = app
@@ -120,13 +134,49 @@ fn route(app: &App, method: &Method, path: &str, query: &str, body: &[u8]) -> Re
                 .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
             Ok(json!({"fingerprint": fingerprint}))
         }
-        (_, "/rules" | "/journal" | "/state" | "/reset" | "/trust") => Err((
+        (_, "/rules" | "/journal" | "/state" | "/reset" | "/trust" | "/snapshots") => Err((
             StatusCode::METHOD_NOT_ALLOWED,
             format!("{method} is not supported on {path}"),
         )),
         _ => Err((
             StatusCode::NOT_FOUND,
             format!("no such control endpoint: {path}"),
+        )),
+    }
+}
+
+/// `/snapshots/{name}` and `/snapshots/{name}/restore`.
+fn snapshot(app: &App, method: &Method, rest: &str) -> Reply {
+    let failed = |e: SnapshotError| match e {
+        SnapshotError::NotFound(_) => (StatusCode::NOT_FOUND, e.to_string()),
+        _ => (StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let (name, restore) = match rest.strip_suffix("/restore") {
+        Some(name) => (name, true),
+        None => (rest, false),
+    };
+    let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
+    match (method.as_str(), restore) {
+        ("POST", false) => {
+            app.save_snapshot(&name).map_err(failed)?;
+            let instances = app
+                .snapshots()
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .map_or(0, |(_, count)| count);
+            Ok(json!({"name": name, "instances": instances}))
+        }
+        ("POST", true) => app
+            .restore_snapshot(&name)
+            .map(|()| json!({}))
+            .map_err(failed),
+        ("DELETE", false) => app
+            .delete_snapshot(&name)
+            .map(|()| json!({}))
+            .map_err(failed),
+        _ => Err((
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{method} is not supported on /snapshots/{rest}"),
         )),
     }
 }

@@ -10,6 +10,7 @@ mod faults;
 mod https;
 mod layers;
 mod listeners;
+mod named_snapshots;
 mod persistence;
 mod protocol;
 mod serve;
