@@ -42,7 +42,7 @@
 //! | 3 | `api` | the Incus API as a function from request to response: journal, faults, trust, routing, one module per resource; on a cluster it decides where the request belongs and hands that (a `cluster::Scope`) down explicitly, never through a task-local |
 //! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
 //! | 5 | `exec`, `lifecycle` | exec sessions over websockets and the built-in interpreter; operations' registration, events, waits and expiry (`exec` settles through `lifecycle`) |
-//! | 6 | `faults`, `journal`, `persist` | the fault rules and their verdicts; the request journal and its queries; the state directory (`--state-dir`) and its group committer |
+//! | 6 | `faults`, `verify`, `journal`, `persist` | the fault rules and their verdicts; verification of the journal (`POST /verify`); the request journal and its queries; the state directory (`--state-dir`) and its group committer |
 //! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client), the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates |
 //!
 //! Where to add things: an endpoint is a function in its resource's module under `api/` (state
@@ -66,6 +66,7 @@ mod persist;
 mod server;
 mod state;
 mod tls;
+mod verify;
 
 pub use client::{assert_native_error, Reply, Request};
 pub use cluster::{ClusterTimings, Member};

@@ -17,4 +17,5 @@ mod serve;
 #[path = "../tarball/mod.rs"]
 mod tarball;
 mod tokens;
+mod verification;
 mod writable;
