@@ -37,7 +37,7 @@
 //!
 //! | floor | modules | what they do |
 //! |---|---|---|
-//! | 1 | `lib` (this handle), `control`, `members` | start and script the fake: the builder, the control socket, the cluster members' listeners and their down/up life |
+//! | 1 | `lib` (this handle), `control`, `members`, `capture` | start and script the fake: the builder, the control socket, the cluster members' listeners and their down/up life; capture an Incus into a seed |
 //! | 2 | `server` | the listeners: one task per connection, HTTP over a Unix socket or mutual TLS, into `api` |
 //! | 3 | `api` | the Incus API as a function from request to response: journal, faults, trust, routing, one module per resource; on a cluster it decides where the request belongs and hands that (a `cluster::Scope`) down explicitly, never through a task-local |
 //! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
@@ -52,6 +52,7 @@
 
 mod api;
 mod app;
+mod capture;
 pub mod client;
 mod cluster;
 mod control;
@@ -68,6 +69,7 @@ mod state;
 mod tls;
 mod verify;
 
+pub use capture::{capture, CaptureError, CaptureOptions};
 pub use client::{assert_native_error, Reply, Request};
 pub use cluster::{ClusterTimings, Member};
 pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};
