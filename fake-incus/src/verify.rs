@@ -228,6 +228,7 @@ impl Matcher {
                     "body is cut at {} bytes in the journal, so its fields cannot be read",
                     crate::journal::BODY_KEPT
                 )),
+                Err(_) if entry.body.is_empty() => why.push("body is empty".into()),
                 Err(_) => why.push("body is not JSON".into()),
             }
         }

@@ -325,3 +325,55 @@ async fn a_state_file_of_another_format_version_is_refused_with_a_clear_message(
         assert!(err.contains("state.json"), "names the file: {err}");
     }
 }
+
+#[tokio::test]
+async fn an_operation_event_is_sent_only_once_what_it_reports_is_on_disk() {
+    use futures_util::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("incus.socket");
+    let seed = dir.path().join("seed.json");
+    std::fs::write(
+        &seed,
+        json!({"instances": [{"name": "c1", "status": "Stopped"}]}).to_string(),
+    )
+    .unwrap();
+    let mut child = start(dir.path(), &["--state", seed.to_str().unwrap()])
+        .await
+        .unwrap();
+    // What the official client does: listen to the events, then wait there for the operation.
+    let stream = tokio::net::UnixStream::connect(&socket).await.unwrap();
+    let (mut events, _) =
+        tokio_tungstenite::client_async("ws://unix.socket/1.0/events?type=operation", stream)
+            .await
+            .unwrap();
+    let started = send(
+        &socket,
+        Request::put("/1.0/instances/c1/state").json(&json!({"action": "start"})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(started.status(), 202);
+    let success = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(Ok(message)) = events.next().await {
+            let event: Value =
+                serde_json::from_str(message.to_text().unwrap_or("{}")).unwrap_or_default();
+            if event["metadata"]["status"] == "Success" {
+                return;
+            }
+        }
+        panic!("the events stream ended");
+    });
+    success.await.expect("the start succeeded in time");
+    child.kill().await.unwrap();
+
+    let mut child = start(dir.path(), &[]).await.unwrap();
+    let instance = send(&socket, Request::get("/1.0/instances/c1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        instance.metadata()["status"],
+        "Running",
+        "the reported start was lost"
+    );
+    child.kill().await.unwrap();
+}
