@@ -7,8 +7,10 @@ use crate::faults::operation::{self, OperationFault};
 use crate::faults::Faults;
 use crate::journal::Journal;
 use crate::lifecycle::Lifecycle;
+use crate::persist::{Durability, Store};
 use crate::state::files::Files;
 use crate::state::operations::OpSpec;
+use crate::state::stored::{Stored, Versioned};
 use crate::state::{Operations, Snapshot, State};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -138,14 +140,19 @@ pub(crate) struct App {
     state: Mutex<State>,
     /// The state as of the last change, for readers (see [`App::snapshot`]).
     snapshot: RwLock<Arc<Snapshot>>,
-    initial: State,
+    /// The start state (resources and files), what a reset returns to.
+    initial: Stored,
     /// Operations, their events and expiry.
     pub(crate) lifecycle: Arc<Lifecycle>,
     /// Exec sessions and recorded exec output.
     pub(crate) exec: Arc<Exec>,
     pub(crate) journal: Journal,
-    /// The instances' file trees (beside the state: never dumped, cleared by a reset).
+    /// The instances' file trees (beside the state, in its dump; cleared by a reset).
     files: Arc<Mutex<Files>>,
+    /// The named snapshots of the whole state (control `POST /snapshots/NAME`).
+    saved: Mutex<std::collections::BTreeMap<String, Saved>>,
+    /// The committer of `--state-dir`, when the state is kept on disk.
+    persist: std::sync::OnceLock<Arc<Durability>>,
     pub(crate) faults: Faults,
     pub(crate) identity: Identity,
     pub(crate) settings: Settings,
@@ -155,7 +162,24 @@ pub(crate) struct App {
 }
 
 impl App {
+    #[allow(
+        dead_code,
+        reason = "the tests' constructor; the fake starts through App::start"
+    )]
     pub(crate) fn new(state: State, identity: Identity, settings: Settings) -> Arc<Self> {
+        Self::start(
+            Stored {
+                state,
+                ..Stored::default()
+            },
+            identity,
+            settings,
+        )
+    }
+
+    /// [`App::new`] with files as well: `stored` is the start state a reset returns to.
+    pub(crate) fn start(stored: Stored, identity: Identity, settings: Settings) -> Arc<Self> {
+        let Stored { state, files, .. } = stored;
         let shutdown = CancellationToken::new();
         let journal = Journal::new(settings.journal_limit);
         let lifecycle = Lifecycle::new(settings.retention, shutdown.clone());
@@ -166,13 +190,19 @@ impl App {
             settings.exec_start_delay,
         );
         Arc::new(Self {
-            initial: state.clone(),
+            initial: Stored {
+                state: state.clone(),
+                files: files.clone(),
+                operations: Vec::new(),
+            },
             snapshot: RwLock::new(Arc::new(Snapshot::new(state.clone()))),
             state: Mutex::new(state),
             lifecycle,
             exec,
             journal,
-            files: Arc::new(Mutex::new(Files::default())),
+            files: Arc::new(Mutex::new(files)),
+            saved: Mutex::default(),
+            persist: std::sync::OnceLock::new(),
             faults: Faults::default(),
             identity,
             settings,
@@ -222,11 +252,14 @@ impl App {
     }
 
     /// The instances' file trees, locked. Never hold it across an `.await`, and never take the
-    /// state lock while holding it (it is taken inside the state lock by operations).
-    pub(crate) fn files(&self) -> MutexGuard<'_, Files> {
-        self.files
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// state lock while holding it (it is taken inside the state lock by operations). Mutable
+    /// access counts as a change (see [`App::mark`]).
+    pub(crate) fn files(&self) -> FilesGuard<'_> {
+        FilesGuard(
+            self.files
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// One instance's files as exec reaches them.
@@ -241,18 +274,164 @@ impl App {
     /// Back to the state the fake started with; operations (and the task-mode commands they
     /// run), recorded exec output and journal are cleared.
     pub(crate) fn reset(&self) {
-        *self.state() = self.initial.clone();
+        self.return_to(self.initial.clone());
+    }
+
+    /// [`App::reset`] to `stored` instead of the start state.
+    fn return_to(&self, stored: Stored) {
+        self.load(stored);
         self.ops().list.clear();
         self.exec_logs().clear();
-        self.files().clear();
         self.exec.clear_sessions();
         self.journal.clear();
     }
 
-    /// Replaces the state (control socket `PUT /state`).
-    pub(crate) fn replace_state(&self, state: State) {
-        *self.state() = state;
-        self.files().clear();
+    /// Replaces the state and the files (control socket `PUT /state`, a start from
+    /// `--state-dir`); the operations of `stored` are not loaded.
+    pub(crate) fn load(&self, stored: Stored) {
+        let mut state = self.state();
+        *state = stored.state;
+        self.files().replace(stored.files);
+    }
+
+    /// How many changes the state and the files have seen: it only grows, and a change is
+    /// counted before its lock is released.
+    pub(crate) fn mark(&self) -> u64 {
+        let files = self.files().version();
+        self.snapshot().generation + files
+    }
+
+    /// The whole state, taken at one moment (under the state lock, then the files' and the
+    /// operations'), with its mark.
+    pub(crate) fn capture(&self) -> (u64, Stored) {
+        let state = self.state();
+        let generation = self.snapshot().generation;
+        let files = self.files().clone();
+        let operations = self.ops().list.iter().map(|op| op.to_json()).collect();
+        let stored = Stored {
+            state: State::clone(&state),
+            files,
+            operations,
+        };
+        drop(state);
+        (generation + stored.files.version(), stored)
+    }
+
+    /// The state format of the whole state (`GET /state`).
+    pub(crate) fn dump(&self) -> Value {
+        self.capture().1.to_json()
+    }
+
+    /// Keeps the state in `dir` from now on: loads what the directory holds (when it holds a
+    /// state) and starts the committer. Called once, before the listeners serve.
+    pub(crate) fn persist_in(self: &Arc<Self>, dir: &std::path::Path) -> Result<(), PersistError> {
+        let io = |error: std::io::Error| PersistError::Io {
+            path: dir.to_path_buf(),
+            error,
+        };
+        let began = std::time::Instant::now();
+        let (store, existing) = Store::open(dir).map_err(io)?;
+        let loaded = existing.is_some();
+        if let Some(bytes) = existing {
+            let stored = Stored::from_slice(&bytes, Versioned::Required).map_err(|e| {
+                PersistError::Format {
+                    path: dir.join(crate::persist::FILE),
+                    problem: e.to_string(),
+                }
+            })?;
+            tracing::info!(
+                instances = stored.state.instances.len(),
+                bytes = bytes.len(),
+                elapsed_us = began.elapsed().as_micros() as u64,
+                "state loaded"
+            );
+            self.load(stored);
+        }
+        let mark = self.mark();
+        if !loaded {
+            // The directory holds a state from the start, so that a fake killed before its
+            // first change restarts from its seed.
+            store.write(&self.capture().1.to_vec()).map_err(io)?;
+        }
+        let read = Arc::downgrade(self);
+        let take = Arc::downgrade(self);
+        let durability = Durability::start(
+            store,
+            mark,
+            Box::new(move || read.upgrade().map_or(0, |app| app.mark())),
+            Box::new(move || {
+                let (mark, stored) = take.upgrade()?.capture();
+                Some((mark, stored.to_vec()))
+            }),
+        )
+        .map_err(io)?;
+        let _ = self.persist.set(durability);
+        Ok(())
+    }
+
+    /// Waits until every change made so far is on disk (at once without `--state-dir`). An
+    /// answer that reports or depends on a change is sent only after this.
+    pub(crate) async fn durable(&self) -> Result<(), String> {
+        match self.persist.get() {
+            Some(durability) => durability.wait(self.mark()).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Writes the state one last time (the fake is stopping).
+    pub(crate) fn persist_final(&self) {
+        if let Some(durability) = self.persist.get() {
+            durability.finish(|| {
+                let (mark, stored) = self.capture();
+                Some((mark, stored.to_vec()))
+            });
+        }
+    }
+
+    /// Saves the whole state (resources and files; shared copy-on-write, so this costs a few
+    /// pointer copies per instance) under `name`, replacing a snapshot of that name.
+    pub(crate) fn save_snapshot(&self, name: &str) -> Result<(), SnapshotError> {
+        check_snapshot_name(name)?;
+        let (_, stored) = self.capture();
+        let saved = Saved {
+            instances: stored.state.instances.len(),
+            stored,
+        };
+        self.saved().insert(name.to_string(), saved);
+        Ok(())
+    }
+
+    /// Returns to a named snapshot, as [`App::reset`] returns to the start state.
+    pub(crate) fn restore_snapshot(&self, name: &str) -> Result<(), SnapshotError> {
+        let saved = self
+            .saved()
+            .get(name)
+            .map(|s| s.stored.clone())
+            .ok_or_else(|| SnapshotError::NotFound(name.to_string()))?;
+        self.return_to(saved);
+        Ok(())
+    }
+
+    /// Forgets a named snapshot.
+    pub(crate) fn delete_snapshot(&self, name: &str) -> Result<(), SnapshotError> {
+        self.saved()
+            .remove(name)
+            .map(|_| ())
+            .ok_or_else(|| SnapshotError::NotFound(name.to_string()))
+    }
+
+    /// The named snapshots: name and how many instances each holds, by name.
+    pub(crate) fn snapshots(&self) -> Vec<(String, usize)> {
+        self.saved()
+            .iter()
+            .map(|(name, saved)| (name.clone(), saved.instances))
+            .collect()
+    }
+
+    fn saved(&self) -> MutexGuard<'_, std::collections::BTreeMap<String, Saved>> {
+        self.saved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Starts a task operation on cluster member `location` whose `work` runs in the background,
@@ -331,6 +510,71 @@ impl App {
         timeout: Option<Duration>,
     ) -> Result<Value, ApiError> {
         self.lifecycle.wait_operation(id, timeout).await
+    }
+}
+
+/// A named snapshot of the whole state.
+#[derive(Debug)]
+struct Saved {
+    stored: Stored,
+    instances: usize,
+}
+
+/// Why a named snapshot could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// No snapshot has this name.
+    #[error("no snapshot named {0:?}")]
+    NotFound(String),
+    /// The name is empty, too long or holds something other than letters, digits, `-`, `_`, `.`.
+    #[error("invalid snapshot name {0:?} (1-64 letters, digits, '-', '_' or '.')")]
+    BadName(String),
+}
+
+fn check_snapshot_name(name: &str) -> Result<(), SnapshotError> {
+    let good = (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if good {
+        Ok(())
+    } else {
+        Err(SnapshotError::BadName(name.to_string()))
+    }
+}
+
+/// Why `--state-dir` could not be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PersistError {
+    /// The directory or its file could not be read or written.
+    #[error("{}: {error}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    /// The file is not a state this fake reads.
+    #[error("{}: {problem}", path.display())]
+    Format {
+        path: std::path::PathBuf,
+        problem: String,
+    },
+}
+
+/// The files, locked; mutable access counts a change.
+pub(crate) struct FilesGuard<'a>(MutexGuard<'a, Files>);
+
+impl std::ops::Deref for FilesGuard<'_> {
+    type Target = Files;
+    fn deref(&self) -> &Files {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for FilesGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Files {
+        self.0.touch();
+        &mut self.0
     }
 }
 

@@ -203,6 +203,8 @@ pub struct JournalPage {
 #[derive(Debug, Clone)]
 pub(crate) struct Journal {
     inner: Arc<Mutex<Inner>>,
+    /// Woken at every arrival (for [`Journal::wait_for`]).
+    arrived: Arc<tokio::sync::Notify>,
 }
 
 impl Default for Journal {
@@ -231,6 +233,7 @@ impl Journal {
                 entries: VecDeque::new(),
                 expectations: Vec::new(),
             })),
+            arrived: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -269,7 +272,39 @@ impl Journal {
         };
         drop(inner);
         drop(evicted);
+        self.arrived.notify_waiters();
         seq
+    }
+
+    /// Waits until at least `count` kept entries after `since` satisfy `matches`, or `timeout`
+    /// passes. Returns whether they did, and the matching entries.
+    pub(crate) async fn wait_for(
+        &self,
+        matches: impl Fn(&JournalEntry) -> bool,
+        count: usize,
+        since: u64,
+        timeout: std::time::Duration,
+    ) -> (bool, Vec<JournalEntry>) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // Registered before the entries are read, so that no arrival in between is missed.
+            let arrival = self.arrived.notified();
+            tokio::pin!(arrival);
+            arrival.as_mut().enable();
+            let found: Vec<JournalEntry> = self
+                .lock()
+                .entries
+                .iter()
+                .filter(|e| e.seq > since && matches(e))
+                .cloned()
+                .collect();
+            if found.len() >= count {
+                return (true, found);
+            }
+            if tokio::time::timeout_at(deadline, arrival).await.is_err() {
+                return (false, found);
+            }
+        }
     }
 
     pub(crate) fn set_applied(&self, seq: u64) {

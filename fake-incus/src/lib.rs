@@ -37,12 +37,12 @@
 //!
 //! | floor | modules | what they do |
 //! |---|---|---|
-//! | 1 | `lib` (this handle), `control`, `members` | start and script the fake: the builder, the control socket, the cluster members' listeners and their down/up life |
+//! | 1 | `lib` (this handle), `control`, `members`, `capture` | start and script the fake: the builder, the control socket, the cluster members' listeners and their down/up life; capture an Incus into a seed |
 //! | 2 | `server` | the listeners: one task per connection, HTTP over a Unix socket or mutual TLS, into `api` |
 //! | 3 | `api` | the Incus API as a function from request to response: journal, faults, trust, routing, one module per resource; on a cluster it decides where the request belongs and hands that (a `cluster::Scope`) down explicitly, never through a task-local |
 //! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
 //! | 5 | `exec`, `lifecycle` | exec sessions over websockets and the built-in interpreter; operations' registration, events, waits and expiry (`exec` settles through `lifecycle`) |
-//! | 6 | `faults`, `journal` | the fault rules and their verdicts; the request journal and its queries |
+//! | 6 | `faults`, `verify`, `journal`, `persist` | the fault rules and their verdicts; verification of the journal (`POST /verify`); the request journal and its queries; the state directory (`--state-dir`) and its group committer |
 //! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client), the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates |
 //!
 //! Where to add things: an endpoint is a function in its resource's module under `api/` (state
@@ -52,6 +52,7 @@
 
 mod api;
 mod app;
+mod capture;
 pub mod client;
 mod cluster;
 mod control;
@@ -62,10 +63,13 @@ mod journal;
 mod lifecycle;
 mod members;
 mod pattern;
+mod persist;
 mod server;
 mod state;
 mod tls;
+mod verify;
 
+pub use capture::{capture, CaptureError, CaptureOptions};
 pub use client::{assert_native_error, Reply, Request};
 pub use cluster::{ClusterTimings, Member};
 pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};
@@ -76,7 +80,7 @@ pub use journal::{
 
 use app::{App, Settings};
 
-pub use app::DEFAULT_EXEC_START_DELAY;
+pub use app::{SnapshotError, DEFAULT_EXEC_START_DELAY};
 pub use pattern::path_matches;
 
 /// The resources the fake declares (networks, profiles, projects, storage, certificates, ...)
@@ -115,6 +119,13 @@ pub enum Error {
     /// The cluster's members are not valid, or a member named is not one of them.
     #[error("cluster: {0}")]
     Cluster(String),
+    /// The state directory could not be used, or its state file is not one this fake reads
+    /// (another format version, say).
+    #[error("state directory: {0}")]
+    StateDir(String),
+    /// A named snapshot could not be used.
+    #[error("snapshot: {0}")]
+    Snapshot(#[from] SnapshotError),
 }
 
 impl Error {
@@ -137,6 +148,7 @@ pub struct FakeIncusBuilder {
     unix_socket: Option<PathBuf>,
     tls_dir: Option<PathBuf>,
     state: Option<serde_json::Value>,
+    state_dir: Option<PathBuf>,
     rules: Vec<Rule>,
     trusted: Vec<String>,
     retention: Option<Duration>,
@@ -213,6 +225,30 @@ impl FakeIncusBuilder {
         self
     }
 
+    /// Keep the whole state (resources, files) in this directory, across restarts: a fake
+    /// started on a directory that holds a state continues from it (the seed given with
+    /// [`FakeIncusBuilder::state`] is then only what a reset returns to), and no answer is
+    /// sent before the change it reports is on disk. The directory's `state.json` is replaced
+    /// atomically, so a fake killed at any moment leaves a state that loads. Operations do not
+    /// survive a restart, as on Incus. A state file of another format version is refused.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use fake_incus::{FakeIncus, Request};
+    /// let dir = tempfile::tempdir()?;
+    /// let fake = FakeIncus::builder().state_dir(dir.path()).start().await?;
+    /// let made = fake.call(Request::post("/1.0/profiles").json(&serde_json::json!({"name": "kept"}))).await;
+    /// assert_eq!(made.status(), 201);
+    /// drop(fake);
+    /// let again = FakeIncus::builder().state_dir(dir.path()).start().await?;
+    /// assert_eq!(again.call(Request::get("/1.0/profiles/kept")).await.status(), 200);
+    /// # Ok(()) }
+    /// ```
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
     /// A fault rule, installed for the fake's lifetime, in call order.
     pub fn rule(mut self, rule: Rule) -> Self {
         self.rules.push(rule);
@@ -268,9 +304,15 @@ impl FakeIncusBuilder {
 
     /// Generates the certificates, binds the listeners and starts serving.
     pub async fn start(self) -> Result<FakeIncus, Error> {
-        let state = match self.state {
-            Some(seed) => state::State::seed(seed).map_err(|e| Error::State(e.to_string()))?,
-            None => state::State::default_state(),
+        let stored = match self.state {
+            Some(seed) => {
+                state::stored::Stored::from_json(seed, state::stored::Versioned::Optional)
+                    .map_err(|e| Error::State(e.to_string()))?
+            }
+            None => state::stored::Stored {
+                state: state::State::default_state(),
+                ..Default::default()
+            },
         };
         for rule in &self.rules {
             rule.check()?;
@@ -329,7 +371,7 @@ impl FakeIncusBuilder {
             idle_timeout: self.idle_timeout.unwrap_or(defaults.idle_timeout),
         };
         let names = cluster_names(&self.cluster)?;
-        let mut state = state;
+        let mut stored = stored;
         let mut bound = Vec::new();
         for (index, name) in names.iter().enumerate().skip(1) {
             let path = member_socket(&socket, name);
@@ -339,9 +381,13 @@ impl FakeIncusBuilder {
             bound.push((index, path, listeners));
         }
         if !names.is_empty() {
-            cluster::place_seeded(&mut state, &names);
+            cluster::place_seeded(&mut stored.state, &names);
         }
-        let app = App::new(state, identity, settings);
+        let app = App::start(stored, identity, settings);
+        if let Some(dir) = &self.state_dir {
+            app.persist_in(dir)
+                .map_err(|e| Error::StateDir(e.to_string()))?;
+        }
         for rule in self.rules {
             app.faults.install(rule)?.forget();
         }
@@ -834,7 +880,9 @@ impl FakeIncus {
         self.app.faults.clear();
     }
 
-    /// The current state in the seed format.
+    /// The current state in the state format (the seed format): the resources, the instances'
+    /// files (`files`), the operations (`operations`, for the record: a seed's are not loaded)
+    /// and the format's version (`format_version`).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -846,7 +894,7 @@ impl FakeIncus {
     /// # Ok(()) }
     /// ```
     pub fn dump_state(&self) -> serde_json::Value {
-        self.app.state().dump()
+        self.app.dump()
     }
 
     /// Back to the start state: state, operations, exec sessions and the journal's entries
@@ -866,6 +914,51 @@ impl FakeIncus {
     /// ```
     pub fn reset(&self) {
         self.app.reset();
+    }
+
+    /// Saves the whole state (resources and files) as the named snapshot `name`, replacing one
+    /// of that name. It is cheap: the state's instances and file trees are shared
+    /// copy-on-write, so a snapshot costs a few pointer copies per instance, whatever the
+    /// instances hold. Names: 1-64 letters, digits, `-`, `_`, `.`. Snapshots live in memory
+    /// (not in `--state-dir`).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use fake_incus::{FakeIncus, Request};
+    /// let fake = FakeIncus::builder().start().await?;
+    /// fake.call(Request::post("/1.0/profiles").json(&serde_json::json!({"name": "web"}))).await;
+    /// fake.save_snapshot("set-up")?;           // the expensive state, once
+    /// fake.call(Request::delete("/1.0/profiles/web")).await;
+    /// fake.restore_snapshot("set-up")?;        // back, between tests
+    /// assert_eq!(fake.call(Request::get("/1.0/profiles/web")).await.status(), 200);
+    /// assert_eq!(fake.snapshots(), ["set-up"]);
+    /// fake.delete_snapshot("set-up")?;
+    /// assert!(fake.restore_snapshot("set-up").is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn save_snapshot(&self, name: &str) -> Result<(), Error> {
+        Ok(self.app.save_snapshot(name)?)
+    }
+
+    /// Returns to the named snapshot as [`FakeIncus::reset`] returns to the start state:
+    /// the snapshot's resources and files come back; operations, exec sessions and the
+    /// journal's entries are cleared; fault rules are kept.
+    pub fn restore_snapshot(&self, name: &str) -> Result<(), Error> {
+        Ok(self.app.restore_snapshot(name)?)
+    }
+
+    /// Forgets the named snapshot.
+    pub fn delete_snapshot(&self, name: &str) -> Result<(), Error> {
+        Ok(self.app.delete_snapshot(name)?)
+    }
+
+    /// The names of the named snapshots, in name order.
+    pub fn snapshots(&self) -> Vec<String> {
+        self.app
+            .snapshots()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
     }
 
     /// A control server for this fake on a Unix socket (what `fake-incus serve --control` runs).
@@ -888,6 +981,7 @@ impl FakeIncus {
 impl Drop for FakeIncus {
     fn drop(&mut self) {
         self.app.shutdown.cancel();
+        self.app.persist_final();
         let _ = std::fs::remove_file(&self.socket);
         for member in self.members().iter().skip(1) {
             let _ = std::fs::remove_file(&member.unix_socket);

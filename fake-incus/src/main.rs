@@ -21,6 +21,26 @@ enum Command {
     /// {"unix_socket", "https_address", "https_url", "server_cert", "client_cert", "client_key",
     /// "control_socket"} (paths are null when not used).
     Serve(Serve),
+    /// Read an Incus (a real daemon, or a fake) with GETs only and write a seed for --state:
+    /// server config (secrets left out), projects, profiles, networks, pools, custom volumes,
+    /// images, instances with their snapshots.
+    Capture(Capture),
+}
+
+#[derive(clap::Args)]
+struct Capture {
+    /// The Incus Unix socket to read (e.g. /var/lib/incus/unix.socket).
+    #[arg(long, value_name = "SOCKET")]
+    unix: PathBuf,
+    /// Only this project (plus the default project's entry and what it lends).
+    #[arg(long, value_name = "NAME")]
+    project: Option<String>,
+    /// Only the instances whose names match this glob.
+    #[arg(long, value_name = "GLOB")]
+    instances: Option<String>,
+    /// Write the seed here (default: standard output).
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -53,6 +73,11 @@ struct Serve {
     /// Seed state (JSON, the format of the control socket's GET /state).
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
+    /// Keep the whole state (resources, files) in this directory across restarts: start from
+    /// the state it holds (if any; --state is then what a reset returns to), and answer no
+    /// change before it is on disk. A state file of another format version is refused.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
     /// Fault rules (JSON: a list of rules, see the README).
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
@@ -90,8 +115,11 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let Command::Serve(args) = cli.command;
-    match serve(args).await {
+    let result = match cli.command {
+        Command::Serve(args) => serve(args).await,
+        Command::Capture(args) => capture(args).await,
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("fake-incus: {message}");
@@ -141,6 +169,9 @@ async fn serve(args: Serve) -> Result<(), String> {
             serde_json::from_str(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
         builder = builder.state(value);
     }
+    if let Some(dir) = &args.state_dir {
+        builder = builder.state_dir(dir);
+    }
     if let Some(path) = &args.script {
         let rules: Vec<Rule> =
             serde_json::from_str(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -183,6 +214,30 @@ async fn serve(args: Serve) -> Result<(), String> {
         let _ = std::fs::remove_file(path);
     }
     Ok(())
+}
+
+async fn capture(args: Capture) -> Result<(), String> {
+    let mut options = fake_incus::CaptureOptions::new();
+    if let Some(project) = args.project {
+        options = options.project(project);
+    }
+    if let Some(glob) = args.instances {
+        options = options.instances(glob);
+    }
+    let seed = fake_incus::capture(&args.unix, &options)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut text = serde_json::to_string_pretty(&seed).map_err(|e| e.to_string())?;
+    text.push('\n');
+    match args.output {
+        Some(path) => {
+            std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+        }
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
 }
 
 async fn wait_for_signal() -> Result<(), String> {

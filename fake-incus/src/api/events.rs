@@ -28,6 +28,7 @@ pub(super) fn route(ctx: &Ctx, mut req: Request<Bytes>) -> ApiResult {
     let project = (!ctx.all_projects()).then(|| ctx.project());
     let mut events = ctx.app.lifecycle.events.subscribe();
     let shutdown = ctx.app.shutdown.clone();
+    let app = std::sync::Arc::clone(&ctx.app);
     let on_upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         let Ok(upgraded) = on_upgrade.await else {
@@ -42,7 +43,11 @@ pub(super) fn route(ctx: &Ctx, mut req: Request<Bytes>) -> ApiResult {
                         if !wants_operations || project.as_ref().is_some_and(|p| *p != event_project) {
                             continue;
                         }
-                        if sink.send(Message::Text(event.to_string().into())).await.is_err() {
+                        // With --state-dir, an event (an operation's success, say) is sent
+                        // only once what it reports is on disk, as an HTTP answer is.
+                        if app.durable().await.is_err()
+                            || sink.send(Message::Text(event.to_string().into())).await.is_err()
+                        {
                             break;
                         }
                     }

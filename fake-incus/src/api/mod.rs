@@ -104,6 +104,11 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
         None => route(&ctx, req).await,
     }
     .unwrap_or_else(Response::from);
+    // With --state-dir, nothing is answered before what it reports is on disk.
+    let response = match app.durable().await {
+        Ok(()) => response,
+        Err(message) => Response::from(ApiError::internal(message)),
+    };
     plan.transport.after(&app.journal, seq, response).await
 }
 

@@ -1,8 +1,10 @@
 //! Fault rules: which requests to disturb and how.
 //!
 //! Rules are kept in install order. For each request every rule whose method and path match
-//! counts the request; the first rule whose [`Which`] selects it gives the verdict. Requests that
-//! no rule selects pass. A rule carries one fault or several that act in different places (a
+//! counts the request; the first rule whose [`Which`] selects it (and, for a rule with a
+//! `probability`, whose draw fires) gives the verdict. Requests that no rule selects pass. A
+//! rule's random numbers (`probability`, `jitter_ms`) come from its own generator seeded with its
+//! `seed`, drawn once per request it selects, so the same requests get the same faults run to run. A rule carries one fault or several that act in different places (a
 //! delay and an operation failure, say). Rules are serde types (the JSON rule format of the
 //! README) and have Rust builders; a rule that could never match or fire is refused with a
 //! [`RuleError`].
@@ -40,6 +42,34 @@ pub struct Rule {
     path: String,
     which: Which,
     faults: Vec<Fault>,
+    chance: Chance,
+}
+
+/// A rule's randomness: the probability that a selected request is disturbed, the extra delay
+/// drawn for each, and the seed of the rule's random numbers (so that a run replays).
+#[derive(Debug, Clone, Copy, Default)]
+struct Chance {
+    /// `None`: always.
+    probability: Option<f64>,
+    /// Up to this many milliseconds added to the rule's `delay`.
+    jitter_ms: u64,
+    seed: u64,
+}
+
+impl PartialEq for Chance {
+    fn eq(&self, other: &Self) -> bool {
+        self.probability.map(f64::to_bits) == other.probability.map(f64::to_bits)
+            && self.jitter_ms == other.jitter_ms
+            && self.seed == other.seed
+    }
+}
+
+impl Eq for Chance {}
+
+impl Chance {
+    fn is_random(&self) -> bool {
+        self.probability.is_some() || self.jitter_ms > 0
+    }
 }
 
 /// A rule's matcher before its fault is given: [`Rule::new`] makes one, [`RuleBuilder::fault`]
@@ -56,6 +86,7 @@ pub struct RuleBuilder {
     method: Option<String>,
     path: String,
     which: Which,
+    chance: Chance,
 }
 
 /// The JSON shape of a rule: `fault` is one fault object or a list of them.
@@ -67,7 +98,20 @@ struct RuleSpec {
     path: String,
     #[serde(default)]
     which: Which,
+    /// The probability (0 < p ≤ 1) that a selected request is disturbed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    probability: Option<f64>,
+    /// Up to this many milliseconds added to the rule's delay, drawn per request.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    jitter_ms: u64,
+    /// The seed of the rule's random numbers (default 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    seed: u64,
     fault: serde_json::Value,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl TryFrom<RuleSpec> for Rule {
@@ -83,6 +127,11 @@ impl TryFrom<RuleSpec> for Rule {
             path: spec.path,
             which: spec.which,
             faults,
+            chance: Chance {
+                probability: spec.probability,
+                jitter_ms: spec.jitter_ms,
+                seed: spec.seed,
+            },
         };
         rule.plan()?;
         Ok(rule)
@@ -100,6 +149,9 @@ impl From<Rule> for RuleSpec {
             method: rule.method,
             path: rule.path,
             which: rule.which,
+            probability: rule.chance.probability,
+            jitter_ms: rule.chance.jitter_ms,
+            seed: rule.chance.seed,
             fault,
         }
     }
@@ -351,6 +403,7 @@ impl Rule {
             method: (method != "*").then(|| method.to_uppercase()),
             path: path.into(),
             which: Which::Every,
+            chance: Chance::default(),
         }
     }
 
@@ -372,6 +425,21 @@ impl Rule {
     /// The faults applied to a selected request.
     pub fn faults(&self) -> &[Fault] {
         &self.faults
+    }
+
+    /// The probability that a selected request is disturbed (`None`: always).
+    pub fn probability(&self) -> Option<f64> {
+        self.chance.probability
+    }
+
+    /// The most milliseconds added to the rule's delay.
+    pub fn jitter_ms(&self) -> u64 {
+        self.chance.jitter_ms
+    }
+
+    /// The seed of the rule's random numbers.
+    pub fn seed(&self) -> u64 {
+        self.chance.seed
     }
 
     /// Checks that the rule can fire and that its faults go together.
@@ -415,6 +483,22 @@ impl Rule {
         }
         if self.faults.is_empty() {
             return Err(RuleError::NoFault);
+        }
+        if let Some(p) = self.chance.probability {
+            if !(p > 0.0 && p <= 1.0) {
+                return Err(RuleError::BadField {
+                    kind: "probability",
+                    problem: format!("{p} is not in (0, 1]; 0 would never fire"),
+                });
+            }
+        }
+        if self.chance.jitter_ms > 0
+            && !self.faults.iter().any(|f| matches!(f, Fault::Delay { .. }))
+        {
+            return Err(RuleError::BadField {
+                kind: "jitter_ms",
+                problem: "the rule has no delay fault to add it to".into(),
+            });
         }
         let mut plan = Plan::default();
         let mut taken: Vec<(Place, &'static str)> = Vec::new();
@@ -518,6 +602,22 @@ impl RuleBuilder {
         self.which = Which::Every;
         self
     }
+    /// Disturb a selected request only with probability `p` (0 < p ≤ 1), drawn from the
+    /// rule's seeded random numbers: the same requests give the same draws run to run.
+    pub fn probability(mut self, p: f64) -> Self {
+        self.chance.probability = Some(p);
+        self
+    }
+    /// Add up to `ms` milliseconds, drawn per request, to the rule's `delay` fault.
+    pub fn jitter_ms(mut self, ms: u64) -> Self {
+        self.chance.jitter_ms = ms;
+        self
+    }
+    /// The seed of the rule's random numbers (default 0).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.chance.seed = seed;
+        self
+    }
     /// The rule with this fault.
     pub fn fault(self, fault: Fault) -> Rule {
         self.faults([fault])
@@ -530,6 +630,7 @@ impl RuleBuilder {
             path: self.path,
             which: self.which,
             faults: faults.into_iter().collect(),
+            chance: self.chance,
         }
     }
 }
@@ -552,6 +653,8 @@ struct Installed {
     rule: Rule,
     plan: Plan,
     seen: u64,
+    /// The rule's random numbers, seeded from the rule (only for a rule with a chance).
+    random: Option<rand::rngs::StdRng>,
 }
 
 #[derive(Default)]
@@ -621,11 +724,16 @@ impl Faults {
         let mut inner = self.shared.lock();
         inner.next_id += 1;
         let id = inner.next_id;
+        let random = rule
+            .chance
+            .is_random()
+            .then(|| rand::SeedableRng::seed_from_u64(rule.chance.seed));
         inner.rules.push(Installed {
             id,
             rule,
             plan,
             seen: 0,
+            random,
         });
         Ok(RuleGuard {
             faults: Arc::downgrade(&self.shared),
@@ -668,8 +776,30 @@ impl Faults {
                 Which::Nth(n) => installed.seen == n,
                 Which::First(n) => installed.seen <= n,
             };
-            if selected && verdict.is_none() {
-                verdict = Some(installed.plan.clone());
+            if !selected {
+                continue;
+            }
+            // Every selected request draws from the rule's own numbers, whatever the other
+            // rules decide, so that the draws depend only on the requests the rule selects.
+            let chance = installed.rule.chance;
+            let (fires, jitter) = match installed.random.as_mut() {
+                Some(random) => {
+                    use rand::Rng;
+                    let fires = chance
+                        .probability
+                        .is_none_or(|p| random.random::<f64>() < p);
+                    let jitter =
+                        (chance.jitter_ms > 0).then(|| random.random_range(0..=chance.jitter_ms));
+                    (fires, jitter)
+                }
+                None => (true, None),
+            };
+            if fires && verdict.is_none() {
+                let mut plan = installed.plan.clone();
+                if let (Some(extra), Some(delay)) = (jitter, plan.transport.delay.as_mut()) {
+                    *delay += millis(extra);
+                }
+                verdict = Some(plan);
             }
         }
         verdict
@@ -843,6 +973,113 @@ mod tests {
             ),
             RuleError::BadField { .. }
         ));
+    }
+
+    /// Which of `n` requests a fresh set of rules disturbs, and with what delay.
+    fn draws(rule: &Rule, n: usize) -> Vec<Option<Duration>> {
+        let faults = Faults::default();
+        faults.install(rule.clone()).unwrap().forget();
+        (0..n)
+            .map(|_| {
+                faults
+                    .verdict("GET", "/x")
+                    .map(|p| p.transport.delay.unwrap_or_default())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_probability_with_a_seed_disturbs_the_same_requests_run_to_run() {
+        let rule = Rule::new("GET", "/x")
+            .probability(0.1)
+            .seed(7)
+            .fault(Fault::Stall);
+        let first = draws(&rule, 1000);
+        assert_eq!(
+            first,
+            draws(&rule, 1000),
+            "same seed, same requests disturbed"
+        );
+        let hits = first.iter().filter(|d| d.is_some()).count();
+        assert!((50..=150).contains(&hits), "about 10% of 1000: {hits}");
+        let other = draws(
+            &Rule::new("GET", "/x")
+                .probability(0.1)
+                .seed(8)
+                .fault(Fault::Stall),
+            1000,
+        );
+        assert_ne!(first, other, "another seed, other requests");
+    }
+
+    #[test]
+    fn a_jittered_delay_stays_within_its_bounds_and_replays() {
+        let rule = Rule::new("GET", "/x")
+            .jitter_ms(50)
+            .seed(3)
+            .fault(Fault::Delay { ms: 100 });
+        let delays = draws(&rule, 200);
+        assert_eq!(delays, draws(&rule, 200));
+        let ms: Vec<u128> = delays.iter().map(|d| d.unwrap().as_millis()).collect();
+        assert!(ms.iter().all(|m| (100..=150).contains(m)), "{ms:?}");
+        assert!(ms.iter().min() != ms.iter().max(), "it varies");
+        let json = serde_json::to_value(&rule).unwrap();
+        assert_eq!(
+            (json["jitter_ms"].clone(), json["seed"].clone()),
+            (50.into(), 3.into())
+        );
+        assert_eq!(serde_json::from_value::<Rule>(json).unwrap(), rule);
+    }
+
+    #[test]
+    fn a_rule_that_loses_its_draw_lets_the_next_rule_decide() {
+        let faults = Faults::default();
+        faults
+            .install(
+                Rule::new("GET", "/x")
+                    .probability(0.5)
+                    .seed(1)
+                    .fault(Fault::Stall),
+            )
+            .unwrap()
+            .forget();
+        faults
+            .install(Rule::new("GET", "/x").fault(Fault::Reset))
+            .unwrap()
+            .forget();
+        let kinds: Vec<_> = (0..100)
+            .map(|_| kinds(faults.verdict("GET", "/x")).unwrap()[0])
+            .collect();
+        assert!(
+            kinds.contains(&"stall") && kinds.contains(&"reset"),
+            "{kinds:?}"
+        );
+    }
+
+    #[test]
+    fn a_chance_that_could_never_fire_is_refused() {
+        for (json, says) in [
+            (
+                r#"{"path": "/x", "probability": 0, "fault": {"kind": "stall"}}"#,
+                "0 would never fire",
+            ),
+            (
+                r#"{"path": "/x", "probability": 1.5, "fault": {"kind": "stall"}}"#,
+                "not in (0, 1]",
+            ),
+            (
+                r#"{"path": "/x", "jitter_ms": 5, "fault": {"kind": "stall"}}"#,
+                "no delay fault",
+            ),
+        ] {
+            let err = serde_json::from_str::<Rule>(json).unwrap_err().to_string();
+            assert!(err.contains(says), "{json}: {err}");
+        }
+        let rule: Rule = serde_json::from_str(
+            r#"{"path": "/x", "probability": 0.1, "seed": 7, "fault": {"kind": "stall"}}"#,
+        )
+        .unwrap();
+        assert_eq!((rule.probability(), rule.seed()), (Some(0.1), 7));
     }
 
     #[test]

@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
+pub(crate) mod stored;
+
 /// Most bytes one tree holds (16 MiB, counting [`ENTRY_COST`] per entry).
 pub(crate) const TREE_LIMIT: usize = 16 << 20;
 /// Most entries one tree holds.
@@ -467,7 +469,11 @@ type Key = (String, String, Option<String>);
 
 /// Every tree, by project, instance and snapshot, and the rootfs of each imported image by
 /// fingerprint (an instance created from the image starts with a copy-on-write clone of it).
-#[derive(Debug, Default)]
+///
+/// Cloning is cheap (the trees are shared copy-on-write). `version` counts the changes (see
+/// [`Files::touch`]): it only grows, a replacement included, so that "changed since" is one
+/// comparison.
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Files {
     trees: BTreeMap<Key, Tree>,
     images: BTreeMap<String, Tree>,
@@ -475,6 +481,7 @@ pub(crate) struct Files {
     image_files: BTreeMap<String, ImageFiles>,
     /// Each instance backup's tarball, keyed like the trees with the backup's name.
     backups: BTreeMap<Key, Bytes>,
+    version: u64,
 }
 
 /// The files of an image as uploaded or published: one unified tarball, or the metadata tarball
@@ -494,6 +501,24 @@ fn key(project: &str, instance: &str, snapshot: Option<&str>) -> Key {
 }
 
 impl Files {
+    /// Counts a change (whoever takes the files for a change calls it: the app's guard, and
+    /// [`InstanceFs`] for exec's writes).
+    pub(crate) fn touch(&mut self) {
+        self.version += 1;
+    }
+
+    /// How many changes were counted so far.
+    pub(crate) fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Takes `other`'s trees and images, counting it as one more change (the version never
+    /// goes back, whatever `other` counted).
+    pub(crate) fn replace(&mut self, other: Files) {
+        let version = self.version.max(other.version) + 1;
+        *self = Self { version, ..other };
+    }
+
     /// The instance's tree as it reads now (the skeleton when untouched).
     pub(crate) fn tree(&self, project: &str, instance: &str) -> Option<&Tree> {
         self.trees.get(&key(project, instance, None))
@@ -662,13 +687,6 @@ impl Files {
         }
     }
 
-    /// Drops every tree.
-    pub(crate) fn clear(&mut self) {
-        self.trees.clear();
-        self.images.clear();
-        self.image_files.clear();
-    }
-
     /// Records the files an image came as.
     pub(crate) fn set_image_files(&mut self, fingerprint: &str, files: ImageFiles) {
         self.image_files.insert(fingerprint.to_string(), files);
@@ -741,6 +759,7 @@ impl InstanceFs {
 
     fn change<T>(&self, f: impl FnOnce(&mut Tree) -> T) -> T {
         let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        files.touch();
         f(files.tree_mut(&self.project, &self.instance))
     }
 }

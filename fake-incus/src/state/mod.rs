@@ -3,7 +3,8 @@
 //! The state is plain data behind one `std::sync::Mutex` owned by the app, which writers hold
 //! briefly (never across an `.await`). Every change publishes an immutable [`Snapshot`] that
 //! readers take without waiting for writers and render outside any lock, reusing each instance's
-//! JSON until that instance changes. [`State::dump`] and [`State::seed`] use the same JSON format.
+//! JSON until that instance changes. The JSON format of the whole state (these resources, the
+//! files and the operations, with its version) is [`stored`]'s.
 
 pub(crate) mod clock;
 mod defaults;
@@ -14,6 +15,7 @@ pub(crate) mod instances;
 pub(crate) mod operations;
 pub(crate) mod resources;
 pub(crate) mod snapshot;
+pub(crate) mod stored;
 pub(crate) mod volume_snapshots;
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +34,8 @@ pub(crate) type StringMap = BTreeMap<String, String>;
 /// Devices: name -> device config.
 pub(crate) type Devices = BTreeMap<String, StringMap>;
 
-/// All resources. Operations live beside it in [`Operations`] (not dumped).
+/// All resources. Operations live beside it in [`Operations`], files in [`files::Files`]; the
+/// state format ([`stored`]) holds all three. Every field is stored through the serde derives.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct State {
@@ -97,11 +100,6 @@ impl State {
             serde_json::from_value(Value::Object(merged)).map_err(|e| SeedError(e.to_string()))?;
         state.check()?;
         Ok(state)
-    }
-
-    /// The state as JSON (the seed format).
-    pub(crate) fn dump(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
     fn check(&self) -> Result<(), SeedError> {

@@ -2,6 +2,7 @@
 //! test file of that name, and its tests keep their names under the module path
 //! (`exec::exec_operation_lists_fds_with_64_hex_secrets`).
 
+mod capture;
 mod cluster;
 mod cluster_leader;
 mod cluster_moves;
@@ -14,11 +15,14 @@ mod https;
 mod instances;
 mod layers;
 mod listeners;
+mod named_snapshots;
+mod persistence;
 mod protocol;
 mod resources;
 mod serve;
 #[path = "../tarball/mod.rs"]
 mod tarball;
 mod tokens;
+mod verification;
 mod volume_snapshots;
 mod writable;
