@@ -62,8 +62,10 @@ fn list(ctx: &Ctx, name: &str) -> ApiResult {
     Ok(envelope::sync(Value::Array(items)))
 }
 
+/// The daemon loads the backup by its full name first: an unknown instance's backup is an
+/// unknown backup.
 fn get(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
-    let instance = instance(ctx, name)?;
+    let instance = instance(ctx, name).map_err(|_| backup_not_found())?;
     let found = instance
         .backups
         .iter()
@@ -308,7 +310,7 @@ fn delete(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
 
 /// The tarball, as the daemon sends it (octet-stream, `inline;filename=` with no name).
 fn export(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
-    let current = instance(ctx, name)?;
+    let current = instance(ctx, name).map_err(|_| backup_not_found())?;
     if !current.backups.iter().any(|b| b.name == backup) {
         return Err(backup_not_found());
     }

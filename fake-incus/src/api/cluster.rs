@@ -100,6 +100,7 @@ fn standalone(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
         ["members"] if method == Method::POST => {
             Err(ApiError::bad_request("This server is not clustered"))
         }
+        ["members", _, "state"] => Err(ApiError::new(404, "Cluster member not found")),
         ["members", ..] => Err(ApiError::internal("Server is not clustered")),
         ["groups", ..] => Err(ApiError::bad_request("This server is not clustered")),
         _ => Err(ApiError::not_found()),

@@ -13,6 +13,17 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
     let project = ctx.project();
     let name = rest.first().copied().unwrap_or_default();
     if ctx.app.state().instance(&project, name).is_none() {
+        // The log list reads the instance's log directory before anything else.
+        if matches!(rest, [_, "logs"]) && method == Method::GET {
+            let dir = match project.as_str() {
+                "default" => name.to_owned(),
+                project => format!("{project}_{name}"),
+            };
+            return Err(ApiError::new(
+                404,
+                format!("open /var/log/incus/{dir}: no such file or directory"),
+            ));
+        }
         return Err(instance_not_found(name, &project));
     }
     let key = (project, name.to_string());

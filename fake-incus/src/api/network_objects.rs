@@ -93,7 +93,10 @@ fn integration_type(object: &Value) -> Result<(), ApiError> {
     }
 }
 
-fn acl_log(_: &Ctx, _: &At, _: &str, _: &[&str]) -> ApiResult {
+fn acl_log(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
+    if super::resource::find_object(&ACLS, &ctx.app.snapshot().state, at, key).is_none() {
+        return Err(ApiError::new(404, "Network ACL not found"));
+    }
     Err(ApiError::internal(
         "Only OVN log entries may be retrieved at this time",
     ))
