@@ -2,11 +2,11 @@
 //! patch and delete.
 
 use super::filter::{FieldValue, Fields, Filter};
+use super::resource::check_etag;
 use super::validation::{
     check_name, config_problem, devices_problem, duplicate_profile, has_root_disk, missing_volume,
     validate_config, validate_devices,
 };
-use super::resource::check_etag;
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;

@@ -95,8 +95,7 @@ fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
-        super::found_instance(&state, &project, name)?
-            .url()
+        super::found_instance(&state, &project, name)?.url()
     };
     let req: StateBody = parse_body(body)?;
     let action = Action::parse(&req.action)?;

@@ -175,7 +175,13 @@ pub(crate) trait Resource: Sync {
         None
     }
     /// A `PUT` this resource answers its own way (a volume's `restore`).
-    fn intercept_update(&self, _ctx: &Ctx, _at: &At, _key: &str, _body: &[u8]) -> Option<ApiResult> {
+    fn intercept_update(
+        &self,
+        _ctx: &Ctx,
+        _at: &At,
+        _key: &str,
+        _body: &[u8],
+    ) -> Option<ApiResult> {
         None
     }
     /// Whether a rename's body asks for more than a new name (a move: 501 where the fake has

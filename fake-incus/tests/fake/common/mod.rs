@@ -119,7 +119,13 @@ pub(crate) async fn fake() -> FakeIncus {
 
 /// `PUT /1.0/instances/{name}/state` with this body: the answer, not waited for.
 pub(crate) async fn change_state(fake: &FakeIncus, name: &str, body: Value) -> Reply {
-    call(fake, "PUT", &format!("/1.0/instances/{name}/state"), Some(body)).await
+    call(
+        fake,
+        "PUT",
+        &format!("/1.0/instances/{name}/state"),
+        Some(body),
+    )
+    .await
 }
 
 /// Waits for an operation (from a 202) and returns the wait answer.
