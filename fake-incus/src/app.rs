@@ -162,10 +162,8 @@ pub(crate) struct App {
 }
 
 impl App {
-    #[allow(
-        dead_code,
-        reason = "the tests' constructor; the fake starts through App::start"
-    )]
+    /// The tests' constructor; the fake starts through [`App::start`].
+    #[cfg(test)]
     pub(crate) fn new(state: State, identity: Identity, settings: Settings) -> Arc<Self> {
         Self::start(
             Stored {

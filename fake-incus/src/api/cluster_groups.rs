@@ -159,7 +159,7 @@ fn update(
     if patch {
         // The daemon checks a PATCH against a hash of `[description, members]`.
         let tag = etag::hash(&json!([current["description"], current["members"]]));
-        super::instances::check_etag(headers, &tag)?;
+        super::resource::check_etag(headers, &tag)?;
     }
     let req: GroupBody = parse_body(body)?;
     let wanted = if patch {
@@ -289,7 +289,7 @@ pub(super) fn update_member(
     current_tag: &str,
 ) -> ApiResult {
     let index = cluster.index(name).ok_or_else(member_not_found)?;
-    super::instances::check_etag(headers, current_tag)?;
+    super::resource::check_etag(headers, current_tag)?;
     let req: MemberPut = parse_body(body)?;
     let database = database_roles(cluster, index).contains(&"database");
     let asks_database = req.roles.iter().any(|r| r == "database");

@@ -4,13 +4,13 @@
 
 use super::filter::Filter;
 use super::image_upload::{self, Form, Upload};
-use super::instances::check_etag;
+use super::resource::{check_etag, created};
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
 use crate::state::{clock, url, Image, State};
 use bytes::Bytes;
-use http::{HeaderMap, Method, StatusCode};
+use http::{HeaderMap, Method};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::Digest;
@@ -463,17 +463,6 @@ struct AliasBody {
     target: String,
     #[serde(deserialize_with = "super::null_default")]
     description: String,
-}
-
-/// 201 with the alias's URL in `Location` and `null` metadata (the daemon's
-/// `SyncResponseLocation`).
-fn created(location: &str) -> ApiResult {
-    let mut response =
-        envelope::json_response(StatusCode::CREATED, &envelope::sync_envelope(Value::Null));
-    if let Ok(value) = http::HeaderValue::from_str(location) {
-        response.headers_mut().insert(http::header::LOCATION, value);
-    }
-    Ok(response)
 }
 
 fn alias_not_found() -> ApiError {

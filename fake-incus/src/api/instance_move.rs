@@ -4,7 +4,7 @@
 //! (`target`) are the cluster's, not this module's.
 
 use super::validation::{check_name, has_root_disk};
-use super::{instance_not_found, Ctx};
+use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
 use crate::state::State;
@@ -35,9 +35,7 @@ pub(super) fn move_to_project(ctx: &Ctx, name: &str, req: ProjectMove) -> ApiRes
                 format!("Name \"{new_name}\" already in use"),
             ));
         }
-        let instance = state
-            .instance(&project, name)
-            .ok_or_else(|| instance_not_found(name, &project))?;
+        let instance = super::found_instance(&state, &project, name)?;
         if instance.status != crate::state::PowerState::Stopped {
             return Err(ApiError::bad_request(if req.live {
                 "Instance must be stopped to be moved across projects"
@@ -69,9 +67,7 @@ pub(super) fn move_to_project(ctx: &Ctx, name: &str, req: ProjectMove) -> ApiRes
                 )));
             }
             let moved = {
-                let instance = state
-                    .instance(&project, &name)
-                    .ok_or_else(|| instance_not_found(&name, &project))?;
+                let instance = super::found_instance(state, &project, &name)?;
                 let mut moved = instance.clone();
                 // The root disk comes along when the destination's profiles have none.
                 let expanded = instance.expanded_devices(state);

@@ -2,6 +2,7 @@
 //! patch and delete.
 
 use super::filter::{FieldValue, Fields, Filter};
+use super::resource::check_etag;
 use super::validation::{
     check_name, config_problem, devices_problem, duplicate_profile, has_root_disk, missing_volume,
     validate_config, validate_devices,
@@ -339,9 +340,7 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
     let from = {
         let state = ctx.app.state();
         let mut from = match &snap {
-            None => state
-                .instance(&project, &parent)
-                .ok_or_else(|| instance_not_found(&parent, &project))?,
+            None => super::found_instance(&state, &project, &parent)?,
             Some(snap) => state
                 .instance(&project, &parent)
                 .filter(|i| i.snapshot(snap).is_some())
@@ -472,23 +471,6 @@ fn generated_name() -> String {
     format!("fake-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
 }
 
-/// If-Match: quotes stripped, compared literally with the current ETag.
-pub(super) fn check_etag(headers: &HeaderMap, current: &str) -> Result<(), ApiError> {
-    let Some(sent) = headers.get(http::header::IF_MATCH) else {
-        return Ok(());
-    };
-    let sent = String::from_utf8_lossy(sent.as_bytes());
-    let sent = sent.trim_matches('"');
-    if sent == current {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            412,
-            format!("ETag doesn't match: {current} vs {sent}"),
-        ))
-    }
-}
-
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct PutBody {
@@ -511,9 +493,7 @@ fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
-        let instance = state
-            .instance(&project, name)
-            .ok_or_else(|| instance_not_found(name, &project))?;
+        let instance = super::found_instance(&state, &project, name)?;
         check_etag(headers, &instance.etag(&state))?;
         instance.url()
     };
@@ -558,9 +538,7 @@ fn update(
     name: &str,
     req: PutBody,
 ) -> Result<Option<Value>, ApiError> {
-    let instance = state
-        .instance(project, name)
-        .ok_or_else(|| instance_not_found(name, project))?;
+    let instance = super::found_instance(state, project, name)?;
     let idmap_dropped = instance
         .config
         .keys()
@@ -589,9 +567,7 @@ fn update(
     if let Some(why) = missing_volume(state, project, &expanded) {
         return Err(ApiError::new(404, why));
     }
-    let instance = state
-        .instance_mut(project, name)
-        .ok_or_else(|| instance_not_found(name, project))?;
+    let instance = super::found_instance_mut(state, project, name)?;
     instance.config = req.config;
     instance.devices = req.devices;
     instance.profiles = req.profiles.unwrap_or_default();
@@ -642,9 +618,7 @@ fn restore(
     let short = snapshot
         .strip_prefix(&format!("{name}/"))
         .unwrap_or(snapshot);
-    let instance = state
-        .instance_mut(project, name)
-        .ok_or_else(|| instance_not_found(name, project))?;
+    let instance = super::found_instance_mut(state, project, name)?;
     let snap = instance
         .snapshot(short)
         .cloned()
@@ -669,9 +643,7 @@ struct PatchBody {
 fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let mut state = ctx.app.state();
-    let current = state
-        .instance(&project, name)
-        .ok_or_else(|| instance_not_found(name, &project))?;
+    let current = super::found_instance(&state, &project, name)?;
     check_etag(headers, &current.etag(&state))?;
     let req: PatchBody = parse_body(body)?;
     if !req.restore.is_empty() {
@@ -700,9 +672,7 @@ fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     if let Some(why) = missing_volume(&state, &project, &devices) {
         return Err(ApiError::new(404, why));
     }
-    let instance = state
-        .instance_mut(&project, name)
-        .ok_or_else(|| instance_not_found(name, &project))?;
+    let instance = super::found_instance_mut(&mut state, &project, name)?;
     instance.config = config;
     instance.devices = devices;
     if let Some(profiles) = req.profiles {
@@ -720,9 +690,7 @@ fn delete(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
-        let instance = state
-            .instance(&project, name)
-            .ok_or_else(|| instance_not_found(name, &project))?;
+        let instance = super::found_instance(&state, &project, name)?;
         if instance.status != crate::state::PowerState::Stopped {
             return Err(ApiError::bad_request("Instance is running"));
         }
@@ -807,9 +775,7 @@ fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
             if state.instance(&project, &new).is_some() {
                 return Err(ApiError::internal(format!("Name \"{new}\" already in use")));
             }
-            let instance = state
-                .instance_mut(&project, &old)
-                .ok_or_else(|| instance_not_found(&old, &project))?;
+            let instance = super::found_instance_mut(state, &project, &old)?;
             if instance.status != crate::state::PowerState::Stopped {
                 return Err(ApiError::internal(
                     "Renaming of running instance not allowed",

@@ -2,7 +2,7 @@
 //! `/1.0/instances/{name}/metadata/templates` (list, get, upload and delete a template file), as
 //! `incus config metadata` and `incus config template` use them.
 
-use super::{instance_not_found, Ctx};
+use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::Instance;
 use bytes::Bytes;
@@ -20,9 +20,7 @@ pub(super) fn route(
     let name = rest.first().copied().unwrap_or_default();
     let current = {
         let state = ctx.app.state();
-        let instance = state
-            .instance(&project, name)
-            .ok_or_else(|| instance_not_found(name, &project))?;
+        let instance = super::found_instance(&state, &project, name)?;
         (metadata_of(instance), instance.templates.clone())
     };
     match (rest, method.as_str()) {
@@ -31,7 +29,7 @@ pub(super) fn route(
             Ok(envelope::sync_etag(current.0, &etag))
         }
         ([_, "metadata"], "PUT" | "PATCH") => {
-            super::instances::check_etag(headers, &crate::state::etag::hash(&current.0))?;
+            super::resource::check_etag(headers, &crate::state::etag::hash(&current.0))?;
             let sent: Map<String, Value> = super::parse_body(body)?;
             let merged = if *method == Method::PATCH {
                 let mut merged = current.0.as_object().cloned().unwrap_or_default();
@@ -90,9 +88,7 @@ fn normalized(sent: &Map<String, Value>) -> Value {
 fn update(ctx: &Ctx, name: &str, change: impl FnOnce(&mut Instance)) -> ApiResult {
     let project = ctx.project();
     let mut state = ctx.app.state();
-    let instance = state
-        .instance_mut(&project, name)
-        .ok_or_else(|| instance_not_found(name, &project))?;
+    let instance = super::found_instance_mut(&mut state, &project, name)?;
     change(instance);
     ctx.applied();
     Ok(envelope::empty())

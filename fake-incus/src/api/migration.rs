@@ -19,7 +19,7 @@
 //!   source) onto another member is a 500 [`NO_CRIU`] at once; onto its own member, or with
 //!   `live: false`, it is made.
 
-use super::{instance_not_found, parse_body, Ctx};
+use super::{parse_body, Ctx};
 use crate::cluster::{Cluster, Want};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
@@ -177,9 +177,7 @@ fn move_instance(
     let project = ctx.project();
     let (url, running, current) = {
         let state = ctx.app.state();
-        let instance = state
-            .instance(&project, name)
-            .ok_or_else(|| instance_not_found(name, &project))?;
+        let instance = super::found_instance(&state, &project, name)?;
         (
             instance.url(),
             instance.status != PowerState::Stopped,
@@ -222,9 +220,7 @@ fn move_instance(
     let op = ctx.start_task(
         spec,
         Box::new(move |state: &mut State| {
-            let instance = state
-                .instance_mut(&project, &name)
-                .ok_or_else(|| instance_not_found(&name, &project))?;
+            let instance = super::found_instance_mut(state, &project, &name)?;
             if instance.status != PowerState::Stopped {
                 return Err(ApiError::internal(format!("{SOURCE_SETUP}{NO_CRIU}")));
             }

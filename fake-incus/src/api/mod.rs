@@ -261,12 +261,39 @@ pub(crate) fn snapshot_not_found(instance: &str, snap: &str, project: &str) -> A
     )
 }
 
+/// The 404 of a storage pool that does not exist (the pool's own endpoints give it too).
+pub(crate) fn pool_not_found() -> ApiError {
+    ApiError::new(404, "Storage pool not found")
+}
+
 /// The 404 every per-instance endpoint gives.
 pub(crate) fn instance_not_found(name: &str, project: &str) -> ApiError {
     ApiError::new(
         404,
         format!("Failed to fetch instance \"{name}\" in project \"{project}\": Instance not found"),
     )
+}
+
+/// The instance, or [`instance_not_found`].
+pub(crate) fn found_instance<'s>(
+    state: &'s crate::state::State,
+    project: &str,
+    name: &str,
+) -> Result<&'s crate::state::Instance, ApiError> {
+    state
+        .instance(project, name)
+        .ok_or_else(|| instance_not_found(name, project))
+}
+
+/// The instance to change, or [`instance_not_found`].
+pub(crate) fn found_instance_mut<'s>(
+    state: &'s mut crate::state::State,
+    project: &str,
+    name: &str,
+) -> Result<&'s mut crate::state::Instance, ApiError> {
+    state
+        .instance_mut(project, name)
+        .ok_or_else(|| instance_not_found(name, project))
 }
 
 #[cfg(test)]

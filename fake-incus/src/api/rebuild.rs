@@ -3,7 +3,7 @@
 //! none`, without them), keeping its other config, devices, profiles and snapshots, with
 //! `volatile.apply_template: create` as on the daemon.
 
-use super::{instance_not_found, parse_body, Ctx};
+use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
 use crate::state::{PowerState, State};
@@ -33,9 +33,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
-        let instance = state
-            .instance(&project, name)
-            .ok_or_else(|| instance_not_found(name, &project))?;
+        let instance = super::found_instance(&state, &project, name)?;
         if instance.status != PowerState::Stopped {
             return Err(ApiError::bad_request(
                 "Instance must be stopped to be rebuilt",
@@ -70,9 +68,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
                         ApiError::internal("Image not provided for instance rebuild")
                     })?)
                 };
-            let instance = state
-                .instance_mut(&project, &name)
-                .ok_or_else(|| instance_not_found(&name, &project))?;
+            let instance = super::found_instance_mut(state, &project, &name)?;
             instance
                 .config
                 .retain(|k, _| !k.starts_with("image.") && k != "volatile.base_image");

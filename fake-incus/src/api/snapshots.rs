@@ -8,7 +8,6 @@ use crate::state::State;
 use http::{HeaderMap, Method};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 
 pub(super) fn route(
     ctx: &Ctx,
@@ -81,9 +80,7 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let (instance_url, snap_name, snap_url) = {
         let state = ctx.app.state();
-        let instance = state
-            .instance(&project, name)
-            .ok_or_else(|| instance_not_found(name, &project))?;
+        let instance = super::found_instance(&state, &project, name)?;
         let req: CreateBody = parse_body(body)?;
         if req.name.contains('/') {
             return Err(ApiError::bad_request(
@@ -100,9 +97,7 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
         (instance.url(), (snap, req), snap_url)
     };
     let (snap, req) = snap_name;
-    let mut spec = OpSpec::task(&project, "Snapshotting instance", instance_url);
-    spec.resources
-        .insert("instances_snapshots".into(), vec![snap_url]);
+    let spec = snapshot_spec(&project, "Snapshotting instance", instance_url, snap_url);
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
@@ -126,24 +121,8 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
 
 fn delete(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
     let project = ctx.project();
-    let (instance_url, snap_url) = {
-        let state = ctx.app.state();
-        let instance = state
-            .instance(&project, name)
-            .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
-        let snapshot = instance
-            .snapshot(snap)
-            .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
-        (instance.url(), snapshot.url(instance))
-    };
-    let mut spec = OpSpec::task(&project, "Deleting snapshot", instance_url);
-    spec.resources = BTreeMap::from([
-        (
-            "instances".to_string(),
-            spec.resources.remove("instances").unwrap_or_default(),
-        ),
-        ("instances_snapshots".to_string(), vec![snap_url]),
-    ]);
+    let (instance_url, snap_url) = snapshot_urls(ctx, name, snap)?;
+    let spec = snapshot_spec(&project, "Deleting snapshot", instance_url, snap_url);
     let (name, snap) = (name.to_string(), snap.to_string());
     let app = std::sync::Arc::clone(&ctx.app);
     let op = ctx.start_task(
@@ -260,7 +239,7 @@ fn update(ctx: &Ctx, name: &str, snap: &str, headers: &HeaderMap, body: &[u8]) -
             .instance(&project, name)
             .and_then(|i| i.snapshot(snap))
         {
-            super::instances::check_etag(headers, &current.etag())?;
+            super::resource::check_etag(headers, &current.etag())?;
         }
     }
     let fields: serde_json::Map<String, Value> =

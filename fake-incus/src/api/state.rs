@@ -31,23 +31,22 @@ fn get(ctx: &Ctx, name: &str) -> ApiResult {
     Ok(envelope::sync_raw([view.state_json().as_ref()], None))
 }
 
+/// `api.InstanceStatePut`. The fields the fake does not act on are still parsed, so a
+/// wrong type is the daemon's 400.
 #[derive(Deserialize)]
 struct StateBody {
     #[serde(default)]
     #[serde(deserialize_with = "super::null_default")]
     action: String,
-    #[serde(default)]
-    #[allow(dead_code)]
+    #[serde(default, rename = "timeout")]
     #[serde(deserialize_with = "super::null_default")]
-    timeout: i64,
-    #[serde(default)]
-    #[allow(dead_code)]
+    _timeout: i64,
+    #[serde(default, rename = "force")]
     #[serde(deserialize_with = "super::null_default")]
-    force: bool,
-    #[serde(default)]
-    #[allow(dead_code)]
+    _force: bool,
+    #[serde(default, rename = "stateful")]
     #[serde(deserialize_with = "super::null_default")]
-    stateful: bool,
+    _stateful: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -96,10 +95,7 @@ fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
-        state
-            .instance(&project, name)
-            .ok_or_else(|| instance_not_found(name, &project))?
-            .url()
+        super::found_instance(&state, &project, name)?.url()
     };
     let req: StateBody = parse_body(body)?;
     let action = Action::parse(&req.action)?;
@@ -116,9 +112,7 @@ fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
 
 /// The power transition with the daemon's failure texts and codes.
 fn apply(state: &mut State, project: &str, name: &str, action: Action) -> Result<(), ApiError> {
-    let instance = state
-        .instance_mut(project, name)
-        .ok_or_else(|| instance_not_found(name, project))?;
+    let instance = super::found_instance_mut(state, project, name)?;
     match (action, instance.status) {
         (Action::Start, PowerState::Stopped) => instance.power_on(),
         (Action::Start, _) => return Err(ApiError::internal("The instance is already running")),

@@ -3,8 +3,8 @@
 //! [`super::volumes`]): every volume of a pool, the volumes of an instance type, and their gets.
 
 use super::resource::{At, Decl, Resource, Sub, Typed, Verb};
-use super::volumes::{self, pool_not_found};
-use super::Ctx;
+use super::volumes;
+use super::{pool_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::{Pool, State};
 use http::{HeaderMap, Method};

@@ -3,9 +3,8 @@
 //! `restore`), the volume's state, and `storage volume copy` (a `Copying storage volume`
 //! operation, the source's snapshots unless `volume_only`), as the daemon answers them.
 
-use super::instances::check_etag;
-use super::volumes::pool_not_found;
-use super::{parse_body, Ctx};
+use super::resource::check_etag;
+use super::{parse_body, pool_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
 use crate::state::volume_snapshots::VolumeSnapshot;

@@ -8,7 +8,7 @@
 use super::resource::{self, Answer, At, Decl, Resource, Scope, Sub, Typed, Verb};
 use super::validation::volume_config_problem;
 use super::volume_snapshots;
-use super::{parse_body, Ctx};
+use super::{parse_body, pool_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::{clock, Devices, State, StringMap, Volume};
 use http::{HeaderMap, Method};
@@ -55,11 +55,6 @@ struct Move {
     pool: String,
     #[serde(deserialize_with = "super::null_default")]
     migration: bool,
-}
-
-/// The 404 of a storage pool that does not exist (the pool's own endpoints give it too).
-pub(super) fn pool_not_found() -> ApiError {
-    ApiError::new(404, "Storage pool not found")
 }
 
 /// `POST /1.0/storage-pools/{pool}/volumes`: the body's `type` says the collection.

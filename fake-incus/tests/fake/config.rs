@@ -3,13 +3,9 @@
 
 use crate::common;
 
-use common::{call, call_with, launch, wait};
-use fake_incus::{assert_native_error, FakeIncus};
+use common::{call, call_with, fake, launch, wait};
+use fake_incus::assert_native_error;
 use serde_json::{json, Value};
-
-async fn fake() -> FakeIncus {
-    FakeIncus::builder().start().await.expect("fake starts")
-}
 
 fn error(reply: &common::Reply) -> (u16, &str) {
     (reply.status(), reply.json()["error"].as_str().unwrap_or(""))

@@ -2,13 +2,9 @@
 //! list filters, image URLs, image delete, the daemon's validation and texts, snapshot rename,
 //! update and copy from a snapshot. Expected answers were taken from a real Incus 6.0.4.
 
-use crate::common::{call, launch, wait};
+use crate::common::{call, change_state, fake, launch, wait};
 use fake_incus::{assert_native_error, FakeIncus, Reply, Request};
 use serde_json::{json, Value};
-
-async fn fake() -> FakeIncus {
-    FakeIncus::builder().start().await.expect("fake starts")
-}
 
 fn filtered(filter: &str) -> String {
     let query: String = url::form_urlencoded::Serializer::new(String::new())
@@ -623,13 +619,7 @@ async fn a_rebuild_replaces_the_root_file_system_and_image_keys_of_a_stopped_ins
         400,
         "Instance must be stopped to be rebuilt",
     );
-    let stop = call(
-        &fake,
-        "PUT",
-        "/1.0/instances/c1/state",
-        Some(json!({"action": "stop", "force": true})),
-    )
-    .await;
+    let stop = change_state(&fake, "c1", json!({"action": "stop", "force": true})).await;
     wait(&fake, &stop).await;
     write(&fake, "c1", "/root/x", b"hi").await;
     snapshot(&fake, "c1", "s1").await;

@@ -3,14 +3,10 @@
 
 use crate::common;
 
-use common::{assert_envelope, call, call_with, launch, wait};
+use common::{assert_envelope, call, call_with, change_state, fake, launch, wait};
 use fake_incus::{assert_native_error, FakeIncus};
 use serde_json::{json, Value};
 use std::time::Duration;
-
-async fn fake() -> FakeIncus {
-    FakeIncus::builder().start().await.expect("fake starts")
-}
 
 fn keys(value: &Value) -> Vec<&str> {
     value
@@ -309,13 +305,7 @@ async fn etag_ignores_description_and_changes_on_start() {
         before,
         etag(&call(&fake, "GET", "/1.0/instances/c1", None).await)
     );
-    let start = call(
-        &fake,
-        "PUT",
-        "/1.0/instances/c1/state",
-        Some(json!({"action": "start"})),
-    )
-    .await;
+    let start = change_state(&fake, "c1", json!({"action": "start"})).await;
     wait(&fake, &start).await;
     assert_ne!(
         before,
@@ -568,44 +558,20 @@ async fn state_changes_take_a_moment_like_a_real_daemon_unless_a_fault_says_othe
 async fn state_changes_are_operations_with_daemon_failures() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let stop = call(
-        &fake,
-        "PUT",
-        "/1.0/instances/c1/state",
-        Some(json!({"action": "stop"})),
-    )
-    .await;
+    let stop = change_state(&fake, "c1", json!({"action": "stop"})).await;
     assert_eq!(stop.metadata()["description"], "Stopping instance");
     let done = wait(&fake, &stop).await;
     assert_native_error(&done, 400, "The instance is already stopped");
-    let bad = call(
-        &fake,
-        "PUT",
-        "/1.0/instances/c1/state",
-        Some(json!({"action": "explode"})),
-    )
-    .await;
+    let bad = change_state(&fake, "c1", json!({"action": "explode"})).await;
     assert_native_error(&bad, 400, "Unknown action: 'explode'");
     wait(
         &fake,
-        &call(
-            &fake,
-            "PUT",
-            "/1.0/instances/c1/state",
-            Some(json!({"action": "start"})),
-        )
-        .await,
+        &change_state(&fake, "c1", json!({"action": "start"})).await,
     )
     .await;
     let again = wait(
         &fake,
-        &call(
-            &fake,
-            "PUT",
-            "/1.0/instances/c1/state",
-            Some(json!({"action": "start"})),
-        )
-        .await,
+        &change_state(&fake, "c1", json!({"action": "start"})).await,
     )
     .await;
     assert_native_error(&again, 500, "The instance is already running");
@@ -628,13 +594,7 @@ async fn state_changes_are_operations_with_daemon_failures() {
     assert!(state.header("etag").is_none());
     wait(
         &fake,
-        &call(
-            &fake,
-            "PUT",
-            "/1.0/instances/c1/state",
-            Some(json!({"action": "freeze"})),
-        )
-        .await,
+        &change_state(&fake, "c1", json!({"action": "freeze"})).await,
     )
     .await;
     let frozen = call(&fake, "GET", "/1.0/instances/c1/state", None).await;
@@ -987,13 +947,7 @@ async fn operations_list_wait_cancel_and_expire_like_the_daemon() {
     .await;
     assert_native_error(&unknown, 404, "Operation not found");
     drop(_slow);
-    let missing = call(
-        &fake,
-        "PUT",
-        "/1.0/instances/nope/state",
-        Some(json!({"action": "start"})),
-    )
-    .await;
+    let missing = change_state(&fake, "nope", json!({"action": "start"})).await;
     assert_eq!(
         missing.status(),
         404,
@@ -1159,13 +1113,7 @@ async fn ephemeral_instances_are_deleted_when_stopped() {
     );
     wait(
         &fake,
-        &call(
-            &fake,
-            "PUT",
-            "/1.0/instances/e1/state",
-            Some(json!({"action": "stop", "force": true})),
-        )
-        .await,
+        &change_state(&fake, "e1", json!({"action": "stop", "force": true})).await,
     )
     .await;
     assert_eq!(
@@ -1273,13 +1221,7 @@ async fn rename_is_an_operation_refused_while_running() {
     assert_eq!(bad.status(), 400);
     wait(
         &fake,
-        &call(
-            &fake,
-            "PUT",
-            "/1.0/instances/c1/state",
-            Some(json!({"action": "stop"})),
-        )
-        .await,
+        &change_state(&fake, "c1", json!({"action": "stop"})).await,
     )
     .await;
     let renamed = call(

@@ -4,13 +4,9 @@
 //! update, rename, delete, and the error paths (unknown name, duplicate, in use, invalid key),
 //! with the daemon's status codes and texts (checked on Incus 6.0.4).
 
-use crate::common::{call, call_with, Reply};
+use crate::common::{call, call_with, fake, Reply};
 use fake_incus::{assert_native_error, FakeIncus};
 use serde_json::{json, Value};
-
-async fn fake() -> FakeIncus {
-    FakeIncus::builder().start().await.expect("fake starts")
-}
 
 async fn get(fake: &FakeIncus, path: &str) -> Value {
     let reply = call(fake, "GET", path, None).await;

@@ -4,14 +4,10 @@
 use crate::common;
 use crate::tarball::tarball;
 
-use common::{call, launch, unix_bytes as send, wait, Reply};
+use common::{call, fake, launch, unix_bytes as send, wait, Reply};
 use fake_incus::{assert_native_error, FakeIncus};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-
-async fn fake() -> FakeIncus {
-    FakeIncus::builder().start().await.expect("fake starts")
-}
 
 const META: &[u8] = b"architecture: x86_64\ncreation_date: 1700000000\nproperties:\n  os: probeos\n  release: \"7\"\n  description: probe image\n";
 

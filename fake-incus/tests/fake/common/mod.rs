@@ -112,6 +112,22 @@ pub(crate) async fn unix_raw(
     .map_err(|e| e.to_string())
 }
 
+/// A fake with the builder's defaults.
+pub(crate) async fn fake() -> FakeIncus {
+    FakeIncus::builder().start().await.expect("fake starts")
+}
+
+/// `PUT /1.0/instances/{name}/state` with this body: the answer, not waited for.
+pub(crate) async fn change_state(fake: &FakeIncus, name: &str, body: Value) -> Reply {
+    call(
+        fake,
+        "PUT",
+        &format!("/1.0/instances/{name}/state"),
+        Some(body),
+    )
+    .await
+}
+
 /// Waits for an operation (from a 202) and returns the wait answer.
 pub(crate) async fn wait(fake: &FakeIncus, accepted: &Reply) -> Reply {
     assert_eq!(
