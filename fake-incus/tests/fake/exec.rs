@@ -1114,13 +1114,36 @@ async fn an_imported_images_rootfs_becomes_its_instances_files() {
     assert_eq!(other.status(), 404);
 }
 
-/// How many exec sessions the load test runs at once: `EXEC_LOAD_SESSIONS`, 16 by default
-/// (small enough for `cargo test` on two cores).
-fn load_sessions() -> usize {
-    std::env::var("EXEC_LOAD_SESSIONS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(16)
+/// The load test's size: `EXEC_LOAD_SESSIONS` sessions in all (32 by default), at most
+/// `EXEC_LOAD_CONCURRENCY` at once (16, the reported load), small enough for `cargo test` on
+/// two cores.
+fn load_size() -> (usize, usize) {
+    let var = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(default)
+    };
+    (
+        var("EXEC_LOAD_SESSIONS", 32),
+        var("EXEC_LOAD_CONCURRENCY", 16).max(1),
+    )
+}
+
+/// Connects one exec fd's websocket; what went wrong otherwise.
+async fn try_ws(fake: &FakeIncus, e: &Exec, fd: &str) -> Result<common::UnixWs, String> {
+    let stream = tokio::net::UnixStream::connect(fake.unix_socket())
+        .await
+        .map_err(|err| format!("fd {fd}: connect: {err}"))?;
+    let url = format!(
+        "ws://unix.socket/1.0/operations/{}/websocket?secret={}",
+        e.id,
+        e.secret(fd)
+    );
+    tokio_tungstenite::client_async(url, stream)
+        .await
+        .map(|(ws, _)| ws)
+        .map_err(|err| format!("fd {fd}: upgrade: {err}"))
 }
 
 /// What one output stream delivered to a client: its bytes, or how it broke.
@@ -1146,10 +1169,10 @@ async fn late_reading_session(fake: &FakeIncus, n: usize) -> Result<(), String> 
     let payload = format!("session-{n}-").repeat(64);
     let script = format!("echo {payload}; echo err-{n} >&2; exit {}", n % 7);
     let e = exec(fake, &["sh", "-c", &script], false).await;
-    let _control = ws_unix(fake, &e.id, &e.secret("control")).await;
-    let mut stdin = ws_unix(fake, &e.id, &e.secret("0")).await;
-    let mut stdout = ws_unix(fake, &e.id, &e.secret("1")).await;
-    let mut stderr = ws_unix(fake, &e.id, &e.secret("2")).await;
+    let _control = try_ws(fake, &e, "control").await?;
+    let mut stdin = try_ws(fake, &e, "0").await?;
+    let mut stdout = try_ws(fake, &e, "1").await?;
+    let mut stderr = try_ws(fake, &e, "2").await?;
     let done = final_op(fake, &e).await;
     let op = done.metadata();
     if op["status"] != "Success" || op["metadata"]["return"] != json!(n % 7) {
@@ -1173,16 +1196,19 @@ async fn late_reading_session(fake: &FakeIncus, n: usize) -> Result<(), String> 
 /// Exec under load: a loaded client reads its websockets late, after the command has ended and
 /// the fake has sent everything. Every session the fake accepted still delivers its whole output
 /// and exit code, with no broken pipe (the daemon keeps every session it accepted).
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_accepted_exec_session_delivers_its_whole_output_to_a_client_that_reads_late() {
     let fake = running().await;
-    let sessions = load_sessions();
+    let (sessions, concurrency) = load_size();
     let started = std::time::Instant::now();
-    let results =
-        futures_util::future::join_all((0..sessions).map(|n| late_reading_session(&fake, n))).await;
+    let results: Vec<Result<(), String>> = futures_util::stream::iter(0..sessions)
+        .map(|n| late_reading_session(&fake, n))
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
     let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
     eprintln!(
-        "{sessions} concurrent late-reading exec sessions in {:?}, {} failed",
+        "{sessions} late-reading exec sessions, {concurrency} at once, in {:?}: {} failed",
         started.elapsed(),
         failures.len()
     );
