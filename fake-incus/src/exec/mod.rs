@@ -5,7 +5,8 @@
 //! `GET /1.0/operations/{id}/websocket?secret=…`. Once the required fds are connected (within the
 //! connect timeout) the command runs. Data are binary frames, end of stream is an empty text
 //! frame, the server pings `keepalive` at connect and every 10 s, and at the end the server
-//! closes the TCP connections without a close frame. The exit status goes to `metadata.return`.
+//! closes the TCP connections without a close frame (a lingering close, see `sockets`). The
+//! exit status goes to `metadata.return`.
 
 /// The interpreter: the `fake-shell` crate.
 pub(crate) use fake_shell as interpreter;
