@@ -5,7 +5,8 @@
 //! `GET /1.0/operations/{id}/websocket?secret=…`. Once the required fds are connected (within the
 //! connect timeout) the command runs. Data are binary frames, end of stream is an empty text
 //! frame, the server pings `keepalive` at connect and every 10 s, and at the end the server
-//! closes the TCP connections without a close frame. The exit status goes to `metadata.return`.
+//! closes the TCP connections without a close frame (a lingering close, see `sockets`). The
+//! exit status goes to `metadata.return`.
 
 /// The interpreter: the `fake-shell` crate.
 pub(crate) use fake_shell as interpreter;
@@ -112,6 +113,7 @@ impl Exec {
             secrets: fds.iter().map(|fd| (fd.to_string(), secret())).collect(),
             connected: Mutex::new(BTreeSet::new()),
             sockets: tx,
+            shutdown: self.lifecycle.shutdown.clone(),
         });
         let fds = session.fds();
         self.sessions().insert(op_id.into(), session);
@@ -150,6 +152,8 @@ pub(crate) struct Session {
     connected: Mutex<BTreeSet<String>>,
     /// Connected sockets for the runner: fd, socket, journal sequence of the upgrade.
     sockets: mpsc::UnboundedSender<(String, Ws, u64)>,
+    /// The fake's shutdown, which ends the close of a socket that came too late.
+    shutdown: CancellationToken,
 }
 
 /// A fresh 64-hex secret.
@@ -174,6 +178,8 @@ impl Session {
 
     /// Hands the connection of `fd` to the runner once upgraded (request `seq` in the
     /// journal). A second connection for the same fd is dropped at once, as the daemon does.
+    /// One whose upgrade completes after the session ended is closed as every exec socket is
+    /// ([`sockets::linger`]): the client reads the end, and what it still sends is no broken pipe.
     /// On a cluster, `life` is that of the instance's member: the stream ends when it dies.
     pub(crate) fn accept(
         &self,
@@ -188,6 +194,7 @@ impl Session {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(fd.clone());
         let tx = self.sockets.clone();
+        let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
             let Ok(upgraded) = on_upgrade.await else {
                 return;
@@ -197,7 +204,9 @@ impl Session {
             }
             let io = crate::cluster::Severable::new(TokioIo::new(upgraded), life);
             let ws = WebSocketStream::from_raw_socket(io, Role::Server, None).await;
-            let _ = tx.send((fd, ws, seq));
+            if let Err(mpsc::error::SendError((_, late, _))) = tx.send((fd, ws, seq)) {
+                sockets::linger(late.into_inner(), &shutdown).await;
+            }
         });
     }
 }

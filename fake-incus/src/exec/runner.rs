@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 /// Drives one exec session from connection to the operation's end.
@@ -247,7 +247,14 @@ impl Runner {
         let closer = self.done.child_token();
         let (sink, stream) = ws.split();
         let (out_tx, out_rx) = mpsc::channel(16);
-        tokio::spawn(writer(sink, out_rx, closer.clone()));
+        let (stream_back, stream_given) = oneshot::channel();
+        tokio::spawn(writer(
+            sink,
+            out_rx,
+            closer.clone(),
+            stream_given,
+            self.exec.lifecycle.shutdown.clone(),
+        ));
         self.writers.insert(fd.clone(), out_tx);
         let reader = Reader {
             fd: fd.clone(),
@@ -267,7 +274,9 @@ impl Runner {
         if fd == "control" {
             self.control_connected.store(true, Ordering::SeqCst);
         }
-        tokio::spawn(reader.run(stream));
+        tokio::spawn(async move {
+            let _ = stream_back.send(reader.run(stream).await);
+        });
         self.closers.insert(fd, closer);
     }
 

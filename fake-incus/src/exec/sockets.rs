@@ -1,5 +1,13 @@
 //! One exec websocket: a writer (keepalive pings, data, EOF) and a reader (stdin, control
 //! messages, disconnects), both ended by the session's close token.
+//!
+//! Closing is a lingering close: the write side is shut down (the client reads everything that
+//! was sent, then the end of the connection, as after the daemon's close) while what the client
+//! still sends is read and discarded for a bounded time. A client that reads late (a loaded one)
+//! answers the keepalive ping sent at connect only when it reads it, after the command ended: a
+//! full close would make that pong (or a late end of stdin) fail with a broken pipe, and a client
+//! library that reports it loses the output still unread, where the daemon's slower start makes
+//! such a client read the ping before the end.
 
 use super::{Ws, SIGKILL};
 use crate::faults::exec::KillFilter;
@@ -11,11 +19,14 @@ use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, Notify};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 const KEEPALIVE: Duration = Duration::from_secs(10);
+/// How long a closed socket keeps reading (and discarding) what its client still sends.
+const LINGER: Duration = Duration::from_secs(5);
 
 /// The signal path to the command, through the session's SIGKILL filter (exec faults).
 #[derive(Clone)]
@@ -65,20 +76,56 @@ fn to_crlf(chunk: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
-/// Sends pings and queued frames until the session closes this socket; then drops it without a
-/// close frame (bare TCP close, as the daemon does).
+/// Sends pings and queued frames until the session closes this socket; then ends it without a
+/// close frame (the peer reads the end of the connection, as after the daemon's close), once
+/// the reader gave its half back ([`linger`]).
 pub(super) async fn writer(
     mut sink: SplitSink<Ws, Message>,
-    mut out: mpsc::Receiver<Out>,
+    out: mpsc::Receiver<Out>,
     closer: CancellationToken,
+    stream: oneshot::Receiver<SplitStream<Ws>>,
+    shutdown: CancellationToken,
+) {
+    send_until_closed(&mut sink, out, &closer).await;
+    closer.cancelled().await;
+    if let Ok(stream) = stream.await {
+        if let Ok(ws) = sink.reunite(stream) {
+            linger(ws.into_inner(), &shutdown).await;
+        }
+    }
+}
+
+/// Ends a connection: shuts its write side down, then reads and discards what the peer still
+/// sends until it closes, for at most [`LINGER`] or until the fake shuts down.
+pub(super) async fn linger<IO>(mut io: IO, shutdown: &CancellationToken)
+where
+    IO: AsyncRead + AsyncWrite + Unpin,
+{
+    let drain = async {
+        if io.shutdown().await.is_err() {
+            return;
+        }
+        let mut buf = [0u8; 4096];
+        while matches!(io.read(&mut buf).await, Ok(n) if n > 0) {}
+    };
+    tokio::select! {
+        _ = tokio::time::timeout(LINGER, drain) => {}
+        () = shutdown.cancelled() => {}
+    }
+}
+
+/// The keepalive ping at connect, then queued frames and pings until `closer` is cancelled or
+/// the connection fails.
+async fn send_until_closed(
+    sink: &mut SplitSink<Ws, Message>,
+    mut out: mpsc::Receiver<Out>,
+    closer: &CancellationToken,
 ) {
     if sink
         .send(Message::Ping(Bytes::from_static(b"keepalive")))
         .await
         .is_err()
     {
-        drop(out);
-        closer.cancelled().await;
         return;
     }
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
@@ -104,8 +151,6 @@ pub(super) async fn writer(
             }
         }
     }
-    drop(out);
-    closer.cancelled().await;
 }
 
 /// Reads what the client sends on one socket.
@@ -123,7 +168,8 @@ pub(super) struct Reader {
 }
 
 impl Reader {
-    pub(super) async fn run(mut self, mut stream: SplitStream<Ws>) {
+    /// Reads until the socket is closed; gives the stream half back for the close.
+    pub(super) async fn run(mut self, mut stream: SplitStream<Ws>) -> SplitStream<Ws> {
         loop {
             let msg = tokio::select! {
                 msg = stream.next() => msg,
@@ -141,6 +187,7 @@ impl Reader {
                 break;
             }
         }
+        stream
     }
 
     async fn on_data(&mut self, data: Bytes) {

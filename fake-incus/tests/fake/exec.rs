@@ -1113,3 +1113,108 @@ async fn an_imported_images_rootfs_becomes_its_instances_files() {
     let other = unix(&fake, "GET", "/1.0/instances/c1/files?path=/etc/motd", None).await;
     assert_eq!(other.status(), 404);
 }
+
+/// The load test's size: `EXEC_LOAD_SESSIONS` sessions in all (32 by default), at most
+/// `EXEC_LOAD_CONCURRENCY` at once (16, the reported load), small enough for `cargo test` on
+/// two cores.
+fn load_size() -> (usize, usize) {
+    let var = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(default)
+    };
+    (
+        var("EXEC_LOAD_SESSIONS", 32),
+        var("EXEC_LOAD_CONCURRENCY", 16).max(1),
+    )
+}
+
+/// Connects one exec fd's websocket; what went wrong otherwise.
+async fn try_ws(fake: &FakeIncus, e: &Exec, fd: &str) -> Result<common::UnixWs, String> {
+    let stream = tokio::net::UnixStream::connect(fake.unix_socket())
+        .await
+        .map_err(|err| format!("fd {fd}: connect: {err}"))?;
+    let url = format!(
+        "ws://unix.socket/1.0/operations/{}/websocket?secret={}",
+        e.id,
+        e.secret(fd)
+    );
+    tokio_tungstenite::client_async(url, stream)
+        .await
+        .map(|(ws, _)| ws)
+        .map_err(|err| format!("fd {fd}: upgrade: {err}"))
+}
+
+/// What one output stream delivered to a client: its bytes, or how it broke.
+async fn read_to_eof(fd: &str, ws: &mut common::UnixWs) -> Result<Vec<u8>, String> {
+    let mut data = Vec::new();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+            Err(_) => return Err(format!("fd {fd}: no end of stream within 10 s")),
+            Ok(Some(Ok(Message::Binary(bytes)))) => data.extend_from_slice(&bytes),
+            Ok(Some(Ok(Message::Text(text)))) if text.is_empty() => return Ok(data),
+            Ok(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => {}
+            Ok(Some(Ok(other))) => return Err(format!("fd {fd}: unexpected {other:?}")),
+            Ok(Some(Err(err))) => return Err(format!("fd {fd}: {err} after {} bytes", data.len())),
+            Ok(None) => return Err(format!("fd {fd}: closed before its end of stream")),
+        }
+    }
+}
+
+/// One session of a client that is slow, as a loaded client is: it connects `control`, `0`,
+/// `1`, `2` (the official client's order), sees the operation end, and only then reads its
+/// output and sends its stdin's end, as a client that reads late does. Returns what broke.
+async fn late_reading_session(fake: &FakeIncus, n: usize) -> Result<(), String> {
+    let payload = format!("session-{n}-").repeat(64);
+    let script = format!("echo {payload}; echo err-{n} >&2; exit {}", n % 7);
+    let e = exec(fake, &["sh", "-c", &script], false).await;
+    let _control = try_ws(fake, &e, "control").await?;
+    let mut stdin = try_ws(fake, &e, "0").await?;
+    let mut stdout = try_ws(fake, &e, "1").await?;
+    let mut stderr = try_ws(fake, &e, "2").await?;
+    let done = final_op(fake, &e).await;
+    let op = done.metadata();
+    if op["status"] != "Success" || op["metadata"]["return"] != json!(n % 7) {
+        return Err(format!("operation ended as {op}"));
+    }
+    let out = read_to_eof("1", &mut stdout).await?;
+    let err = read_to_eof("2", &mut stderr).await?;
+    if out != format!("{payload}\n").as_bytes() || err != format!("err-{n}\n").as_bytes() {
+        return Err(format!(
+            "output differs: stdout {} bytes, stderr {:?}",
+            out.len(),
+            String::from_utf8_lossy(&err)
+        ));
+    }
+    stdin
+        .send(Message::text(""))
+        .await
+        .map_err(|err| format!("fd 0: the end of stdin could not be sent: {err}"))
+}
+
+/// Exec under load: a loaded client reads its websockets late, after the command has ended and
+/// the fake has sent everything. Every session the fake accepted still delivers its whole output
+/// and exit code, with no broken pipe (the daemon keeps every session it accepted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_accepted_exec_session_delivers_its_whole_output_to_a_client_that_reads_late() {
+    let fake = running().await;
+    let (sessions, concurrency) = load_size();
+    let started = std::time::Instant::now();
+    let results: Vec<Result<(), String>> = futures_util::stream::iter(0..sessions)
+        .map(|n| late_reading_session(&fake, n))
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    eprintln!(
+        "{sessions} late-reading exec sessions, {concurrency} at once, in {:?}: {} failed",
+        started.elapsed(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {sessions} sessions broke: {failures:#?}",
+        failures.len()
+    );
+}
