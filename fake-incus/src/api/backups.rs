@@ -108,19 +108,7 @@ fn backup_spec(
 fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let current = instance(ctx, name)?;
     let req: CreateBody = parse_body(body)?;
-    if req.name.contains('/') {
-        return Err(ApiError::bad_request(
-            "Backup names may not contain slashes",
-        ));
-    }
-    let backup_name = if req.name.is_empty() {
-        (0..)
-            .map(|n| format!("backup{n}"))
-            .find(|n| current.backups.iter().all(|b| &b.name != n))
-            .unwrap_or_default()
-    } else {
-        req.name.clone()
-    };
+    let backup_name = backup_name(&req.name, |n| current.backups.iter().any(|b| b.name == n))?;
     let spec = backup_spec(ctx, "Backing up instance", &current, Some(&backup_name));
     let (project, name) = (ctx.project(), name.to_string());
     let app = Arc::clone(&ctx.app);
@@ -137,6 +125,16 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
                 )));
             }
             let tarball = backup_tarball(&app, state, &instance, req.instance_only)?;
+            let kept = {
+                let files = app.files();
+                instance
+                    .backups
+                    .iter()
+                    .filter_map(|b| files.backup(&project, &name, &b.name))
+                    .map(|t| t.len())
+                    .sum()
+            };
+            within_budget("Create backup", "instance", kept, tarball.len())?;
             let backup = Backup {
                 name: backup_name.clone(),
                 created_at: clock::now(),
@@ -248,11 +246,7 @@ fn rename(ctx: &Ctx, name: &str, backup: &str, body: &[u8]) -> ApiResult {
         return Err(backup_not_found());
     }
     let req: RenameBody = parse_body(body)?;
-    if req.name.contains('/') {
-        return Err(ApiError::bad_request(
-            "Backup names may not contain slashes",
-        ));
-    }
+    check_backup_name(&req.name)?;
     let spec = backup_spec(ctx, "Renaming instance backup", &current, None);
     let (project, name, old, new) = (
         ctx.project(),
@@ -317,6 +311,58 @@ fn export(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
         .files()
         .backup(&ctx.project(), name, backup)
         .ok_or_else(backup_not_found)?;
+    Ok(tarball_response(tarball))
+}
+
+/// How many bytes of backup tarballs the fake keeps per instance or per custom volume (it holds
+/// them in memory; the daemon writes them to its backups directory, bounded only by the disk).
+pub(crate) const BACKUP_BUDGET: usize = 32 << 20;
+
+/// Refuses a new tarball of `size` bytes when the owner's `kept` ones and it pass
+/// [`BACKUP_BUDGET`], with the daemon's text for a full disk (`{what}: ... no space left on
+/// device`) and the fake's bound.
+pub(super) fn within_budget(
+    what: &str,
+    owner: &str,
+    kept: usize,
+    size: usize,
+) -> Result<(), ApiError> {
+    if kept.saturating_add(size) > BACKUP_BUDGET {
+        return Err(ApiError::internal(format!(
+            "{what}: Failed to write backup file: no space left on device (the fake keeps at most \
+             {} MiB of backups per {owner}; {} MiB are kept and this one is {} KiB)",
+            BACKUP_BUDGET >> 20,
+            kept >> 20,
+            size >> 10
+        )));
+    }
+    Ok(())
+}
+
+/// The daemon's check of a backup's new name.
+pub(super) fn check_backup_name(name: &str) -> Result<(), ApiError> {
+    if name.contains('/') {
+        return Err(ApiError::bad_request(
+            "Backup names may not contain slashes",
+        ));
+    }
+    Ok(())
+}
+
+/// The name a new backup gets: the requested one, or the first free `backup{n}`.
+pub(super) fn backup_name(requested: &str, taken: impl Fn(&str) -> bool) -> Result<String, ApiError> {
+    check_backup_name(requested)?;
+    if !requested.is_empty() {
+        return Ok(requested.to_string());
+    }
+    Ok((0..)
+        .map(|n| format!("backup{n}"))
+        .find(|n| !taken(n))
+        .unwrap_or_default())
+}
+
+/// A backup's tarball as the daemon sends it (octet-stream, `inline;filename=` with no name).
+pub(super) fn tarball_response(tarball: Bytes) -> Response<envelope::Body> {
     let mut response = Response::new(envelope::full(tarball));
     let headers = response.headers_mut();
     headers.insert(
@@ -327,7 +373,7 @@ fn export(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
         header::CONTENT_DISPOSITION,
         HeaderValue::from_static("inline;filename="),
     );
-    Ok(response)
+    response
 }
 
 /// What an imported backup holds.

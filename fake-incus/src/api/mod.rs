@@ -39,6 +39,7 @@ mod snapshots;
 mod state;
 mod storage;
 mod validation;
+mod volume_backups;
 mod volume_snapshots;
 mod volumes;
 mod warnings;
@@ -160,6 +161,10 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         if rest.first() == Some(&"snapshots") {
             ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
             return volume_snapshots::route(ctx, &method, pool, name, rest, req.headers(), req.body());
+        }
+        if rest.first() == Some(&"backups") {
+            ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
+            return volume_backups::route(ctx, &method, pool, name, rest, req.body());
         }
     }
     if let Some((resource, parent, rest)) = resource::find(&segs[1..]) {

@@ -16,12 +16,6 @@ const ELSEWHERE: &[&str] = &[
     "POST /1.0/images/{fingerprint}/export",
     "GET /1.0/instances/{name}/access",
     "GET /1.0/instances/{name}/debug/memory",
-    "GET /1.0/storage-pools/{poolName}/volumes/{type}/{volumeName}/backups",
-    "POST /1.0/storage-pools/{poolName}/volumes/{type}/{volumeName}/backups",
-    "GET /1.0/storage-pools/{poolName}/volumes/{type}/{volumeName}/backups/{backupName}",
-    "POST /1.0/storage-pools/{poolName}/volumes/{type}/{volumeName}/backups/{backupName}",
-    "DELETE /1.0/storage-pools/{poolName}/volumes/{type}/{volumeName}/backups/{backupName}",
-    "GET /1.0/storage-pools/{poolName}/volumes/{type}/{volumeName}/backups/{backupName}/export",
 ];
 
 /// How the fake answers an endpoint asked about a name that does not exist.

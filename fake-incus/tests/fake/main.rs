@@ -24,5 +24,6 @@ mod serve;
 mod tarball;
 mod tokens;
 mod verification;
+mod volume_backups;
 mod volume_snapshots;
 mod writable;
