@@ -2,7 +2,9 @@
 //! rename, delete, export) and `POST /1.0/instances` with a backup tarball body (`incus import`).
 //! A backup is the daemon's tarball layout for a `dir` pool, made when the backup is created:
 //! `backup/index.yaml`, `backup/container/{backup.yaml,metadata.yaml,rootfs/,templates/}` and,
-//! unless `instance_only`, `backup/snapshots/{snap}/{metadata.yaml,rootfs/}`.
+//! unless `instance_only`, `backup/snapshots/{snap}/{metadata.yaml,rootfs/}`. An instance's
+//! tarballs together stay within [`BACKUP_BUDGET`] (so do a custom volume's): a backup past it
+//! fails its operation like a full disk would on the daemon.
 
 use super::image_archive::{yaml, Tarball};
 use super::{instance_not_found, parse_body, Ctx};
@@ -314,9 +316,11 @@ fn export(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
     Ok(tarball_response(tarball))
 }
 
-/// How many bytes of backup tarballs the fake keeps per instance or per custom volume (it holds
-/// them in memory; the daemon writes them to its backups directory, bounded only by the disk).
-pub(crate) const BACKUP_BUDGET: usize = 32 << 20;
+/// How many bytes of backup tarballs the fake keeps per instance or per custom volume: four full
+/// trees ([`crate::state::files::TREE_LIMIT`]), so that a backup of a full instance with three
+/// snapshots fits once. The fake holds them in memory; the daemon writes them to its backups
+/// directory, bounded only by the disk (where a full disk fails the backup's operation).
+pub(crate) const BACKUP_BUDGET: usize = 4 * crate::state::files::TREE_LIMIT;
 
 /// Refuses a new tarball of `size` bytes when the owner's `kept` ones and it pass
 /// [`BACKUP_BUDGET`], with the daemon's text for a full disk (`{what}: ... no space left on

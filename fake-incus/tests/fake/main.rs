@@ -2,6 +2,7 @@
 //! test file of that name, and its tests keep their names under the module path
 //! (`exec::exec_operation_lists_fds_with_64_hex_secrets`).
 
+mod backup_budget;
 mod capture;
 mod cluster;
 mod cluster_leader;
