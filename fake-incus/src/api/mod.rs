@@ -31,6 +31,7 @@ mod operations;
 mod profiles;
 mod projects;
 mod rebuild;
+mod refusals;
 mod resource;
 mod resources;
 mod server;
@@ -202,8 +203,18 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
                 files::route(ctx, &method, segs[2], req.headers(), req.body())
             }
             Some(&"sftp") if segs.len() == 4 => sftp::route(ctx, segs[2], req),
+            Some(&"access") if segs.len() == 4 => refusals::access(&method),
+            Some(&"debug") if segs[3..] == ["debug", "memory"] => {
+                refusals::debug_memory(ctx, &method, segs[2])
+            }
             _ => Err(ApiError::not_found()),
         },
+        "images" if segs.len() == 4 && segs[3] == "export" && method == Method::POST => {
+            refusals::image_push(ctx, segs[2], req.body())
+        }
+        "cluster" if segs[2..] == ["certificate"] && ctx.app.cluster().is_none() => {
+            refusals::cluster_certificate(&method, req.body())
+        }
         "images" => images::route(ctx, &method, &segs[2..], req.headers(), req.body()).await,
         "storage-pools" => storage::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "cluster" => cluster::route(ctx, &method, &segs[2..], req.headers(), req.body()),

@@ -19,6 +19,7 @@ mod listeners;
 mod named_snapshots;
 mod persistence;
 mod protocol;
+mod refusals;
 mod resources;
 mod serve;
 #[path = "../tarball/mod.rs"]
