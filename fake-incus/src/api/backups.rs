@@ -381,15 +381,15 @@ pub(super) fn tarball_response(tarball: Bytes) -> Response<envelope::Body> {
 }
 
 /// What an imported backup holds.
-struct Imported {
-    index: Value,
+pub(super) struct Imported {
+    pub(super) index: Value,
     trees: Vec<(Option<String>, Tree)>,
     templates: crate::state::StringMap,
 }
 
 /// Reads a backup tarball (gzip or plain tar): its index and the trees of the instance and its
 /// snapshots; anything else is the daemon's `Unsupported compression`.
-fn read_backup(body: &[u8]) -> Result<Imported, ApiError> {
+pub(super) fn read_backup(body: &[u8]) -> Result<Imported, ApiError> {
     let reader: Box<dyn Read + '_> = if body.starts_with(&[0x1f, 0x8b]) {
         Box::new(flate2::read::GzDecoder::new(body))
     } else if body.len() > 262 && &body[257..262] == b"ustar" {

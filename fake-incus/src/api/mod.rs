@@ -157,6 +157,12 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             return Err(ApiError::bad_request("Invalid instance name"));
         }
     }
+    if let ["storage-pools", pool, "volumes", "custom"] = &segs[1..] {
+        if method == Method::POST && volume_backups::is_import(req.headers()) {
+            ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
+            return volume_backups::import(ctx, pool, req.headers(), req.body());
+        }
+    }
     // A custom volume's snapshots are served apart from its declaration.
     if let ["storage-pools", pool, "volumes", "custom", name, rest @ ..] = &segs[1..] {
         if rest.first() == Some(&"snapshots") {

@@ -1,5 +1,6 @@
 //! Custom volume backups: `/1.0/storage-pools/{pool}/volumes/custom/{vol}/backups[/{name}[/export]]`
-//! (create, list, get, rename, delete, export) as the daemon answers them. A backup is the
+//! (create, list, get, rename, delete, export) and `incus storage volume import` (`POST` of a
+//! backup tarball to `.../volumes/custom`) as the daemon answers them. A backup is the
 //! daemon's tarball layout for a custom volume of a `dir` pool, made when the backup is created:
 //! `backup/index.yaml`, then `backup/volume-snapshots/{snap}/` (unless `volume_only`), then
 //! `backup/volume/` (the fake's volumes hold no files, so the directories are empty). The
@@ -307,4 +308,89 @@ pub(super) fn follow_rename(state: &mut State, pool: &str, owner: &str, old: &st
             b.volume = new.to_owned();
         }
     }
+}
+
+/// Whether a `POST /1.0/storage-pools/{pool}/volumes/custom` carries a backup tarball
+/// (`incus storage volume import`) rather than a JSON volume.
+pub(super) fn is_import(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/octet-stream")
+}
+
+/// `POST /1.0/storage-pools/{pool}/volumes/custom` with a backup tarball: a `Restoring custom
+/// volume backup` operation that creates the volume (named by `X-Incus-name` or the backup)
+/// with its config, description and snapshots.
+pub(super) fn import(ctx: &Ctx, pool: &str, headers: &http::HeaderMap, body: &[u8]) -> ApiResult {
+    if !ctx.app.state().storage_pools.iter().any(|p| p.name == pool) {
+        return Err(super::volumes::pool_not_found());
+    }
+    let imported = super::backups::read_backup(body)?;
+    let index = imported.index;
+    let name = headers
+        .get("x-incus-name")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+        .or_else(|| index["name"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let volume = Volume {
+        pool: pool.to_string(),
+        project: ctx.app.state().volume_project(&ctx.project()),
+        name,
+        description: index["config"]["volume"]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .into(),
+        config: serde_json::from_value(index["config"]["volume"]["config"].clone())
+            .unwrap_or_default(),
+        created_at: String::new(),
+    };
+    let spec = spec(
+        ctx,
+        "Restoring custom volume backup",
+        BTreeMap::from([("storage_volumes".to_string(), vec![volume.url()])]),
+    );
+    let op = ctx.start_task(
+        spec,
+        Box::new(move |state: &mut State| {
+            if state
+                .custom_volume(&volume.pool, &volume.project, &volume.name)
+                .is_some()
+            {
+                return Err(ApiError::internal(format!(
+                    "Create custom volume from backup: Volume {:?} already exists in pool {:?}",
+                    volume.name, volume.pool
+                )));
+            }
+            let snapshots = index["config"]["volume_snapshots"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| crate::state::volume_snapshots::VolumeSnapshot {
+                    pool: volume.pool.clone(),
+                    project: volume.project.clone(),
+                    volume: volume.name.clone(),
+                    name: s["name"].as_str().unwrap_or_default().into(),
+                    description: s["description"].as_str().unwrap_or_default().into(),
+                    config: serde_json::from_value(s["config"].clone()).unwrap_or_default(),
+                    created_at: s["created_at"]
+                        .as_str()
+                        .map_or_else(clock::now, str::to_string),
+                    expires_at: s["expires_at"]
+                        .as_str()
+                        .filter(|e| *e != clock::ZERO_TIME)
+                        .map(str::to_string),
+                });
+            let snapshots: Vec<_> = snapshots.collect();
+            state.volume_snapshots.extend(snapshots);
+            state.storage_volumes.push(Volume {
+                created_at: clock::now(),
+                ..volume
+            });
+            Ok(None)
+        }),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
 }

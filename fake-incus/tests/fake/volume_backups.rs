@@ -3,7 +3,7 @@
 
 use crate::common::{call, wait};
 use crate::instances::failure;
-use fake_incus::{assert_native_error, FakeIncus};
+use fake_incus::{assert_native_error, FakeIncus, Request};
 use serde_json::{json, Value};
 
 const VOLUMES: &str = "/1.0/storage-pools/default/volumes/custom";
@@ -260,4 +260,78 @@ async fn a_volume_backup_follows_its_volume_renamed_and_goes_with_it_deleted() {
     assert_eq!(again.status(), 200, "{}", again.json());
     let list = call(&fake, "GET", &format!("{VOLUMES}/v2/backups"), None).await;
     assert_eq!(list.metadata(), &json!([]));
+}
+
+async fn import(fake: &FakeIncus, name: Option<&str>, tarball: &[u8]) -> fake_incus::Reply {
+    let mut request = Request::post(VOLUMES)
+        .header("content-type", "application/octet-stream")
+        .body(tarball.to_vec());
+    if let Some(name) = name {
+        request = request.header("x-incus-name", name);
+    }
+    fake.call(request).await
+}
+
+#[tokio::test]
+async fn a_volume_backup_imported_back_restores_the_volume_and_its_snapshots() {
+    let fake = fake_with_volume().await;
+    let described = call(
+        &fake,
+        "PATCH",
+        &format!("{VOLUMES}/v1"),
+        Some(json!({"description": "kept", "config": {"user.k": "v"}})),
+    )
+    .await;
+    assert_eq!(described.status(), 200, "{}", described.json());
+    let snap = call(
+        &fake,
+        "POST",
+        &format!("{VOLUMES}/v1/snapshots"),
+        Some(json!({"name": "s0"})),
+    )
+    .await;
+    wait(&fake, &snap).await;
+    wait(&fake, &backup(&fake, json!({"name": "b1"})).await).await;
+    let export = call(&fake, "GET", &format!("{VOLUMES}/v1/backups/b1/export"), None).await;
+
+    let restored = import(&fake, Some("v9"), export.bytes()).await;
+    assert_eq!(
+        restored.metadata()["description"],
+        "Restoring custom volume backup"
+    );
+    assert_eq!(
+        restored.metadata()["resources"],
+        json!({"storage_volumes": [format!("{VOLUMES}/v9")]})
+    );
+    assert_eq!(wait(&fake, &restored).await.json()["type"], "sync");
+    let v9 = call(&fake, "GET", &format!("{VOLUMES}/v9"), None).await;
+    assert_eq!(
+        (&v9.metadata()["description"], &v9.metadata()["config"]["user.k"]),
+        (&json!("kept"), &json!("v"))
+    );
+    let snaps = call(&fake, "GET", &format!("{VOLUMES}/v9/snapshots"), None).await;
+    assert_eq!(
+        snaps.metadata(),
+        &json!([format!("{VOLUMES}/v9/snapshots/s0")])
+    );
+
+    let again = import(&fake, Some("v9"), export.bytes()).await;
+    assert_eq!(
+        failure(&wait(&fake, &again).await),
+        (
+            "Failure",
+            "Create custom volume from backup: Volume \"v9\" already exists in pool \"default\""
+        )
+    );
+    // Without a name, the backup's own: v1, which exists.
+    let unnamed = import(&fake, None, export.bytes()).await;
+    assert_eq!(
+        failure(&wait(&fake, &unnamed).await).1,
+        "Create custom volume from backup: Volume \"v1\" already exists in pool \"default\""
+    );
+    assert_native_error(
+        &import(&fake, Some("v8"), b"garbage").await,
+        500,
+        "Unsupported compression",
+    );
 }
