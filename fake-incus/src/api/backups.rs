@@ -354,7 +354,10 @@ pub(super) fn check_backup_name(name: &str) -> Result<(), ApiError> {
 }
 
 /// The name a new backup gets: the requested one, or the first free `backup{n}`.
-pub(super) fn backup_name(requested: &str, taken: impl Fn(&str) -> bool) -> Result<String, ApiError> {
+pub(super) fn backup_name(
+    requested: &str,
+    taken: impl Fn(&str) -> bool,
+) -> Result<String, ApiError> {
     check_backup_name(requested)?;
     if !requested.is_empty() {
         return Ok(requested.to_string());

@@ -167,7 +167,15 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
     if let ["storage-pools", pool, "volumes", "custom", name, rest @ ..] = &segs[1..] {
         if rest.first() == Some(&"snapshots") {
             ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
-            return volume_snapshots::route(ctx, &method, pool, name, rest, req.headers(), req.body());
+            return volume_snapshots::route(
+                ctx,
+                &method,
+                pool,
+                name,
+                rest,
+                req.headers(),
+                req.body(),
+            );
         }
         if rest.first() == Some(&"backups") {
             ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;

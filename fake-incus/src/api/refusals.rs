@@ -72,9 +72,7 @@ fn unreachable_target(target: &str) -> String {
     let Some((scheme, rest)) = target.split_once("://") else {
         let first = target.split('/').next().unwrap_or_default();
         if first.contains(':') {
-            return format!(
-                "parse \"{target}\": first path segment in URL cannot contain colon"
-            );
+            return format!("parse \"{target}\": first path segment in URL cannot contain colon");
         }
         return format!("Get \"{target}/1.0\": unsupported protocol scheme \"\"");
     };

@@ -53,7 +53,12 @@ fn backups_of<'a>(state: &'a State, volume: &'a Volume) -> impl Iterator<Item = 
 }
 
 /// The volume and its backup `backup`, or the pool's, the volume's or the backup's 404.
-fn backup(ctx: &Ctx, pool: &str, name: &str, backup: &str) -> Result<(Volume, VolumeBackup), ApiError> {
+fn backup(
+    ctx: &Ctx,
+    pool: &str,
+    name: &str,
+    backup: &str,
+) -> Result<(Volume, VolumeBackup), ApiError> {
     let state = ctx.app.state();
     let volume = volume(&state, ctx, pool, name)?;
     let found = backups_of(&state, &volume)
@@ -111,7 +116,9 @@ fn create(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
     let req: CreateBody = parse_body(body)?;
     let made = {
         let state = ctx.app.state();
-        backup_name(&req.name, |n| backups_of(&state, &volume).any(|b| b.name == n))?
+        backup_name(&req.name, |n| {
+            backups_of(&state, &volume).any(|b| b.name == n)
+        })?
     };
     let made = VolumeBackup {
         pool: volume.pool.clone(),
@@ -157,8 +164,12 @@ fn create(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
                     .sum()
             };
             within_budget("Create volume backup", "volume", kept, tarball.len())?;
-            app.files()
-                .set_backup(&made.project, TARBALLS, &made.tarball, Some(Bytes::from(tarball)));
+            app.files().set_backup(
+                &made.project,
+                TARBALLS,
+                &made.tarball,
+                Some(Bytes::from(tarball)),
+            );
             state.volume_backups.push(VolumeBackup {
                 created_at: clock::now(),
                 ..made
@@ -239,12 +250,14 @@ fn rename(ctx: &Ctx, pool: &str, name: &str, old: &str, body: &[u8]) -> ApiResul
     check_backup_name(&req.name)?;
     // The daemon names the backup by its full name `{volume}/{backup}` here.
     let url = crate::state::url(
-        &format!(
-            "/1.0/storage-pools/{pool}/volumes/custom/{name}/backups/{name}%2F{old}"
-        ),
+        &format!("/1.0/storage-pools/{pool}/volumes/custom/{name}/backups/{name}%2F{old}"),
         &volume.project,
     );
-    let spec = spec(ctx, "Renaming custom volume backup", resources(&volume, url));
+    let spec = spec(
+        ctx,
+        "Renaming custom volume backup",
+        resources(&volume, url),
+    );
     let op = ctx.start_task(
         spec,
         Box::new(move |state: &mut State| {

@@ -100,7 +100,11 @@ fn get(ctx: &Ctx, pool: &str, name: &str, snap: &str) -> ApiResult {
     Ok(envelope::sync_etag(found.to_json(true), &found.etag()))
 }
 
-pub(super) fn spec(ctx: &Ctx, description: &'static str, resources: BTreeMap<String, Vec<String>>) -> OpSpec {
+pub(super) fn spec(
+    ctx: &Ctx,
+    description: &'static str,
+    resources: BTreeMap<String, Vec<String>>,
+) -> OpSpec {
     OpSpec {
         project: ctx.project(),
         class: "task",

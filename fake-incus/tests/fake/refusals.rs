@@ -37,7 +37,13 @@ async fn a_memory_dump_is_refused_for_a_container_a_stopped_vm_and_a_missing_ins
     let fake = fake().await;
     launch(&fake, "c1", true).await;
     assert_native_error(
-        &call(&fake, "GET", "/1.0/instances/c1/debug/memory?format=elf", None).await,
+        &call(
+            &fake,
+            "GET",
+            "/1.0/instances/c1/debug/memory?format=elf",
+            None,
+        )
+        .await,
         400,
         "Memory dumps are only supported for virtual machines",
     );
@@ -101,7 +107,8 @@ async fn an_image_push_answers_as_an_unreachable_target() {
     );
 }
 
-const CERTIFICATE: &str = "-----BEGIN CERTIFICATE-----\nMIIBdTCCARugAwIBAgIU\n-----END CERTIFICATE-----\n";
+const CERTIFICATE: &str =
+    "-----BEGIN CERTIFICATE-----\nMIIBdTCCARugAwIBAgIU\n-----END CERTIFICATE-----\n";
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49\n-----END PRIVATE KEY-----\n";
 
 #[tokio::test]

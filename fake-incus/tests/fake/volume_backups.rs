@@ -40,7 +40,10 @@ fn index_of(bytes: &[u8]) -> Value {
         .entries()
         .expect("a tarball")
         .filter_map(Result::ok)
-        .find(|e| e.path().is_ok_and(|p| p.to_string_lossy() == "backup/index.yaml"))
+        .find(|e| {
+            e.path()
+                .is_ok_and(|p| p.to_string_lossy() == "backup/index.yaml")
+        })
         .expect("backup/index.yaml");
     let mut text = String::new();
     entry.read_to_string(&mut text).expect("index.yaml reads");
@@ -70,7 +73,13 @@ async fn volume_backups_are_created_listed_got_renamed_and_deleted_as_operations
             format!("{VOLUMES}/v1/backups/backup0")
         ])
     );
-    let full = call(&fake, "GET", &format!("{VOLUMES}/v1/backups?recursion=1"), None).await;
+    let full = call(
+        &fake,
+        "GET",
+        &format!("{VOLUMES}/v1/backups?recursion=1"),
+        None,
+    )
+    .await;
     let keys: Vec<&String> = full.metadata()[0]
         .as_object()
         .expect("object")
@@ -93,9 +102,18 @@ async fn volume_backups_are_created_listed_got_renamed_and_deleted_as_operations
     let again = backup(&fake, json!({"name": "b1"})).await;
     assert_eq!(
         failure(&wait(&fake, &again).await),
-        ("Failure", "Create volume backup: Backup \"v1/b1\" already exists")
+        (
+            "Failure",
+            "Create volume backup: Backup \"v1/b1\" already exists"
+        )
     );
-    let export = call(&fake, "GET", &format!("{VOLUMES}/v1/backups/b1/export"), None).await;
+    let export = call(
+        &fake,
+        "GET",
+        &format!("{VOLUMES}/v1/backups/b1/export"),
+        None,
+    )
+    .await;
 
     let renamed = call(
         &fake,
@@ -114,7 +132,13 @@ async fn volume_backups_are_created_listed_got_renamed_and_deleted_as_operations
         json!([format!("{VOLUMES}/v1/backups/v1%2Fb1")])
     );
     assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
-    let moved = call(&fake, "GET", &format!("{VOLUMES}/v1/backups/b3/export"), None).await;
+    let moved = call(
+        &fake,
+        "GET",
+        &format!("{VOLUMES}/v1/backups/b3/export"),
+        None,
+    )
+    .await;
     assert_eq!(moved.bytes(), export.bytes());
 
     let deleted = call(&fake, "DELETE", &format!("{VOLUMES}/v1/backups/b3"), None).await;
@@ -171,7 +195,13 @@ async fn volume_backup_errors_are_the_daemons() {
         );
     }
     assert_native_error(
-        &call(&fake, "PUT", &format!("{VOLUMES}/v1/backups/b1"), Some(json!({}))).await,
+        &call(
+            &fake,
+            "PUT",
+            &format!("{VOLUMES}/v1/backups/b1"),
+            Some(json!({})),
+        )
+        .await,
         501,
         "not implemented",
     );
@@ -194,14 +224,24 @@ async fn a_volume_backup_export_is_the_daemons_dir_pool_tarball() {
         &backup(&fake, json!({"name": "only", "volume_only": true})).await,
     )
     .await;
-    let export = call(&fake, "GET", &format!("{VOLUMES}/v1/backups/b1/export"), None).await;
+    let export = call(
+        &fake,
+        "GET",
+        &format!("{VOLUMES}/v1/backups/b1/export"),
+        None,
+    )
+    .await;
     assert_eq!(
         (
             export.status(),
             export.header("content-type"),
             export.header("content-disposition")
         ),
-        (200, Some("application/octet-stream"), Some("inline;filename="))
+        (
+            200,
+            Some("application/octet-stream"),
+            Some("inline;filename=")
+        )
     );
     assert_eq!(
         entries(export.bytes()),
@@ -231,7 +271,13 @@ async fn a_volume_backup_export_is_the_daemons_dir_pool_tarball() {
     assert_eq!(index["config"]["volume"]["name"], "v1");
     assert_eq!(index["config"]["volume_snapshots"][0]["name"], "s0");
 
-    let only = call(&fake, "GET", &format!("{VOLUMES}/v1/backups/only/export"), None).await;
+    let only = call(
+        &fake,
+        "GET",
+        &format!("{VOLUMES}/v1/backups/only/export"),
+        None,
+    )
+    .await;
     assert_eq!(
         entries(only.bytes()),
         [
@@ -246,13 +292,31 @@ async fn a_volume_backup_export_is_the_daemons_dir_pool_tarball() {
 async fn a_volume_backup_follows_its_volume_renamed_and_goes_with_it_deleted() {
     let fake = fake_with_volume().await;
     wait(&fake, &backup(&fake, json!({"name": "b1"})).await).await;
-    let before = call(&fake, "GET", &format!("{VOLUMES}/v1/backups/b1/export"), None).await;
-    let renamed = call(&fake, "POST", &format!("{VOLUMES}/v1"), Some(json!({"name": "v2"}))).await;
+    let before = call(
+        &fake,
+        "GET",
+        &format!("{VOLUMES}/v1/backups/b1/export"),
+        None,
+    )
+    .await;
+    let renamed = call(
+        &fake,
+        "POST",
+        &format!("{VOLUMES}/v1"),
+        Some(json!({"name": "v2"})),
+    )
+    .await;
     assert!(renamed.status() < 300, "{}", renamed.json());
     if renamed.status() == 202 {
         wait(&fake, &renamed).await;
     }
-    let after = call(&fake, "GET", &format!("{VOLUMES}/v2/backups/b1/export"), None).await;
+    let after = call(
+        &fake,
+        "GET",
+        &format!("{VOLUMES}/v2/backups/b1/export"),
+        None,
+    )
+    .await;
     assert_eq!(after.bytes(), before.bytes());
     let deleted = call(&fake, "DELETE", &format!("{VOLUMES}/v2"), None).await;
     assert!(deleted.status() < 300, "{}", deleted.json());
@@ -292,7 +356,13 @@ async fn a_volume_backup_imported_back_restores_the_volume_and_its_snapshots() {
     .await;
     wait(&fake, &snap).await;
     wait(&fake, &backup(&fake, json!({"name": "b1"})).await).await;
-    let export = call(&fake, "GET", &format!("{VOLUMES}/v1/backups/b1/export"), None).await;
+    let export = call(
+        &fake,
+        "GET",
+        &format!("{VOLUMES}/v1/backups/b1/export"),
+        None,
+    )
+    .await;
 
     let restored = import(&fake, Some("v9"), export.bytes()).await;
     assert_eq!(
@@ -306,7 +376,10 @@ async fn a_volume_backup_imported_back_restores_the_volume_and_its_snapshots() {
     assert_eq!(wait(&fake, &restored).await.json()["type"], "sync");
     let v9 = call(&fake, "GET", &format!("{VOLUMES}/v9"), None).await;
     assert_eq!(
-        (&v9.metadata()["description"], &v9.metadata()["config"]["user.k"]),
+        (
+            &v9.metadata()["description"],
+            &v9.metadata()["config"]["user.k"]
+        ),
         (&json!("kept"), &json!("v"))
     );
     let snaps = call(&fake, "GET", &format!("{VOLUMES}/v9/snapshots"), None).await;

@@ -11,8 +11,8 @@ mod cluster;
 mod config;
 mod exec;
 mod images;
-mod resources;
 mod instances;
+mod resources;
 mod standalone;
 #[path = "../tarball/mod.rs"]
 mod tarball;
