@@ -408,3 +408,42 @@ async fn a_volume_backup_imported_back_restores_the_volume_and_its_snapshots() {
         "Unsupported compression",
     );
 }
+
+#[tokio::test]
+async fn a_volume_backup_and_its_tarball_survive_a_restart() {
+    use crate::persistence::{send, start};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("incus.socket");
+    let mut child = start(dir.path(), &[]).await.unwrap();
+    let created = send(&socket, Request::post(VOLUMES).json(&json!({"name": "v1"})))
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200, "{}", created.json());
+    let made = send(
+        &socket,
+        Request::post(&format!("{VOLUMES}/v1/backups")).json(&json!({"name": "b1"})),
+    )
+    .await
+    .unwrap();
+    let operation = made.operation().unwrap().to_string();
+    let done = send(&socket, Request::get(&format!("{operation}/wait")))
+        .await
+        .unwrap();
+    assert_eq!(done.metadata()["status"], "Success");
+    let export = format!("{VOLUMES}/v1/backups/b1/export");
+    let before = send(&socket, Request::get(&export)).await.unwrap();
+    assert_eq!(before.status(), 200);
+    child.kill().await.unwrap();
+
+    let mut child = start(dir.path(), &[]).await.unwrap();
+    let after = send(&socket, Request::get(&export)).await.unwrap();
+    assert_eq!((after.status(), after.bytes()), (200, before.bytes()));
+    let listed = send(&socket, Request::get(&format!("{VOLUMES}/v1/backups")))
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.metadata(),
+        &json!([format!("{VOLUMES}/v1/backups/b1")])
+    );
+    child.kill().await.unwrap();
+}
