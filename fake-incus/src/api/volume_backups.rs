@@ -302,27 +302,6 @@ fn export(ctx: &Ctx, pool: &str, name: &str, backup_name: &str) -> ApiResult {
     Ok(tarball_response(tarball))
 }
 
-/// When a volume is deleted: its backups go, their tarballs too.
-pub(super) fn forget(ctx: &Ctx, state: &mut State, pool: &str, owner: &str, name: &str) {
-    let mut files = ctx.app.files();
-    state.volume_backups.retain(|b| {
-        let gone = b.of(pool, owner, name);
-        if gone {
-            files.set_backup(owner, TARBALLS, &b.tarball, None);
-        }
-        !gone
-    });
-}
-
-/// After a volume was renamed: its backups follow (their tarballs are keyed apart from it).
-pub(super) fn follow_rename(state: &mut State, pool: &str, owner: &str, old: &str, new: &str) {
-    for b in &mut state.volume_backups {
-        if b.of(pool, owner, old) {
-            b.volume = new.to_owned();
-        }
-    }
-}
-
 /// Whether a `POST /1.0/storage-pools/{pool}/volumes/custom` carries a backup tarball
 /// (`incus storage volume import`) rather than a JSON volume.
 pub(super) fn is_import(headers: &http::HeaderMap) -> bool {

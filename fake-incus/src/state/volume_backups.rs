@@ -1,7 +1,8 @@
 //! Backups of custom storage volumes: what `GET .../volumes/custom/{vol}/backups/{name}` shows,
 //! and where the backup's tarball is kept.
 
-use super::{clock, url};
+use super::files::Files;
+use super::{clock, url, State};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -59,5 +60,25 @@ impl VolumeBackup {
             "volume_only": self.volume_only,
             "optimized_storage": self.optimized_storage,
         })
+    }
+}
+
+/// When a volume is deleted: its backups go, their tarballs too.
+pub(crate) fn forget(state: &mut State, files: &mut Files, pool: &str, owner: &str, name: &str) {
+    state.volume_backups.retain(|b| {
+        let gone = b.of(pool, owner, name);
+        if gone {
+            files.set_backup(owner, TARBALLS, &b.tarball, None);
+        }
+        !gone
+    });
+}
+
+/// After a volume was renamed: its backups follow (their tarballs are keyed apart from it).
+pub(crate) fn follow_rename(state: &mut State, pool: &str, owner: &str, old: &str, new: &str) {
+    for b in &mut state.volume_backups {
+        if b.of(pool, owner, old) {
+            b.volume = new.to_owned();
+        }
     }
 }
