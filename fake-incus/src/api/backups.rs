@@ -2,7 +2,9 @@
 //! rename, delete, export) and `POST /1.0/instances` with a backup tarball body (`incus import`).
 //! A backup is the daemon's tarball layout for a `dir` pool, made when the backup is created:
 //! `backup/index.yaml`, `backup/container/{backup.yaml,metadata.yaml,rootfs/,templates/}` and,
-//! unless `instance_only`, `backup/snapshots/{snap}/{metadata.yaml,rootfs/}`.
+//! unless `instance_only`, `backup/snapshots/{snap}/{metadata.yaml,rootfs/}`. An instance's
+//! tarballs together stay within [`BACKUP_BUDGET`] (so do a custom volume's): a backup past it
+//! fails its operation like a full disk would on the daemon.
 
 use super::image_archive::{yaml, Tarball};
 use super::{instance_not_found, parse_body, Ctx};
@@ -110,19 +112,7 @@ fn backup_spec(
 fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let current = instance(ctx, name)?;
     let req: CreateBody = parse_body(body)?;
-    if req.name.contains('/') {
-        return Err(ApiError::bad_request(
-            "Backup names may not contain slashes",
-        ));
-    }
-    let backup_name = if req.name.is_empty() {
-        (0..)
-            .map(|n| format!("backup{n}"))
-            .find(|n| current.backups.iter().all(|b| &b.name != n))
-            .unwrap_or_default()
-    } else {
-        req.name.clone()
-    };
+    let backup_name = backup_name(&req.name, |n| current.backups.iter().any(|b| b.name == n))?;
     let spec = backup_spec(ctx, "Backing up instance", &current, Some(&backup_name));
     let (project, name) = (ctx.project(), name.to_string());
     let app = Arc::clone(&ctx.app);
@@ -139,6 +129,16 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
                 )));
             }
             let tarball = backup_tarball(&app, state, &instance, req.instance_only)?;
+            let kept = {
+                let files = app.files();
+                instance
+                    .backups
+                    .iter()
+                    .filter_map(|b| files.backup(&project, &name, &b.name))
+                    .map(|t| t.len())
+                    .sum()
+            };
+            within_budget("Create backup", "instance", kept, tarball.len())?;
             let backup = Backup {
                 name: backup_name.clone(),
                 created_at: clock::now(),
@@ -250,11 +250,7 @@ fn rename(ctx: &Ctx, name: &str, backup: &str, body: &[u8]) -> ApiResult {
         return Err(backup_not_found());
     }
     let req: RenameBody = parse_body(body)?;
-    if req.name.contains('/') {
-        return Err(ApiError::bad_request(
-            "Backup names may not contain slashes",
-        ));
-    }
+    check_backup_name(&req.name)?;
     let spec = backup_spec(ctx, "Renaming instance backup", &current, None);
     let (project, name, old, new) = (
         ctx.project(),
@@ -319,6 +315,63 @@ fn export(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
         .files()
         .backup(&ctx.project(), name, backup)
         .ok_or_else(backup_not_found)?;
+    Ok(tarball_response(tarball))
+}
+
+/// How many bytes of backup tarballs the fake keeps per instance or per custom volume: four full
+/// trees ([`crate::state::files::TREE_LIMIT`]), so that a backup of a full instance with three
+/// snapshots fits once. The fake holds them in memory; the daemon writes them to its backups
+/// directory, bounded only by the disk (where a full disk fails the backup's operation).
+pub(crate) const BACKUP_BUDGET: usize = 4 * crate::state::files::TREE_LIMIT;
+
+/// Refuses a new tarball of `size` bytes when the owner's `kept` ones and it pass
+/// [`BACKUP_BUDGET`], with the daemon's text for a full disk (`{what}: ... no space left on
+/// device`) and the fake's bound.
+pub(super) fn within_budget(
+    what: &str,
+    owner: &str,
+    kept: usize,
+    size: usize,
+) -> Result<(), ApiError> {
+    if kept.saturating_add(size) > BACKUP_BUDGET {
+        return Err(ApiError::internal(format!(
+            "{what}: Failed to write backup file: no space left on device (the fake keeps at most \
+             {} MiB of backups per {owner}; {} MiB are kept and this one is {} KiB)",
+            BACKUP_BUDGET >> 20,
+            kept >> 20,
+            size >> 10
+        )));
+    }
+    Ok(())
+}
+
+/// The daemon's check of a backup's new name.
+pub(super) fn check_backup_name(name: &str) -> Result<(), ApiError> {
+    if name.contains('/') {
+        return Err(ApiError::bad_request(
+            "Backup names may not contain slashes",
+        ));
+    }
+    Ok(())
+}
+
+/// The name a new backup gets: the requested one, or the first free `backup{n}`.
+pub(super) fn backup_name(
+    requested: &str,
+    taken: impl Fn(&str) -> bool,
+) -> Result<String, ApiError> {
+    check_backup_name(requested)?;
+    if !requested.is_empty() {
+        return Ok(requested.to_string());
+    }
+    Ok((0..)
+        .map(|n| format!("backup{n}"))
+        .find(|n| !taken(n))
+        .unwrap_or_default())
+}
+
+/// A backup's tarball as the daemon sends it (octet-stream, `inline;filename=` with no name).
+pub(super) fn tarball_response(tarball: Bytes) -> Response<envelope::Body> {
     let mut response = Response::new(envelope::full(tarball));
     let headers = response.headers_mut();
     headers.insert(
@@ -329,19 +382,19 @@ fn export(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
         header::CONTENT_DISPOSITION,
         HeaderValue::from_static("inline;filename="),
     );
-    Ok(response)
+    response
 }
 
 /// What an imported backup holds.
-struct Imported {
-    index: Value,
+pub(super) struct Imported {
+    pub(super) index: Value,
     trees: Vec<(Option<String>, Tree)>,
     templates: crate::state::StringMap,
 }
 
 /// Reads a backup tarball (gzip or plain tar): its index and the trees of the instance and its
 /// snapshots; anything else is the daemon's `Unsupported compression`.
-fn read_backup(body: &[u8]) -> Result<Imported, ApiError> {
+pub(super) fn read_backup(body: &[u8]) -> Result<Imported, ApiError> {
     let reader: Box<dyn Read + '_> = if body.starts_with(&[0x1f, 0x8b]) {
         Box::new(flate2::read::GzDecoder::new(body))
     } else if body.len() > 262 && &body[257..262] == b"ustar" {

@@ -590,7 +590,7 @@ fn update_alias(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8], patch: 
 }
 
 /// The image a request names, or the daemon's 404 `Image not found`.
-fn found(state: &State, project: &str, fingerprint: &str) -> Result<Image, ApiError> {
+pub(super) fn found(state: &State, project: &str, fingerprint: &str) -> Result<Image, ApiError> {
     find(state, project, fingerprint)
         .cloned()
         .ok_or_else(|| ApiError::new(404, "Image not found"))

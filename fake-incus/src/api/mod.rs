@@ -31,6 +31,7 @@ mod operations;
 mod profiles;
 mod projects;
 mod rebuild;
+mod refusals;
 mod resource;
 mod resources;
 mod server;
@@ -39,6 +40,7 @@ mod snapshots;
 mod state;
 mod storage;
 mod validation;
+mod volume_backups;
 mod volume_snapshots;
 mod volumes;
 mod warnings;
@@ -155,6 +157,12 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             return Err(ApiError::bad_request("Invalid instance name"));
         }
     }
+    if let ["storage-pools", pool, "volumes", "custom"] = &segs[1..] {
+        if method == Method::POST && volume_backups::is_import(req.headers()) {
+            ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
+            return volume_backups::import(ctx, pool, req.headers(), req.body());
+        }
+    }
     // A custom volume's snapshots are served apart from its declaration.
     if let ["storage-pools", pool, "volumes", "custom", name, rest @ ..] = &segs[1..] {
         if rest.first() == Some(&"snapshots") {
@@ -168,6 +176,10 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
                 req.headers(),
                 req.body(),
             );
+        }
+        if rest.first() == Some(&"backups") {
+            ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
+            return volume_backups::route(ctx, &method, pool, name, rest, req.body());
         }
     }
     if let Some((resource, parent, rest)) = resource::find(&segs[1..]) {
@@ -205,8 +217,18 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
                 files::route(ctx, &method, segs[2], req.headers(), req.body())
             }
             Some(&"sftp") if segs.len() == 4 => sftp::route(ctx, segs[2], req),
+            Some(&"access") if segs.len() == 4 => refusals::access(&method),
+            Some(&"debug") if segs[3..] == ["debug", "memory"] => {
+                refusals::debug_memory(ctx, &method, segs[2])
+            }
             _ => Err(ApiError::not_found()),
         },
+        "images" if segs.len() == 4 && segs[3] == "export" && method == Method::POST => {
+            refusals::image_push(ctx, segs[2], req.body())
+        }
+        "cluster" if segs[2..] == ["certificate"] && ctx.app.cluster().is_none() => {
+            refusals::cluster_certificate(&method, req.body())
+        }
         "images" => images::route(ctx, &method, &segs[2..], req.headers(), req.body()).await,
         "storage-pools" => storage::route(ctx, &method, &segs[2..], req.headers(), req.body()),
         "cluster" => cluster::route(ctx, &method, &segs[2..], req.headers(), req.body()),

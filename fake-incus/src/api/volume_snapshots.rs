@@ -42,7 +42,7 @@ pub(super) fn route(
 }
 
 /// The custom volume, or the pool's then the volume's 404.
-fn volume(state: &State, ctx: &Ctx, pool: &str, name: &str) -> Result<Volume, ApiError> {
+pub(super) fn volume(state: &State, ctx: &Ctx, pool: &str, name: &str) -> Result<Volume, ApiError> {
     if !state.storage_pools.iter().any(|p| p.name == pool) {
         return Err(pool_not_found());
     }
@@ -53,7 +53,7 @@ fn volume(state: &State, ctx: &Ctx, pool: &str, name: &str) -> Result<Volume, Ap
 }
 
 /// The snapshots of a volume, in creation order.
-fn snapshots_of<'a>(
+pub(super) fn snapshots_of<'a>(
     state: &'a State,
     volume: &'a Volume,
 ) -> impl Iterator<Item = &'a VolumeSnapshot> {
@@ -99,7 +99,11 @@ fn get(ctx: &Ctx, pool: &str, name: &str, snap: &str) -> ApiResult {
     Ok(envelope::sync_etag(found.to_json(true), &found.etag()))
 }
 
-fn spec(ctx: &Ctx, description: &'static str, resources: BTreeMap<String, Vec<String>>) -> OpSpec {
+pub(super) fn spec(
+    ctx: &Ctx,
+    description: &'static str,
+    resources: BTreeMap<String, Vec<String>>,
+) -> OpSpec {
     OpSpec {
         project: ctx.project(),
         class: "task",

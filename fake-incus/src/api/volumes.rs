@@ -165,9 +165,16 @@ impl Resource for Volumes {
         volume_snapshots::restore_request(body)
             .map(|_| volume_snapshots::restore(ctx, &at.parent, key, body))
     }
-    /// Its snapshots go with it.
-    fn deleted(&self, _: &Ctx, state: &mut State, at: &At, key: &str) {
+    /// Its snapshots and backups go with it.
+    fn deleted(&self, ctx: &Ctx, state: &mut State, at: &At, key: &str) {
         volume_snapshots::forget(state, &at.parent, &at.project, key);
+        crate::state::volume_backups::forget(
+            state,
+            &mut ctx.app.files(),
+            &at.parent,
+            &at.project,
+            key,
+        );
     }
     fn check_rename(&self, body: &Map<String, Value>, at: &At) -> Result<(), ApiError> {
         let req: Move = serde_json::from_value(Value::Object(body.clone())).unwrap_or_default();
@@ -185,9 +192,10 @@ impl Resource for Volumes {
         }
         Ok(())
     }
-    /// Its snapshots and the disk devices that attached it (of instances and profiles) follow it.
+    /// Its snapshots, backups and the disk devices that attached it (of instances and profiles) follow it.
     fn renamed(&self, state: &mut State, at: &At, old: &str, new: &str) {
         volume_snapshots::follow_rename(state, &at.parent, &at.project, old, new);
+        crate::state::volume_backups::follow_rename(state, &at.parent, &at.project, old, new);
         let follow = |devices: &mut Devices| {
             for device in devices.values_mut() {
                 let attaches = device.get("type").map(String::as_str) == Some("disk")

@@ -30,6 +30,7 @@ pub(super) fn state() -> State {
         instances: Vec::new(),
         objects: std::collections::BTreeMap::new(),
         volume_snapshots: Vec::new(),
+        volume_backups: Vec::new(),
     }
 }
 

@@ -16,6 +16,7 @@ pub(crate) mod operations;
 pub(crate) mod resources;
 pub(crate) mod snapshot;
 pub(crate) mod stored;
+pub(crate) mod volume_backups;
 pub(crate) mod volume_snapshots;
 
 use serde::{Deserialize, Serialize};
@@ -53,6 +54,9 @@ pub(crate) struct State {
     /// Snapshots of custom storage volumes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) volume_snapshots: Vec<volume_snapshots::VolumeSnapshot>,
+    /// Backups of custom storage volumes (their tarballs are kept with the files).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) volume_backups: Vec<volume_backups::VolumeBackup>,
     /// The objects of the declared resources that have no typed list above (network ACLs,
     /// zones, forwards, certificates, warnings, ...), by kind.
     pub(crate) objects: BTreeMap<String, Vec<Object>>,

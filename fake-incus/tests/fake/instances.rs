@@ -15,7 +15,7 @@ fn filtered(filter: &str) -> String {
 
 /// The outcome of a finished operation from its wait answer: `("Failure", err)` for the error
 /// envelope of a failed one, its status and `err` otherwise.
-fn failure(done: &Reply) -> (&str, &str) {
+pub(crate) fn failure(done: &Reply) -> (&str, &str) {
     let body = done.json();
     if body["type"] == "error" {
         return ("Failure", body["error"].as_str().unwrap_or_default());

@@ -2,6 +2,7 @@
 //! test file of that name, and its tests keep their names under the module path
 //! (`exec::exec_operation_lists_fds_with_64_hex_secrets`).
 
+mod backup_budget;
 mod capture;
 mod cluster;
 mod cluster_leader;
@@ -18,11 +19,13 @@ mod listeners;
 mod named_snapshots;
 mod persistence;
 mod protocol;
+mod refusals;
 mod resources;
 mod serve;
 #[path = "../tarball/mod.rs"]
 mod tarball;
 mod tokens;
 mod verification;
+mod volume_backups;
 mod volume_snapshots;
 mod writable;

@@ -28,7 +28,7 @@ fn env_number(name: &str, default: u64) -> u64 {
 
 /// Starts `fake-incus serve` on `dir` (socket `dir/incus.socket`, state `dir/state`) and waits
 /// (bounded) for its ready line. Errors carry what the fake wrote on stderr.
-async fn start(dir: &Path, extra: &[&str]) -> Result<Child, String> {
+pub(crate) async fn start(dir: &Path, extra: &[&str]) -> Result<Child, String> {
     let mut child = Command::new(BIN)
         .arg("serve")
         .arg("--unix")
@@ -52,7 +52,7 @@ async fn start(dir: &Path, extra: &[&str]) -> Result<Child, String> {
     }
 }
 
-async fn send(socket: &Path, request: Request) -> Option<fake_incus::Reply> {
+pub(crate) async fn send(socket: &Path, request: Request) -> Option<fake_incus::Reply> {
     let reply = tokio::time::timeout(Duration::from_secs(10), client::send(socket, request))
         .await
         .ok()?

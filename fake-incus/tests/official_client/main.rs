@@ -16,6 +16,7 @@ mod resources;
 mod standalone;
 #[path = "../tarball/mod.rs"]
 mod tarball;
+mod volume_backups;
 
 fn main() -> std::process::ExitCode {
     let args = libtest_mimic::Arguments::from_args();
@@ -26,5 +27,6 @@ fn main() -> std::process::ExitCode {
     trials.extend(images::trials());
     trials.extend(resources::trials());
     trials.extend(instances::trials());
+    trials.extend(volume_backups::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }
