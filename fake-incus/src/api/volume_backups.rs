@@ -315,7 +315,7 @@ pub(super) fn is_import(headers: &http::HeaderMap) -> bool {
 /// with its config, description and snapshots.
 pub(super) fn import(ctx: &Ctx, pool: &str, headers: &http::HeaderMap, body: &[u8]) -> ApiResult {
     if !ctx.app.state().storage_pools.iter().any(|p| p.name == pool) {
-        return Err(super::volumes::pool_not_found());
+        return Err(super::pool_not_found());
     }
     let imported = super::backups::read_backup(body)?;
     let index = imported.index;
