@@ -237,19 +237,12 @@ fn backup_tarball(
     tarball.finish()
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct RenameBody {
-    #[serde(deserialize_with = "super::null_default")]
-    name: String,
-}
-
 fn rename(ctx: &Ctx, name: &str, backup: &str, body: &[u8]) -> ApiResult {
     let current = instance(ctx, name)?;
     if !current.backups.iter().any(|b| b.name == backup) {
         return Err(backup_not_found());
     }
-    let req: RenameBody = parse_body(body)?;
+    let req: super::RenameBody = parse_body(body)?;
     check_backup_name(&req.name)?;
     let spec = backup_spec(ctx, "Renaming instance backup", &current, None);
     let (project, name, old, new) = (

@@ -183,3 +183,12 @@ mod tests {
         assert_eq!(first, serde_json::json!({"a": 1}));
     }
 }
+
+/// The body of a rename that asks for nothing but a new name (`POST` on a backup, a volume
+/// snapshot or a cluster group; Go's `api.*Post` with only `name`).
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct RenameBody {
+    #[serde(deserialize_with = "null_default")]
+    pub(crate) name: String,
+}

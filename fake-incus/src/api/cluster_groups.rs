@@ -197,13 +197,7 @@ fn update(
 }
 
 fn rename(cluster: &Cluster, name: &str, body: &[u8]) -> ApiResult {
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    struct RenameBody {
-        #[serde(deserialize_with = "super::null_default")]
-        name: String,
-    }
-    let req: RenameBody = parse_body(body)?;
+    let req: super::RenameBody = parse_body(body)?;
     let mut records = cluster.records();
     if records.group(name).is_none() {
         return Err(group_not_found());

@@ -46,7 +46,7 @@ mod volumes;
 mod warnings;
 
 pub(crate) use crate::faults::transport::Outcome;
-pub(crate) use body::{null_default, parse_body};
+pub(crate) use body::{null_default, parse_body, RenameBody};
 pub(crate) use context::{Ctx, Peer};
 pub(crate) use journaling::is_upgrade;
 

@@ -222,13 +222,6 @@ fn volume_tarball(state: &State, volume: &Volume, volume_only: bool) -> Result<V
     tarball.finish()
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct RenameBody {
-    #[serde(deserialize_with = "super::null_default")]
-    name: String,
-}
-
 /// Applies a change to one backup in the state (gone meanwhile: the backup's 404).
 fn change(
     state: &mut State,
@@ -246,7 +239,7 @@ fn change(
 
 fn rename(ctx: &Ctx, pool: &str, name: &str, old: &str, body: &[u8]) -> ApiResult {
     let (volume, found) = backup(ctx, pool, name, old)?;
-    let req: RenameBody = parse_body(body)?;
+    let req: super::RenameBody = parse_body(body)?;
     check_backup_name(&req.name)?;
     // The daemon names the backup by its full name `{volume}/{backup}` here.
     let url = crate::state::url(

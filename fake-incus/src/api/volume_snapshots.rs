@@ -247,16 +247,9 @@ fn update(
     Ok(envelope::empty())
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct RenameBody {
-    #[serde(deserialize_with = "super::null_default")]
-    name: String,
-}
-
 fn rename(ctx: &Ctx, pool: &str, name: &str, snap: &str, body: &[u8]) -> ApiResult {
     let found = snapshot(&ctx.app.state(), ctx, pool, name, snap)?;
-    let req: RenameBody = parse_body(body)?;
+    let req: super::RenameBody = parse_body(body)?;
     check_snapshot_name(&req.name)?;
     let resources = BTreeMap::from([("storage_volume_snapshots".to_string(), vec![found.url()])]);
     let op = ctx.start_task(
