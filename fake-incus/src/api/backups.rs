@@ -238,7 +238,7 @@ fn backup_tarball(
 }
 
 fn rename(ctx: &Ctx, name: &str, backup: &str, body: &[u8]) -> ApiResult {
-    let current = instance(ctx, name)?;
+    let current = instance(ctx, name).map_err(|_| backup_not_found())?;
     if !current.backups.iter().any(|b| b.name == backup) {
         return Err(backup_not_found());
     }
@@ -276,7 +276,7 @@ fn rename(ctx: &Ctx, name: &str, backup: &str, body: &[u8]) -> ApiResult {
 }
 
 fn delete(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
-    let current = instance(ctx, name)?;
+    let current = instance(ctx, name).map_err(|_| backup_not_found())?;
     if !current.backups.iter().any(|b| b.name == backup) {
         return Err(backup_not_found());
     }

@@ -101,7 +101,13 @@ fn standalone(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
             Err(ApiError::bad_request("This server is not clustered"))
         }
         ["members", _, "state"] => Err(ApiError::new(404, "Cluster member not found")),
+        ["members", _] if method == Method::POST => {
+            Err(ApiError::new(404, "Cluster member not found"))
+        }
         ["members", ..] => Err(ApiError::internal("Server is not clustered")),
+        ["groups", _] if method == Method::DELETE => {
+            Err(ApiError::new(404, "Cluster_group not found"))
+        }
         ["groups", ..] => Err(ApiError::bad_request("This server is not clustered")),
         _ => Err(ApiError::not_found()),
     }

@@ -33,7 +33,9 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
-        let instance = super::found_instance(&state, &project, name)?;
+        let instance = state
+            .instance(&project, name)
+            .ok_or_else(|| ApiError::new(404, "Failed loading instance: Instance not found"))?;
         if instance.status != PowerState::Stopped {
             return Err(ApiError::bad_request(
                 "Instance must be stopped to be rebuilt",

@@ -56,7 +56,7 @@ fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
     let state = &snapshot.state;
     let instance = state
         .instance(&project, name)
-        .ok_or_else(|| super::instance_not_found(&format!("{name}/{snap}"), &project))?;
+        .ok_or_else(|| instance_not_found(&format!("{name}/{snap}"), &project))?;
     let snapshot = instance
         .snapshot(snap)
         .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
@@ -145,7 +145,7 @@ fn snapshot_urls(ctx: &Ctx, name: &str, snap: &str) -> Result<(String, String), 
     let state = ctx.app.state();
     let instance = state
         .instance(&project, name)
-        .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
+        .ok_or_else(|| instance_not_found(&format!("{name}/{snap}"), &project))?;
     let snapshot = instance
         .snapshot(snap)
         .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
