@@ -362,11 +362,15 @@ fn settled(body: &Value) -> Value {
     metadata
 }
 
-/// An error text with its ids (hex hashes, uuids) replaced by a placeholder.
+/// An error text with its ids (hex hashes, uuids) replaced by a placeholder, and the daemon's
+/// log directory too: it is where the daemon was installed (`$INCUS_DIR/logs` when the daemon
+/// was started with `INCUS_DIR`, `/var/log/incus` as a packaged service), not a property of the API.
 fn normalised(error: Option<&Value>) -> String {
     let text = error.and_then(Value::as_str).unwrap_or("-");
     let ids = regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f-]{27}|[0-9a-f]{64}").expect("valid regex");
-    format!("{:?}", ids.replace_all(text, "<id>"))
+    let logs = regex::Regex::new(r"/var/log/incus/|/\S*/logs/").expect("valid regex");
+    let text = ids.replace_all(text, "<id>");
+    format!("{:?}", logs.replace_all(&text, "<log dir>/"))
 }
 
 fn keys(object: &Map<String, Value>) -> String {
@@ -741,7 +745,7 @@ async fn every_get_of_an_unknown_name(p: &mut Probe, project: &str) {
         let (r, f) = tokio::join!(p.real.send(&req), p.fake.send(&req));
         let r = r.unwrap_or_else(|e| panic!("{e}"));
         let f = f.unwrap_or_else(|e| panic!("{e}"));
-        let answer = |reply: &Reply| (reply.status, reply.body["error"].clone());
+        let answer = |reply: &Reply| (reply.status, normalised(reply.body.get("error")));
         println!("{label}: real {} | fake {}", short(&r.body), short(&f.body));
         if answer(&r) != answer(&f) {
             p.diffs.push((
