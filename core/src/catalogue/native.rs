@@ -1,8 +1,9 @@
 //! The native behaviour of each operation, as a closed enum held by its descriptor.
 //!
-//! Every catalogue entry names exactly one [`Native`] call. The run pipeline dispatches on it in one
-//! exhaustive `match`, so adding an operation is a catalogue entry (with its `Native` variant), a
-//! client method and a match arm, and the compiler refuses a variant without its arm.
+//! Every catalogue entry names exactly one [`Native`] call. `run/native.rs` names the typed input
+//! of each and dispatches on it in exhaustive matches, so adding an operation is a catalogue entry
+//! (with its `Native` variant), a client method and its lines in `run/native.rs`, and the compiler
+//! refuses a variant without them.
 
 use super::OperationKind;
 
@@ -112,11 +113,5 @@ impl Native {
             Native::OperationWait => OperationKind::Wait,
             Native::OperationCancel => OperationKind::Cancel,
         }
-    }
-
-    /// Whether the call writes an instance's own config, devices and profiles, so that the
-    /// restricted-input rule applies to it (and to the profiles it names).
-    pub(crate) const fn writes_instance_config(self) -> bool {
-        matches!(self, Native::InstanceCreate | Native::InstanceUpdate)
     }
 }

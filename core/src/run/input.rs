@@ -1,11 +1,12 @@
 //! Validated input as typed values, one type per native call.
 //!
-//! Input reaches these types only after the schema, the byte bounds and the confirmation have
-//! passed, with whole numbers written as floats rewritten as integers and schema defaults filled
-//! in. Each type names every field its operation's schema declares (`project` and `confirm`, which
-//! the pipeline consumes, excepted), required fields are not `Option`, and unknown fields are
-//! refused: a field the schema declares but the native call forgets, or a missing value, is a loud
-//! `invalid_input`, never a silent `""` or `0`.
+//! Input reaches these types once, right after the byte bound and the schema have passed, with
+//! whole numbers written as floats rewritten as integers and schema defaults filled in (the table
+//! of `run/native.rs` names which type each operation parses into). Each type names every field
+//! its operation's schema declares (`project` and `confirm`, which the checks consume, excepted),
+//! required fields are not `Option`, and unknown fields are refused: a field the schema declares
+//! but the native call forgets, or a missing value, is a loud `invalid_input`, never a silent `""`
+//! or `0`.
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -200,6 +201,15 @@ impl Create {
         };
         serde_json::to_value(body).unwrap_or_default()
     }
+
+    /// What the create writes into the new instance.
+    pub(crate) fn writes(&self) -> InstanceWrites<'_> {
+        InstanceWrites {
+            config: self.config.as_ref(),
+            devices: self.devices.as_ref(),
+            profiles: self.profiles.as_deref(),
+        }
+    }
 }
 
 /// `incus_instance_delete`.
@@ -342,7 +352,7 @@ pub(crate) struct Update {
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    ephemeral: Option<bool>,
+    pub(crate) ephemeral: Option<bool>,
 }
 
 impl Update {
@@ -350,15 +360,24 @@ impl Update {
     pub(crate) fn body(&self) -> Value {
         serde_json::to_value(self).unwrap_or_default()
     }
+
+    /// What the update writes into the instance.
+    pub(crate) fn writes(&self) -> InstanceWrites<'_> {
+        InstanceWrites {
+            config: self.config.as_ref(),
+            devices: self.devices.as_ref(),
+            profiles: self.profiles.as_deref(),
+        }
+    }
 }
 
-/// What create and update write into an instance: the restricted-input rule reads these (a view
-/// of [`Create`] or [`Update`], so it ignores their other fields).
-#[derive(Debug, Deserialize)]
-pub(crate) struct InstanceWrites {
-    pub(crate) config: Option<Map<String, Value>>,
-    pub(crate) devices: Option<Map<String, Value>>,
-    pub(crate) profiles: Option<Vec<String>>,
+/// What create and update write into an instance: the restricted-input rules read these (a view
+/// of [`Create`] or [`Update`], so they ignore their other fields).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InstanceWrites<'a> {
+    pub(crate) config: Option<&'a Map<String, Value>>,
+    pub(crate) devices: Option<&'a Map<String, Value>>,
+    pub(crate) profiles: Option<&'a [String]>,
 }
 
 /// `incus_instance_exec`.
@@ -399,7 +418,7 @@ mod tests {
     }
 
     #[test]
-    fn project_and_confirm_are_left_to_the_pipeline() {
+    fn project_and_confirm_are_left_to_the_checks() {
         let delete: Delete =
             parse(&json!({"name": "web", "confirm": "web", "project": "p", "wait_seconds": 3}))
                 .unwrap();

@@ -87,7 +87,7 @@ impl<'a, C> RunOptions<'a, C> {
 /// "message", ...}}`. Either way the result validates against the operation's output schema.
 ///
 /// The checks run in the order of the table "Running operations" in the crate README (the one
-/// place that order is written; `pipeline::checked` runs it), and the first that fails decides the
+/// place that order is written; `checks::in_order` runs it), and the first that fails decides the
 /// result. Nothing before the native calls makes a backend request except discovery and the
 /// reads of the last check, and the native project is selected only after authorization.
 ///

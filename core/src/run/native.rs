@@ -1,167 +1,179 @@
-//! The one dispatch from an operation's [`Native`] call to its client request and result.
+//! The one place that knows each operation's native call: the typed input it parses into
+//! ([`Input`], parsed once by the checks right after the schema) and the dispatch from that input
+//! to its client request and result ([`execute`]).
 //!
-//! The `match` is exhaustive: a new [`Native`] variant does not compile until it has its arm here,
-//! and each arm parses the validated input into the typed input of its call.
+//! Both are exhaustive: a new [`Native`] variant does not compile until it has its line in
+//! `typed_inputs!` and its arm in [`execute`].
+use serde_json::{json, Value};
+
 use super::call::Call;
 use super::input::{self, parse};
 use super::output::Success;
 use super::results::RunError;
 use super::{cancel, exec, inspect, mutate, own_operation, update};
 use crate::catalogue::Native;
-use serde_json::json;
+
+/// Declares [`Input`], one variant per [`Native`] call holding the typed input it parses into,
+/// and [`Input::parse`], which picks the type from the descriptor's [`Native`] call.
+macro_rules! typed_inputs {
+    ($($native:ident($typed:ty),)*) => {
+        /// An operation's validated input in the typed form of its native call.
+        #[derive(Debug)]
+        pub(crate) enum Input {
+            $(
+                #[doc = concat!("The input of [`Native::", stringify!($native), "`].")]
+                $native($typed),
+            )*
+        }
+
+        impl Input {
+            /// Parses validated input (defaults filled in) into the typed input of `native`.
+            pub(crate) fn parse(native: Native, given: &Value) -> Result<Self, RunError> {
+                match native {
+                    $(Native::$native => parse(given).map(Input::$native),)*
+                }
+            }
+        }
+    };
+}
+
+typed_inputs! {
+    ServerGet(input::Empty),
+    InstanceList(input::List),
+    InstanceGet(input::Named),
+    InstanceCreate(Box<input::Create>),
+    InstanceUpdate(Box<input::Update>),
+    InstanceDelete(input::Delete),
+    InstanceStateGet(input::Named),
+    InstanceStateUpdate(input::StateUpdate),
+    InstanceExec(Box<input::Exec>),
+    InstanceSnapshotList(input::SnapshotList),
+    InstanceSnapshotGet(input::Snapshot),
+    InstanceSnapshotCreate(input::SnapshotCreate),
+    InstanceSnapshotDelete(input::SnapshotDelete),
+    InstanceSnapshotRestore(input::SnapshotRestore),
+    ImageList(input::List),
+    ImageGet(input::Image),
+    ImageAliasList(input::List),
+    ImageDelete(input::ImageDelete),
+    NetworkList(input::List),
+    NetworkGet(input::Named),
+    ProfileList(input::List),
+    ProfileGet(input::Named),
+    ProjectList(input::List),
+    ProjectGet(input::Named),
+    StoragePoolList(input::List),
+    StoragePoolGet(input::Pool),
+    StorageVolumeList(input::VolumeList),
+    StorageVolumeGet(input::Volume),
+    OperationList(input::List),
+    OperationGet(input::Operation),
+    OperationWait(input::OperationWait),
+    OperationCancel(input::Operation),
+}
 
 /// Sends the operation's native requests and shapes their result.
-pub(crate) async fn execute(call: &Call<'_>) -> Result<Success, RunError> {
+pub(crate) async fn execute(call: &Call<'_>, input: Input) -> Result<Success, RunError> {
     let client = call.client;
     let project = call.project.as_str();
-    let given = &call.input;
-    match call.descriptor.native() {
-        Native::ServerGet => {
-            parse::<input::Empty>(given)?;
-            Ok(Success::Object(json!({"item": client.server()})))
-        }
-        Native::InstanceList => {
-            let input: input::List = parse(given)?;
+    match input {
+        Input::ServerGet(input::Empty {}) => Ok(Success::Object(json!({"item": client.server()}))),
+        Input::InstanceList(input) => {
             inspect::list(client.get_instances(project).await, input.limit)
         }
-        Native::InstanceGet => {
-            let input: input::Named = parse(given)?;
+        Input::InstanceGet(input) => {
             inspect::item_with_etag(client.get_instance(project, &input.name).await)
         }
-        Native::InstanceCreate => {
-            let input: input::Create = parse(given)?;
+        Input::InstanceCreate(input) => {
             let body = input.body(call.remote.as_ref());
             let send = client.create_instance(project, &body);
             mutate::mutation(call, input.wait_seconds, send).await
         }
-        Native::InstanceUpdate => {
-            let input: input::Update = parse(given)?;
-            update::update(call, &input).await
-        }
-        Native::InstanceDelete => {
-            let input: input::Delete = parse(given)?;
+        Input::InstanceUpdate(input) => update::update(call, &input).await,
+        Input::InstanceDelete(input) => {
             let send = client.delete_instance(project, &input.name);
             mutate::mutation(call, input.wait_seconds, send).await
         }
-        Native::InstanceStateGet => {
-            let input: input::Named = parse(given)?;
+        Input::InstanceStateGet(input) => {
             inspect::item(client.get_instance_state(project, &input.name).await)
         }
-        Native::InstanceStateUpdate => {
-            let input: input::StateUpdate = parse(given)?;
+        Input::InstanceStateUpdate(input) => {
             let body = input.body();
             let send = client.update_instance_state(project, &input.name, &body);
             mutate::mutation(call, input.wait_seconds, send).await
         }
-        Native::InstanceExec => exec::exec(call, parse(given)?).await,
-        Native::InstanceSnapshotList => {
-            let input: input::SnapshotList = parse(given)?;
+        Input::InstanceExec(input) => exec::exec(call, *input).await,
+        Input::InstanceSnapshotList(input) => {
             let items = client
                 .get_instance_snapshots(project, &input.instance)
                 .await;
             inspect::list(items, input.limit)
         }
-        Native::InstanceSnapshotGet => {
-            let input: input::Snapshot = parse(given)?;
+        Input::InstanceSnapshotGet(input) => {
             let single = client
                 .get_instance_snapshot(project, &input.instance, &input.snapshot)
                 .await;
             inspect::item(single)
         }
-        Native::InstanceSnapshotCreate => {
-            let input: input::SnapshotCreate = parse(given)?;
+        Input::InstanceSnapshotCreate(input) => {
             let body = input.body();
             let send = client.create_instance_snapshot(project, &input.instance, &body);
             mutate::mutation(call, input.wait_seconds, send).await
         }
-        Native::InstanceSnapshotDelete => {
-            let input: input::SnapshotDelete = parse(given)?;
+        Input::InstanceSnapshotDelete(input) => {
             let send = client.delete_instance_snapshot(project, &input.instance, &input.snapshot);
             mutate::mutation(call, input.wait_seconds, send).await
         }
-        Native::InstanceSnapshotRestore => {
-            let input: input::SnapshotRestore = parse(given)?;
+        Input::InstanceSnapshotRestore(input) => {
             let body = input.body();
             let send = client.update_instance(project, &input.instance, &body, None);
             mutate::mutation(call, input.wait_seconds, send).await
         }
-        Native::ImageList => {
-            let input: input::List = parse(given)?;
-            inspect::list(client.get_images(project).await, input.limit)
-        }
-        Native::ImageGet => {
-            let input: input::Image = parse(given)?;
+        Input::ImageList(input) => inspect::list(client.get_images(project).await, input.limit),
+        Input::ImageGet(input) => {
             inspect::item(client.get_image(project, &input.fingerprint).await)
         }
-        Native::ImageAliasList => {
-            let input: input::List = parse(given)?;
+        Input::ImageAliasList(input) => {
             inspect::list(client.get_image_aliases(project).await, input.limit)
         }
-        Native::ImageDelete => {
-            let input: input::ImageDelete = parse(given)?;
+        Input::ImageDelete(input) => {
             let send = client.delete_image(project, &input.fingerprint);
             mutate::mutation(call, input.wait_seconds, send).await
         }
-        Native::NetworkList => {
-            let input: input::List = parse(given)?;
-            inspect::list(client.get_networks(project).await, input.limit)
-        }
-        Native::NetworkGet => {
-            let input: input::Named = parse(given)?;
-            inspect::item(client.get_network(project, &input.name).await)
-        }
-        Native::ProfileList => {
-            let input: input::List = parse(given)?;
-            inspect::list(client.get_profiles(project).await, input.limit)
-        }
-        Native::ProfileGet => {
-            let input: input::Named = parse(given)?;
-            inspect::item(client.get_profile(project, &input.name).await)
-        }
-        Native::ProjectList => {
-            let input: input::List = parse(given)?;
-            inspect::list(client.get_projects(project).await, input.limit)
-        }
-        Native::ProjectGet => {
-            let input: input::Named = parse(given)?;
-            inspect::item(client.get_project(project, &input.name).await)
-        }
-        Native::StoragePoolList => {
-            let input: input::List = parse(given)?;
+        Input::NetworkList(input) => inspect::list(client.get_networks(project).await, input.limit),
+        Input::NetworkGet(input) => inspect::item(client.get_network(project, &input.name).await),
+        Input::ProfileList(input) => inspect::list(client.get_profiles(project).await, input.limit),
+        Input::ProfileGet(input) => inspect::item(client.get_profile(project, &input.name).await),
+        Input::ProjectList(input) => inspect::list(client.get_projects(project).await, input.limit),
+        Input::ProjectGet(input) => inspect::item(client.get_project(project, &input.name).await),
+        Input::StoragePoolList(input) => {
             inspect::list(client.get_storage_pools(project).await, input.limit)
         }
-        Native::StoragePoolGet => {
-            let input: input::Pool = parse(given)?;
+        Input::StoragePoolGet(input) => {
             inspect::item(client.get_storage_pool(project, &input.pool).await)
         }
-        Native::StorageVolumeList => {
-            let input: input::VolumeList = parse(given)?;
+        Input::StorageVolumeList(input) => {
             let items = client.get_storage_pool_volumes(project, &input.pool).await;
             inspect::list(items, input.limit)
         }
-        Native::StorageVolumeGet => {
-            let input: input::Volume = parse(given)?;
+        Input::StorageVolumeGet(input) => {
             let single = client
                 .get_storage_pool_volume(project, &input.pool, &input.volume_type, &input.name)
                 .await;
             inspect::item(single)
         }
-        Native::OperationList => {
-            let input: input::List = parse(given)?;
+        Input::OperationList(input) => {
             inspect::list(client.get_operations(project).await, input.limit)
         }
-        Native::OperationGet => {
-            let input: input::Operation = parse(given)?;
+        Input::OperationGet(input) => {
             own_operation::require(call, &input.operation_id).await?;
             inspect::item(client.get_operation(project, &input.operation_id).await)
         }
-        Native::OperationWait => {
-            let input: input::OperationWait = parse(given)?;
+        Input::OperationWait(input) => {
             own_operation::require(call, &input.operation_id).await?;
             mutate::wait(call, input).await
         }
-        Native::OperationCancel => {
-            let input: input::Operation = parse(given)?;
+        Input::OperationCancel(input) => {
             own_operation::require(call, &input.operation_id).await?;
             cancel::cancel(call, input).await
         }

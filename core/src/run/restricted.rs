@@ -200,10 +200,9 @@ impl Findings {
         found
     }
 
-    /// Scans create or update input.
-    pub(crate) fn of_input(input: &Value) -> Self {
-        let map = |field: &str| input.get(field).and_then(Value::as_object);
-        Findings::of(map("config"), map("devices"))
+    /// Scans what a create or update writes.
+    pub(crate) fn of_writes(writes: InstanceWrites<'_>) -> Self {
+        Findings::of(writes.config, writes.devices)
     }
 
     /// Whether nothing was found.
@@ -215,7 +214,8 @@ impl Findings {
 /// The restricted items of create or update input, in input order.
 #[cfg(test)]
 pub(crate) fn restricted_items(input: &Value) -> Vec<RestrictedItem> {
-    Findings::of_input(input).restricted
+    let map = |field: &str| input.get(field).and_then(Value::as_object);
+    Findings::of(map("config"), map("devices")).restricted
 }
 
 /// What the profiles a call applies bring into the instance: their effective config and devices,
@@ -224,7 +224,7 @@ pub(crate) fn restricted_items(input: &Value) -> Vec<RestrictedItem> {
 /// comes from.
 pub(crate) fn profile_findings(
     profiles: &[(String, Value)],
-    input: &InstanceWrites,
+    input: InstanceWrites<'_>,
 ) -> (Findings, HashMap<String, String>) {
     // Each key and device with its value and the profile it came from; a later profile replaces.
     let mut config: Map<String, Value> = Map::new();
@@ -248,10 +248,10 @@ pub(crate) fn profile_findings(
             device_from.insert(name.clone(), profile.clone());
         }
     }
-    for key in input.config.iter().flat_map(Map::keys) {
+    for key in input.config.into_iter().flat_map(Map::keys) {
         config.remove(key);
     }
-    for name in input.devices.iter().flat_map(Map::keys) {
+    for name in input.devices.into_iter().flat_map(Map::keys) {
         devices.remove(name);
     }
     let found = Findings::of(Some(&config), Some(&devices));
@@ -312,9 +312,10 @@ pub(crate) fn describe_item(item: &RestrictedItem) -> String {
 mod tests {
     use serde_json::json;
 
+    use super::super::input::Update;
     use super::*;
 
-    fn writes(input: Value) -> InstanceWrites {
+    fn update(input: Value) -> Update {
         serde_json::from_value(input).unwrap()
     }
 
@@ -343,7 +344,7 @@ mod tests {
                        "devices": {"eth0": {"type": "nic", "network": "incusbr0"}}}),
             ),
         ];
-        let (found, from) = profile_findings(&profiles, &writes(json!({})));
+        let (found, from) = profile_findings(&profiles, update(json!({"name": "web"})).writes());
         assert_eq!(
             found.restricted,
             [
@@ -360,11 +361,12 @@ mod tests {
         assert_eq!(from["security.privileged"], "later");
         assert_eq!(from["data"], "base");
         // The input's own device and key replace the profile's.
-        let own = writes(json!({
+        let own = update(json!({
+            "name": "web",
             "config": {"cloud-init.user-data": "#cloud-config"},
             "devices": {"data": {"type": "disk", "pool": "default", "path": "/srv"}}
         }));
-        let (found, _) = profile_findings(&profiles, &own);
+        let (found, _) = profile_findings(&profiles, own.writes());
         assert_eq!(found.restricted.len(), 2, "{found:?}");
         assert!(found.guest_code.is_empty());
     }

@@ -21,14 +21,15 @@
 //! - stop, for a caller without `incus.delete`: `GET /1.0/instances/{name}`; stopping an ephemeral
 //!   instance deletes it, so it needs `incus.delete`. Restart does not delete (Incus clears the
 //!   flag for the restart), and start, freeze and unfreeze never do, so they read nothing.
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::callback::bounded;
-use super::input::{self, Action, InstanceWrites};
+use super::input::{Action, InstanceWrites, Source, StateUpdate};
+use super::native::Input;
 use super::restricted::{self, Findings};
 use super::results::{read_error, RunError};
 use super::RunOptions;
-use crate::catalogue::{Descriptor, Native, Scope};
+use crate::catalogue::{Descriptor, Scope};
 use crate::client::{Client, ClientError};
 use crate::host::RestrictedItem;
 
@@ -38,56 +39,52 @@ const DEFAULT_PROFILE: &str = "default";
 /// The rules on the input alone, before any backend request.
 pub(crate) async fn check_input<C: Send + Sync>(
     descriptor: &Descriptor,
-    input: &Value,
+    input: &Input,
     options: &RunOptions<'_, C>,
 ) -> Result<(), RunError> {
-    match descriptor.native() {
-        Native::InstanceUpdate if input.get("ephemeral") == Some(&Value::Bool(true)) => {
-            let name = input
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            require(
-                options,
-                Scope::Delete,
-                format!(
-                    "setting ephemeral on instance {name:?} makes Incus delete it, with its snapshots, when it next stops"
-                ),
-            )?;
+    let writes = match input {
+        Input::InstanceCreate(create) => create.writes(),
+        Input::InstanceUpdate(update) => {
+            if update.ephemeral == Some(true) {
+                let name = &update.name;
+                require(
+                    options,
+                    Scope::Delete,
+                    format!(
+                        "setting ephemeral on instance {name:?} makes Incus delete it, with its snapshots, when it next stops"
+                    ),
+                )?;
+            }
+            update.writes()
         }
-        native if native.writes_instance_config() => {}
         _ => return Ok(()),
-    }
-    let found = Findings::of_input(input);
+    };
+    let found = Findings::of_writes(writes);
     check_findings(descriptor, found, options, |_| String::new()).await
 }
 
-/// The rules that need Incus's view, after discovery and before the mutation. Returns the input
-/// to send: for a create without `profiles`, with the checked, implied list made explicit.
+/// The rules that need Incus's view, after discovery and before the mutation. A create without
+/// `profiles` gets the checked, implied list made explicit, so that it is the list sent.
 pub(crate) async fn check_applied<C: Send + Sync>(
     descriptor: &Descriptor,
     client: &Client,
     project: &str,
-    mut input: Value,
+    input: &mut Input,
     options: &RunOptions<'_, C>,
-) -> Result<Value, RunError> {
-    match descriptor.native() {
-        Native::InstanceCreate => {
-            if input.get("profiles").is_none() {
-                let implied = implied_profiles(client, project, &input).await?;
-                if let Some(fields) = input.as_object_mut() {
-                    fields.insert("profiles".into(), json!(implied));
-                }
+) -> Result<(), RunError> {
+    match input {
+        Input::InstanceCreate(create) => {
+            if create.profiles.is_none() {
+                create.profiles = Some(implied_profiles(client, project, &create.source).await?);
             }
-            check_profiles(descriptor, client, project, &input, options).await?;
+            check_profiles(descriptor, client, project, create.writes(), options).await
         }
-        Native::InstanceUpdate => {
-            check_profiles(descriptor, client, project, &input, options).await?;
+        Input::InstanceUpdate(update) => {
+            check_profiles(descriptor, client, project, update.writes(), options).await
         }
-        Native::InstanceStateUpdate => check_stop(client, project, &input, options).await?,
-        _ => {}
+        Input::InstanceStateUpdate(state) => check_stop(client, project, state, options).await,
+        _ => Ok(()),
     }
-    Ok(input)
 }
 
 /// The profiles Incus applies to a create that names none: the local source image's, else
@@ -96,19 +93,14 @@ pub(crate) async fn check_applied<C: Send + Sync>(
 async fn implied_profiles(
     client: &Client,
     project: &str,
-    input: &Value,
+    source: &Source,
 ) -> Result<Vec<String>, RunError> {
-    let source = |key: &str| {
-        input
-            .pointer(&format!("/source/{key}"))
-            .and_then(Value::as_str)
-    };
     let default = || vec![DEFAULT_PROFILE.to_owned()];
-    if source("type") != Some("image") || source("remote").is_some() {
+    if source.source_type != "image" || source.remote.is_some() {
         return Ok(default());
     }
-    let fingerprint = match (source("fingerprint"), source("alias")) {
-        (Some(fingerprint), _) => fingerprint.to_owned(),
+    let fingerprint = match (&source.fingerprint, &source.alias) {
+        (Some(fingerprint), _) => fingerprint.clone(),
         (None, Some(alias)) => match alias_target(client, project, alias).await? {
             Some(target) => target,
             None => return Ok(default()),
@@ -178,11 +170,10 @@ async fn check_profiles<C: Send + Sync>(
     descriptor: &Descriptor,
     client: &Client,
     project: &str,
-    input: &Value,
+    writes: InstanceWrites<'_>,
     options: &RunOptions<'_, C>,
 ) -> Result<(), RunError> {
-    let writes: InstanceWrites = input::parse(input)?;
-    let Some(names) = &writes.profiles else {
+    let Some(names) = writes.profiles else {
         return Ok(());
     };
     let mut profiles = Vec::with_capacity(names.len());
@@ -193,7 +184,7 @@ async fn check_profiles<C: Send + Sync>(
             .map_err(read_error)?;
         profiles.push((name.clone(), profile.value));
     }
-    let (found, from) = restricted::profile_findings(&profiles, &writes);
+    let (found, from) = restricted::profile_findings(&profiles, writes);
     check_findings(descriptor, found, options, |key| {
         format!(
             " from profile {:?}",
@@ -208,10 +199,9 @@ async fn check_profiles<C: Send + Sync>(
 async fn check_stop<C: Send + Sync>(
     client: &Client,
     project: &str,
-    input: &Value,
+    state: &StateUpdate,
     options: &RunOptions<'_, C>,
 ) -> Result<(), RunError> {
-    let state: input::StateUpdate = input::parse(input)?;
     if state.action() != Action::Stop || options.scopes.contains(&Scope::Delete) {
         return Ok(());
     }
