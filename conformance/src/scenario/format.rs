@@ -5,6 +5,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+/// The variables a runner supplies before the first step (`${project}` and so on); a step may
+/// also name those saved by earlier steps, and no other (checked when the scenario is loaded).
+pub const RUNNER_VARIABLES: [&str; 4] = ["project", "pool", "alias", "fingerprint"];
+
 /// A scenario file, as written.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -46,7 +50,7 @@ pub struct Step {
     /// The caller's verified scopes.
     pub scopes: Vec<String>,
     /// The operation input (any JSON value: malformed input is a valid test). `"${var}"`
-    /// strings are replaced by values saved by earlier steps.
+    /// strings are replaced by a runner variable or a value saved by an earlier step.
     pub input: Value,
     /// Expectations on the result.
     #[serde(default)]

@@ -2,7 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::format::Scenario;
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::format::{Scenario, RUNNER_VARIABLES};
 use crate::clauses;
 use crate::embedded;
 use crate::runner::check::is_snake_segment;
@@ -167,7 +171,52 @@ pub fn validate(scenario: &Scenario, stem: &str) -> Result<(), String> {
             return Err(format!("step {}: {bad:?} is not a JSON pointer", index + 1));
         }
     }
+    known_variables(scenario)
+}
+
+/// Every `${name}` a step names (in its input, `equals` and `contains`, the values the runner
+/// substitutes) is a runner variable or one an earlier step saves.
+fn known_variables(scenario: &Scenario) -> Result<(), String> {
+    let mut known: BTreeSet<&str> = RUNNER_VARIABLES.into_iter().collect();
+    for (index, step) in scenario.steps.iter().enumerate() {
+        let values = std::iter::once(&step.input)
+            .chain(step.expect.equals.values())
+            .chain(step.expect.contains.values());
+        let mut named = Vec::new();
+        for value in values {
+            variables_in(value, &mut named);
+        }
+        if let Some(unknown) = named.iter().find(|name| !known.contains(name.as_str())) {
+            let label = step.label.as_deref().unwrap_or(&step.operation);
+            let runner = RUNNER_VARIABLES.join(", ");
+            return Err(format!(
+                "scenario {} step {} ({label}): unknown variable ${{{unknown}}}: neither a runner \
+                 variable ({runner}) nor saved by an earlier step",
+                scenario.name,
+                index + 1
+            ));
+        }
+        known.extend(step.save.keys().map(String::as_str));
+    }
     Ok(())
+}
+
+/// The names of the `${name}` references in the strings of `value`.
+fn variables_in(value: &Value, names: &mut Vec<String>) {
+    match value {
+        Value::String(text) => {
+            let mut rest = text.as_str();
+            while let Some(start) = rest.find("${") {
+                let after = &rest[start + 2..];
+                let Some(end) = after.find('}') else { break };
+                names.push(after[..end].to_owned());
+                rest = &after[end + 1..];
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| variables_in(item, names)),
+        Value::Object(fields) => fields.values().for_each(|field| variables_in(field, names)),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -229,6 +278,35 @@ mod tests {
         assert!(validate(&s, "list_instances")
             .unwrap_err()
             .contains("JSON pointer"));
+    }
+
+    #[test]
+    fn an_unknown_variable_is_a_load_error_naming_the_scenario_and_step() {
+        let mut uses = minimal();
+        uses["steps"] = json!([
+            {"operation": "incus_instance_list", "scopes": ["incus.read"],
+             "input": {"project": "${project}"}, "save": {"first": "/items/0/name"}},
+            {"label": "get the first", "operation": "incus_instance_get", "scopes": ["incus.read"],
+             "input": {"name": "${first}", "project": "${project}"},
+             "expect": {"equals": {"/item/name": "${first}"}}}
+        ]);
+        validate(&scenario(uses.clone()).unwrap(), "list_instances").unwrap();
+        uses["steps"][1]["expect"]["contains"] = json!({"/item/profiles": "p-${profile}"});
+        let error = validate(&scenario(uses.clone()).unwrap(), "list_instances").unwrap_err();
+        assert!(
+            error.contains(
+                "scenario list_instances step 2 (get the first): unknown variable ${profile}"
+            ),
+            "{error}"
+        );
+        // A value saved by a later step is not known yet.
+        uses["steps"][1]["expect"]["contains"] = json!({});
+        uses["steps"][0]["input"]["name"] = json!("${first}");
+        let error = validate(&scenario(uses).unwrap(), "list_instances").unwrap_err();
+        assert!(
+            error.contains("step 1 (incus_instance_list): unknown variable ${first}"),
+            "{error}"
+        );
     }
 
     #[test]
