@@ -13,7 +13,7 @@
 //! | module | what it does |
 //! |---|---|
 //! | `profile` | the `tama-operations/1` document of the exported operations, from the catalogue |
-//! | `run` | `run()`: the checks in order (`pipeline`, `checks`, `writes`), the host callbacks under their bound, the typed inputs (`input`), one dispatch from an operation's native call to its client request (`native`), the executors (`inspect`, `mutate`, `update`, `cancel`, `exec`) and the result shapes (`output`, `results`, `redact`) |
+//! | `run` | `run()`: the export gate and the call's bound (`pipeline`), every check in order, the input parsed once into its typed form (`checks`, with the write rules of `writes`), the host callbacks under their bound, the typed inputs (`input`), each operation's typed input and the one dispatch from it to its client request (`native`), the executors (`inspect`, `mutate`, `update`, `cancel`, `exec`) and the result shapes (`output`, `results`, `redact`) |
 //! | `host` | the [`Host`] trait a host implements and what its callbacks return ([`Binding`], [`ImageRemote`], [`RestrictedItem`]) |
 //! | `client` | the Incus client: connection and TLS, three transport helpers (`query`), one file per resource, exec over websockets |
 //! | `catalogue` | the 32 descriptors, one file per resource: name, schemas, scope, confirmation, bounds, evidence and the native call (`Native`) |
@@ -21,9 +21,10 @@
 //! | `error` | [`ErrorKind`], the closed set of error kinds |
 //!
 //! Adding an operation touches its catalogue entry (`catalogue/<resource>.rs`, with its `Native`
-//! variant), its client method (`client/<resource>.rs`), its arm in `run/native.rs`, the pinned
-//! fixture (`tests/fixtures/operations-catalogue.json`, re-blessed) and its step in
-//! `scenarios/lifecycle.json`.
+//! variant), its client method (`client/<resource>.rs`, with its evidence), its `Native` arm in
+//! `run/native.rs` (its typed input and its dispatch), the pinned fixture
+//! (`tests/fixtures/operations-catalogue.json`, re-blessed) and its step in
+//! `scenarios/lifecycle.json`: the README's "Adding an operation" says why nothing else.
 //!
 //! ```
 //! // Every exported operation is described by the same data the pinned fixture holds.
