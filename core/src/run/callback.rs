@@ -1,10 +1,13 @@
 //! Host callbacks, bounded: a panic or a hang is a failure, never an answer.
 use std::any::Any;
+use std::fmt::Display;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures_util::FutureExt;
+
+use super::results::RunError;
 
 /// Why a bounded host callback produced no answer.
 #[derive(Debug)]
@@ -29,6 +32,21 @@ pub(crate) async fn bounded<T>(
             "did not answer within {} ms",
             bound.as_millis()
         ))),
+    }
+}
+
+/// Asks the host, bounded: its answer, or `deny`'s error with the host's own error, or, when it
+/// gave no answer (a panic, a hang), with a message that names the `callback`.
+pub(crate) async fn ask<T, E: Display>(
+    bound: Duration,
+    callback: &str,
+    answer: impl Future<Output = Result<T, E>>,
+    deny: impl FnOnce(String) -> RunError,
+) -> Result<T, RunError> {
+    match bounded(bound, answer).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(deny(error.to_string())),
+        Err(failure) => Err(deny(format!("the {callback} callback {failure}"))),
     }
 }
 

@@ -13,7 +13,7 @@
 //! Nothing before discovery talks to the backend; the host callbacks run under their bound.
 use serde_json::{Map, Value};
 
-use super::callback::bounded;
+use super::callback::ask;
 use super::native::Input;
 use super::output::json_len;
 use super::results::RunError;
@@ -228,13 +228,8 @@ async fn bind<C: Send + Sync>(
     options: &RunOptions<'_, C>,
 ) -> Result<Binding, RunError> {
     let binding = options.host.binding(options.caller, descriptor.name());
-    match bounded(options.callback_timeout, binding).await {
-        Ok(Ok(binding)) => Ok(binding),
-        Ok(Err(error)) => Err(RunError::BindingDenied(error.to_string())),
-        Err(failure) => Err(RunError::BindingDenied(format!(
-            "the binding callback {failure}"
-        ))),
-    }
+    let bound = options.callback_timeout;
+    ask(bound, "binding", binding, RunError::BindingDenied).await
 }
 
 /// The input with its native project (the input's, else the binding's default, else
@@ -276,13 +271,8 @@ async fn authorize<C: Send + Sync>(
     let decision = options
         .host
         .authorize(options.caller, descriptor.name(), input);
-    match bounded(options.callback_timeout, decision).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => Err(RunError::Unauthorized(error.to_string())),
-        Err(failure) => Err(RunError::Unauthorized(format!(
-            "the authorize callback {failure}"
-        ))),
-    }
+    let bound = options.callback_timeout;
+    ask(bound, "authorize", decision, RunError::Unauthorized).await
 }
 
 /// The image server named by `source.remote`, approved by the host.
@@ -297,15 +287,8 @@ async fn resolve_remote<C: Send + Sync>(
         return Ok(None);
     };
     let remote = options.host.image_remote(options.caller, name);
-    let remote = match bounded(options.callback_timeout, remote).await {
-        Ok(Ok(remote)) => remote,
-        Ok(Err(error)) => return Err(RunError::UnknownRemote(format!("{name}: {error}"))),
-        Err(failure) => {
-            return Err(RunError::UnknownRemote(format!(
-                "{name}: the image_remote callback {failure}"
-            )))
-        }
-    };
+    let deny = |message| RunError::UnknownRemote(format!("{name}: {message}"));
+    let remote = ask(options.callback_timeout, "image_remote", remote, deny).await?;
     if !is_https_server(&remote.server) || !IMAGE_PROTOCOLS.contains(&remote.protocol.as_str()) {
         return Err(RunError::UnknownRemote(format!(
             "{name}: the host returned a malformed image server"
