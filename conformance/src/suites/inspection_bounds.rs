@@ -35,11 +35,20 @@ fn name(index: usize) -> String {
     format!("i{index:04}")
 }
 
-fn seed(case: &Case) -> Value {
+/// The fake's setup for a case: its instances seeded, no fault.
+fn setup(case: &Case) -> FakeSetup {
     let instances: Vec<Value> = (0..case.count)
         .map(|i| json!({"name": name(i), "description": "d".repeat(case.size)}))
         .collect();
-    json!({"instances": instances})
+    FakeSetup {
+        seed: Some(json!({"instances": instances})),
+        faults: vec![],
+    }
+}
+
+/// A session on a fresh fake seeded for the case.
+fn seeded(factory: &Arc<dyn TargetFactory>, case: &Case) -> Result<Session, String> {
+    Session::start(factory, &setup(case))
 }
 
 /// Seeds of the extreme cases, for the test that the fake accepts them.
@@ -47,13 +56,12 @@ fn seed(case: &Case) -> Value {
 pub(crate) fn setups() -> Vec<FakeSetup> {
     [(0, 0), (520, 9_000), (1, OUTPUT_BOUND + 1)]
         .into_iter()
-        .map(|(count, size)| FakeSetup {
-            seed: Some(seed(&Case {
+        .map(|(count, size)| {
+            setup(&Case {
                 count,
                 size,
                 limit: None,
-            })),
-            faults: vec![],
+            })
         })
         .collect()
 }
@@ -73,11 +81,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
 }
 
 fn list_case(factory: &Arc<dyn TargetFactory>, case: &Case) -> Result<(), String> {
-    let setup = FakeSetup {
-        seed: Some(seed(case)),
-        faults: vec![],
-    };
-    let session = Session::start(factory, &setup)?;
+    let session = seeded(factory, case)?;
     let mut input = json!({});
     if let Some(limit) = case.limit {
         input["limit"] = json!(limit);
@@ -138,11 +142,7 @@ fn with_single_item(factory: &Arc<dyn TargetFactory>) -> Check {
             size: OUTPUT_BOUND + 1,
             limit: None,
         };
-        let setup = FakeSetup {
-            seed: Some(seed(&case)),
-            faults: vec![],
-        };
-        let session = Session::start(&factory, &setup)?;
+        let session = seeded(&factory, &case)?;
         let read = ["incus.read".to_owned()];
         session
             .call("incus_instance_get", &read, json!({"name": name(0)}))
@@ -165,11 +165,7 @@ fn output_bound(factory: &Arc<dyn TargetFactory>) -> Check {
                 size: 9_000,
                 limit: Some(500),
             };
-            let setup = FakeSetup {
-                seed: Some(seed(&case)),
-                faults: vec![],
-            };
-            let session = Session::start(&factory, &setup)?;
+            let session = seeded(&factory, &case)?;
             let input = json!({"limit": 500});
             let called = session.call("incus_instance_list", &["incus.read".to_owned()], input);
             let size = serde_json::to_vec(&called.result).map_or(usize::MAX, |v| v.len());
@@ -199,11 +195,7 @@ fn exact_bound(factory: &Arc<dyn TargetFactory>) -> Check {
                 size: 600,
                 limit: None,
             };
-            let setup = FakeSetup {
-                seed: Some(seed(&case)),
-                faults: vec![],
-            };
-            let session = Session::start(&factory, &setup)?;
+            let session = seeded(&factory, &case)?;
             let read = ["incus.read".to_owned()];
             let list =
                 |limit: usize| session.call("incus_instance_list", &read, json!({"limit": limit}));

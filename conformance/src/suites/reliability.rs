@@ -130,19 +130,11 @@ refused it with HTTP status N.
     let mut problems = Vec::new();
     for mutation in MUTATIONS {
         for (rule, expected) in mutation_faults::faults(*mutation) {
-            let mut cells = Vec::new();
-            for factory in &factories {
-                let cell = mutation_faults::observe(factory, *mutation, &rule).and_then(
-                    |(called, sent)| {
-                        mutation_faults::verdict(&called, sent, &rule, expected)?;
-                        Ok(format!("{}, sent {sent}", outcome(&called.result)))
-                    },
-                );
-                cells.push(cell.unwrap_or_else(|problem| {
-                    problems.push(problem);
-                    "BROKEN".to_owned()
-                }));
-            }
+            let cells = per_listener(&factories, &mut problems, |factory| {
+                let (called, sent) = mutation_faults::observe(factory, *mutation, &rule)?;
+                mutation_faults::verdict(&called, sent, &rule, expected)?;
+                Ok(format!("{}, sent {sent}", outcome(&called.result)))
+            });
             let on = if rule["path"] == json!(mutation.path) {
                 "request"
             } else {
@@ -160,21 +152,15 @@ refused it with HTTP status N.
     }
     for mutation in MUTATIONS.iter().filter(|m| m.async_operation) {
         for rules in mutation_faults::read_faults(*mutation) {
-            let mut cells = Vec::new();
-            for factory in &factories {
-                let cell = Session::start(factory, &FakeSetup::default()).and_then(|session| {
-                    let (called, sent) = mutation_faults::observe_on(&session, *mutation, &rules)?;
-                    mutation_faults::verdict(&called, sent, &rules[1], Expected::Failed)?;
-                    if called.result["wait_error"] != json!(mutation_faults::INJECTED) {
-                        return Err(called.failure("expected the failure as wait_error"));
-                    }
-                    Ok(format!("{}, sent {sent}", outcome(&called.result)))
-                });
-                cells.push(cell.unwrap_or_else(|problem| {
-                    problems.push(problem);
-                    "BROKEN".to_owned()
-                }));
-            }
+            let cells = per_listener(&factories, &mut problems, |factory| {
+                let session = Session::start(factory, &FakeSetup::default())?;
+                let (called, sent) = mutation_faults::observe_on(&session, *mutation, &rules)?;
+                mutation_faults::verdict(&called, sent, &rules[1], Expected::Failed)?;
+                if called.result["wait_error"] != json!(mutation_faults::INJECTED) {
+                    return Err(called.failure("expected the failure as wait_error"));
+                }
+                Ok(format!("{}, sent {sent}", outcome(&called.result)))
+            });
             let _ = writeln!(
                 out,
                 "| `{}` | operation_fail, then {} | read | {} | {} |",
@@ -186,19 +172,12 @@ refused it with HTTP status N.
         }
     }
     for (rule, expected) in mutation_faults::exec_observed_faults() {
-        let mut cells = Vec::new();
-        for factory in &factories {
-            let cell = Session::start(factory, &FakeSetup::default()).and_then(|session| {
-                super::exec_output::start_instance(&session)?;
-                let (called, sent) =
-                    mutation_faults::exec_observed_case(&session, &rule, expected)?;
-                Ok(format!("{}, sent {sent}", outcome(&called.result)))
-            });
-            cells.push(cell.unwrap_or_else(|problem| {
-                problems.push(problem);
-                "BROKEN".to_owned()
-            }));
-        }
+        let cells = per_listener(&factories, &mut problems, |factory| {
+            let session = Session::start(factory, &FakeSetup::default())?;
+            super::exec_output::start_instance(&session)?;
+            let (called, sent) = mutation_faults::exec_observed_case(&session, &rule, expected)?;
+            Ok(format!("{}, sent {sent}", outcome(&called.result)))
+        });
         let on = if rule["path"] == json!("/1.0/instances/web/exec") {
             "request"
         } else {
@@ -213,19 +192,13 @@ refused it with HTTP status N.
         );
     }
     for kind in TRANSPORT_FAULTS {
-        let mut cells = Vec::new();
-        for factory in &factories {
-            let cell = Session::start(factory, &FakeSetup::default()).and_then(|session| {
-                super::exec_output::start_instance(&session)?;
-                let (called, sent) = mutation_faults::exec_case(&session, kind)?;
-                mutation_faults::exec_verdict(&called, sent, kind)?;
-                Ok(format!("{}, sent {sent}", outcome(&called.result)))
-            });
-            cells.push(cell.unwrap_or_else(|problem| {
-                problems.push(problem);
-                "BROKEN".to_owned()
-            }));
-        }
+        let cells = per_listener(&factories, &mut problems, |factory| {
+            let session = Session::start(factory, &FakeSetup::default())?;
+            super::exec_output::start_instance(&session)?;
+            let (called, sent) = mutation_faults::exec_case(&session, kind)?;
+            mutation_faults::exec_verdict(&called, sent, kind)?;
+            Ok(format!("{}, sent {sent}", outcome(&called.result)))
+        });
         let _ = writeln!(
             out,
             "| `incus_instance_exec` | {kind} | request | {} | {} |",
@@ -352,10 +325,8 @@ discovery. `-`: the check does not apply to that operation.
                 called.refused_before_backend(kind)?;
                 Ok(format!("{}", called.requests.as_ref().map_or(0, Vec::len)))
             });
-            cells.push(cell.unwrap_or_else(|problem| {
-                problems.push(format!("{}: {problem}", op.name));
-                "BROKEN".to_owned()
-            }));
+            let cell = cell.map_err(|problem| format!("{}: {problem}", op.name));
+            cells.push(or_broken(cell, &mut problems));
         }
         let _ = writeln!(out, "| `{}` | {} |", op.name, cells.join(" | "));
     }
@@ -713,6 +684,26 @@ fn resident_bytes() -> u64 {
 }
 
 /// The section, or every problem found while measuring it.
+/// One cell per listener: what `cell` reports on each.
+fn per_listener(
+    factories: &[Arc<dyn TargetFactory>],
+    problems: &mut Vec<String>,
+    cell: impl Fn(&Arc<dyn TargetFactory>) -> Result<String, String>,
+) -> Vec<String> {
+    factories
+        .iter()
+        .map(|factory| or_broken(cell(factory), problems))
+        .collect()
+}
+
+/// A cell's text, or `BROKEN` with its problem recorded.
+fn or_broken(cell: Result<String, String>, problems: &mut Vec<String>) -> String {
+    cell.unwrap_or_else(|problem| {
+        problems.push(problem);
+        "BROKEN".to_owned()
+    })
+}
+
 fn finish(out: String, problems: Vec<String>) -> Result<String, String> {
     if problems.is_empty() {
         Ok(out)
