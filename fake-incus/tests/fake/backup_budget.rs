@@ -2,7 +2,7 @@
 //! `BACKUP_BUDGET` (64 MiB, four full trees); a backup that would pass it fails, stores nothing,
 //! and says why.
 
-use crate::common::{call, launch, wait};
+use crate::common::{call, completed, launch, wait};
 use crate::instances::failure;
 use fake_incus::{FakeIncus, Request};
 use serde_json::json;
@@ -42,7 +42,7 @@ async fn a_backup_past_the_instances_budget_fails_with_a_clear_error_and_stores_
             Some(json!({ "name": snap })),
         )
         .await;
-        assert_eq!(wait(&fake, &taken).await.json()["type"], "sync");
+        completed(&fake, &taken).await;
     }
     let first = call(
         &fake,
@@ -51,7 +51,7 @@ async fn a_backup_past_the_instances_budget_fails_with_a_clear_error_and_stores_
         Some(json!({"name": "b1"})),
     )
     .await;
-    assert_eq!(wait(&fake, &first).await.json()["type"], "sync");
+    completed(&fake, &first).await;
     let second = call(
         &fake,
         "POST",
@@ -82,5 +82,5 @@ async fn a_backup_past_the_instances_budget_fails_with_a_clear_error_and_stores_
         Some(json!({"name": "b3"})),
     )
     .await;
-    assert_eq!(wait(&fake, &third).await.json()["type"], "sync");
+    completed(&fake, &third).await;
 }

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{call, drain, launch, unix, wait, ws_unix};
+use common::{call, completed, drain, launch, unix, wait, ws_unix};
 use fake_incus::{assert_native_error, FakeIncus, Fault, Rule};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
@@ -630,7 +630,7 @@ async fn task_exec_of_an_endless_command_is_killed_by_a_forced_stop_with_137() {
         Some(json!({"action": "stop", "force": true})),
     )
     .await;
-    assert_eq!(wait(&fake, &stop).await.json()["type"], "sync");
+    completed(&fake, &stop).await;
     let done = wait(&fake, &reply).await;
     assert_eq!(
         (
@@ -1099,7 +1099,7 @@ async fn an_imported_images_rootfs_becomes_its_instances_files() {
         .to_string();
     let create = json!({"name": "c2", "source": {"type": "image", "fingerprint": fingerprint}, "start": true});
     let created = unix(&fake, "POST", "/1.0/instances", Some(create)).await;
-    assert_eq!(wait(&fake, &created).await.json()["type"], "sync");
+    completed(&fake, &created).await;
     let ran = recorded(
         &fake,
         "c2",

@@ -2,7 +2,7 @@
 //! list filters, image URLs, image delete, the daemon's validation and texts, snapshot rename,
 //! update and copy from a snapshot. Expected answers were taken from a real Incus 6.0.4.
 
-use crate::common::{call, change_state, fake, launch, wait};
+use crate::common::{call, change_state, completed, fake, launch, wait};
 use fake_incus::{assert_native_error, FakeIncus, Reply, Request};
 use serde_json::{json, Value};
 
@@ -275,7 +275,7 @@ async fn snapshot(fake: &FakeIncus, instance: &str, name: &str) {
         Some(json!({ "name": name })),
     )
     .await;
-    assert_eq!(wait(fake, &reply).await.json()["type"], "sync");
+    completed(fake, &reply).await;
 }
 
 #[tokio::test]
@@ -297,7 +297,7 @@ async fn a_snapshot_rename_is_an_operation_that_moves_its_record_and_files() {
         renamed.metadata()["resources"],
         json!({"instances": ["/1.0/instances/c1"], "instances_snapshots": ["/1.0/instances/c1/snapshots/s1"]})
     );
-    assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
+    completed(&fake, &renamed).await;
     assert_eq!(
         call(&fake, "GET", "/1.0/instances/c1/snapshots", None)
             .await
@@ -343,7 +343,7 @@ async fn a_snapshot_rename_is_an_operation_that_moves_its_record_and_files() {
         Some(json!({"restore": "r1"})),
     )
     .await;
-    assert_eq!(wait(&fake, &restore).await.json()["type"], "sync");
+    completed(&fake, &restore).await;
     assert_eq!(read(&fake, "c1", "/root/f").await, Some(b"v1".to_vec()));
 }
 
@@ -359,7 +359,7 @@ async fn snapshot_put_and_patch_set_only_expires_at_in_an_operation() {
     ] {
         let reply = call(&fake, method, path, Some(json!({ "expires_at": when }))).await;
         assert_eq!(reply.metadata()["description"], "Updating snapshot");
-        assert_eq!(wait(&fake, &reply).await.json()["type"], "sync");
+        completed(&fake, &reply).await;
         let got = call(&fake, "GET", path, None).await;
         assert_eq!(got.metadata()["expires_at"], when);
     }
@@ -418,7 +418,7 @@ async fn a_copy_from_a_snapshot_has_the_snapshots_config_and_files_and_no_snapsh
         copied.metadata()["resources"]["instances"],
         json!(["/1.0/instances/c2", "/1.0/instances/c1%2Fs1"])
     );
-    assert_eq!(wait(&fake, &copied).await.json()["type"], "sync");
+    completed(&fake, &copied).await;
     let c2 = call(&fake, "GET", "/1.0/instances/c2", None).await;
     assert_eq!(c2.metadata()["config"]["user.k"], "then");
     assert_eq!(c2.metadata()["config"]["volatile.apply_template"], "copy");
@@ -467,7 +467,7 @@ async fn a_move_to_another_project_rehomes_the_instance_its_snapshots_and_files(
         moved.metadata()["resources"],
         json!({"instances": ["/1.0/instances/c2"]})
     );
-    assert_eq!(wait(&fake, &moved).await.json()["type"], "sync");
+    completed(&fake, &moved).await;
     assert_eq!(
         call(&fake, "GET", "/1.0/instances", None).await.metadata(),
         &json!(["/1.0/instances/c1"])
@@ -625,7 +625,7 @@ async fn a_rebuild_replaces_the_root_file_system_and_image_keys_of_a_stopped_ins
     snapshot(&fake, "c1", "s1").await;
     let rebuilt = call(&fake, "POST", "/1.0/instances/c1/rebuild", Some(body)).await;
     assert_eq!(rebuilt.metadata()["description"], "Rebuilding instance");
-    assert_eq!(wait(&fake, &rebuilt).await.json()["type"], "sync");
+    completed(&fake, &rebuilt).await;
     assert_eq!(read(&fake, "c1", "/root/x").await, None);
     assert!(read(&fake, "c1", "/etc/inittab").await.is_some());
     let config = call(&fake, "GET", "/1.0/instances/c1", None)
@@ -637,7 +637,7 @@ async fn a_rebuild_replaces_the_root_file_system_and_image_keys_of_a_stopped_ins
 
     let none = json!({"source": {"type": "none"}});
     let rebuilt = call(&fake, "POST", "/1.0/instances/c1/rebuild", Some(none)).await;
-    assert_eq!(wait(&fake, &rebuilt).await.json()["type"], "sync");
+    completed(&fake, &rebuilt).await;
     let config = call(&fake, "GET", "/1.0/instances/c1", None)
         .await
         .metadata()["config"]
@@ -654,7 +654,7 @@ async fn a_rebuild_replaces_the_root_file_system_and_image_keys_of_a_stopped_ins
         Some(json!({"restore": "s1"})),
     )
     .await;
-    assert_eq!(wait(&fake, &restore).await.json()["type"], "sync");
+    completed(&fake, &restore).await;
     assert_eq!(read(&fake, "c1", "/root/x").await, Some(b"hi".to_vec()));
 
     let missing = json!({"source": {"type": "image", "alias": "nope"}});
@@ -790,7 +790,7 @@ async fn publish_makes_an_image_of_the_instance_tree_that_exports_and_launches_w
         Some(json!({"name": "c2", "source": {"type": "image", "alias": "pubbed"}})),
     )
     .await;
-    assert_eq!(wait(&fake, &launched).await.json()["type"], "sync");
+    completed(&fake, &launched).await;
     assert_eq!(
         read(&fake, "c2", "/root/published").await,
         Some(b"yes".to_vec())
@@ -860,7 +860,7 @@ async fn backups_are_created_listed_renamed_exported_in_the_daemon_layout_and_de
         created.metadata()["resources"],
         json!({"backups": ["/1.0/instances/c1/backups/b1"], "instances": ["/1.0/instances/c1"]})
     );
-    assert_eq!(wait(&fake, &created).await.json()["type"], "sync");
+    completed(&fake, &created).await;
     let unnamed = call(&fake, "POST", "/1.0/instances/c1/backups", Some(json!({}))).await;
     wait(&fake, &unnamed).await;
     let list = call(&fake, "GET", "/1.0/instances/c1/backups", None).await;
@@ -941,7 +941,7 @@ async fn backups_are_created_listed_renamed_exported_in_the_daemon_layout_and_de
         renamed.metadata()["description"],
         "Renaming instance backup"
     );
-    assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
+    completed(&fake, &renamed).await;
     let moved = call(&fake, "GET", "/1.0/instances/c1/backups/b2/export", None).await;
     assert_eq!(moved.bytes(), export.bytes());
     let deleted = call(&fake, "DELETE", "/1.0/instances/c1/backups/b2", None).await;
@@ -987,7 +987,7 @@ async fn an_exported_backup_imports_as_a_new_instance_with_its_files_and_snapsho
     };
     let imported = fake.call(upload(Some("c2"), tarball.to_vec())).await;
     assert_eq!(imported.metadata()["description"], "Restoring backup");
-    assert_eq!(wait(&fake, &imported).await.json()["type"], "sync");
+    completed(&fake, &imported).await;
     assert_eq!(read(&fake, "c2", "/root/f").await, Some(b"now".to_vec()));
     let snaps = call(&fake, "GET", "/1.0/instances/c2/snapshots", None).await;
     assert_eq!(snaps.metadata(), &json!(["/1.0/instances/c2/snapshots/s1"]));

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{assert_envelope, call, call_with, change_state, fake, launch, wait};
+use common::{assert_envelope, call, call_with, change_state, completed, fake, launch, wait};
 use fake_incus::{assert_native_error, FakeIncus};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -493,7 +493,7 @@ async fn put_replaces_and_requires_volatile_idmap_keys() {
         (put.status(), put.metadata()["description"].as_str()),
         (202, Some("Updating instance"))
     );
-    assert_eq!(wait(&fake, &put).await.json()["type"], "sync");
+    completed(&fake, &put).await;
     let dropped = call(
         &fake,
         "PUT",
@@ -538,7 +538,7 @@ async fn state_changes_take_a_moment_like_a_real_daemon_unless_a_fault_says_othe
     assert_eq!(start.metadata()["status"], "Running");
     let at_once = call(&fake, "GET", &format!("{url}/wait?timeout=0"), None).await;
     assert_eq!(at_once.json()["error"], "context deadline exceeded");
-    assert_eq!(wait(&fake, &start).await.json()["type"], "sync");
+    completed(&fake, &start).await;
     assert!(started.elapsed() >= Duration::from_millis(200));
     let restart = state_put("restart").await;
     let started = std::time::Instant::now();
@@ -789,93 +789,86 @@ async fn images_and_aliases_resolve_and_delete_together() {
 async fn read_only_resources_have_the_daemon_shapes() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;
-    let lo = call(&fake, "GET", "/1.0/networks/lo", None).await;
-    assert_eq!(
-        keys(lo.metadata()),
-        [
-            "config",
-            "description",
-            "name",
-            "type",
-            "used_by",
-            "managed",
-            "status",
-            "locations",
-            "project"
-        ]
-    );
-    assert_eq!(
-        lo.header("etag").unwrap(),
-        "\"f0b27cab0882758cc723539b84d23e4f2b394a49f09cc8df756d463744b9da71\""
-    );
+    // Each object's keys in the daemon's order, and its ETag where the daemon sends one.
+    let shapes: [(&str, &[&str], Option<&str>); 5] = [
+        (
+            "/1.0/networks/lo",
+            &[
+                "config",
+                "description",
+                "name",
+                "type",
+                "used_by",
+                "managed",
+                "status",
+                "locations",
+                "project",
+            ],
+            Some("f0b27cab0882758cc723539b84d23e4f2b394a49f09cc8df756d463744b9da71"),
+        ),
+        (
+            "/1.0/profiles/default",
+            &[
+                "config",
+                "description",
+                "devices",
+                "name",
+                "used_by",
+                "project",
+            ],
+            Some("12b5fad504e1f435d9de1739519902aecb628092d3ae91955235c366541f7b6a"),
+        ),
+        (
+            "/1.0/projects/default",
+            &["config", "description", "name", "used_by"],
+            Some("9289efd089a9cba50849c2e637cb098a19fee6941aa263e8c358c4ca89df700d"),
+        ),
+        (
+            "/1.0/storage-pools/default",
+            &[
+                "config",
+                "description",
+                "name",
+                "driver",
+                "used_by",
+                "status",
+                "locations",
+            ],
+            None,
+        ),
+        (
+            "/1.0/storage-pools/default/volumes/container/c1",
+            &[
+                "config",
+                "description",
+                "name",
+                "type",
+                "used_by",
+                "location",
+                "content_type",
+                "project",
+                "created_at",
+            ],
+            Some("9ba9b7d35c48ef6ff06dc798267bd54546ab0b065a5e37ee13d30427facfbbce"),
+        ),
+    ];
+    for (path, fields, etag) in shapes {
+        let reply = call(&fake, "GET", path, None).await;
+        assert_eq!(keys(reply.metadata()), fields, "{path}");
+        if let Some(etag) = etag {
+            assert_eq!(
+                reply.header("etag"),
+                Some(format!("\"{etag}\"").as_str()),
+                "{path}"
+            );
+        }
+    }
     let profile = call(&fake, "GET", "/1.0/profiles/default", None).await;
-    assert_eq!(
-        keys(profile.metadata()),
-        [
-            "config",
-            "description",
-            "devices",
-            "name",
-            "used_by",
-            "project"
-        ]
-    );
-    assert_eq!(
-        profile.header("etag").unwrap(),
-        "\"12b5fad504e1f435d9de1739519902aecb628092d3ae91955235c366541f7b6a\""
-    );
     assert_eq!(profile.metadata()["used_by"], json!(["/1.0/instances/c1"]));
-    let project = call(&fake, "GET", "/1.0/projects/default", None).await;
-    assert_eq!(
-        keys(project.metadata()),
-        ["config", "description", "name", "used_by"]
-    );
-    assert_eq!(
-        project.header("etag").unwrap(),
-        "\"9289efd089a9cba50849c2e637cb098a19fee6941aa263e8c358c4ca89df700d\""
-    );
-    let pool = call(&fake, "GET", "/1.0/storage-pools/default", None).await;
-    assert_eq!(
-        keys(pool.metadata()),
-        [
-            "config",
-            "description",
-            "name",
-            "driver",
-            "used_by",
-            "status",
-            "locations"
-        ]
-    );
     let volumes = call(&fake, "GET", "/1.0/storage-pools/default/volumes", None).await;
     assert_eq!(
         volumes.metadata(),
         &json!(["/1.0/storage-pools/default/volumes/container/c1"])
-    );
-    let volume = call(
-        &fake,
-        "GET",
-        "/1.0/storage-pools/default/volumes/container/c1",
-        None,
-    )
-    .await;
-    assert_eq!(
-        keys(volume.metadata()),
-        [
-            "config",
-            "description",
-            "name",
-            "type",
-            "used_by",
-            "location",
-            "content_type",
-            "project",
-            "created_at"
-        ]
-    );
-    assert_eq!(
-        volume.header("etag").unwrap(),
-        "\"9ba9b7d35c48ef6ff06dc798267bd54546ab0b065a5e37ee13d30427facfbbce\""
     );
     for (path, message) in [
         ("/1.0/networks/nope", "Network not found"),
@@ -887,12 +880,7 @@ async fn read_only_resources_have_the_daemon_shapes() {
             "Storage pool volume not found",
         ),
     ] {
-        let reply = call(&fake, "GET", path, None).await;
-        assert_eq!(
-            (reply.status(), reply.json()["error"].as_str()),
-            (404, Some(message)),
-            "{path}"
-        );
+        assert_native_error(&call(&fake, "GET", path, None).await, 404, message);
     }
 }
 
@@ -1232,7 +1220,7 @@ async fn rename_is_an_operation_refused_while_running() {
     )
     .await;
     assert_eq!(renamed.metadata()["description"], "Renaming instance");
-    assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
+    completed(&fake, &renamed).await;
     assert_eq!(
         call(&fake, "GET", "/1.0/instances/c2", None).await.status(),
         200

@@ -1,7 +1,7 @@
 //! Custom volume backups as the daemon answers them. Expected answers were taken from a real
 //! Incus 6.0.4 (a `dir` pool).
 
-use crate::common::{call, wait};
+use crate::common::{call, completed, wait};
 use crate::instances::failure;
 use fake_incus::{assert_native_error, FakeIncus, Request};
 use serde_json::{json, Value};
@@ -63,7 +63,7 @@ async fn volume_backups_are_created_listed_got_renamed_and_deleted_as_operations
         json!({"backups": [format!("{VOLUMES}/v1/backups/b1")],
             "storage_volumes": [format!("{VOLUMES}/v1")]})
     );
-    assert_eq!(wait(&fake, &created).await.json()["type"], "sync");
+    completed(&fake, &created).await;
     wait(&fake, &backup(&fake, json!({})).await).await;
     let list = call(&fake, "GET", &format!("{VOLUMES}/v1/backups"), None).await;
     assert_eq!(
@@ -131,7 +131,7 @@ async fn volume_backups_are_created_listed_got_renamed_and_deleted_as_operations
         renamed.metadata()["resources"]["backups"],
         json!([format!("{VOLUMES}/v1/backups/v1%2Fb1")])
     );
-    assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
+    completed(&fake, &renamed).await;
     let moved = call(
         &fake,
         "GET",
@@ -373,7 +373,7 @@ async fn a_volume_backup_imported_back_restores_the_volume_and_its_snapshots() {
         restored.metadata()["resources"],
         json!({"storage_volumes": [format!("{VOLUMES}/v9")]})
     );
-    assert_eq!(wait(&fake, &restored).await.json()["type"], "sync");
+    completed(&fake, &restored).await;
     let v9 = call(&fake, "GET", &format!("{VOLUMES}/v9"), None).await;
     assert_eq!(
         (

@@ -1,7 +1,7 @@
 //! Custom volume snapshots, restore, state and copy as the daemon answers them (issue 23).
 //! Expected answers were taken from a real Incus 6.0.4.
 
-use crate::common::{call, wait};
+use crate::common::{call, completed, wait};
 use fake_incus::{assert_native_error, FakeIncus};
 use serde_json::json;
 
@@ -38,7 +38,7 @@ async fn volume_snapshots_are_created_listed_got_updated_renamed_and_deleted() {
         json!({"storage_volume_snapshots": [format!("{VOLUMES}/v1/snapshots/s1")],
             "storage_volumes": [format!("{VOLUMES}/v1")]})
     );
-    assert_eq!(wait(&fake, &created).await.json()["type"], "sync");
+    completed(&fake, &created).await;
     wait(&fake, &snapshot(&fake, None).await).await;
     let list = call(&fake, "GET", &format!("{VOLUMES}/v1/snapshots"), None).await;
     assert_eq!(
@@ -117,9 +117,9 @@ async fn volume_snapshots_are_created_listed_got_updated_renamed_and_deleted() {
         renamed.metadata()["description"],
         "Renaming storage volume snapshot"
     );
-    assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
+    completed(&fake, &renamed).await;
     let deleted = call(&fake, "DELETE", &format!("{VOLUMES}/v1/snapshots/r1"), None).await;
-    assert_eq!(wait(&fake, &deleted).await.json()["type"], "sync");
+    completed(&fake, &deleted).await;
     assert_native_error(
         &call(&fake, "GET", &format!("{VOLUMES}/v1/snapshots/r1"), None).await,
         404,
@@ -184,7 +184,7 @@ async fn a_volume_copy_is_an_operation_with_the_snapshots_unless_volume_only() {
     assert_eq!(copied.status(), 202, "{}", copied.json());
     assert_eq!(copied.metadata()["description"], "Copying storage volume");
     assert_eq!(copied.metadata()["resources"], json!({}));
-    assert_eq!(wait(&fake, &copied).await.json()["type"], "sync");
+    completed(&fake, &copied).await;
     let v2 = call(&fake, "GET", &format!("{VOLUMES}/v2"), None).await;
     assert_eq!(v2.metadata()["config"], json!({"user.k": "first"}));
     let snaps = call(&fake, "GET", &format!("{VOLUMES}/v2/snapshots"), None).await;
@@ -224,7 +224,7 @@ async fn a_volume_copy_is_an_operation_with_the_snapshots_unless_volume_only() {
         Some(copy("v4", json!({"type": "copy", "name": "v1/s1"}))),
     )
     .await;
-    assert_eq!(wait(&fake, &from_snapshot).await.json()["type"], "sync");
+    completed(&fake, &from_snapshot).await;
 
     // Deleting a volume takes its snapshots; a new namesake starts without them.
     let deleted = call(&fake, "DELETE", &format!("{VOLUMES}/v2"), None).await;

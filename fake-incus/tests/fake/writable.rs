@@ -4,7 +4,7 @@
 use crate::common;
 use crate::tarball::tarball;
 
-use common::{call, fake, launch, unix_bytes as send, wait, Reply};
+use common::{call, completed, fake, launch, unix_bytes as send, wait, Reply};
 use fake_incus::{assert_native_error, FakeIncus};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -130,7 +130,7 @@ async fn a_unified_upload_becomes_an_image_with_the_sha256_of_its_bytes_and_the_
         Some(json!({"name": "c1", "source": {"type": "image", "alias": "probe-uni"}})),
     )
     .await;
-    assert_eq!(wait(&fake, &reply).await.json()["type"], "sync");
+    completed(&fake, &reply).await;
     let c1 = call(&fake, "GET", "/1.0/instances/c1", None).await;
     assert_eq!(c1.metadata()["config"]["image.os"], "override");
     assert_eq!(
@@ -590,7 +590,7 @@ async fn files_follow_rename_copy_snapshot_restore_and_go_with_the_instance() {
         Some(json!({"name": "c2"})),
     )
     .await;
-    assert_eq!(wait(&fake, &renamed).await.json()["type"], "sync");
+    completed(&fake, &renamed).await;
     assert_eq!(file_of(&fake, "c2", "/root/f").await, Some(b"v2".to_vec()));
 
     let copied = call(
@@ -600,7 +600,7 @@ async fn files_follow_rename_copy_snapshot_restore_and_go_with_the_instance() {
         Some(json!({"name": "c3", "source": {"type": "copy", "source": "c2"}})),
     )
     .await;
-    assert_eq!(wait(&fake, &copied).await.json()["type"], "sync");
+    completed(&fake, &copied).await;
     assert_eq!(file_of(&fake, "c3", "/root/f").await, Some(b"v2".to_vec()));
 
     let restored = call(
@@ -610,7 +610,7 @@ async fn files_follow_rename_copy_snapshot_restore_and_go_with_the_instance() {
         Some(json!({"restore": "s1"})),
     )
     .await;
-    assert_eq!(wait(&fake, &restored).await.json()["type"], "sync");
+    completed(&fake, &restored).await;
     assert_eq!(file_of(&fake, "c3", "/root/f").await, Some(b"v1".to_vec()));
     assert_eq!(
         file_of(&fake, "c2", "/root/f").await,
@@ -657,7 +657,7 @@ async fn a_copy_has_the_sources_config_without_its_identity_and_its_snapshots_un
         accepted.json()["metadata"]["resources"],
         json!({"instances": ["/1.0/instances/c2", "/1.0/instances/c1"]})
     );
-    assert_eq!(wait(&fake, &accepted).await.json()["type"], "sync");
+    completed(&fake, &accepted).await;
     let source = call(&fake, "GET", "/1.0/instances/c1", None).await;
     let copy = call(&fake, "GET", "/1.0/instances/c2", None).await;
     let (src, dst) = (&source.metadata()["config"], &copy.metadata()["config"]);

@@ -140,17 +140,26 @@ pub(crate) async fn wait(fake: &FakeIncus, accepted: &Reply) -> Reply {
     call(fake, "GET", &format!("{op}/wait?timeout=10"), None).await
 }
 
-/// Creates (and optionally starts) an instance from the busybox alias.
-pub(crate) async fn launch(fake: &FakeIncus, name: &str, start: bool) {
-    let body = serde_json::json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": start});
-    let reply = call(fake, "POST", "/1.0/instances", Some(body)).await;
-    let done = wait(fake, &reply).await;
+/// Waits for an operation (from a 202) and asserts that it succeeded: the wait answer.
+pub(crate) async fn completed(fake: &FakeIncus, accepted: &Reply) -> Reply {
+    let done = wait(fake, accepted).await;
     assert_eq!(
         done.json()["type"],
         "sync",
-        "launch failed: {}",
+        "the operation failed: {}",
         done.json()
     );
+    done
+}
+
+/// Creates (and optionally starts) an instance from the busybox alias.
+pub(crate) async fn launch(fake: &FakeIncus, name: &str, start: bool) {
+    let body = serde_json::json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": start});
+    completed(
+        fake,
+        &call(fake, "POST", "/1.0/instances", Some(body)).await,
+    )
+    .await;
 }
 
 /// The seven envelope keys with their types.
