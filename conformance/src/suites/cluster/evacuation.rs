@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::member_down::once_not_applied;
 use super::session::{Cluster, Through, MEMBERS};
-use super::{create_input, instance_on, place_one_per_member, trial, READ, WRITE};
+use super::{create_input, instance_on, is_native_error, place_one_per_member, trial, READ, WRITE};
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 use std::sync::Arc;
@@ -72,17 +72,10 @@ fn moved_instance(cluster: &Cluster) -> Result<(), String> {
 
 /// The result is a native error of HTTP 403 with the daemon's evacuation text, unchanged.
 fn is_evacuated_refusal(through: &Through) -> Result<(), String> {
-    let result = through.result();
-    if through.called.error_kind() != Some("native")
-        || result.pointer("/error/http_status") != Some(&json!(403))
-        || result.pointer("/error/error_code") != Some(&json!(403))
-        || result.pointer("/error/message") != Some(&json!("Cluster member is evacuated"))
-    {
-        return Err(through.failure(
-            "expected a native error, HTTP 403 and error code 403, \"Cluster member is evacuated\"",
-        ));
-    }
-    through.called.schema_valid()
+    let evacuated = |message: &str| message == "Cluster member is evacuated";
+    let expected =
+        "expected a native error, HTTP 403 and error code 403, \"Cluster member is evacuated\"";
+    is_native_error(through, 403, Some(403), evacuated, expected)
 }
 
 /// `m2` evacuated with its instances stopped in place: starting the one on `m2` through `m1` and

@@ -2,11 +2,13 @@
 //! knows no members: it reports what the members still up answer, as the spec gives it kinds,
 //! and resends nothing.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::member_down::once_not_applied;
 use super::session::{Cluster, Through};
-use super::{instance_on, is_member_down_error, place_one_per_member, trial, READ, WRITE};
+use super::{
+    instance_on, is_member_down_error, is_native_error, place_one_per_member, trial, READ, WRITE,
+};
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 use std::sync::Arc;
@@ -58,19 +60,9 @@ fn mutation_on_dead_leader(cluster: &Cluster) -> Result<(), String> {
 
 /// The result is a native error of HTTP 503 with the database's message, unchanged.
 fn is_no_quorum_error(through: &Through) -> Result<(), String> {
-    let result = through.result();
-    let message = result
-        .pointer("/error/message")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if through.called.error_kind() != Some("native")
-        || result.pointer("/error/http_status") != Some(&json!(503))
-        || !message.contains("no available cowsql leader server found")
-    {
-        return Err(through
-            .failure("expected a native error, HTTP 503, with the database's no-leader message"));
-    }
-    through.called.schema_valid()
+    let no_leader = |message: &str| message.contains("no available cowsql leader server found");
+    let expected = "expected a native error, HTTP 503, with the database's no-leader message";
+    is_native_error(through, 503, None, no_leader, expected)
 }
 
 /// `m1` and `m3` down: a read and a start through `m2` of the instance on `m2` are the

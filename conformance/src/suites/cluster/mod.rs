@@ -122,19 +122,33 @@ fn is_member_down_message(message: &str) -> bool {
 
 /// The result is a native error of HTTP 500 whose message is the member-down text, unchanged.
 fn is_member_down_error(through: &Through) -> Result<(), String> {
+    let expected =
+        "expected a native error, HTTP 500 and error code 500, with the member-down message";
+    is_native_error(through, 500, Some(500), is_member_down_message, expected)
+}
+
+/// The result is a native error of HTTP `status` (and error code `code`, when given) whose
+/// message `matches`, passed on unchanged; otherwise a failure that says what was `expected`.
+fn is_native_error(
+    through: &Through,
+    status: u64,
+    code: Option<u64>,
+    matches: impl Fn(&str) -> bool,
+    expected: &str,
+) -> Result<(), String> {
     let result = through.result();
     let message = result
         .pointer("/error/message")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    let code_holds =
+        code.is_none_or(|code| result.pointer("/error/error_code") == Some(&json!(code)));
     if through.called.error_kind() != Some("native")
-        || result.pointer("/error/http_status") != Some(&json!(500))
-        || result.pointer("/error/error_code") != Some(&json!(500))
-        || !is_member_down_message(message)
+        || result.pointer("/error/http_status") != Some(&json!(status))
+        || !code_holds
+        || !matches(message)
     {
-        return Err(through.failure(
-            "expected a native error, HTTP 500 and error code 500, with the member-down message",
-        ));
+        return Err(through.failure(expected));
     }
     through.called.schema_valid()
 }
