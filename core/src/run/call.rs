@@ -6,7 +6,6 @@
 
 use super::deadline::Progress;
 use crate::client::Client;
-use crate::host::ImageRemote;
 
 /// One authorized call, ready for its native requests.
 pub(crate) struct Call<'a> {
@@ -14,8 +13,6 @@ pub(crate) struct Call<'a> {
     pub(crate) client: &'a Client,
     /// The native project, selected after authorization.
     pub(crate) project: String,
-    /// The image server that `source.remote` resolved to.
-    pub(crate) remote: Option<ImageRemote>,
     /// What to report if the call's bound passes from now on.
     pub(crate) progress: &'a Progress,
 }

@@ -20,7 +20,7 @@ use super::results::RunError;
 use super::{writes, RunOptions};
 use crate::catalogue::{Confirmation, Descriptor, Scope};
 use crate::client::Client;
-use crate::host::{Binding, ImageRemote};
+use crate::host::Binding;
 
 /// The project used when neither the input nor the binding names one.
 const DEFAULT_PROJECT: &str = "default";
@@ -37,10 +37,9 @@ pub(crate) struct Checked {
     pub(crate) client: Client,
     /// The native project, selected after authorization.
     pub(crate) project: String,
-    /// The operation's typed input (a create's implied profiles made explicit).
+    /// The operation's typed input (a create's image remote resolved and its implied profiles
+    /// made explicit).
     pub(crate) input: Input,
-    /// The image server that `source.remote` resolved to.
-    pub(crate) remote: Option<ImageRemote>,
 }
 
 /// Runs checks 2 to 10 of the README's table, in its order.
@@ -64,7 +63,7 @@ pub(crate) async fn in_order<C: Send + Sync>(
     let (input, project) = with_project(descriptor, input, &binding)?;
     authorize(descriptor, &input, options).await?;
     // 8. The image remote.
-    let remote = resolve_remote(&typed, options).await?;
+    resolve_remote(&mut typed, options).await?;
     // 9. Discovery.
     let client = discover(binding).await?;
     // 10. What the call applies, read from Incus.
@@ -73,7 +72,6 @@ pub(crate) async fn in_order<C: Send + Sync>(
         client,
         project,
         input: typed,
-        remote,
     })
 }
 
@@ -275,16 +273,16 @@ async fn authorize<C: Send + Sync>(
     ask(bound, "authorize", decision, RunError::Unauthorized).await
 }
 
-/// The image server named by `source.remote`, approved by the host.
+/// The image server named by `source.remote`, approved by the host, set on the create.
 async fn resolve_remote<C: Send + Sync>(
-    input: &Input,
+    input: &mut Input,
     options: &RunOptions<'_, C>,
-) -> Result<Option<ImageRemote>, RunError> {
+) -> Result<(), RunError> {
     let Input::InstanceCreate(create) = input else {
-        return Ok(None);
+        return Ok(());
     };
     let Some(name) = create.source.remote.as_deref() else {
-        return Ok(None);
+        return Ok(());
     };
     let remote = options.host.image_remote(options.caller, name);
     let deny = |message| RunError::UnknownRemote(format!("{name}: {message}"));
@@ -294,7 +292,8 @@ async fn resolve_remote<C: Send + Sync>(
             "{name}: the host returned a malformed image server"
         )));
     }
-    Ok(Some(remote))
+    create.resolved_remote = Some(remote);
+    Ok(())
 }
 
 fn is_https_server(server: &str) -> bool {

@@ -125,6 +125,10 @@ pub(crate) struct Create {
     pub(crate) instance_type: Option<String>,
     pub(crate) start: Option<bool>,
     pub(crate) wait_seconds: u64,
+    /// The image server that `source.remote` resolved to, set by the image-remote check (never
+    /// read from input).
+    #[serde(skip)]
+    pub(crate) resolved_remote: Option<ImageRemote>,
 }
 
 /// The create input's `source`.
@@ -177,10 +181,14 @@ struct SourceBody<'a> {
 }
 
 impl Create {
-    /// The native body; `remote` is the server that `source.remote` resolved to (the pipeline
-    /// resolves it whenever `source.remote` is given, and refuses the call otherwise).
-    pub(crate) fn body(&self, remote: Option<&ImageRemote>) -> Value {
-        let remote = self.source.remote.as_ref().and(remote);
+    /// The native body, with the server that `source.remote` resolved to (the checks resolve it
+    /// whenever `source.remote` is given, and refuse the call otherwise).
+    pub(crate) fn body(&self) -> Value {
+        let remote = self
+            .source
+            .remote
+            .as_ref()
+            .and(self.resolved_remote.as_ref());
         let body = CreateBody {
             name: &self.name,
             source: SourceBody {
@@ -437,10 +445,13 @@ mod tests {
         let update: Update =
             parse(&json!({"name": "web", "etag": "e", "description": ""})).unwrap();
         assert_eq!(update.body(), json!({"description": ""}));
-        let create: Create = parse(&json!({"name": "web", "source": {"type": "image", "alias": "a", "remote": "images"}, "wait_seconds": 1})).unwrap();
-        let remote = ImageRemote::new("https://images.example.org", "simplestreams");
+        let mut create: Create = parse(&json!({"name": "web", "source": {"type": "image", "alias": "a", "remote": "images"}, "wait_seconds": 1})).unwrap();
+        create.resolved_remote = Some(ImageRemote::new(
+            "https://images.example.org",
+            "simplestreams",
+        ));
         assert_eq!(
-            create.body(Some(&remote)),
+            create.body(),
             json!({"name": "web", "source": {"type": "image", "alias": "a", "server": "https://images.example.org", "protocol": "simplestreams"}})
         );
     }

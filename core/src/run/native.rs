@@ -85,7 +85,7 @@ pub(crate) async fn execute(call: &Call<'_>, input: Input) -> Result<Success, Ru
             inspect::item_with_etag(client.get_instance(project, &input.name).await)
         }
         Input::InstanceCreate(input) => {
-            let body = input.body(call.remote.as_ref());
+            let body = input.body();
             let send = client.create_instance(project, &body);
             mutate::mutation(call, input.wait_seconds, send).await
         }

@@ -64,7 +64,6 @@ async fn checked<C: Send + Sync>(
     let call = Call {
         client: &checked.client,
         project: checked.project,
-        remote: checked.remote,
         progress,
     };
     let success = native::execute(&call, checked.input).await?;
