@@ -473,22 +473,21 @@ async fn forwarding(
         req.method() == Method::POST && req.uri().path().trim_end_matches('/') == "/1.0/instances";
     match cluster.routed(member) {
         Routed::Serve => Ok(()),
-        Routed::NotReady { down: true } if creation => Err(refused_creation(ctx, info)),
+        Routed::NotReady { down: true } | Routed::Stalled { .. } if creation => {
+            Err(refused_creation(ctx, info))
+        }
         Routed::NotReady { .. } => Err(ApiError::internal("Server isn't ready yet")),
-        Routed::JustDied { .. } if creation => Err(refused_creation(ctx, info)),
-        Routed::JustDied { until } => {
-            let plain = req.method() == Method::GET
-                && !super::is_upgrade(req)
-                && req.uri().path().starts_with("/1.0/instances/");
-            if plain {
-                let path = req
-                    .uri()
-                    .path_and_query()
-                    .map_or_else(|| req.uri().path().to_string(), ToString::to_string);
-                return Err(ApiError::internal(
-                    info.refused(req.method().as_str(), &path),
-                ));
-            }
+        Routed::Refused if creation => Err(refused_creation(ctx, info)),
+        Routed::Refused => {
+            let path = req
+                .uri()
+                .path_and_query()
+                .map_or_else(|| req.uri().path().to_string(), ToString::to_string);
+            Err(ApiError::internal(
+                info.refused(req.method().as_str(), &path),
+            ))
+        }
+        Routed::Stalled { until } => {
             tokio::select! {
                 () = tokio::time::sleep_until(until) => {}
                 () = ctx.app.shutdown.cancelled() => {}
