@@ -4,7 +4,7 @@
 //! - `{"action": "evacuate", "mode": M}`: 202 `Evacuating cluster member`, `resources: {}`, on
 //!   the member. The member is `Evacuated` ("Unavailable due to maintenance") from the start;
 //!   its instances are handled one by one in creation order. Each instance's action is the
-//!   request's `mode` unless empty or `auto`, else its `cluster.evacuate` (`auto`: `migrate`,
+//!   request's `mode` unless empty or `auto`, else its expanded `cluster.evacuate` (`auto`: `migrate`,
 //!   `live-migrate` for a virtual machine with `migration.stateful`). Every action but
 //!   `live-migrate` first stops a running instance (keeping `volatile.last_state.power:
 //!   RUNNING` so that a restore starts it again); `stop`, `force-stop` and `stateful-stop` end
@@ -24,8 +24,10 @@
 //! - A `mode` outside the daemon's list is 400 `Invalid value "x" (not one of [...])`; another
 //!   action 400 `Unknown action "x"`.
 //!
-//! Approximations: profiles' `cluster.evacuate` and devices that cannot migrate are not looked
-//! at; a live move back on restore fails as a live evacuation does, with the restore's prefix.
+//! `cluster.evacuate` and `migration.stateful` are read from the instance's expanded config (its
+//! profiles', then its own), as `CanMigrate` does.
+//!
+//! Approximations: devices that cannot migrate are not looked at; a live move back on restore fails as a live evacuation does, with the restore's prefix.
 
 use super::migration::{instances_on, relocate, NO_CRIU, SOURCE_SETUP};
 use super::{parse_body, Ctx};
@@ -117,13 +119,18 @@ fn set_evacuated(cluster: &Cluster, index: usize, evacuated: bool) -> Result<(),
     Ok(())
 }
 
-/// What evacuation does with the instance by default (`CanMigrate`).
-fn default_action(instance: &Instance) -> String {
-    match instance.config.get("cluster.evacuate").map(String::as_str) {
+/// What evacuation does with the instance `project`/`name` by default (`CanMigrate`): its
+/// expanded config's `cluster.evacuate` (a profile's counts unless the instance sets its own),
+/// else by its kind and `migration.stateful`.
+fn default_action(state: &State, project: &str, name: &str) -> String {
+    let Some(instance) = state.instance(project, name) else {
+        return "migrate".into();
+    };
+    let config = instance.expanded_config(state);
+    match config.get("cluster.evacuate").map(String::as_str) {
         Some(mode) if !mode.is_empty() && mode != "auto" => mode.to_string(),
         _ if instance.kind == "virtual-machine"
-            && instance
-                .config
+            && config
                 .get("migration.stateful")
                 .is_some_and(|v| v == "true") =>
         {
@@ -167,13 +174,13 @@ fn evacuate_member(
     let mut last = None;
     let on_member = instances_where(state, |i| i.location.as_deref() == Some(member));
     for (project, name) in on_member {
-        let Some(instance) = state.instance_mut(&project, &name) else {
-            continue;
-        };
         let mut action = if mode.is_empty() || mode == "auto" {
-            default_action(instance)
+            default_action(state, &project, &name)
         } else {
             mode.to_string()
+        };
+        let Some(instance) = state.instance_mut(&project, &name) else {
+            continue;
         };
         let running = instance.status != PowerState::Stopped;
         if action != "live-migrate" {
@@ -248,10 +255,10 @@ fn restore_member(
         i.location.as_deref() != Some(member) && i.config.get(ORIGIN).is_some_and(|o| o == member)
     });
     for (project, name) in evacuated {
+        let live = default_action(state, &project, &name) == "live-migrate";
         let Some(instance) = state.instance_mut(&project, &name) else {
             continue;
         };
-        let live = default_action(instance) == "live-migrate";
         let from = instance.location.clone().unwrap_or_default();
         last = Some(format!("{} from \"{from}\"", step("Migrating", instance)));
         let running = instance.status != PowerState::Stopped;

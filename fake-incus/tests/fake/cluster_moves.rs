@@ -356,6 +356,49 @@ async fn evacuation_migrates_and_stops_by_mode_placement_avoids_the_member_and_r
 }
 
 #[tokio::test]
+async fn evacuation_reads_cluster_evacuate_from_the_instances_profiles_unless_it_sets_its_own() {
+    let fake = cluster().await;
+    let profile = json!({"name": "stay", "config": {"cluster.evacuate": "stop"}, "devices": {}});
+    let reply = via(&fake, "m1", "POST", "/1.0/profiles", Some(profile)).await;
+    assert_eq!(reply.status(), 201, "{}", reply.json());
+    let launch = |name: &str, config: Value| {
+        json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": true,
+               "profiles": ["default", "stay"], "config": config})
+    };
+    for (name, config) in [
+        ("p-stays", json!({})),
+        ("p-own", json!({"cluster.evacuate": "migrate"})),
+    ] {
+        let body = launch(name, config);
+        let accepted = via(&fake, "m1", "POST", "/1.0/instances?target=m2", Some(body)).await;
+        let done = wait(&fake, "m1", &accepted).await;
+        assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
+    }
+    let done = member_state(&fake, "m2", json!({"action": "evacuate"})).await;
+    assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
+    let kept = instance(&fake, "p-stays").await;
+    assert_eq!(
+        (kept["location"].as_str(), kept["status"].as_str()),
+        (Some("m2"), Some("Stopped")),
+        "the profile's stop mode"
+    );
+    let moved = instance(&fake, "p-own").await;
+    assert_ne!(moved["location"], "m2", "its own migrate mode wins");
+    assert_eq!(moved["status"], "Running");
+    // A request's explicit mode overrides both.
+    let done = member_state(&fake, "m2", json!({"action": "restore"})).await;
+    assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
+    let done = member_state(
+        &fake,
+        "m2",
+        json!({"action": "evacuate", "mode": "migrate"}),
+    )
+    .await;
+    assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
+    assert_ne!(instance(&fake, "p-stays").await["location"], "m2");
+}
+
+#[tokio::test]
 async fn a_live_migrate_evacuation_fails_without_criu_and_the_member_stays_online() {
     let fake = cluster().await;
     stopped(&fake, "l-first", "m3").await;
