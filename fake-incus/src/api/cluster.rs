@@ -45,7 +45,7 @@ pub(super) fn route(
                     if ctx.recursion() == 0 {
                         json!(format!("/1.0/cluster/members/{}", m.name))
                     } else {
-                        member_object(cluster, m)
+                        member_object(ctx, cluster, m)
                     }
                 })
                 .collect();
@@ -53,7 +53,7 @@ pub(super) fn route(
         }
         ["members", name] => {
             let member = cluster.member(name).ok_or_else(member_not_found)?;
-            let object = member_object(cluster, member);
+            let object = member_object(ctx, cluster, member);
             let writable = json!({
                 "roles": object["roles"], "failure_domain": object["failure_domain"],
                 "description": object["description"], "config": object["config"],
@@ -63,6 +63,7 @@ pub(super) fn route(
             match *method {
                 Method::GET => Ok(envelope::sync_etag(object, &tag)),
                 Method::PUT | Method::PATCH => super::cluster_groups::update_member(
+                    ctx,
                     cluster,
                     name,
                     body,
@@ -128,10 +129,11 @@ fn join_token(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> ApiResult {
             req.server_name
         )));
     }
+    let records = ctx.app.snapshot().state.records().into_owned();
     let addresses = cluster
         .members
         .iter()
-        .filter(|m| cluster.status(&m.name).0 == "Online")
+        .filter(|m| cluster.status(&m.name, &records).0 == "Online")
         .map(|m| m.address.clone())
         .collect();
     super::certificates::join_token(ctx, &req.server_name, addresses)
@@ -165,18 +167,15 @@ fn cluster_object(ctx: &Ctx, server_name: &str, enabled: bool) -> Value {
 }
 
 /// A member as `/1.0/cluster/members` lists it: its own roles first, then its database roles.
-fn member_object(cluster: &Cluster, member: &MemberInfo) -> Value {
+fn member_object(ctx: &Ctx, cluster: &Cluster, member: &MemberInfo) -> Value {
     let index = cluster.index(&member.name).unwrap_or(0);
-    let record = cluster
-        .records()
-        .members
-        .get(index)
-        .cloned()
-        .unwrap_or_default();
+    let snapshot = ctx.app.snapshot();
+    let records = snapshot.state.records();
+    let record = records.member(&member.name);
     let database = super::cluster_groups::database_roles(cluster, index);
     let mut roles = record.roles.clone();
     roles.extend(database.iter().map(ToString::to_string));
-    let (status, message) = cluster.status(&member.name);
+    let (status, message) = cluster.status(&member.name, &records);
     json!({
         "roles": roles, "failure_domain": record.failure_domain,
         "description": record.description, "config": record.config,
@@ -398,7 +397,7 @@ fn place(
     match target {
         Some(group) if group.starts_with('@') => {
             let group = &group[1..];
-            if cluster.records().group(group).is_none() {
+            if state.records().group(group).is_none() {
                 return Err(ApiError::bad_request(format!(
                     "Cluster group \"{group}\" doesn't exist"
                 )));
@@ -407,7 +406,9 @@ fn place(
                 group: Some(group),
                 ..Want::default()
             };
-            let member = cluster.place(&want, count).ok_or_else(no_member)?;
+            let member = cluster
+                .place(&state.records(), &want, count)
+                .ok_or_else(no_member)?;
             Ok(Owner::Placed(member))
         }
         Some(member) => {
@@ -426,7 +427,7 @@ fn place(
                 ));
             }
             let member = cluster
-                .place(&Want::default(), count)
+                .place(&state.records(), &Want::default(), count)
                 .ok_or_else(no_member)?;
             Ok(Owner::Placed(member))
         }

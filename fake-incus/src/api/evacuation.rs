@@ -72,7 +72,7 @@ pub(super) fn post(ctx: &Ctx, cluster: &Arc<Cluster>, name: &str, body: &[u8]) -
             MODES.join(" ")
         )));
     }
-    let index = cluster
+    cluster
         .index(name)
         .ok_or_else(super::cluster_groups::member_not_found)?;
     let description = match req.action.as_str() {
@@ -91,9 +91,9 @@ pub(super) fn post(ctx: &Ctx, cluster: &Arc<Cluster>, name: &str, body: &[u8]) -
         spec,
         Box::new(move |state: &mut State| {
             let outcome = if restore {
-                restore_member(&cluster, index, &member, state)
+                restore_member(&member, state)
             } else {
-                evacuate_member(&cluster, index, &member, &req.mode, state)
+                evacuate_member(&cluster, &member, &req.mode, state)
             };
             outcome.map(|last| last.map(|step| json!({ "evacuation_progress": step })))
         }),
@@ -103,11 +103,8 @@ pub(super) fn post(ctx: &Ctx, cluster: &Arc<Cluster>, name: &str, body: &[u8]) -
 }
 
 /// Sets the member's `evacuated` flag; the daemon's error when it already has that value.
-fn set_evacuated(cluster: &Cluster, index: usize, evacuated: bool) -> Result<(), ApiError> {
-    let mut records = cluster.records();
-    let Some(record) = records.members.get_mut(index) else {
-        return Err(super::cluster_groups::member_not_found());
-    };
+fn set_evacuated(state: &mut State, member: &str, evacuated: bool) -> Result<(), ApiError> {
+    let record = state.records_mut().member_mut(member);
     if record.evacuated == evacuated {
         return Err(ApiError::internal(if evacuated {
             "Cluster member is already evacuated"
@@ -165,12 +162,11 @@ fn instances_where(state: &State, keep: impl Fn(&Instance) -> bool) -> Vec<(Stri
 
 fn evacuate_member(
     cluster: &Cluster,
-    index: usize,
     member: &str,
     mode: &str,
     state: &mut State,
 ) -> Result<Option<String>, ApiError> {
-    set_evacuated(cluster, index, true)?;
+    set_evacuated(state, member, true)?;
     let mut last = None;
     let on_member = instances_where(state, |i| i.location.as_deref() == Some(member));
     for (project, name) in on_member {
@@ -200,7 +196,9 @@ fn evacuate_member(
             not: Some(member),
             ..Want::default()
         };
-        let Some(to) = cluster.place(&want, |m| instances_on(&state.instances, m)) else {
+        let Some(to) = cluster.place(&state.records(), &want, |m| {
+            instances_on(&state.instances, m)
+        }) else {
             continue;
         };
         let Some(instance) = state.instance_mut(&project, &name) else {
@@ -211,7 +209,7 @@ fn evacuate_member(
             instance.config.insert(ORIGIN.into(), member.into());
         }
         if action == "live-migrate" {
-            let _ = set_evacuated(cluster, index, false);
+            let _ = set_evacuated(state, member, false);
             return Err(ApiError::internal(format!(
                 "Failed to evacuate instances: Failed to migrate instance \"{name}\" in project \"{project}\": {SOURCE_SETUP}{NO_CRIU}"
             )));
@@ -229,13 +227,8 @@ fn evacuate_member(
     Ok(last)
 }
 
-fn restore_member(
-    cluster: &Cluster,
-    index: usize,
-    member: &str,
-    state: &mut State,
-) -> Result<Option<String>, ApiError> {
-    set_evacuated(cluster, index, false)?;
+fn restore_member(member: &str, state: &mut State) -> Result<Option<String>, ApiError> {
+    set_evacuated(state, member, false)?;
     let mut last = None;
     let local = instances_where(state, |i| i.location.as_deref() == Some(member));
     for (project, name) in local {
@@ -263,7 +256,7 @@ fn restore_member(
         last = Some(format!("{} from \"{from}\"", step("Migrating", instance)));
         let running = instance.status != PowerState::Stopped;
         if running && live {
-            let _ = set_evacuated(cluster, index, true);
+            let _ = set_evacuated(state, member, true);
             return Err(ApiError::internal(format!(
                 "Failed to restore instances: Failed to wait for migration to finish: {SOURCE_SETUP}{NO_CRIU}"
             )));

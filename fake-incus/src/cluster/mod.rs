@@ -291,8 +291,6 @@ pub(crate) struct Cluster {
     pub(crate) members: Vec<MemberInfo>,
     pub(crate) timings: ClusterTimings,
     runtime: Mutex<Vec<Runtime>>,
-    /// What the cluster's database holds about the members (groups, config, evacuation).
-    records: Mutex<Records>,
     raft: Mutex<Raft>,
     /// The TLS configuration every member serves (one cluster certificate).
     pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
@@ -324,7 +322,6 @@ impl Cluster {
             })
             .collect();
         Self {
-            records: Mutex::new(Records::new(members.len())),
             raft: Mutex::new(Raft {
                 leader: Some(0),
                 electing_until: None,
@@ -338,14 +335,6 @@ impl Cluster {
 
     fn runtime(&self) -> MutexGuard<'_, Vec<Runtime>> {
         self.runtime
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The members' records, locked. Never hold it across an `.await` or while taking
-    /// another lock.
-    pub(crate) fn records(&self) -> MutexGuard<'_, Records> {
-        self.records
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -397,12 +386,6 @@ impl Cluster {
             _ if quorum => raft.leader = live.first().copied(),
             _ => raft.leader = None,
         }
-    }
-
-    /// Whether the member is evacuated.
-    pub(crate) fn evacuated(&self, name: &str) -> bool {
-        self.index(name)
-            .is_some_and(|i| self.records().members.get(i).is_some_and(|r| r.evacuated))
     }
 
     pub(crate) fn index(&self, name: &str) -> Option<usize> {
@@ -521,8 +504,8 @@ impl Cluster {
         }
     }
 
-    /// `(status, message)` of the member in `/1.0/cluster/members`.
-    pub(crate) fn status(&self, name: &str) -> (&'static str, String) {
+    /// `(status, message)` of the member in `/1.0/cluster/members` (`records`: the state's).
+    pub(crate) fn status(&self, name: &str, records: &Records) -> (&'static str, String) {
         let online = ("Online", "Fully operational".to_string());
         let Some(index) = self.index(name) else {
             return online;
@@ -551,12 +534,7 @@ impl Cluster {
                 wall,
                 drawn,
             } if since.elapsed() < drawn.back_online => offline(down, wall, drawn),
-            _ if self
-                .records()
-                .members
-                .get(index)
-                .is_some_and(|r| r.evacuated) =>
-            {
+            _ if records.evacuated(name) => {
                 ("Evacuated", "Unavailable due to maintenance".to_string())
             }
             _ => online,
@@ -566,27 +544,21 @@ impl Cluster {
     /// Of the members `want` allows (see [`records::candidate`]) that serve, the one with the
     /// fewest instances (`count` by member name), first in order on a tie (the daemon's sort
     /// is not stable: a real tie goes either way); `None` when there is none.
-    pub(crate) fn place(&self, want: &Want<'_>, count: impl Fn(&str) -> usize) -> Option<String> {
-        let allowed: Vec<bool> = {
-            let records = self.records();
-            self.members
-                .iter()
-                .enumerate()
-                .map(|(i, m)| {
-                    want.not != Some(m.name.as_str())
-                        && records
-                            .members
-                            .get(i)
-                            .is_some_and(|r| records::candidate(r, want))
-                })
-                .collect()
-        };
+    pub(crate) fn place(
+        &self,
+        records: &Records,
+        want: &Want<'_>,
+        count: impl Fn(&str) -> usize,
+    ) -> Option<String> {
         self.members
             .iter()
-            .zip(allowed)
-            .filter(|(m, allowed)| *allowed && self.routed(&m.name) == Routed::Serve)
-            .min_by_key(|(m, _)| count(&m.name))
-            .map(|(m, _)| m.name.clone())
+            .filter(|m| {
+                want.not != Some(m.name.as_str())
+                    && records::candidate(&records.member(&m.name), want)
+                    && self.routed(&m.name) == Routed::Serve
+            })
+            .min_by_key(|m| count(&m.name))
+            .map(|m| m.name.clone())
     }
 
     /// The public view of every member.
@@ -639,8 +611,11 @@ pub(crate) fn notional_address(index: usize) -> String {
     format!("{}:8443", std::net::Ipv4Addr::from(base + offset))
 }
 
-/// Gives each seeded instance without a location one: the member with the fewest instances.
+/// Fits a state to the cluster of `members`: its records are those of these members (see
+/// [`Records::fit`]) and each seeded instance without a location gets one, the member with the
+/// fewest instances.
 pub(crate) fn place_seeded(state: &mut crate::state::State, members: &[String]) {
+    state.records_mut().fit(members);
     for index in 0..state.instances.len() {
         if state.instances[index].location.is_some() {
             continue;

@@ -776,3 +776,78 @@ async fn operation_lists_put_the_asked_members_own_operations_first() {
         );
     }
 }
+
+/// The groups, member config and evacuation as the members list them, through m1.
+async fn records_seen(fake: &FakeIncus) -> (Value, Value) {
+    let groups = via(fake, "m1", "GET", "/1.0/cluster/groups?recursion=1", None).await;
+    let members = via(fake, "m1", "GET", "/1.0/cluster/members?recursion=1", None).await;
+    let members: Vec<Value> = members
+        .metadata()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| json!([m["server_name"], m["config"], m["groups"], m["status"]]))
+        .collect();
+    (groups.metadata().clone(), Value::Array(members))
+}
+
+/// Gives the cluster a group with m2 in it, `scheduler.instance: manual` on m3 and m2
+/// evacuated.
+async fn change_records(fake: &FakeIncus) {
+    let group = json!({"name": "g1", "description": "one", "members": ["m2"]});
+    let reply = via(fake, "m1", "POST", "/1.0/cluster/groups", Some(group)).await;
+    assert_eq!(reply.status(), 201, "{}", reply.json());
+    let current = via(fake, "m1", "GET", "/1.0/cluster/members/m3", None).await;
+    let mut member = current.metadata().clone();
+    member["config"] = json!({"scheduler.instance": "manual"});
+    let reply = via(fake, "m1", "PUT", "/1.0/cluster/members/m3", Some(member)).await;
+    assert_eq!(reply.status(), 200, "{}", reply.json());
+    let done = member_state(fake, "m2", json!({"action": "evacuate"})).await;
+    assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
+}
+
+#[tokio::test]
+async fn cluster_records_are_part_of_the_state_dump_reset_snapshots_and_the_state_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = || {
+        FakeIncus::builder()
+            .cluster(["m1", "m2", "m3"])
+            .state_dir(dir.path())
+            .start()
+    };
+    let fake = started().await.expect("fake cluster");
+    let fresh = records_seen(&fake).await;
+    fake.save_snapshot("fresh").unwrap();
+    change_records(&fake).await;
+    let changed = records_seen(&fake).await;
+    assert_ne!(changed, fresh);
+    let dump = fake.dump_state();
+    assert_eq!(dump["format_version"], 2);
+    assert_eq!(dump["cluster"]["groups"][1]["name"], "g1");
+    assert_eq!(dump["cluster"]["members"][1]["evacuated"], true);
+    fake.save_snapshot("changed").unwrap();
+    fake.restore_snapshot("fresh").unwrap();
+    assert_eq!(records_seen(&fake).await, fresh, "a snapshot restore");
+    fake.restore_snapshot("changed").unwrap();
+    assert_eq!(records_seen(&fake).await, changed, "and back");
+    drop(fake);
+    let again = started().await.expect("restarted on the state dir");
+    assert_eq!(records_seen(&again).await, changed, "kept across a restart");
+    again.reset();
+    assert_eq!(records_seen(&again).await, fresh, "a reset");
+    drop(again);
+    // A seed's records are fitted to the cluster's members.
+    let mut seed = dump.clone();
+    seed.as_object_mut().unwrap().remove("format_version");
+    seed["cluster"]["members"][0]["name"] = json!("gone");
+    let seeded = FakeIncus::builder()
+        .cluster(["m1", "m2", "m3"])
+        .state(seed)
+        .start()
+        .await
+        .expect("seeded cluster");
+    let (groups, members) = records_seen(&seeded).await;
+    assert_eq!(groups, changed.0);
+    assert_eq!(members[0], json!(["m1", {}, ["default"], "Online"]));
+    assert_eq!(members[1], changed.1[1]);
+}
