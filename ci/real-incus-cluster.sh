@@ -12,8 +12,10 @@
 #     certificate made for the run;
 #   - runs the acceptance runner through m1's Unix socket (with --compare-fake: also on a fake cluster of
 #     the same members) and through m2 over HTTPS with the pinned
-#     cluster certificate ($INCUS_DIR/cluster.crt), then the cluster tests of the runner (ignored
-#     elsewhere), the last of which kills m3's daemon and checks the member-down answers;
+#     cluster certificate ($INCUS_DIR/cluster.crt), then the fake-versus-real differential of the
+#     cluster (fake-incus's differential_cluster_real: reads, placement, moves, copies, evacuation and
+#     restore, groups, member config, step by step through m1 on both), then the cluster tests of the
+#     runner (ignored elsewhere), the last of which kills m3's daemon and checks the member-down answers;
 #   - tears everything down in an EXIT trap: instances deleted through the API first, each incusd stopped
 #     by its PID, leftover "[lxc monitor] <INCUS_DIR>/containers NAME" processes killed by PID, mounts
 #     under the INCUS_DIRs unmounted, the directories removed.
@@ -256,6 +258,9 @@ run_checks() {
   cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --url "https://$(addr_of m2)" \
     --client-cert "$ROOT/client.crt" --client-key "$ROOT/client.key" --server-cert "$ROOT/cluster.crt" \
     --report-dir "$REPORT_DIR/https" || status=1
+  log "the fake-versus-real differential on the cluster, step by step through m1 (a fake cluster of the same members)"
+  REAL_INCUS_CLUSTER_SOCKET="$sock1" timeout -k 10 900 cargo test --profile "$PROFILE" -q -p fake-incus \
+    --test differential_cluster_real -- --nocapture || status=1
   log "the member-down run of the runner's tests (ignored elsewhere; it kills m3's daemon)"
   REAL_INCUS_CLUSTER_SOCKET="$sock1" REAL_INCUS_CLUSTER_VICTIM=m3 \
     REAL_INCUS_CLUSTER_VICTIM_PID="$(cat "$(dir_of m3)/incusd.pid")" \

@@ -344,7 +344,9 @@ fn owner(ctx: &Ctx, cluster: &Cluster, req: &Request<Bytes>) -> Result<Owner, Ap
     let project = ctx.project();
     match segs.as_slice() {
         ["1.0", "instances"] if req.method() == Method::POST && !super::is_upgrade(req) => {
-            place(ctx, cluster, req.body(), target)
+            let owner = place(ctx, cluster, req.body(), target)?;
+            copy_across_members(ctx, req.body(), &owner)?;
+            Ok(owner)
         }
         ["1.0", "instances", name, ..] => {
             let location = ctx
@@ -375,6 +377,42 @@ fn owner(ctx: &Ctx, cluster: &Cluster, req: &Request<Bytes>) -> Result<Owner, Ap
         },
         _ => Ok(Owner::Here),
     }
+}
+
+/// A copy onto another member than its source's is a migration, which needs the new
+/// instance's `architecture` in the request: without it the daemon answers 400 `Architecture
+/// isn't supported: ` (measured; the official client always sends it).
+fn copy_across_members(ctx: &Ctx, body: &[u8], owner: &Owner) -> Result<(), ApiError> {
+    let (Owner::Member(to) | Owner::Placed(to)) = owner else {
+        return Ok(());
+    };
+    let Ok(body) = serde_json::from_slice::<Value>(body) else {
+        return Ok(());
+    };
+    let source = &body["source"];
+    let architecture = body["architecture"].as_str().unwrap_or_default();
+    if source["type"].as_str() != Some("copy") || !architecture.is_empty() {
+        return Ok(());
+    }
+    let project = source["project"]
+        .as_str()
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| ctx.project(), str::to_string);
+    let name = source["source"].as_str().unwrap_or_default();
+    let name = name.split('/').next().unwrap_or(name);
+    let snapshot = ctx.app.snapshot();
+    let Some(from) = snapshot.state.instance(&project, name) else {
+        return Ok(());
+    };
+    // A live copy of a running instance is refused for want of CRIU first (measured).
+    let live = source["live"].as_bool() == Some(true);
+    if live && from.status != crate::state::PowerState::Stopped {
+        return Ok(());
+    }
+    if from.location.as_ref().is_some_and(|from| from != to) {
+        return Err(ApiError::bad_request("Architecture isn't supported: "));
+    }
+    Ok(())
 }
 
 /// Where `POST /1.0/instances` places the instance: the target member, the group's member

@@ -173,7 +173,11 @@ async fn move_targets_unknown_member_and_group_refused_and_a_group_target_is_rec
 async fn copies_are_located_on_their_target_or_their_placement() {
     let fake = cluster().await;
     stopped(&fake, "src", "m1").await;
-    let copy = |name: &str| json!({"name": name, "source": {"type": "copy", "source": "src"}});
+    let bare = json!({"name": "cp0", "source": {"type": "copy", "source": "src"}});
+    let reply = via(&fake, "m1", "POST", "/1.0/instances?target=m2", Some(bare)).await;
+    assert_native_error(&reply, 400, "Architecture isn't supported: ");
+    // The official client sends the source's architecture.
+    let copy = |name: &str| json!({"name": name, "architecture": "x86_64", "source": {"type": "copy", "source": "src"}});
     let accepted = via(
         &fake,
         "m1",
@@ -189,7 +193,11 @@ async fn copies_are_located_on_their_target_or_their_placement() {
         "a copy onto another member names only the new instance"
     );
     wait(&fake, "m1", &accepted).await;
-    assert_eq!(instance(&fake, "cp1").await["location"], "m2");
+    let copied = instance(&fake, "cp1").await;
+    assert_eq!(copied["location"], "m2");
+    // A migration: what the request says, the root disk made local (measured).
+    assert!(copied["config"].get("image.os").is_none(), "{copied}");
+    assert_eq!(copied["devices"]["root"]["path"], "/");
     let accepted = via(&fake, "m1", "POST", "/1.0/instances", Some(copy("cp2"))).await;
     let placed = location_of(&accepted).to_string();
     assert_eq!(
@@ -240,7 +248,7 @@ async fn a_live_copy_of_a_running_instance_onto_another_member_needs_criu() {
         wait(&fake, "m1", &same).await.metadata()["status"],
         "Success"
     );
-    let stateless = via(
+    let reply = via(
         &fake,
         "m1",
         "POST",
@@ -248,6 +256,10 @@ async fn a_live_copy_of_a_running_instance_onto_another_member_needs_criu() {
         Some(copy("c4", false)),
     )
     .await;
+    assert_native_error(&reply, 400, "Architecture isn't supported: ");
+    let mut body = copy("c4", false);
+    body["architecture"] = json!("x86_64");
+    let stateless = via(&fake, "m1", "POST", "/1.0/instances?target=m2", Some(body)).await;
     assert_eq!(
         wait(&fake, "m1", &stateless).await.metadata()["status"],
         "Success"
@@ -549,6 +561,17 @@ async fn cluster_groups_are_created_assigned_renamed_and_deleted_with_the_daemon
     assert_native_error(&reply, 400, "Cluster group \"nope\" doesn't exist");
     let accepted = via(&fake, "m1", "POST", "/1.0/instances?target=@g3", Some(body)).await;
     assert_eq!(location_of(&accepted), "m2");
+    let name = accepted.metadata()["resources"]["instances"][0]
+        .as_str()
+        .and_then(|u| u.rsplit('/').next())
+        .unwrap()
+        .to_string();
+    wait(&fake, "m1", &accepted).await;
+    assert_eq!(
+        instance(&fake, &name).await["config"]["volatile.cluster.group"],
+        "g3",
+        "the group it was placed in is recorded"
+    );
 }
 
 #[tokio::test]
