@@ -28,8 +28,8 @@
 # at most), so the whole .ci/run (1,403 s before this script) stays near 30 min, its limit being 90 min.
 #
 # Subcommands (default: all): `up` brings a cluster up and leaves it running (state in
-# $REAL_INCUS_CLUSTER_DIR, printed), `down` tears down the cluster described there, `all` does up, the
-# checks and down.
+# $REAL_INCUS_CLUSTER_DIR, printed), `down` tears down the cluster described there, `start MEMBER` starts
+# a member of it again after its daemon was killed, `all` does up, the checks and down.
 #
 # Environment: REAL_INCUS_CLUSTER_ADDRESSES (three loopback addresses, default "127.0.0.11 127.0.0.12
 # 127.0.0.13"; port 8443 on each), REAL_INCUS_CLUSTER_DIR (default a new temporary directory),
@@ -259,7 +259,9 @@ run_checks() {
     --client-cert "$ROOT/client.crt" --client-key "$ROOT/client.key" --server-cert "$ROOT/cluster.crt" \
     --report-dir "$REPORT_DIR/https" || status=1
   log "the fake-versus-real differential on the cluster, step by step through m1 (a fake cluster of the same members)"
-  REAL_INCUS_CLUSTER_SOCKET="$sock1" timeout -k 10 900 cargo test --profile "$PROFILE" -q -p fake-incus \
+  REAL_INCUS_CLUSTER_SOCKET="$sock1" REAL_INCUS_CLUSTER_DIR="$ROOT" \
+    REAL_INCUS_CLUSTER_START="bash $PWD/ci/real-incus-cluster.sh start" \
+    timeout -k 10 900 cargo test --profile "$PROFILE" -q -p fake-incus \
     --test differential_cluster_real -- --nocapture || status=1
   log "the member-down run of the runner's tests (ignored elsewhere; it kills m3's daemon)"
   REAL_INCUS_CLUSTER_SOCKET="$sock1" REAL_INCUS_CLUSTER_VICTIM=m3 \
@@ -291,6 +293,13 @@ case "$COMMAND" in
     echo "INCUS_SOCKET=$(sock m1)"
     ;;
   down) down ;;
+  start)
+    # Starts a member of the cluster in $REAL_INCUS_CLUSTER_DIR again (its daemon was killed) and
+    # waits until every member answers through m1.
+    [ -n "${2:-}" ] && addr_of "$2" >/dev/null || die "start needs a member name (${MEMBERS[*]})"
+    start_member "$2"
+    wait_cluster_ready
+    ;;
   all)
     trap down EXIT
     started=$SECONDS
@@ -300,5 +309,5 @@ case "$COMMAND" in
     log "done in $((SECONDS - started)) s (status $status)"
     exit "$status"
     ;;
-  *) die "unknown subcommand $COMMAND (up, down or all)" ;;
+  *) die "unknown subcommand $COMMAND (up, down, start MEMBER or all)" ;;
 esac

@@ -8,14 +8,22 @@
 //! placement (`?target=` a member, an unknown one, `@group`), a move and a move to its own
 //! member, a copy with `--target`, evacuation and restore of `m2`, groups (create, duplicate,
 //! placement on a group, delete refused while it has members, emptied and deleted, `default`
-//! refused) and member config (`scheduler.instance`, dropping the `database` role, `PATCH`).
-//! A member going down is not among them: `ci/real-incus-cluster.sh` kills `m3` afterwards in
-//! the runner's member-down test, and its timeline (heartbeat rounds 3-11 s after the death) would
-//! make step-by-step answers depend on timing.
+//! refused) and member config (`scheduler.instance`, dropping the `database` role, `PATCH`);
+//! then, when the probe may kill and start a member, member `m3` down and back: its daemon
+//! killed on both sides, each side polled (bounded) until what is routed to `m3` answers
+//! "Server isn't ready yet" (the heartbeat round, drawn on both), then the steps compared (its
+//! instance, exec, `?target=`, lists, creations), each side polled until `m3` shows `Offline`,
+//! compared again, then `m3` started again and polled until it serves and shows `Online`, and
+//! compared once more.
+//! The moments before the heartbeat round are not compared step by step: on the real cluster
+//! they depend on when the round comes (the fake's own tests pin them under a seed).
 //!
 //! Runs when `REAL_INCUS_CLUSTER_SOCKET` names the Unix socket of member `m1` of a real cluster
 //! (`ci/real-incus-cluster.sh` sets it; its busybox image has alias `busybox`); otherwise the
-//! test is reported as ignored, with that reason. Everything it makes on the real cluster lives
+//! test is reported as ignored, with that reason. The member-down part also needs
+//! `REAL_INCUS_CLUSTER_DIR` (the cluster's directory: `m3/incusd.pid` is the daemon to kill) and
+//! `REAL_INCUS_CLUSTER_START` (a command that starts a member again given its name, e.g.
+//! `bash ci/real-incus-cluster.sh start`); without them it is skipped, and says so. Everything it makes on the real cluster lives
 //! in a project of its own and is deleted at the end (also on failure, by a guard), as are the
 //! group it creates and the member config it changes.
 
@@ -28,6 +36,7 @@ use ignorable::trial;
 use libtest_mimic::Completion;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Known divergences of the fake cluster from a real Incus 6.0.4 cluster, each with its reason.
 const KNOWN: &[Known] = &[];
@@ -63,6 +72,11 @@ impl Drop for Cleanup {
 /// Restores `m2`, puts `m3`'s config back, deletes the group, the project's instances and the
 /// project.
 async fn clean(socket: &Path, project: &str, group: &str) -> Result<(), String> {
+    if let Some(down) = MemberDown::from_env() {
+        if !down.alive() {
+            down.start()?;
+        }
+    }
     let side = Side::new("real", socket);
     let restore =
         Req::new(Method::POST, "/1.0/cluster/members/m2/state").json(&json!({"action": "restore"}));
@@ -205,6 +219,12 @@ async fn fake_cluster_answers_like_a_real_cluster_step_by_step() -> Completion {
     evacuation(&mut probe, &q).await;
     groups(&mut probe, &q, &group).await;
     member_config(&mut probe).await;
+    match MemberDown::from_env() {
+        Some(down) => member_down_and_back(&mut probe, &fake, &down, &q).await,
+        None => println!(
+            "member down and back: skipped (REAL_INCUS_CLUSTER_DIR and REAL_INCUS_CLUSTER_START are not both set)"
+        ),
+    }
     report(&probe, KNOWN);
     Completion::Completed
 }
@@ -384,6 +404,179 @@ async fn member_config(p: &mut Probe) {
         Req::new(Method::PUT, url).json(&member_body(json!({}))),
     )
     .await;
+}
+
+/// How the probe kills and starts the real cluster's member `m3`.
+struct MemberDown {
+    /// `m3`'s daemon's PID file.
+    pid_file: PathBuf,
+    /// The command that starts a member again (the member's name is added).
+    start: String,
+}
+
+impl MemberDown {
+    const MEMBER: &'static str = "m3";
+
+    fn from_env() -> Option<Self> {
+        let dir = PathBuf::from(std::env::var_os("REAL_INCUS_CLUSTER_DIR")?);
+        let start = std::env::var("REAL_INCUS_CLUSTER_START").ok()?;
+        Some(Self {
+            pid_file: dir.join(Self::MEMBER).join("incusd.pid"),
+            start,
+        })
+    }
+
+    fn pid(&self) -> Option<String> {
+        let pid = std::fs::read_to_string(&self.pid_file).ok()?;
+        let pid = pid.trim();
+        pid.chars()
+            .all(|c| c.is_ascii_digit())
+            .then(|| pid.to_string())
+    }
+
+    fn alive(&self) -> bool {
+        self.pid().is_some_and(|pid| {
+            std::process::Command::new("kill")
+                .args(["-0", &pid])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+    }
+
+    /// SIGKILL of the member's daemon, as the reference's measurements did.
+    fn kill(&self) -> Result<(), String> {
+        let pid = self.pid().ok_or("no PID for the member's daemon")?;
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .map_err(|e| e.to_string())?;
+        killed
+            .success()
+            .then_some(())
+            .ok_or_else(|| format!("kill -KILL {pid} failed"))
+    }
+
+    fn start(&self) -> Result<(), String> {
+        let command = format!("{} {}", self.start, Self::MEMBER);
+        let started = std::process::Command::new("sh")
+            .args(["-c", &command])
+            .status()
+            .map_err(|e| e.to_string())?;
+        started
+            .success()
+            .then_some(())
+            .ok_or_else(|| format!("{command} failed"))
+    }
+}
+
+/// Sends `req` on one side until `done` holds for the answer (every 0.5 s, within `bound`).
+async fn until(
+    side: &Side,
+    req: &Req,
+    done: impl Fn(&Reply) -> bool,
+    bound: Duration,
+) -> Result<Duration, String> {
+    let started = Instant::now();
+    loop {
+        let reply = side.send(req).await?;
+        if done(&reply) {
+            return Ok(started.elapsed());
+        }
+        if started.elapsed() > bound {
+            return Err(format!(
+                "{}: {} {} did not settle within {bound:?} (last: {})",
+                side.name, req.method, req.path, reply.body
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Polls both sides until `done` holds on each; a side that does not settle is a divergence.
+async fn settle(p: &mut Probe, label: &str, req: Req, done: impl Fn(&Reply) -> bool + Copy) {
+    let bound = Duration::from_secs(60);
+    let (r, f) = tokio::join!(
+        until(&p.real, &req, done, bound),
+        until(&p.fake, &req, done, bound)
+    );
+    println!("{label}: real after {r:?} | fake after {f:?}");
+    for (side, outcome) in [("real", r), ("fake", f)] {
+        if let Err(e) = outcome {
+            p.diffs
+                .push((label.to_string(), format!("{side} did not settle: {e}")));
+        }
+    }
+}
+
+fn error_is(reply: &Reply, text: &str) -> bool {
+    reply.body["error"].as_str() == Some(text)
+}
+
+async fn member_down_and_back(
+    p: &mut Probe,
+    fake: &fake_incus::FakeIncus,
+    down: &MemberDown,
+    q: &str,
+) {
+    create(p, "create on m3", "dc-d", q, "m3").await;
+    let inst = format!("/1.0/instances/dc-d?{q}");
+    if let Err(e) = down.kill() {
+        p.diffs
+            .push(("member down".into(), format!("killing m3: {e}")));
+        return;
+    }
+    fake.member_down("m3").expect("the fake's m3 goes down");
+    settle(p, "m3 not ready", Req::get(&inst), |r| {
+        error_is(r, "Server isn't ready yet")
+    })
+    .await;
+    let exec = json!({"command": ["true"], "wait-for-websocket": false});
+    let body = json!({"name": "dc-n", "source": {"type": "image", "alias": "busybox"}});
+    for (label, req) in [
+        ("down: instance", Req::get(&inst)),
+        (
+            "down: instance state",
+            Req::get(format!("/1.0/instances/dc-d/state?{q}")),
+        ),
+        (
+            "down: exec",
+            Req::new(Method::POST, format!("/1.0/instances/dc-d/exec?{q}")).json(&exec),
+        ),
+        ("down: server of m3", Req::get("/1.0?target=m3")),
+        (
+            "down: instances recursion=1",
+            Req::get(format!("/1.0/instances?{q}&recursion=1")),
+        ),
+        (
+            "down: create on m3",
+            Req::new(Method::POST, format!("/1.0/instances?{q}&target=m3")).json(&body),
+        ),
+    ] {
+        p.step(label, req).await;
+    }
+    settle(p, "m3 offline", Req::get("/1.0/cluster/members/m3"), |r| {
+        r.metadata()["status"] == "Offline"
+    })
+    .await;
+    p.step("down: member m3", Req::get("/1.0/cluster/members/m3"))
+        .await;
+    p.step("down: instance when offline", Req::get(&inst)).await;
+    if let Err(e) = down.start() {
+        p.diffs
+            .push(("member back".into(), format!("starting m3: {e}")));
+        return;
+    }
+    fake.member_up("m3").expect("the fake's m3 comes back");
+    settle(p, "m3 back", Req::get(&inst), |r| r.status.is_success()).await;
+    p.step("back: instance", Req::get(&inst)).await;
+    // Serving again and showing Online come within a fraction of a second of each other, in
+    // either order (measured): the member is compared once it shows Online on each side.
+    settle(p, "m3 online", Req::get("/1.0/cluster/members/m3"), |r| {
+        r.metadata()["status"] == "Online"
+    })
+    .await;
+    p.step("back: member m3", Req::get("/1.0/cluster/members/m3"))
+        .await;
 }
 
 fn main() -> std::process::ExitCode {
