@@ -422,14 +422,12 @@ impl Cluster {
     }
 
     /// Kills the member's daemon: its listeners close and its current life token is cancelled.
-    /// `false` when it was already down.
-    pub(crate) fn kill(&self, index: usize) -> bool {
+    /// What this death drew; `None` when it was already down.
+    pub(crate) fn kill(&self, index: usize) -> Option<DownTimeline> {
         let mut runtime = self.runtime();
-        let Some(member) = runtime.get_mut(index) else {
-            return false;
-        };
+        let member = runtime.get_mut(index)?;
         if matches!(member.life, Life::Down { .. }) {
-            return false;
+            return None;
         }
         // The token first: an accept loop that sees its socket shut down finds it cancelled.
         member.token.cancel();
@@ -446,7 +444,7 @@ impl Cluster {
             drawn,
         };
         self.elect(&runtime);
-        true
+        Some(drawn)
     }
 
     /// Marks the member's daemon as started again with a fresh life token, returned; `None`
