@@ -22,8 +22,9 @@
 #
 # Cost: with the cluster differential (72 steps, ~35 s of which ~25 s waiting for m3's heartbeat round
 # and Offline, then its restart) the whole script took 582 s with REAL_INCUS_CARGO_PROFILE=dev, the
-# builds of the runner and the test binaries included, on the same shared machine. Before it: 179 s (`time bash ci/real-incus-cluster.sh`, binaries already
-# built, on a 2-core machine shared with other builds): bring-up 8 s, acceptance through m1's socket with
+# builds of the runner and the test binaries included, on the same shared machine. Before it: 179 s
+# (`time bash ci/real-incus-cluster.sh`, binaries already built, on a 2-core machine shared with other
+# builds): bring-up 8 s, acceptance through m1's socket with
 # --compare-fake ~80 s, through m2's HTTPS ~55 s, member-down checks 19 s (of which ~10 s waiting for m3
 # to show Offline), restart of m3, cleanup and tear-down ~15 s. In .ci/run the release runner is already
 # built by ci/real-incus.sh; building the release test binary of real-incus comes on top (a few minutes
