@@ -12,22 +12,27 @@
 #     certificate made for the run;
 #   - runs the acceptance runner through m1's Unix socket (with --compare-fake: also on a fake cluster of
 #     the same members) and through m2 over HTTPS with the pinned
-#     cluster certificate ($INCUS_DIR/cluster.crt), then the cluster tests of the runner (ignored
-#     elsewhere), the last of which kills m3's daemon and checks the member-down answers;
+#     cluster certificate ($INCUS_DIR/cluster.crt), then the fake-versus-real differential of the
+#     cluster (fake-incus's differential_cluster_real: reads, placement, moves, copies, evacuation and
+#     restore, groups, member config, step by step through m1 on both), then the cluster tests of the
+#     runner (ignored elsewhere), the last of which kills m3's daemon and checks the member-down answers;
 #   - tears everything down in an EXIT trap: instances deleted through the API first, each incusd stopped
 #     by its PID, leftover "[lxc monitor] <INCUS_DIR>/containers NAME" processes killed by PID, mounts
 #     under the INCUS_DIRs unmounted, the directories removed.
 #
-# Cost: measured at 179 s for the whole script (`time bash ci/real-incus-cluster.sh`, binaries already
-# built, on a 2-core machine shared with other builds): bring-up 8 s, acceptance through m1's socket with
+# Cost: with the cluster differential (72 steps, ~35 s of which ~25 s waiting for m3's heartbeat round
+# and Offline, then its restart) the whole script took 582 s with REAL_INCUS_CARGO_PROFILE=dev, the
+# builds of the runner and the test binaries included, on the same shared machine. Before it: 179 s
+# (`time bash ci/real-incus-cluster.sh`, binaries already built, on a 2-core machine shared with other
+# builds): bring-up 8 s, acceptance through m1's socket with
 # --compare-fake ~80 s, through m2's HTTPS ~55 s, member-down checks 19 s (of which ~10 s waiting for m3
 # to show Offline), restart of m3, cleanup and tear-down ~15 s. In .ci/run the release runner is already
 # built by ci/real-incus.sh; building the release test binary of real-incus comes on top (a few minutes
 # at most), so the whole .ci/run (1,403 s before this script) stays near 30 min, its limit being 90 min.
 #
 # Subcommands (default: all): `up` brings a cluster up and leaves it running (state in
-# $REAL_INCUS_CLUSTER_DIR, printed), `down` tears down the cluster described there, `all` does up, the
-# checks and down.
+# $REAL_INCUS_CLUSTER_DIR, printed), `down` tears down the cluster described there, `start MEMBER` starts
+# a member of it again after its daemon was killed, `all` does up, the checks and down.
 #
 # Environment: REAL_INCUS_CLUSTER_ADDRESSES (three loopback addresses, default "127.0.0.11 127.0.0.12
 # 127.0.0.13"; port 8443 on each), REAL_INCUS_CLUSTER_DIR (default a new temporary directory),
@@ -256,6 +261,11 @@ run_checks() {
   cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --url "https://$(addr_of m2)" \
     --client-cert "$ROOT/client.crt" --client-key "$ROOT/client.key" --server-cert "$ROOT/cluster.crt" \
     --report-dir "$REPORT_DIR/https" || status=1
+  log "the fake-versus-real differential on the cluster, step by step through m1 (a fake cluster of the same members)"
+  REAL_INCUS_CLUSTER_SOCKET="$sock1" REAL_INCUS_CLUSTER_DIR="$ROOT" \
+    REAL_INCUS_CLUSTER_START="bash $PWD/ci/real-incus-cluster.sh start" \
+    timeout -k 10 900 cargo test --profile "$PROFILE" -q -p fake-incus \
+    --test differential_cluster_real -- --nocapture || status=1
   log "the member-down run of the runner's tests (ignored elsewhere; it kills m3's daemon)"
   REAL_INCUS_CLUSTER_SOCKET="$sock1" REAL_INCUS_CLUSTER_VICTIM=m3 \
     REAL_INCUS_CLUSTER_VICTIM_PID="$(cat "$(dir_of m3)/incusd.pid")" \
@@ -286,6 +296,13 @@ case "$COMMAND" in
     echo "INCUS_SOCKET=$(sock m1)"
     ;;
   down) down ;;
+  start)
+    # Starts a member of the cluster in $REAL_INCUS_CLUSTER_DIR again (its daemon was killed) and
+    # waits until every member answers through m1.
+    [ -n "${2:-}" ] && addr_of "$2" >/dev/null || die "start needs a member name (${MEMBERS[*]})"
+    start_member "$2"
+    wait_cluster_ready
+    ;;
   all)
     trap down EXIT
     started=$SECONDS
@@ -295,5 +312,5 @@ case "$COMMAND" in
     log "done in $((SECONDS - started)) s (status $status)"
     exit "$status"
     ;;
-  *) die "unknown subcommand $COMMAND (up, down or all)" ;;
+  *) die "unknown subcommand $COMMAND (up, down, start MEMBER or all)" ;;
 esac

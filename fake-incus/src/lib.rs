@@ -71,7 +71,7 @@ mod verify;
 
 pub use capture::{capture, CaptureError, CaptureOptions};
 pub use client::{assert_native_error, Reply, Request};
-pub use cluster::{ClusterTimings, Member};
+pub use cluster::{ClusterTimings, DownTimeline, Member, Span};
 pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};
 pub use journal::{
     Answer, ControlMessage, Expectation, ExpectationError, JournalEntry, JournalPage, Listener,
@@ -680,7 +680,7 @@ impl FakeIncus {
 
     /// Starts the member's daemon again: its sockets accept connections at once; through the
     /// other members it serves again (and shows `Online`) after
-    /// [`ClusterTimings::back_online_after`]. Its operations from before are gone (404); its
+    /// [`ClusterTimings::back_online`] (drawn per return). Its operations from before are gone (404); its
     /// instances are kept, as a real member's containers outlive its daemon. Must be called
     /// inside the fake's Tokio runtime.
     pub fn member_up(&self, name: &str) -> Result<(), Error> {

@@ -63,6 +63,10 @@ struct Serve {
     /// or `fast` (tens of milliseconds, for tests).
     #[arg(long, value_name = "real|fast", default_value = "real")]
     cluster_timings: ClusterTimingsArg,
+    /// The seed the cluster's heartbeat-dependent moments are drawn from (when a dead member
+    /// turns "not ready", shows Offline, is back Online), so that a run can be repeated.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed: u64,
     /// Directory for server.crt/server.key/client.crt/client.key (reused if present).
     /// Default: a temporary directory removed at exit.
     #[arg(long, value_name = "DIR")]
@@ -156,10 +160,13 @@ async fn serve(args: Serve) -> Result<(), String> {
     if !args.cluster.is_empty() {
         builder = builder
             .cluster(args.cluster.iter().cloned())
-            .cluster_timings(match args.cluster_timings {
-                ClusterTimingsArg::Real => ClusterTimings::default(),
-                ClusterTimingsArg::Fast => ClusterTimings::fast(),
-            });
+            .cluster_timings(
+                match args.cluster_timings {
+                    ClusterTimingsArg::Real => ClusterTimings::default(),
+                    ClusterTimingsArg::Fast => ClusterTimings::fast(),
+                }
+                .with_seed(args.seed),
+            );
     }
     for path in &args.trust {
         builder = builder.trust_certificate(read(path)?);

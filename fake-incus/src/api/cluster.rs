@@ -45,7 +45,7 @@ pub(super) fn route(
                     if ctx.recursion() == 0 {
                         json!(format!("/1.0/cluster/members/{}", m.name))
                     } else {
-                        member_object(cluster, m)
+                        member_object(ctx, cluster, m)
                     }
                 })
                 .collect();
@@ -53,7 +53,7 @@ pub(super) fn route(
         }
         ["members", name] => {
             let member = cluster.member(name).ok_or_else(member_not_found)?;
-            let object = member_object(cluster, member);
+            let object = member_object(ctx, cluster, member);
             let writable = json!({
                 "roles": object["roles"], "failure_domain": object["failure_domain"],
                 "description": object["description"], "config": object["config"],
@@ -63,6 +63,7 @@ pub(super) fn route(
             match *method {
                 Method::GET => Ok(envelope::sync_etag(object, &tag)),
                 Method::PUT | Method::PATCH => super::cluster_groups::update_member(
+                    ctx,
                     cluster,
                     name,
                     body,
@@ -128,10 +129,11 @@ fn join_token(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> ApiResult {
             req.server_name
         )));
     }
+    let records = ctx.app.snapshot().state.records().into_owned();
     let addresses = cluster
         .members
         .iter()
-        .filter(|m| cluster.status(&m.name).0 == "Online")
+        .filter(|m| cluster.status(&m.name, &records).0 == "Online")
         .map(|m| m.address.clone())
         .collect();
     super::certificates::join_token(ctx, &req.server_name, addresses)
@@ -165,18 +167,15 @@ fn cluster_object(ctx: &Ctx, server_name: &str, enabled: bool) -> Value {
 }
 
 /// A member as `/1.0/cluster/members` lists it: its own roles first, then its database roles.
-fn member_object(cluster: &Cluster, member: &MemberInfo) -> Value {
+fn member_object(ctx: &Ctx, cluster: &Cluster, member: &MemberInfo) -> Value {
     let index = cluster.index(&member.name).unwrap_or(0);
-    let record = cluster
-        .records()
-        .members
-        .get(index)
-        .cloned()
-        .unwrap_or_default();
+    let snapshot = ctx.app.snapshot();
+    let records = snapshot.state.records();
+    let record = records.member(&member.name);
     let database = super::cluster_groups::database_roles(cluster, index);
     let mut roles = record.roles.clone();
     roles.extend(database.iter().map(ToString::to_string));
-    let (status, message) = cluster.status(&member.name);
+    let (status, message) = cluster.status(&member.name, &records);
     json!({
         "roles": roles, "failure_domain": record.failure_domain,
         "description": record.description, "config": record.config,
@@ -345,7 +344,9 @@ fn owner(ctx: &Ctx, cluster: &Cluster, req: &Request<Bytes>) -> Result<Owner, Ap
     let project = ctx.project();
     match segs.as_slice() {
         ["1.0", "instances"] if req.method() == Method::POST && !super::is_upgrade(req) => {
-            place(ctx, cluster, req.body(), target)
+            let owner = place(ctx, cluster, req.body(), target)?;
+            copy_across_members(ctx, req.body(), &owner)?;
+            Ok(owner)
         }
         ["1.0", "instances", name, ..] => {
             let location = ctx
@@ -378,6 +379,42 @@ fn owner(ctx: &Ctx, cluster: &Cluster, req: &Request<Bytes>) -> Result<Owner, Ap
     }
 }
 
+/// A copy onto another member than its source's is a migration, which needs the new
+/// instance's `architecture` in the request: without it the daemon answers 400 `Architecture
+/// isn't supported: ` (measured; the official client always sends it).
+fn copy_across_members(ctx: &Ctx, body: &[u8], owner: &Owner) -> Result<(), ApiError> {
+    let (Owner::Member(to) | Owner::Placed(to)) = owner else {
+        return Ok(());
+    };
+    let Ok(body) = serde_json::from_slice::<Value>(body) else {
+        return Ok(());
+    };
+    let source = &body["source"];
+    let architecture = body["architecture"].as_str().unwrap_or_default();
+    if source["type"].as_str() != Some("copy") || !architecture.is_empty() {
+        return Ok(());
+    }
+    let project = source["project"]
+        .as_str()
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| ctx.project(), str::to_string);
+    let name = source["source"].as_str().unwrap_or_default();
+    let name = name.split('/').next().unwrap_or(name);
+    let snapshot = ctx.app.snapshot();
+    let Some(from) = snapshot.state.instance(&project, name) else {
+        return Ok(());
+    };
+    // A live copy of a running instance is refused for want of CRIU first (measured).
+    let live = source["live"].as_bool() == Some(true);
+    if live && from.status != crate::state::PowerState::Stopped {
+        return Ok(());
+    }
+    if from.location.as_ref().is_some_and(|from| from != to) {
+        return Err(ApiError::bad_request("Architecture isn't supported: "));
+    }
+    Ok(())
+}
+
 /// Where `POST /1.0/instances` places the instance: the target member, the group's member
 /// with the fewest instances, or (untargeted) the online member with the fewest instances.
 fn place(
@@ -398,7 +435,7 @@ fn place(
     match target {
         Some(group) if group.starts_with('@') => {
             let group = &group[1..];
-            if cluster.records().group(group).is_none() {
+            if state.records().group(group).is_none() {
                 return Err(ApiError::bad_request(format!(
                     "Cluster group \"{group}\" doesn't exist"
                 )));
@@ -407,7 +444,9 @@ fn place(
                 group: Some(group),
                 ..Want::default()
             };
-            let member = cluster.place(&want, count).ok_or_else(no_member)?;
+            let member = cluster
+                .place(&state.records(), &want, count)
+                .ok_or_else(no_member)?;
             Ok(Owner::Placed(member))
         }
         Some(member) => {
@@ -426,7 +465,7 @@ fn place(
                 ));
             }
             let member = cluster
-                .place(&Want::default(), count)
+                .place(&state.records(), &Want::default(), count)
                 .ok_or_else(no_member)?;
             Ok(Owner::Placed(member))
         }
@@ -473,22 +512,21 @@ async fn forwarding(
         req.method() == Method::POST && req.uri().path().trim_end_matches('/') == "/1.0/instances";
     match cluster.routed(member) {
         Routed::Serve => Ok(()),
-        Routed::NotReady { down: true } if creation => Err(refused_creation(ctx, info)),
+        Routed::NotReady { down: true } | Routed::Stalled { .. } if creation => {
+            Err(refused_creation(ctx, info))
+        }
         Routed::NotReady { .. } => Err(ApiError::internal("Server isn't ready yet")),
-        Routed::JustDied { .. } if creation => Err(refused_creation(ctx, info)),
-        Routed::JustDied { until } => {
-            let plain = req.method() == Method::GET
-                && !super::is_upgrade(req)
-                && req.uri().path().starts_with("/1.0/instances/");
-            if plain {
-                let path = req
-                    .uri()
-                    .path_and_query()
-                    .map_or_else(|| req.uri().path().to_string(), ToString::to_string);
-                return Err(ApiError::internal(
-                    info.refused(req.method().as_str(), &path),
-                ));
-            }
+        Routed::Refused if creation => Err(refused_creation(ctx, info)),
+        Routed::Refused => {
+            let path = req
+                .uri()
+                .path_and_query()
+                .map_or_else(|| req.uri().path().to_string(), ToString::to_string);
+            Err(ApiError::internal(
+                info.refused(req.method().as_str(), &path),
+            ))
+        }
+        Routed::Stalled { until } => {
             tokio::select! {
                 () = tokio::time::sleep_until(until) => {}
                 () = ctx.app.shutdown.cancelled() => {}

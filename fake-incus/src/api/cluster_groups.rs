@@ -22,7 +22,7 @@
 //!   found`. Nothing changes unless every check passes.
 
 use super::{only, parse_body, Ctx};
-use crate::cluster::{config_problem, known_role, Cluster, Group, DEFAULT_GROUP};
+use crate::cluster::{config_problem, known_role, Cluster, Group, Records, DEFAULT_GROUP};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::etag;
 use http::{HeaderMap, Method};
@@ -49,22 +49,19 @@ pub(super) fn groups(
     body: &[u8],
 ) -> ApiResult {
     match rest {
-        [] if method == Method::POST => create(cluster, body),
+        [] if method == Method::POST => create(ctx, cluster, body),
         [] => {
             only(method, Method::GET)?;
-            let names: Vec<String> = cluster
-                .records()
+            let snapshot = ctx.app.snapshot();
+            let records = snapshot.state.records();
+            let items: Vec<Value> = records
                 .groups
                 .iter()
-                .map(|g| g.name.clone())
-                .collect();
-            let items: Vec<Value> = names
-                .iter()
-                .map(|name| {
+                .map(|group| {
                     if ctx.recursion() == 0 {
-                        json!(format!("/1.0/cluster/groups/{name}"))
+                        json!(format!("/1.0/cluster/groups/{}", group.name))
                     } else {
-                        group_object(cluster, name).unwrap_or(Value::Null)
+                        group_object(&records, &group.name).unwrap_or(Value::Null)
                     }
                 })
                 .collect();
@@ -72,16 +69,18 @@ pub(super) fn groups(
         }
         [name] => match *method {
             Method::GET => {
-                let object = group_object(cluster, name).ok_or_else(group_not_found)?;
+                let snapshot = ctx.app.snapshot();
+                let object =
+                    group_object(&snapshot.state.records(), name).ok_or_else(group_not_found)?;
                 let tag = etag::hash(
                     &json!({"description": object["description"], "members": object["members"]}),
                 );
                 Ok(envelope::sync_etag(object, &tag))
             }
-            Method::PUT => update(cluster, name, body, false, headers),
-            Method::PATCH => update(cluster, name, body, true, headers),
-            Method::POST => rename(cluster, name, body),
-            Method::DELETE => delete(cluster, name),
+            Method::PUT => update(ctx, cluster, name, body, false, headers),
+            Method::PATCH => update(ctx, cluster, name, body, true, headers),
+            Method::POST => rename(ctx, name, body),
+            Method::DELETE => delete(ctx, name),
             _ => Err(ApiError::not_implemented()),
         },
         _ => Err(ApiError::not_found()),
@@ -89,14 +88,9 @@ pub(super) fn groups(
 }
 
 /// A group as the API shows it; `None` for an unknown group.
-fn group_object(cluster: &Cluster, name: &str) -> Option<Value> {
-    let records = cluster.records();
+fn group_object(records: &Records, name: &str) -> Option<Value> {
     let group = records.group(name)?;
-    let members: Vec<&str> = records
-        .group_members(name)
-        .into_iter()
-        .map(|i| cluster.members[i].name.as_str())
-        .collect();
+    let members = records.group_members(name);
     Some(json!({"description": group.description, "members": members, "name": group.name}))
 }
 
@@ -111,27 +105,28 @@ struct GroupBody {
     members: Option<Vec<String>>,
 }
 
-/// The indexes of `names`, or the daemon's error for the first unknown one.
-fn member_indexes(
+/// `names` when every one is a member, else the daemon's error for the first unknown one.
+fn known_members(
     cluster: &Cluster,
     names: &[String],
     unknown: impl Fn() -> ApiError,
-) -> Result<Vec<usize>, ApiError> {
-    names
-        .iter()
-        .map(|n| cluster.index(n).ok_or_else(&unknown))
-        .collect()
+) -> Result<Vec<String>, ApiError> {
+    match names.iter().find(|n| cluster.index(n).is_none()) {
+        Some(_) => Err(unknown()),
+        None => Ok(names.to_vec()),
+    }
 }
 
-fn create(cluster: &Cluster, body: &[u8]) -> ApiResult {
+fn create(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> ApiResult {
     let req: GroupBody = parse_body(body)?;
     if req.name.is_empty() {
         return Err(ApiError::bad_request("No name provided"));
     }
-    let members = member_indexes(cluster, req.members.as_deref().unwrap_or_default(), || {
+    let members = known_members(cluster, req.members.as_deref().unwrap_or_default(), || {
         ApiError::internal("Failed to create \"nodes_clusters_groups\" entry: NOT NULL constraint failed: nodes_cluster_groups.node_id")
     })?;
-    let mut records = cluster.records();
+    let mut state = ctx.app.state();
+    let records = state.records_mut();
     if records.group(&req.name).is_some() {
         return Err(ApiError::internal("Failed to create \"cluster_groups\" entry: UNIQUE constraint failed: cluster_groups.name"));
     }
@@ -139,8 +134,8 @@ fn create(cluster: &Cluster, body: &[u8]) -> ApiResult {
         name: req.name.clone(),
         description: req.description,
     });
-    for index in members {
-        let groups = &mut records.members[index].groups;
+    for member in members {
+        let groups = &mut records.member_mut(&member).groups;
         if !groups.contains(&req.name) {
             groups.push(req.name.clone());
         }
@@ -149,13 +144,15 @@ fn create(cluster: &Cluster, body: &[u8]) -> ApiResult {
 }
 
 fn update(
+    ctx: &Ctx,
     cluster: &Cluster,
     name: &str,
     body: &[u8],
     patch: bool,
     headers: &HeaderMap,
 ) -> ApiResult {
-    let current = group_object(cluster, name).ok_or_else(group_not_found)?;
+    let mut state = ctx.app.state();
+    let current = group_object(&state.records(), name).ok_or_else(group_not_found)?;
     if patch {
         // The daemon checks a PATCH against a hash of `[description, members]`.
         let tag = etag::hash(&json!([current["description"], current["members"]]));
@@ -176,16 +173,19 @@ fn update(
     } else {
         req.members.unwrap_or_default()
     };
-    let wanted = member_indexes(cluster, &wanted, || {
+    let wanted = known_members(cluster, &wanted, || {
         ApiError::new(404, "Failed to get node info: Cluster member not found")
     })?;
-    let mut records = cluster.records();
+    let records = state.records_mut();
     if let Some(group) = records.groups.iter_mut().find(|g| g.name == name) {
         group.description = req.description;
     }
-    for (index, record) in records.members.iter_mut().enumerate() {
+    for member in &wanted {
+        records.member_mut(member);
+    }
+    for record in &mut records.members {
         let inside = record.groups.iter().any(|g| g == name);
-        if wanted.contains(&index) {
+        if wanted.contains(&record.name) {
             if !inside {
                 record.groups.push(name.to_string());
             }
@@ -196,9 +196,10 @@ fn update(
     Ok(envelope::empty())
 }
 
-fn rename(cluster: &Cluster, name: &str, body: &[u8]) -> ApiResult {
+fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let req: super::RenameBody = parse_body(body)?;
-    let mut records = cluster.records();
+    let mut state = ctx.app.state();
+    let records = state.records_mut();
     if records.group(name).is_none() {
         return Err(group_not_found());
     }
@@ -222,12 +223,13 @@ fn rename(cluster: &Cluster, name: &str, body: &[u8]) -> ApiResult {
             group.clone_from(&req.name);
         }
     }
-    drop(records);
+    drop(state);
     super::resource::created(&format!("/1.0/cluster/groups/{}", req.name))
 }
 
-fn delete(cluster: &Cluster, name: &str) -> ApiResult {
-    let mut records = cluster.records();
+fn delete(ctx: &Ctx, name: &str) -> ApiResult {
+    let mut state = ctx.app.state();
+    let records = state.records_mut();
     if records.group(name).is_none() {
         return Err(group_not_found());
     }
@@ -275,6 +277,7 @@ pub(super) fn database_roles(cluster: &Cluster, index: usize) -> &'static [&'sta
 
 /// `PUT`/`PATCH /1.0/cluster/members/{name}`.
 pub(super) fn update_member(
+    ctx: &Ctx,
     cluster: &Cluster,
     name: &str,
     body: &[u8],
@@ -316,11 +319,12 @@ pub(super) fn update_member(
             "Update failure domain: Failure domain name can't be empty",
         ));
     }
-    let mut records = cluster.records();
+    let mut state = ctx.app.state();
+    let records = state.records_mut();
     if req.groups.iter().any(|g| records.group(g).is_none()) {
         return Err(ApiError::new(404, "Update cluster groups: Failed to add member to cluster group: Failed to get cluster group ID: Cluster_group not found"));
     }
-    let record = &mut records.members[index];
+    let record = records.member_mut(name);
     if patch {
         for (key, value) in &record.config {
             config.entry(key.clone()).or_insert_with(|| value.clone());

@@ -4,7 +4,7 @@
 //! - `{"action": "evacuate", "mode": M}`: 202 `Evacuating cluster member`, `resources: {}`, on
 //!   the member. The member is `Evacuated` ("Unavailable due to maintenance") from the start;
 //!   its instances are handled one by one in creation order. Each instance's action is the
-//!   request's `mode` unless empty or `auto`, else its `cluster.evacuate` (`auto`: `migrate`,
+//!   request's `mode` unless empty or `auto`, else its expanded `cluster.evacuate` (`auto`: `migrate`,
 //!   `live-migrate` for a virtual machine with `migration.stateful`). Every action but
 //!   `live-migrate` first stops a running instance (keeping `volatile.last_state.power:
 //!   RUNNING` so that a restore starts it again); `stop`, `force-stop` and `stateful-stop` end
@@ -24,8 +24,10 @@
 //! - A `mode` outside the daemon's list is 400 `Invalid value "x" (not one of [...])`; another
 //!   action 400 `Unknown action "x"`.
 //!
-//! Approximations: profiles' `cluster.evacuate` and devices that cannot migrate are not looked
-//! at; a live move back on restore fails as a live evacuation does, with the restore's prefix.
+//! `cluster.evacuate` and `migration.stateful` are read from the instance's expanded config (its
+//! profiles', then its own), as `CanMigrate` does.
+//!
+//! Approximations: devices that cannot migrate are not looked at; a live move back on restore fails as a live evacuation does, with the restore's prefix.
 
 use super::migration::{instances_on, relocate, NO_CRIU, SOURCE_SETUP};
 use super::{parse_body, Ctx};
@@ -70,7 +72,7 @@ pub(super) fn post(ctx: &Ctx, cluster: &Arc<Cluster>, name: &str, body: &[u8]) -
             MODES.join(" ")
         )));
     }
-    let index = cluster
+    cluster
         .index(name)
         .ok_or_else(super::cluster_groups::member_not_found)?;
     let description = match req.action.as_str() {
@@ -89,9 +91,9 @@ pub(super) fn post(ctx: &Ctx, cluster: &Arc<Cluster>, name: &str, body: &[u8]) -
         spec,
         Box::new(move |state: &mut State| {
             let outcome = if restore {
-                restore_member(&cluster, index, &member, state)
+                restore_member(&member, state)
             } else {
-                evacuate_member(&cluster, index, &member, &req.mode, state)
+                evacuate_member(&cluster, &member, &req.mode, state)
             };
             outcome.map(|last| last.map(|step| json!({ "evacuation_progress": step })))
         }),
@@ -101,11 +103,8 @@ pub(super) fn post(ctx: &Ctx, cluster: &Arc<Cluster>, name: &str, body: &[u8]) -
 }
 
 /// Sets the member's `evacuated` flag; the daemon's error when it already has that value.
-fn set_evacuated(cluster: &Cluster, index: usize, evacuated: bool) -> Result<(), ApiError> {
-    let mut records = cluster.records();
-    let Some(record) = records.members.get_mut(index) else {
-        return Err(super::cluster_groups::member_not_found());
-    };
+fn set_evacuated(state: &mut State, member: &str, evacuated: bool) -> Result<(), ApiError> {
+    let record = state.records_mut().member_mut(member);
     if record.evacuated == evacuated {
         return Err(ApiError::internal(if evacuated {
             "Cluster member is already evacuated"
@@ -117,13 +116,18 @@ fn set_evacuated(cluster: &Cluster, index: usize, evacuated: bool) -> Result<(),
     Ok(())
 }
 
-/// What evacuation does with the instance by default (`CanMigrate`).
-fn default_action(instance: &Instance) -> String {
-    match instance.config.get("cluster.evacuate").map(String::as_str) {
+/// What evacuation does with the instance `project`/`name` by default (`CanMigrate`): its
+/// expanded config's `cluster.evacuate` (a profile's counts unless the instance sets its own),
+/// else by its kind and `migration.stateful`.
+fn default_action(state: &State, project: &str, name: &str) -> String {
+    let Some(instance) = state.instance(project, name) else {
+        return "migrate".into();
+    };
+    let config = instance.expanded_config(state);
+    match config.get("cluster.evacuate").map(String::as_str) {
         Some(mode) if !mode.is_empty() && mode != "auto" => mode.to_string(),
         _ if instance.kind == "virtual-machine"
-            && instance
-                .config
+            && config
                 .get("migration.stateful")
                 .is_some_and(|v| v == "true") =>
         {
@@ -158,22 +162,21 @@ fn instances_where(state: &State, keep: impl Fn(&Instance) -> bool) -> Vec<(Stri
 
 fn evacuate_member(
     cluster: &Cluster,
-    index: usize,
     member: &str,
     mode: &str,
     state: &mut State,
 ) -> Result<Option<String>, ApiError> {
-    set_evacuated(cluster, index, true)?;
+    set_evacuated(state, member, true)?;
     let mut last = None;
     let on_member = instances_where(state, |i| i.location.as_deref() == Some(member));
     for (project, name) in on_member {
-        let Some(instance) = state.instance_mut(&project, &name) else {
-            continue;
-        };
         let mut action = if mode.is_empty() || mode == "auto" {
-            default_action(instance)
+            default_action(state, &project, &name)
         } else {
             mode.to_string()
+        };
+        let Some(instance) = state.instance_mut(&project, &name) else {
+            continue;
         };
         let running = instance.status != PowerState::Stopped;
         if action != "live-migrate" {
@@ -193,7 +196,9 @@ fn evacuate_member(
             not: Some(member),
             ..Want::default()
         };
-        let Some(to) = cluster.place(&want, |m| instances_on(&state.instances, m)) else {
+        let Some(to) = cluster.place(&state.records(), &want, |m| {
+            instances_on(&state.instances, m)
+        }) else {
             continue;
         };
         let Some(instance) = state.instance_mut(&project, &name) else {
@@ -204,7 +209,7 @@ fn evacuate_member(
             instance.config.insert(ORIGIN.into(), member.into());
         }
         if action == "live-migrate" {
-            let _ = set_evacuated(cluster, index, false);
+            let _ = set_evacuated(state, member, false);
             return Err(ApiError::internal(format!(
                 "Failed to evacuate instances: Failed to migrate instance \"{name}\" in project \"{project}\": {SOURCE_SETUP}{NO_CRIU}"
             )));
@@ -222,13 +227,8 @@ fn evacuate_member(
     Ok(last)
 }
 
-fn restore_member(
-    cluster: &Cluster,
-    index: usize,
-    member: &str,
-    state: &mut State,
-) -> Result<Option<String>, ApiError> {
-    set_evacuated(cluster, index, false)?;
+fn restore_member(member: &str, state: &mut State) -> Result<Option<String>, ApiError> {
+    set_evacuated(state, member, false)?;
     let mut last = None;
     let local = instances_where(state, |i| i.location.as_deref() == Some(member));
     for (project, name) in local {
@@ -248,15 +248,15 @@ fn restore_member(
         i.location.as_deref() != Some(member) && i.config.get(ORIGIN).is_some_and(|o| o == member)
     });
     for (project, name) in evacuated {
+        let live = default_action(state, &project, &name) == "live-migrate";
         let Some(instance) = state.instance_mut(&project, &name) else {
             continue;
         };
-        let live = default_action(instance) == "live-migrate";
         let from = instance.location.clone().unwrap_or_default();
         last = Some(format!("{} from \"{from}\"", step("Migrating", instance)));
         let running = instance.status != PowerState::Stopped;
         if running && live {
-            let _ = set_evacuated(cluster, index, true);
+            let _ = set_evacuated(state, member, true);
             return Err(ApiError::internal(format!(
                 "Failed to restore instances: Failed to wait for migration to finish: {SOURCE_SETUP}{NO_CRIU}"
             )));

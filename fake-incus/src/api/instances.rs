@@ -4,8 +4,8 @@
 use super::filter::{FieldValue, Fields, Filter};
 use super::resource::check_etag;
 use super::validation::{
-    check_name, config_problem, devices_problem, duplicate_profile, has_root_disk, missing_volume,
-    validate_config, validate_devices,
+    check_name, config_problem, devices_problem, duplicate_profile, has_root_disk, is_root_disk,
+    missing_volume, validate_config, validate_devices,
 };
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
@@ -260,6 +260,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
     let instance_url = crate::state::url(&format!("/1.0/instances/{name}"), &project);
     let spec = OpSpec::task(&project, "Creating instance", instance_url);
     let location = ctx.location();
+    let group = target_group(ctx);
     let app = std::sync::Arc::clone(&ctx.app);
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             if state.instance(&project, &name).is_some() {
@@ -295,6 +296,9 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             }
             let mut instance = Instance::from_image(&name, &project, image.as_ref());
             instance.location = location;
+            if let Some(group) = group {
+                instance.config.insert(CLUSTER_GROUP.into(), group);
+            }
             if !req.kind.is_empty() {
                 instance.kind = req.kind;
             }
@@ -328,6 +332,16 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
 /// `volatile.last_state.idmap`) and devices under what the request sets, fresh identity keys,
 /// `volatile.apply_template: copy`, the source's snapshots unless `instance_only`, and its
 /// files. A snapshot source (`c1/s1`) gives its own config, devices and files, and no snapshots.
+/// The config key that records the `@group` an instance was placed in.
+const CLUSTER_GROUP: &str = "volatile.cluster.group";
+
+/// The group of a `?target=@group` creation on a cluster (the daemon records it in
+/// `volatile.cluster.group`, measured).
+fn target_group(ctx: &Ctx) -> Option<String> {
+    ctx.app.cluster()?;
+    ctx.param("target")?.strip_prefix('@').map(str::to_string)
+}
+
 fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
     let project = ctx.project();
     if source.source.is_empty() {
@@ -383,6 +397,8 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
     spec.resources.insert("instances".into(), urls);
     let app = std::sync::Arc::clone(&ctx.app);
     let location = ctx.location();
+    let across = from.location.is_some() && from.location != location;
+    let group = target_group(ctx);
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             if state.instance(&project, &name).is_some() {
                 return Err(ApiError::internal(
@@ -390,17 +406,27 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
                 ));
             }
             let mut config = req.config.unwrap_or_default();
-            for (key, value) in &from.config {
-                let kept = key == "volatile.base_image"
-                    || key == "volatile.last_state.idmap"
-                    || !key.starts_with("volatile.");
-                if kept && !config.contains_key(key) {
-                    config.insert(key.clone(), value.clone());
-                }
-            }
             let mut devices = req.devices.unwrap_or_default();
-            for (key, value) in &from.devices {
-                devices.entry(key.clone()).or_insert_with(|| value.clone());
+            if across {
+                // A migration: the new instance is what the request says (the official client
+                // sends the source's config and devices), its root disk made a local device.
+                let profiles = req.profiles.clone().unwrap_or_else(|| vec!["default".into()]);
+                let expanded = expanded_devices(state, &project, &profiles, &devices);
+                if let Some((name, root)) = expanded.iter().find(|(_, d)| is_root_disk(d)) {
+                    devices.entry(name.clone()).or_insert_with(|| root.clone());
+                }
+            } else {
+                for (key, value) in &from.config {
+                    let kept = key == "volatile.base_image"
+                        || key == "volatile.last_state.idmap"
+                        || !key.starts_with("volatile.");
+                    if kept && !config.contains_key(key) {
+                        config.insert(key.clone(), value.clone());
+                    }
+                }
+                for (key, value) in &from.devices {
+                    devices.entry(key.clone()).or_insert_with(|| value.clone());
+                }
             }
             if let Some(why) = config_problem(&config).or_else(|| devices_problem(&devices)) {
                 return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
@@ -408,6 +434,9 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
             let mut instance = Instance::from_image(&name, &project, None);
             instance.location = location;
             instance.config.extend(config);
+            if let Some(group) = group {
+                instance.config.insert(CLUSTER_GROUP.into(), group);
+            }
             instance
                 .config
                 .insert("volatile.apply_template".into(), "copy".into());

@@ -52,10 +52,10 @@ pub(super) fn before(ctx: &Ctx, cluster: &Cluster, req: &Request<Bytes>) -> Opti
                 .then(|| move_instance(ctx, cluster, name, target, body))
         }
         ["1.0", "instances"] if method == Method::POST && !super::is_upgrade(req) => {
-            creation(ctx, cluster, req.body()).err().map(Err)
+            creation(ctx, req.body()).err().map(Err)
         }
         ["1.0", "instances", _, "state"] if method == Method::PUT => {
-            state_change(ctx, cluster, req.body()).err().map(Err)
+            state_change(ctx, req.body()).err().map(Err)
         }
         _ => None,
     }
@@ -67,11 +67,11 @@ fn evacuated() -> ApiError {
 
 /// A creation on an evacuated member is refused; a live copy of a running instance on another
 /// member needs CRIU.
-fn creation(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> Result<(), ApiError> {
+fn creation(ctx: &Ctx, body: &[u8]) -> Result<(), ApiError> {
     let Some(here) = ctx.location() else {
         return Ok(());
     };
-    if cluster.evacuated(&here) {
+    if ctx.app.snapshot().state.records().evacuated(&here) {
         return Err(evacuated());
     }
     let Ok(body) = serde_json::from_slice::<Value>(body) else {
@@ -98,14 +98,16 @@ fn creation(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> Result<(), ApiError> {
 
 /// Any state change but `stop` on an evacuated member is refused (a body that does not parse
 /// is the handler's 400).
-fn state_change(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> Result<(), ApiError> {
+fn state_change(ctx: &Ctx, body: &[u8]) -> Result<(), ApiError> {
     let Some(here) = ctx.location() else {
         return Ok(());
     };
     let Ok(body) = serde_json::from_slice::<Value>(body) else {
         return Ok(());
     };
-    if body["action"].as_str() != Some("stop") && cluster.evacuated(&here) {
+    if body["action"].as_str() != Some("stop")
+        && ctx.app.snapshot().state.records().evacuated(&here)
+    {
         return Err(evacuated());
     }
     Ok(())
@@ -131,7 +133,9 @@ pub(super) fn resolve_target(
     current: Option<&str>,
 ) -> Result<String, ApiError> {
     if let Some(group) = target.strip_prefix('@') {
-        if cluster.records().group(group).is_none() {
+        let snapshot = ctx.app.snapshot();
+        let records = snapshot.state.records();
+        if records.group(group).is_none() {
             return Err(ApiError::bad_request(format!(
                 "Cluster group \"{group}\" doesn't exist"
             )));
@@ -141,9 +145,10 @@ pub(super) fn resolve_target(
             not: current,
             ..Want::default()
         };
-        let snapshot = ctx.app.snapshot();
         return cluster
-            .place(&want, |m| instances_on(&snapshot.state.instances, m))
+            .place(&records, &want, |m| {
+                instances_on(&snapshot.state.instances, m)
+            })
             .ok_or_else(|| ApiError::internal("Couldn't find a cluster member for the instance"));
     }
     if cluster.member(target).is_none() {
@@ -205,7 +210,7 @@ fn move_instance(
         ));
     }
     let to = resolve_target(ctx, cluster, target, current.as_deref())?;
-    if cluster.status(&to).0 == "Offline" {
+    if cluster.status(&to, &ctx.app.snapshot().state.records()).0 == "Offline" {
         return Err(ApiError::bad_request("Target cluster member is offline"));
     }
     if current.as_deref() == Some(to.as_str()) {

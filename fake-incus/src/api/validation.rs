@@ -609,11 +609,14 @@ pub(super) fn duplicate_profile(profiles: &[String]) -> Option<String> {
 
 /// Whether expanded devices have the root disk (a `disk` at path `/`) every instance needs.
 pub(super) fn has_root_disk(devices: &Devices) -> bool {
-    devices.values().any(|d| {
-        d.get("type").map(String::as_str) == Some("disk")
-            && d.get("path").map(String::as_str) == Some("/")
-            && !d.contains_key("source")
-    })
+    devices.values().any(is_root_disk)
+}
+
+/// Whether the device is a root disk (`type: disk`, `path: /`, no `source`).
+pub(super) fn is_root_disk(device: &crate::state::StringMap) -> bool {
+    device.get("type").map(String::as_str) == Some("disk")
+        && device.get("path").map(String::as_str) == Some("/")
+        && !device.contains_key("source")
 }
 
 fn is_size_or_percent(value: &str) -> bool {

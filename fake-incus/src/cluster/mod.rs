@@ -26,21 +26,40 @@ use tokio_util::sync::CancellationToken;
 
 /// How a real cluster's answers change with time once a member's daemon died or came back.
 /// [`Default`] holds the real daemon's timings; [`ClusterTimings::fast`] those for tests.
+///
+/// The moments that hang on the cluster's heartbeat differ from one death to the next on a
+/// real cluster; the fake draws each from its measured range ([`Span`]), per member and per
+/// death, from [`ClusterTimings::seed`], so that a test can pin them
+/// ([`ClusterTimings::timeline`] tells what a death draws).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClusterTimings {
-    /// How long a request that needs the dead member's event connection (exec, operations,
-    /// `?target=`) stalls before 500 "Missing event connection with target cluster member"
-    /// (real: 10 s).
+    /// For this long after the death, a request forwarded to the member is still sent to it
+    /// and fails at once: 500 `Get "https://ADDR/...": Unable to connect to: ADDR ([dial tcp
+    /// ADDR: connect: connection refused])` (real: about 50 ms, until the cluster notices its
+    /// event connection is gone).
+    pub refused_window: Duration,
+    /// After that and until the heartbeat round, a forwarded request (an instance GET, exec,
+    /// operations, `?target=`) waits this long for the member's event connection, then
+    /// answers 500 "Missing event connection with target cluster member" (real: 10 s; a
+    /// request already waiting when the heartbeat round comes waits it out, measured).
     pub event_link_stall: Duration,
-    /// From the death on, everything routed to the member answers 500 "Server isn't ready yet"
-    /// after this long (real: about 10.5 s).
-    pub not_ready_after: Duration,
-    /// The member shows `Offline` ("No heartbeat for ...") this long after it died
-    /// (`cluster.offline_threshold`, real: 20 s).
+    /// The heartbeat round after the death, counted from it: from then on everything routed
+    /// to the member answers 500 "Server isn't ready yet" at once (real: 0.5 to 11 s; three
+    /// runs probed every 0.5 s turned between 4.6 and 5.1 s, between 8.9 and 9.4 s and
+    /// before 0.6 s, the others between 3 and 11 s).
+    pub heartbeat: Span,
+    /// When the member shows `Offline` in `/1.0/cluster/members`, counted from the death
+    /// (real: 5.6 to 19 s over ten runs, the last three 12.5, 15.7 and 16.8 s).
+    pub offline: Span,
+    /// `cluster.offline_threshold`: how long without a heartbeat an `Offline` member's message
+    /// counts ("No heartbeat for 20.07s (...)"; real: 20 s). The last heartbeat it names is
+    /// this long before the drawn [`offline`](Self::offline) moment.
     pub offline_threshold: Duration,
-    /// After it comes back, the member is `Online` and serves routed requests again after this
-    /// long (real: about 6 s); until then routed requests answer "Server isn't ready yet".
-    pub back_online_after: Duration,
+    /// After it comes back, the member is `Online` and serves routed requests again after
+    /// this long, drawn per member and return (real: 1 to 20 s; three restarts: 4.5, 4.7 and
+    /// 8.0 s, `Online` within 0.3 s of serving); until then routed requests answer "Server
+    /// isn't ready yet".
+    pub back_online: Span,
     /// After the database leader died, every request that reads the database, through any
     /// member, stalls this long after the death, until the remaining voters elected a new
     /// leader (real: about 6 s, one run); what was routed to the dead leader then answers
@@ -52,39 +71,125 @@ pub struct ClusterTimings {
     /// (`/1.0/cluster/members`: 500 "context deadline exceeded" after at most 5 s). Real: 4 s
     /// to more than 25 s.
     pub no_quorum_stall: Duration,
+    /// The seed the drawn moments come from (`fake-incus serve --seed`).
+    pub seed: u64,
+}
+
+/// A range of durations a moment is drawn from (`min..=max`; equal bounds fix it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// The earliest.
+    pub min: Duration,
+    /// The latest.
+    pub max: Duration,
+}
+
+impl Span {
+    /// `min..=max` (swapped if given the wrong way round).
+    pub fn new(min: Duration, max: Duration) -> Self {
+        Self {
+            min: min.min(max),
+            max: max.max(min),
+        }
+    }
+
+    /// Always `at`.
+    pub fn fixed(at: Duration) -> Self {
+        Self { min: at, max: at }
+    }
+
+    /// The point at `fraction` (0 to 1) of the way from `min` to `max`.
+    fn at(self, fraction: f64) -> Duration {
+        self.min + (self.max - self.min).mul_f64(fraction.clamp(0.0, 1.0))
+    }
+}
+
+/// What one death (and return) of a member draws (see [`ClusterTimings::timeline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DownTimeline {
+    /// From the death to the heartbeat round ("Server isn't ready yet" from then on).
+    pub heartbeat: Duration,
+    /// From the death to `Offline`.
+    pub offline: Duration,
+    /// From the return to `Online` and serving.
+    pub back_online: Duration,
 }
 
 impl Default for ClusterTimings {
     fn default() -> Self {
+        let s = Duration::from_secs;
         Self {
-            event_link_stall: Duration::from_secs(10),
-            not_ready_after: Duration::from_millis(10_500),
-            offline_threshold: Duration::from_secs(20),
-            back_online_after: Duration::from_secs(6),
-            leader_election: Duration::from_secs(6),
-            no_quorum_stall: Duration::from_secs(10),
+            refused_window: Duration::from_millis(50),
+            event_link_stall: s(10),
+            heartbeat: Span::new(Duration::from_millis(500), s(11)),
+            offline: Span::new(Duration::from_millis(5_600), s(19)),
+            offline_threshold: s(20),
+            back_online: Span::new(s(1), s(20)),
+            leader_election: s(6),
+            no_quorum_stall: s(10),
+            seed: 0,
         }
     }
 }
 
 impl ClusterTimings {
-    /// The same sequence in tens of milliseconds, for tests.
+    /// The same sequence in tens of milliseconds, for tests: the real timings scaled down
+    /// (1 s real is 4 ms), the connection-refused window left out.
     ///
     /// ```
     /// let fast = fake_incus::ClusterTimings::fast();
-    /// assert!(fast.event_link_stall < fast.not_ready_after);
-    /// assert!(fast.not_ready_after < fast.offline_threshold);
+    /// let first = fast.timeline(2, 0);
+    /// assert!(first.heartbeat <= fast.heartbeat.max && first.heartbeat >= fast.heartbeat.min);
+    /// assert_eq!(first, fast.timeline(2, 0), "the same seed draws the same");
     /// ```
     pub fn fast() -> Self {
+        let real = Self::default();
+        let scale = |d: Duration| d / 250;
+        let span = |s: Span| Span::new(scale(s.min), scale(s.max));
         Self {
-            event_link_stall: Duration::from_millis(40),
-            not_ready_after: Duration::from_millis(60),
-            offline_threshold: Duration::from_millis(120),
-            back_online_after: Duration::from_millis(40),
+            refused_window: Duration::ZERO,
+            event_link_stall: scale(real.event_link_stall),
+            heartbeat: span(real.heartbeat),
+            offline: span(real.offline),
+            offline_threshold: scale(real.offline_threshold),
+            back_online: span(real.back_online),
             leader_election: Duration::from_millis(30),
             no_quorum_stall: Duration::from_millis(60),
+            seed: real.seed,
         }
     }
+
+    /// These timings with another seed.
+    #[must_use]
+    pub fn with_seed(self, seed: u64) -> Self {
+        Self { seed, ..self }
+    }
+
+    /// What the `death`-th death (from 0) of member `member` (its index in the cluster)
+    /// draws, and its return after it.
+    pub fn timeline(&self, member: usize, death: u64) -> DownTimeline {
+        let draw = |span: Span, what: u64| {
+            let member = u64::try_from(member).unwrap_or(u64::MAX);
+            let bits = mix(mix(mix(self.seed ^ what) ^ member) ^ death);
+            // The top 53 bits as a fraction in [0, 1].
+            #[allow(clippy::cast_precision_loss)]
+            let fraction = (bits >> 11) as f64 / ((1u64 << 53) - 1) as f64;
+            span.at(fraction)
+        };
+        DownTimeline {
+            heartbeat: draw(self.heartbeat, 1),
+            offline: draw(self.offline, 2),
+            back_online: draw(self.back_online, 3),
+        }
+    }
+}
+
+/// SplitMix64's finaliser: a well-spread hash of `x`.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// One member of a fake cluster, as a client reaches it.
@@ -121,6 +226,8 @@ enum Life {
         wall: SystemTime,
         /// It led the database when it died.
         leader: bool,
+        /// What this death drew.
+        drawn: DownTimeline,
     },
     /// Came back at `since`; `offline` if it showed Offline then.
     Returning {
@@ -128,11 +235,14 @@ enum Life {
         offline: bool,
         down: Instant,
         wall: SystemTime,
+        drawn: DownTimeline,
     },
 }
 
 struct Runtime {
     life: Life,
+    /// How many times it died (which draw the next death takes).
+    deaths: u64,
     /// Cancelled when this life of the daemon ends (its listeners, connections and exec
     /// streams go with it).
     token: CancellationToken,
@@ -146,9 +256,12 @@ struct Runtime {
 pub(crate) enum Routed {
     /// The member serves it.
     Serve,
-    /// The member died less than `not_ready_after` ago: plain forwarded requests fail at once
-    /// with "connection refused"; those that need its event connection stall until `until`.
-    JustDied { until: Instant },
+    /// The member died within [`ClusterTimings::refused_window`]: the request is still sent
+    /// to it and fails at once with "connection refused".
+    Refused,
+    /// The member died and no heartbeat round noticed yet: the request waits for its event
+    /// connection until `until`, then misses it.
+    Stalled { until: Instant },
     /// 500 "Server isn't ready yet" (`down`: its daemon is still dead, rather than coming
     /// back).
     NotReady { down: bool },
@@ -182,8 +295,6 @@ pub(crate) struct Cluster {
     pub(crate) members: Vec<MemberInfo>,
     pub(crate) timings: ClusterTimings,
     runtime: Mutex<Vec<Runtime>>,
-    /// What the cluster's database holds about the members (groups, config, evacuation).
-    records: Mutex<Records>,
     raft: Mutex<Raft>,
     /// The TLS configuration every member serves (one cluster certificate).
     pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
@@ -209,12 +320,12 @@ impl Cluster {
             .iter()
             .map(|_| Runtime {
                 life: Life::Up,
+                deaths: 0,
                 token: shutdown.child_token(),
                 listening: Vec::new(),
             })
             .collect();
         Self {
-            records: Mutex::new(Records::new(members.len())),
             raft: Mutex::new(Raft {
                 leader: Some(0),
                 electing_until: None,
@@ -228,14 +339,6 @@ impl Cluster {
 
     fn runtime(&self) -> MutexGuard<'_, Vec<Runtime>> {
         self.runtime
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The members' records, locked. Never hold it across an `.await` or while taking
-    /// another lock.
-    pub(crate) fn records(&self) -> MutexGuard<'_, Records> {
-        self.records
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -289,12 +392,6 @@ impl Cluster {
         }
     }
 
-    /// Whether the member is evacuated.
-    pub(crate) fn evacuated(&self, name: &str) -> bool {
-        self.index(name)
-            .is_some_and(|i| self.records().members.get(i).is_some_and(|r| r.evacuated))
-    }
-
     pub(crate) fn index(&self, name: &str) -> Option<usize> {
         self.members.iter().position(|m| m.name == name)
     }
@@ -325,14 +422,12 @@ impl Cluster {
     }
 
     /// Kills the member's daemon: its listeners close and its current life token is cancelled.
-    /// `false` when it was already down.
-    pub(crate) fn kill(&self, index: usize) -> bool {
+    /// What this death drew; `None` when it was already down.
+    pub(crate) fn kill(&self, index: usize) -> Option<DownTimeline> {
         let mut runtime = self.runtime();
-        let Some(member) = runtime.get_mut(index) else {
-            return false;
-        };
+        let member = runtime.get_mut(index)?;
         if matches!(member.life, Life::Down { .. }) {
-            return false;
+            return None;
         }
         // The token first: an accept loop that sees its socket shut down finds it cancelled.
         member.token.cancel();
@@ -340,13 +435,16 @@ impl Cluster {
             let _ = socket.shutdown(std::net::Shutdown::Both);
         }
         let leader = self.leader() == Some(index);
+        let drawn = self.timings.timeline(index, member.deaths);
+        member.deaths += 1;
         member.life = Life::Down {
             since: Instant::now(),
             wall: SystemTime::now(),
             leader,
+            drawn,
         };
         self.elect(&runtime);
-        true
+        Some(drawn)
     }
 
     /// Marks the member's daemon as started again with a fresh life token, returned; `None`
@@ -356,18 +454,21 @@ impl Cluster {
         index: usize,
         shutdown: &CancellationToken,
     ) -> Option<CancellationToken> {
-        let offline_threshold = self.timings.offline_threshold;
         let mut runtime = self.runtime();
         let member = runtime.get_mut(index)?;
-        let Life::Down { since, wall, .. } = member.life else {
+        let Life::Down {
+            since, wall, drawn, ..
+        } = member.life
+        else {
             return None;
         };
         member.token = shutdown.child_token();
         member.life = Life::Returning {
             since: Instant::now(),
-            offline: since.elapsed() >= offline_threshold,
+            offline: since.elapsed() >= drawn.offline,
             down: since,
             wall,
+            drawn,
         };
         let token = member.token.clone();
         self.elect(&runtime);
@@ -380,60 +481,62 @@ impl Cluster {
         let Some(index) = self.index(name) else {
             return Routed::Serve;
         };
-        let life = self.runtime()[index].life;
+        let mut runtime = self.runtime();
+        let life = runtime[index].life;
         match life {
             Life::Up => Routed::Serve,
             // A dead leader is "not ready" from the end of the election on (measured).
             Life::Down { leader: true, .. } => Routed::NotReady { down: true },
-            Life::Down { since, .. } if since.elapsed() < self.timings.not_ready_after => {
-                Routed::JustDied {
+            Life::Down { since, .. } if since.elapsed() < self.timings.refused_window => {
+                Routed::Refused
+            }
+            Life::Down { since, drawn, .. } if since.elapsed() < drawn.heartbeat => {
+                Routed::Stalled {
                     until: Instant::now() + self.timings.event_link_stall,
                 }
             }
             Life::Down { .. } => Routed::NotReady { down: true },
-            Life::Returning { since, .. } if since.elapsed() < self.timings.back_online_after => {
+            Life::Returning { since, drawn, .. } if since.elapsed() < drawn.back_online => {
                 Routed::NotReady { down: false }
             }
             Life::Returning { .. } => {
-                self.runtime()[index].life = Life::Up;
+                runtime[index].life = Life::Up;
                 Routed::Serve
             }
         }
     }
 
-    /// `(status, message)` of the member in `/1.0/cluster/members`.
-    pub(crate) fn status(&self, name: &str) -> (&'static str, String) {
+    /// `(status, message)` of the member in `/1.0/cluster/members` (`records`: the state's).
+    pub(crate) fn status(&self, name: &str, records: &Records) -> (&'static str, String) {
         let online = ("Online", "Fully operational".to_string());
         let Some(index) = self.index(name) else {
             return online;
         };
         let life = self.runtime()[index].life;
-        let offline = |since: Instant, wall: SystemTime| {
+        // The last heartbeat it answered was `offline_threshold` before it shows Offline.
+        let offline = |died: Instant, wall: SystemTime, drawn: DownTimeline| {
+            let before = self.timings.offline_threshold.saturating_sub(drawn.offline);
             (
                 "Offline",
                 format!(
                     "No heartbeat for {} ({})",
-                    go_duration(since.elapsed()),
-                    go_time(wall)
+                    go_duration(died.elapsed() + before),
+                    go_time(wall.checked_sub(before).unwrap_or(wall))
                 ),
             )
         };
         match life {
-            Life::Down { since, wall, .. } if since.elapsed() >= self.timings.offline_threshold => {
-                offline(since, wall)
-            }
+            Life::Down {
+                since, wall, drawn, ..
+            } if since.elapsed() >= drawn.offline => offline(since, wall, drawn),
             Life::Returning {
                 since,
                 offline: true,
                 down,
                 wall,
-            } if since.elapsed() < self.timings.back_online_after => offline(down, wall),
-            _ if self
-                .records()
-                .members
-                .get(index)
-                .is_some_and(|r| r.evacuated) =>
-            {
+                drawn,
+            } if since.elapsed() < drawn.back_online => offline(down, wall, drawn),
+            _ if records.evacuated(name) => {
                 ("Evacuated", "Unavailable due to maintenance".to_string())
             }
             _ => online,
@@ -443,27 +546,21 @@ impl Cluster {
     /// Of the members `want` allows (see [`records::candidate`]) that serve, the one with the
     /// fewest instances (`count` by member name), first in order on a tie (the daemon's sort
     /// is not stable: a real tie goes either way); `None` when there is none.
-    pub(crate) fn place(&self, want: &Want<'_>, count: impl Fn(&str) -> usize) -> Option<String> {
-        let allowed: Vec<bool> = {
-            let records = self.records();
-            self.members
-                .iter()
-                .enumerate()
-                .map(|(i, m)| {
-                    want.not != Some(m.name.as_str())
-                        && records
-                            .members
-                            .get(i)
-                            .is_some_and(|r| records::candidate(r, want))
-                })
-                .collect()
-        };
+    pub(crate) fn place(
+        &self,
+        records: &Records,
+        want: &Want<'_>,
+        count: impl Fn(&str) -> usize,
+    ) -> Option<String> {
         self.members
             .iter()
-            .zip(allowed)
-            .filter(|(m, allowed)| *allowed && self.routed(&m.name) == Routed::Serve)
-            .min_by_key(|(m, _)| count(&m.name))
-            .map(|(m, _)| m.name.clone())
+            .filter(|m| {
+                want.not != Some(m.name.as_str())
+                    && records::candidate(&records.member(&m.name), want)
+                    && self.routed(&m.name) == Routed::Serve
+            })
+            .min_by_key(|m| count(&m.name))
+            .map(|m| m.name.clone())
     }
 
     /// The public view of every member.
@@ -516,8 +613,11 @@ pub(crate) fn notional_address(index: usize) -> String {
     format!("{}:8443", std::net::Ipv4Addr::from(base + offset))
 }
 
-/// Gives each seeded instance without a location one: the member with the fewest instances.
+/// Fits a state to the cluster of `members`: its records are those of these members (see
+/// [`Records::fit`]) and each seeded instance without a location gets one, the member with the
+/// fewest instances.
 pub(crate) fn place_seeded(state: &mut crate::state::State, members: &[String]) {
+    state.records_mut().fit(members);
     for index in 0..state.instances.len() {
         if state.instances[index].location.is_some() {
             continue;
@@ -607,6 +707,80 @@ pub(crate) struct Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_heartbeat_dependent_moments_are_drawn_from_the_real_ranges() {
+        let real = ClusterTimings::default();
+        let within = |span: Span, at: Duration| span.min <= at && at <= span.max;
+        let mut heartbeats = std::collections::BTreeSet::new();
+        for seed in 0..50 {
+            let timings = real.with_seed(seed);
+            for member in 0..3 {
+                for death in 0..3 {
+                    let drawn = timings.timeline(member, death);
+                    assert!(within(real.heartbeat, drawn.heartbeat), "{drawn:?}");
+                    assert!(within(real.offline, drawn.offline), "{drawn:?}");
+                    assert!(within(real.back_online, drawn.back_online), "{drawn:?}");
+                    heartbeats.insert(drawn.heartbeat);
+                }
+            }
+        }
+        assert_eq!(
+            real.heartbeat,
+            Span::new(Duration::from_millis(500), Duration::from_secs(11))
+        );
+        assert_eq!(real.offline.min, Duration::from_millis(5_600));
+        assert_eq!(real.offline.max, Duration::from_secs(19));
+        assert_eq!(
+            real.back_online,
+            Span::new(Duration::from_secs(1), Duration::from_secs(20))
+        );
+        assert!(
+            heartbeats.len() > 400,
+            "the draws spread: {}",
+            heartbeats.len()
+        );
+        let low = heartbeats
+            .iter()
+            .filter(|h| **h < Duration::from_secs(7))
+            .count();
+        assert!(
+            (150..300).contains(&low),
+            "about half below the middle: {low}"
+        );
+    }
+
+    #[test]
+    fn a_seed_pins_every_draw_and_another_seed_changes_them() {
+        let timings = ClusterTimings::default().with_seed(42);
+        assert_eq!(timings.timeline(1, 0), timings.timeline(1, 0));
+        assert_ne!(
+            timings.timeline(1, 0),
+            timings.timeline(1, 1),
+            "each death draws anew"
+        );
+        assert_ne!(
+            timings.timeline(1, 0),
+            timings.timeline(2, 0),
+            "each member draws its own"
+        );
+        assert_ne!(timings.timeline(1, 0), timings.with_seed(43).timeline(1, 0));
+        let fixed = ClusterTimings {
+            heartbeat: Span::fixed(Duration::from_secs(4)),
+            ..timings
+        };
+        assert_eq!(fixed.timeline(0, 7).heartbeat, Duration::from_secs(4));
+    }
+
+    #[test]
+    fn the_fast_timings_are_the_real_ones_scaled_down() {
+        let (real, fast) = (ClusterTimings::default(), ClusterTimings::fast());
+        assert_eq!(fast.event_link_stall, Duration::from_millis(40));
+        assert_eq!(fast.heartbeat.max * 250, real.heartbeat.max);
+        assert_eq!(fast.offline.min * 250, real.offline.min);
+        assert_eq!(fast.back_online.max * 250, real.back_online.max);
+        assert_eq!(fast.refused_window, Duration::ZERO);
+    }
 
     #[test]
     fn durations_are_written_as_go_writes_them() {

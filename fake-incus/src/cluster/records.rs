@@ -1,78 +1,10 @@
-//! What the cluster's database holds about its members besides their daemons' lives: the
-//! cluster groups, each member's config, roles, description, failure domain and groups, and
-//! whether it is evacuated; and the placement rules that read them, as Incus 6.0.4 applies them
+//! The placement rules that read what the cluster's database holds about its members (the
+//! records, kept in the state: [`crate::state::member_records`]), as Incus 6.0.4 applies them
 //! (`GetCandidateMembers`: evacuated, offline and `scheduler.instance: manual` members are never
 //! picked; `group` members only for a `@group` target of theirs).
 
+pub(crate) use crate::state::member_records::{Group, MemberRecord, Records, DEFAULT_GROUP};
 use std::collections::BTreeMap;
-
-/// The group every member starts in; it cannot be renamed or deleted.
-pub(crate) const DEFAULT_GROUP: &str = "default";
-
-/// One member's record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MemberRecord {
-    /// `scheduler.instance` and `user.*` keys.
-    pub(crate) config: BTreeMap<String, String>,
-    /// Roles besides the database roles (`event-hub`, `ovn-chassis`), in the order given.
-    pub(crate) roles: Vec<String>,
-    pub(crate) description: String,
-    pub(crate) failure_domain: String,
-    /// Its groups, in the order they were given (at least one).
-    pub(crate) groups: Vec<String>,
-    /// `EVACUATED` (`incus cluster evacuate`), until restored.
-    pub(crate) evacuated: bool,
-}
-
-impl Default for MemberRecord {
-    fn default() -> Self {
-        Self {
-            config: BTreeMap::new(),
-            roles: Vec::new(),
-            description: String::new(),
-            failure_domain: "default".into(),
-            groups: vec![DEFAULT_GROUP.into()],
-            evacuated: false,
-        }
-    }
-}
-
-/// A cluster group (its members are the members whose record names it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Group {
-    pub(crate) name: String,
-    pub(crate) description: String,
-}
-
-/// The records of every member (in member order) and the groups (in creation order).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Records {
-    pub(crate) members: Vec<MemberRecord>,
-    pub(crate) groups: Vec<Group>,
-}
-
-impl Records {
-    pub(crate) fn new(members: usize) -> Self {
-        Self {
-            members: vec![MemberRecord::default(); members],
-            groups: vec![Group {
-                name: DEFAULT_GROUP.into(),
-                description: "Default cluster group".into(),
-            }],
-        }
-    }
-
-    pub(crate) fn group(&self, name: &str) -> Option<&Group> {
-        self.groups.iter().find(|g| g.name == name)
-    }
-
-    /// The indexes of the members in group `name`.
-    pub(crate) fn group_members(&self, name: &str) -> Vec<usize> {
-        (0..self.members.len())
-            .filter(|&i| self.members[i].groups.iter().any(|g| g == name))
-            .collect()
-    }
-}
 
 /// What a placement asks for.
 #[derive(Debug, Clone, Copy, Default)]

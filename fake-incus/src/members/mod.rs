@@ -22,8 +22,16 @@ pub(crate) fn member_down(app: &App, name: &str) -> Result<(), String> {
     let index = cluster
         .index(name)
         .ok_or_else(|| format!("no member {name:?}"))?;
-    if cluster.kill(index) {
-        tracing::info!(member = name, "cluster member down");
+    if let Some(drawn) = cluster.kill(index) {
+        // The seed and what it drew, so that a run can be replayed (`--seed`).
+        tracing::info!(
+            member = name,
+            seed = cluster.timings.seed,
+            heartbeat = ?drawn.heartbeat,
+            offline = ?drawn.offline,
+            back_online = ?drawn.back_online,
+            "cluster member down"
+        );
     }
     Ok(())
 }

@@ -29,6 +29,7 @@ pub(super) fn state() -> State {
         images: vec![busybox_image()],
         instances: Vec::new(),
         objects: std::collections::BTreeMap::new(),
+        cluster: None,
         volume_snapshots: Vec::new(),
         volume_backups: Vec::new(),
     }

@@ -12,6 +12,7 @@ pub(crate) mod etag;
 pub(crate) mod files;
 pub(crate) mod images;
 pub(crate) mod instances;
+pub(crate) mod member_records;
 pub(crate) mod operations;
 pub(crate) mod resources;
 pub(crate) mod snapshot;
@@ -60,6 +61,9 @@ pub(crate) struct State {
     /// The objects of the declared resources that have no typed list above (network ACLs,
     /// zones, forwards, certificates, warnings, ...), by kind.
     pub(crate) objects: BTreeMap<String, Vec<Object>>,
+    /// A cluster's records of its members and groups (none on a standalone daemon).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cluster: Option<member_records::Records>,
 }
 
 /// An object of the generic store: where it lives and its JSON as stored.
@@ -119,6 +123,18 @@ impl State {
             }
         }
         Ok(())
+    }
+
+    /// The cluster's records (a fresh cluster's when the state has none).
+    pub(crate) fn records(&self) -> std::borrow::Cow<'_, member_records::Records> {
+        self.cluster
+            .as_ref()
+            .map_or_else(Default::default, std::borrow::Cow::Borrowed)
+    }
+
+    /// The cluster's records, for a change.
+    pub(crate) fn records_mut(&mut self) -> &mut member_records::Records {
+        self.cluster.get_or_insert_with(Default::default)
     }
 
     pub(crate) fn project(&self, name: &str) -> Option<&Project> {

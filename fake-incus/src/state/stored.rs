@@ -20,8 +20,8 @@ use super::{SeedError, State};
 use serde::Serialize;
 use serde_json::Value;
 
-/// The version of the state format.
-pub(crate) const FORMAT_VERSION: u64 = 1;
+/// The version of the state format (2: a cluster's member records and groups, `cluster`).
+pub(crate) const FORMAT_VERSION: u64 = 2;
 /// The key that holds it.
 const VERSION_KEY: &str = "format_version";
 /// The keys of the format that are not [`State`]'s.

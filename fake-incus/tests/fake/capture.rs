@@ -43,7 +43,7 @@ async fn a_capture_sends_only_gets_and_a_served_capture_captures_the_same() {
     assert_eq!(names, ["web1"], "--project and --instances narrow it");
     assert_eq!(first["instances"][0]["snapshots"][0]["name"], "s0");
     assert_eq!(first["storage_volumes"][0]["name"], "data");
-    assert_eq!(first["format_version"], 1);
+    assert_eq!(first["format_version"], 2);
 
     let served = FakeIncus::builder()
         .state(first.clone())

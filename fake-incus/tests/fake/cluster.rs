@@ -3,7 +3,7 @@
 //! against the answers of a real Incus 6.0.4 cluster (the reference captures).
 
 use crate::common::{unix_at, Reply};
-use fake_incus::{assert_native_error, ClusterTimings, FakeIncus};
+use fake_incus::{assert_native_error, ClusterTimings, FakeIncus, Span};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -440,10 +440,11 @@ async fn address_of(fake: &FakeIncus, member: &str) -> String {
 #[tokio::test]
 async fn just_after_a_member_died_its_instance_get_is_refused_with_its_address_at_once() {
     let fake = cluster_with(ClusterTimings {
+        refused_window: long(),
         event_link_stall: Duration::from_millis(200),
-        not_ready_after: long(),
-        offline_threshold: long(),
-        back_online_after: Duration::ZERO,
+        heartbeat: Span::fixed(long()),
+        offline: Span::fixed(long()),
+        back_online: Span::fixed(Duration::ZERO),
         ..ClusterTimings::fast()
     })
     .await;
@@ -473,19 +474,21 @@ async fn just_after_a_member_died_its_instance_get_is_refused_with_its_address_a
 }
 
 #[tokio::test]
-async fn just_after_a_member_died_exec_and_server_target_stall_then_miss_the_event_connection() {
+async fn before_the_heartbeat_round_forwarded_requests_stall_then_miss_the_event_connection() {
     let stall = Duration::from_millis(300);
     let fake = cluster_with(ClusterTimings {
+        refused_window: Duration::ZERO,
         event_link_stall: stall,
-        not_ready_after: long(),
-        offline_threshold: long(),
-        back_online_after: Duration::ZERO,
+        heartbeat: Span::fixed(long()),
+        offline: Span::fixed(long()),
+        back_online: Span::fixed(Duration::ZERO),
         ..ClusterTimings::fast()
     })
     .await;
     create(&fake, "m1", "cl-m3", Some("m3")).await;
     fake.member_down("m3").unwrap();
     for (method, path, body) in [
+        ("GET", "/1.0/instances/cl-m3", None),
         (
             "POST",
             "/1.0/instances/cl-m3/exec",
@@ -508,12 +511,90 @@ async fn just_after_a_member_died_exec_and_server_target_stall_then_miss_the_eve
 }
 
 #[tokio::test]
+async fn a_pinned_seed_pins_the_heartbeat_round_that_turns_the_stall_into_not_ready() {
+    let timings = ClusterTimings {
+        refused_window: Duration::ZERO,
+        event_link_stall: Duration::from_millis(20),
+        heartbeat: Span::new(Duration::from_millis(150), Duration::from_millis(400)),
+        offline: Span::fixed(long()),
+        ..ClusterTimings::fast()
+    }
+    .with_seed(7);
+    // m3 is the third member; this is its first death.
+    let heartbeat = timings.timeline(2, 0).heartbeat;
+    let fake = cluster_with(timings).await;
+    create(&fake, "m1", "cl-m3", Some("m3")).await;
+    fake.member_down("m3").unwrap();
+    let died = std::time::Instant::now();
+    let mut stalled = 0;
+    loop {
+        let sent = died.elapsed();
+        let reply = via(&fake, "m1", "GET", "/1.0/instances/cl-m3", None).await;
+        match reply.json()["error"].as_str() {
+            Some("Missing event connection with target cluster member") => {
+                assert!(
+                    sent < heartbeat,
+                    "stalled although sent at {sent:?}, after {heartbeat:?}"
+                );
+                stalled += 1;
+            }
+            Some("Server isn't ready yet") => {
+                assert!(
+                    died.elapsed() >= heartbeat,
+                    "not ready before {heartbeat:?}"
+                );
+                break;
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+        assert!(died.elapsed() < Duration::from_secs(10), "bounded");
+    }
+    assert!(stalled > 0, "stalled before the heartbeat round");
+}
+
+#[tokio::test]
+async fn the_offline_message_counts_from_the_last_heartbeat_before_the_death() {
+    let fake = cluster_with(ClusterTimings {
+        heartbeat: Span::fixed(Duration::ZERO),
+        offline: Span::fixed(Duration::from_millis(30)),
+        offline_threshold: Duration::from_secs(20),
+        ..ClusterTimings::fast()
+    })
+    .await;
+    fake.member_down("m2").unwrap();
+    let died = std::time::Instant::now();
+    let mut member = Value::Null;
+    while died.elapsed() < Duration::from_secs(5) {
+        member = via(&fake, "m1", "GET", "/1.0/cluster/members/m2", None)
+            .await
+            .metadata()
+            .clone();
+        if member["status"] == "Offline" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        died.elapsed() >= Duration::from_millis(30),
+        "Offline at the drawn moment"
+    );
+    let message = member["message"].as_str().unwrap();
+    // 20 s threshold, Offline 30 ms after the death: the last heartbeat was 19.97 s before it.
+    let seconds: f64 = message
+        .strip_prefix("No heartbeat for ")
+        .and_then(|m| m.split("s (").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{message}"));
+    assert!((20.0..25.0).contains(&seconds), "{message}");
+}
+
+#[tokio::test]
 async fn once_not_ready_everything_routed_to_the_dead_member_answers_server_isnt_ready_yet() {
     let fake = cluster_with(ClusterTimings {
         event_link_stall: long(),
-        not_ready_after: Duration::ZERO,
-        offline_threshold: long(),
-        back_online_after: long(),
+        heartbeat: Span::fixed(Duration::ZERO),
+        offline: Span::fixed(long()),
+        back_online: Span::fixed(long()),
         ..ClusterTimings::fast()
     })
     .await;
@@ -589,9 +670,9 @@ async fn once_not_ready_everything_routed_to_the_dead_member_answers_server_isnt
 async fn a_dead_member_shows_offline_after_the_heartbeat_threshold() {
     let fake = cluster_with(ClusterTimings {
         event_link_stall: long(),
-        not_ready_after: Duration::ZERO,
-        offline_threshold: Duration::from_millis(50),
-        back_online_after: Duration::from_millis(50),
+        heartbeat: Span::fixed(Duration::ZERO),
+        offline: Span::fixed(Duration::from_millis(50)),
+        back_online: Span::fixed(Duration::from_millis(50)),
         ..ClusterTimings::fast()
     })
     .await;
@@ -628,9 +709,9 @@ async fn a_dead_member_shows_offline_after_the_heartbeat_threshold() {
 async fn after_a_member_returns_its_old_operations_are_gone_and_its_instances_remain() {
     let fake = cluster_with(ClusterTimings {
         event_link_stall: long(),
-        not_ready_after: Duration::ZERO,
-        offline_threshold: long(),
-        back_online_after: Duration::ZERO,
+        heartbeat: Span::fixed(Duration::ZERO),
+        offline: Span::fixed(long()),
+        back_online: Span::fixed(Duration::ZERO),
         ..ClusterTimings::fast()
     })
     .await;
@@ -653,9 +734,9 @@ async fn a_members_death_cuts_exec_streams_with_eof_and_waits_with_unexpected_eo
     use tokio_tungstenite::tungstenite::Message;
     let fake = cluster_with(ClusterTimings {
         event_link_stall: long(),
-        not_ready_after: long(),
-        offline_threshold: long(),
-        back_online_after: Duration::ZERO,
+        heartbeat: Span::fixed(long()),
+        offline: Span::fixed(long()),
+        back_online: Span::fixed(Duration::ZERO),
         ..ClusterTimings::fast()
     })
     .await;

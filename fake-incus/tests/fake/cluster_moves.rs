@@ -173,7 +173,11 @@ async fn move_targets_unknown_member_and_group_refused_and_a_group_target_is_rec
 async fn copies_are_located_on_their_target_or_their_placement() {
     let fake = cluster().await;
     stopped(&fake, "src", "m1").await;
-    let copy = |name: &str| json!({"name": name, "source": {"type": "copy", "source": "src"}});
+    let bare = json!({"name": "cp0", "source": {"type": "copy", "source": "src"}});
+    let reply = via(&fake, "m1", "POST", "/1.0/instances?target=m2", Some(bare)).await;
+    assert_native_error(&reply, 400, "Architecture isn't supported: ");
+    // The official client sends the source's architecture.
+    let copy = |name: &str| json!({"name": name, "architecture": "x86_64", "source": {"type": "copy", "source": "src"}});
     let accepted = via(
         &fake,
         "m1",
@@ -189,7 +193,11 @@ async fn copies_are_located_on_their_target_or_their_placement() {
         "a copy onto another member names only the new instance"
     );
     wait(&fake, "m1", &accepted).await;
-    assert_eq!(instance(&fake, "cp1").await["location"], "m2");
+    let copied = instance(&fake, "cp1").await;
+    assert_eq!(copied["location"], "m2");
+    // A migration: what the request says, the root disk made local (measured).
+    assert!(copied["config"].get("image.os").is_none(), "{copied}");
+    assert_eq!(copied["devices"]["root"]["path"], "/");
     let accepted = via(&fake, "m1", "POST", "/1.0/instances", Some(copy("cp2"))).await;
     let placed = location_of(&accepted).to_string();
     assert_eq!(
@@ -240,7 +248,7 @@ async fn a_live_copy_of_a_running_instance_onto_another_member_needs_criu() {
         wait(&fake, "m1", &same).await.metadata()["status"],
         "Success"
     );
-    let stateless = via(
+    let reply = via(
         &fake,
         "m1",
         "POST",
@@ -248,6 +256,10 @@ async fn a_live_copy_of_a_running_instance_onto_another_member_needs_criu() {
         Some(copy("c4", false)),
     )
     .await;
+    assert_native_error(&reply, 400, "Architecture isn't supported: ");
+    let mut body = copy("c4", false);
+    body["architecture"] = json!("x86_64");
+    let stateless = via(&fake, "m1", "POST", "/1.0/instances?target=m2", Some(body)).await;
     assert_eq!(
         wait(&fake, "m1", &stateless).await.metadata()["status"],
         "Success"
@@ -353,6 +365,49 @@ async fn evacuation_migrates_and_stops_by_mode_placement_avoids_the_member_and_r
     }
     let again = member_state(&fake, "m2", json!({"action": "restore"})).await;
     assert_native_error(&again, 500, "Cluster member is already restored");
+}
+
+#[tokio::test]
+async fn evacuation_reads_cluster_evacuate_from_the_instances_profiles_unless_it_sets_its_own() {
+    let fake = cluster().await;
+    let profile = json!({"name": "stay", "config": {"cluster.evacuate": "stop"}, "devices": {}});
+    let reply = via(&fake, "m1", "POST", "/1.0/profiles", Some(profile)).await;
+    assert_eq!(reply.status(), 201, "{}", reply.json());
+    let launch = |name: &str, config: Value| {
+        json!({"name": name, "source": {"type": "image", "alias": "busybox"}, "start": true,
+               "profiles": ["default", "stay"], "config": config})
+    };
+    for (name, config) in [
+        ("p-stays", json!({})),
+        ("p-own", json!({"cluster.evacuate": "migrate"})),
+    ] {
+        let body = launch(name, config);
+        let accepted = via(&fake, "m1", "POST", "/1.0/instances?target=m2", Some(body)).await;
+        let done = wait(&fake, "m1", &accepted).await;
+        assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
+    }
+    let done = member_state(&fake, "m2", json!({"action": "evacuate"})).await;
+    assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
+    let kept = instance(&fake, "p-stays").await;
+    assert_eq!(
+        (kept["location"].as_str(), kept["status"].as_str()),
+        (Some("m2"), Some("Stopped")),
+        "the profile's stop mode"
+    );
+    let moved = instance(&fake, "p-own").await;
+    assert_ne!(moved["location"], "m2", "its own migrate mode wins");
+    assert_eq!(moved["status"], "Running");
+    // A request's explicit mode overrides both.
+    let done = member_state(&fake, "m2", json!({"action": "restore"})).await;
+    assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
+    let done = member_state(
+        &fake,
+        "m2",
+        json!({"action": "evacuate", "mode": "migrate"}),
+    )
+    .await;
+    assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
+    assert_ne!(instance(&fake, "p-stays").await["location"], "m2");
 }
 
 #[tokio::test]
@@ -506,6 +561,17 @@ async fn cluster_groups_are_created_assigned_renamed_and_deleted_with_the_daemon
     assert_native_error(&reply, 400, "Cluster group \"nope\" doesn't exist");
     let accepted = via(&fake, "m1", "POST", "/1.0/instances?target=@g3", Some(body)).await;
     assert_eq!(location_of(&accepted), "m2");
+    let name = accepted.metadata()["resources"]["instances"][0]
+        .as_str()
+        .and_then(|u| u.rsplit('/').next())
+        .unwrap()
+        .to_string();
+    wait(&fake, "m1", &accepted).await;
+    assert_eq!(
+        instance(&fake, &name).await["config"]["volatile.cluster.group"],
+        "g3",
+        "the group it was placed in is recorded"
+    );
 }
 
 #[tokio::test]
@@ -732,4 +798,79 @@ async fn operation_lists_put_the_asked_members_own_operations_first() {
             "through {member}: {locations:?}"
         );
     }
+}
+
+/// The groups, member config and evacuation as the members list them, through m1.
+async fn records_seen(fake: &FakeIncus) -> (Value, Value) {
+    let groups = via(fake, "m1", "GET", "/1.0/cluster/groups?recursion=1", None).await;
+    let members = via(fake, "m1", "GET", "/1.0/cluster/members?recursion=1", None).await;
+    let members: Vec<Value> = members
+        .metadata()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| json!([m["server_name"], m["config"], m["groups"], m["status"]]))
+        .collect();
+    (groups.metadata().clone(), Value::Array(members))
+}
+
+/// Gives the cluster a group with m2 in it, `scheduler.instance: manual` on m3 and m2
+/// evacuated.
+async fn change_records(fake: &FakeIncus) {
+    let group = json!({"name": "g1", "description": "one", "members": ["m2"]});
+    let reply = via(fake, "m1", "POST", "/1.0/cluster/groups", Some(group)).await;
+    assert_eq!(reply.status(), 201, "{}", reply.json());
+    let current = via(fake, "m1", "GET", "/1.0/cluster/members/m3", None).await;
+    let mut member = current.metadata().clone();
+    member["config"] = json!({"scheduler.instance": "manual"});
+    let reply = via(fake, "m1", "PUT", "/1.0/cluster/members/m3", Some(member)).await;
+    assert_eq!(reply.status(), 200, "{}", reply.json());
+    let done = member_state(fake, "m2", json!({"action": "evacuate"})).await;
+    assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
+}
+
+#[tokio::test]
+async fn cluster_records_are_part_of_the_state_dump_reset_snapshots_and_the_state_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = || {
+        FakeIncus::builder()
+            .cluster(["m1", "m2", "m3"])
+            .state_dir(dir.path())
+            .start()
+    };
+    let fake = started().await.expect("fake cluster");
+    let fresh = records_seen(&fake).await;
+    fake.save_snapshot("fresh").unwrap();
+    change_records(&fake).await;
+    let changed = records_seen(&fake).await;
+    assert_ne!(changed, fresh);
+    let dump = fake.dump_state();
+    assert_eq!(dump["format_version"], 2);
+    assert_eq!(dump["cluster"]["groups"][1]["name"], "g1");
+    assert_eq!(dump["cluster"]["members"][1]["evacuated"], true);
+    fake.save_snapshot("changed").unwrap();
+    fake.restore_snapshot("fresh").unwrap();
+    assert_eq!(records_seen(&fake).await, fresh, "a snapshot restore");
+    fake.restore_snapshot("changed").unwrap();
+    assert_eq!(records_seen(&fake).await, changed, "and back");
+    drop(fake);
+    let again = started().await.expect("restarted on the state dir");
+    assert_eq!(records_seen(&again).await, changed, "kept across a restart");
+    again.reset();
+    assert_eq!(records_seen(&again).await, fresh, "a reset");
+    drop(again);
+    // A seed's records are fitted to the cluster's members.
+    let mut seed = dump.clone();
+    seed.as_object_mut().unwrap().remove("format_version");
+    seed["cluster"]["members"][0]["name"] = json!("gone");
+    let seeded = FakeIncus::builder()
+        .cluster(["m1", "m2", "m3"])
+        .state(seed)
+        .start()
+        .await
+        .expect("seeded cluster");
+    let (groups, members) = records_seen(&seeded).await;
+    assert_eq!(groups, changed.0);
+    assert_eq!(members[0], json!(["m1", {}, ["default"], "Online"]));
+    assert_eq!(members[1], changed.1[1]);
 }

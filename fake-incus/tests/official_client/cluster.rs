@@ -149,7 +149,7 @@ async fn official_client_execs_stops_and_deletes_through_another_member() -> Com
 
 async fn official_client_shows_a_dead_member_offline() -> Completion {
     let fake = fake_cluster(ClusterTimings {
-        offline_threshold: Duration::from_millis(100),
+        offline: fake_incus::Span::fixed(Duration::from_millis(100)),
         ..ClusterTimings::fast()
     })
     .await;

@@ -1,0 +1,538 @@
+//! The differential probes' shared pieces: one side's raw HTTP client over a Unix socket, the
+//! request and answer, the probe that sends each step to both sides, the comparison of two
+//! answers (HTTP status, envelope fields, error text with ids masked, the keys and JSON types of
+//! the metadata, the presence of the `ETag` and `Location` headers) and the report that fails
+//! on any divergence not listed as known. Used by `differential_real` (a standalone daemon) and
+//! `differential_cluster_real` (a cluster); each binary uses part of it.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use hyperlocal::{UnixConnector, Uri};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The operation wait bound used for every async step.
+pub(crate) const WAIT: &str = "timeout=60";
+/// Object keys whose values are data maps whose keys legitimately differ: only the types of
+/// their values are compared.
+pub(crate) const MAP_KEYS: &[&str] = &["environment", "disk", "auth_methods"];
+/// Keys whose contents are not compared at all (only that the key is there with the same type).
+pub(crate) const OPAQUE_KEYS: &[&str] =
+    &["used_by", "api_extensions", "environment", "update_source"];
+/// Keys whose scalar values must be equal wherever they appear in one object (not in lists,
+/// whose items are merged).
+pub(crate) const VALUE_KEYS: &[&str] = &[
+    "status",
+    "status_code",
+    "class",
+    "may_cancel",
+    "return",
+    "type",
+];
+/// How deep metadata shapes are compared.
+pub(crate) const MAX_DEPTH: usize = 6;
+
+/// A known divergence: a diff line of one step that is tolerated until the fake is fixed.
+pub(crate) struct Known {
+    /// The step label, or `*` for every step.
+    pub(crate) step: &'static str,
+    /// A substring of the diff line.
+    pub(crate) diff: &'static str,
+    pub(crate) reason: &'static str,
+}
+
+/// One side's answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
+    pub(crate) etag: Option<String>,
+    pub(crate) location: bool,
+    pub(crate) content_type: String,
+    /// How many newlines end the body (the daemon ends an error envelope with two, a sync one
+    /// with one).
+    pub(crate) trailing_newlines: usize,
+    pub(crate) body: Value,
+}
+
+impl Reply {
+    pub(crate) fn metadata(&self) -> &Value {
+        &self.body["metadata"]
+    }
+
+    /// The operation id of an async answer.
+    pub(crate) fn operation_id(&self) -> Option<String> {
+        let url = self.body["operation"].as_str()?;
+        let id = url.strip_prefix("/1.0/operations/")?;
+        Some(id.split('?').next().unwrap_or(id).to_string())
+    }
+}
+
+/// A client that opens a fresh connection for every request and writes the request at once.
+///
+/// A pooled client may open a connection in the background and then leave it silent, because
+/// an idle pooled connection freed up first. Incus 6.0 peeks at the first byte of every Unix
+/// connection inside its accept loop (to tell TLS from plain HTTP), so one silent connection
+/// stops the daemon from accepting any other: its own `callhook` processes then time out and
+/// instance start or stop fails after 30-60 s. Without an idle pool nothing is ever left silent.
+pub(crate) fn one_connection_per_request() -> Client<UnixConnector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(0)
+        .build(UnixConnector)
+}
+
+/// One daemon under probe.
+pub(crate) struct Side {
+    pub(crate) name: &'static str,
+    pub(crate) socket: PathBuf,
+    pub(crate) client: Client<UnixConnector, Full<Bytes>>,
+}
+
+impl Side {
+    pub(crate) fn new(name: &'static str, socket: &Path) -> Self {
+        Self {
+            name,
+            socket: socket.to_path_buf(),
+            client: one_connection_per_request(),
+        }
+    }
+
+    pub(crate) async fn send(&self, req: &Req) -> Result<Reply, String> {
+        let uri: hyper::Uri = Uri::new(&self.socket, &req.path).into();
+        let mut builder = Request::builder().method(req.method.clone()).uri(uri);
+        for (name, value) in &req.headers {
+            builder = builder.header(*name, value);
+        }
+        let body = match &req.body {
+            Some(text) => {
+                builder = builder.header("content-type", "application/json");
+                Full::new(Bytes::from(text.clone()))
+            }
+            None => Full::new(Bytes::new()),
+        };
+        let request = builder.body(body).map_err(|e| e.to_string())?;
+        let call = self.client.request(request);
+        let response = tokio::time::timeout(Duration::from_secs(120), call)
+            .await
+            .map_err(|_| format!("{}: {} {} timed out", self.name, req.method, req.path))?
+            .map_err(|e| format!("{}: {} {}: {e}", self.name, req.method, req.path))?;
+        let status = response.status();
+        let etag = response
+            .headers()
+            .get("etag")
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let location = response.headers().contains_key("location");
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map_or("-".into(), |v| {
+                String::from_utf8_lossy(v.as_bytes()).into_owned()
+            });
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        let trailing_newlines = bytes.iter().rev().take_while(|&&b| b == b'\n').count();
+        Ok(Reply {
+            status,
+            etag,
+            location,
+            content_type,
+            trailing_newlines,
+            body,
+        })
+    }
+}
+
+/// A raw request.
+#[derive(Debug, Clone)]
+pub(crate) struct Req {
+    pub(crate) method: Method,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(&'static str, String)>,
+    pub(crate) body: Option<String>,
+}
+
+impl Req {
+    pub(crate) fn new(method: Method, path: impl Into<String>) -> Self {
+        Self {
+            method,
+            path: path.into(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+    pub(crate) fn get(path: impl Into<String>) -> Self {
+        Self::new(Method::GET, path)
+    }
+    pub(crate) fn json(mut self, body: &Value) -> Self {
+        self.body = Some(body.to_string());
+        self
+    }
+    pub(crate) fn raw(mut self, body: &str) -> Self {
+        self.body = Some(body.to_string());
+        self
+    }
+    pub(crate) fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
+
+/// The probe: both sides, and the diffs found so far.
+pub(crate) struct Probe {
+    pub(crate) real: Side,
+    pub(crate) fake: Side,
+    pub(crate) diffs: Vec<(String, String)>,
+    pub(crate) steps: usize,
+}
+
+impl Probe {
+    /// The same request on both sides.
+    pub(crate) async fn step(&mut self, label: &str, req: Req) -> (Reply, Reply) {
+        self.step_each(label, req.clone(), req).await
+    }
+
+    /// Per-side requests (for ids that differ between the sides).
+    pub(crate) async fn step_each(&mut self, label: &str, real: Req, fake: Req) -> (Reply, Reply) {
+        self.steps += 1;
+        // Concurrently: a slow real daemon must not let the fake's operations expire.
+        let (r, f) = tokio::join!(self.real.send(&real), self.fake.send(&fake));
+        let r = r.unwrap_or_else(|e| panic!("{e}"));
+        let f = f.unwrap_or_else(|e| panic!("{e}"));
+        println!(
+            "{label}: real {} {} | fake {} {}",
+            r.status,
+            short(&r.body),
+            f.status,
+            short(&f.body)
+        );
+        if std::env::var("DIFF_DUMP").is_ok_and(|wanted| label.contains(wanted.as_str())) {
+            println!("  real body: {}\n  fake body: {}", r.body, f.body);
+        }
+        for diff in compare(&r, &f) {
+            self.diffs.push((label.to_string(), diff));
+        }
+        (r, f)
+    }
+
+    /// Records a divergence when the ETag changed between two GETs on one side only.
+    pub(crate) fn etag_changes(
+        &mut self,
+        label: &str,
+        before: &(Reply, Reply),
+        after: &(Reply, Reply),
+    ) {
+        let changed = |b: &Reply, a: &Reply| b.etag != a.etag;
+        let (real, fake) = (changed(&before.0, &after.0), changed(&before.1, &after.1));
+        if real != fake {
+            let diff = format!("ETag changed: real {real} vs fake {fake}");
+            self.diffs.push((label.to_string(), diff));
+        }
+    }
+
+    /// Waits on both sides' operations of an async step. A side that started no operation
+    /// is a divergence of the step itself, already recorded: its wait is a `GET` of the
+    /// unknown operation, so the sequence goes on.
+    pub(crate) async fn wait(&mut self, label: &str, started: &(Reply, Reply)) -> (Reply, Reply) {
+        let path = |reply: &Reply| {
+            let id = reply.operation_id().unwrap_or_else(|| "none".into());
+            Req::get(format!("/1.0/operations/{id}/wait?{WAIT}"))
+        };
+        let (real, fake) = (path(&started.0), path(&started.1));
+        self.step_each(&format!("{label} wait"), real, fake).await
+    }
+}
+
+/// The envelope's error, or its status, for the step log.
+pub(crate) fn short(body: &Value) -> String {
+    match body["error"].as_str() {
+        Some(error) if !error.is_empty() => format!("error {error:?}"),
+        _ => match body["metadata"]["err"].as_str() {
+            Some(err) if !err.is_empty() => format!("operation err {err:?}"),
+            _ => body["status"].to_string(),
+        },
+    }
+}
+
+/// Everything that differs between the real and the fake answer, one line each.
+pub(crate) fn compare(real: &Reply, fake: &Reply) -> Vec<String> {
+    let mut diffs = Vec::new();
+    let mut differ = |what: &str, r: String, f: String| {
+        if r != f {
+            diffs.push(format!("{what}: real {r} vs fake {f}"));
+        }
+    };
+    differ(
+        "HTTP status",
+        real.status.to_string(),
+        fake.status.to_string(),
+    );
+    differ(
+        "ETag header",
+        real.etag.is_some().to_string(),
+        fake.etag.is_some().to_string(),
+    );
+    differ(
+        "Location header",
+        real.location.to_string(),
+        fake.location.to_string(),
+    );
+    differ(
+        "Content-Type",
+        real.content_type.clone(),
+        fake.content_type.clone(),
+    );
+    differ(
+        "newlines ending the body",
+        real.trailing_newlines.to_string(),
+        fake.trailing_newlines.to_string(),
+    );
+    let (rb, fb) = (&real.body, &fake.body);
+    match (rb.as_object(), fb.as_object()) {
+        (Some(ro), Some(fo)) => {
+            differ("envelope keys", keys(ro), keys(fo));
+            differ(
+                "error",
+                normalised(ro.get("error")),
+                normalised(fo.get("error")),
+            );
+            for key in ["type", "status", "status_code", "error_code"] {
+                differ(key, ro.get(key).map_or("-".into(), Value::to_string), {
+                    fo.get(key).map_or("-".into(), Value::to_string)
+                });
+            }
+            let empty = |o: &Map<String, Value>| {
+                o.get("operation")
+                    .and_then(Value::as_str)
+                    .map(str::is_empty)
+            };
+            differ(
+                "operation empty",
+                format!("{:?}", empty(ro)),
+                format!("{:?}", empty(fo)),
+            );
+            let mut shape = Vec::new();
+            let (rm, fm) = (settled(rb), settled(fb));
+            shape_diff("metadata", &rm, &fm, 0, &mut shape);
+            diffs.extend(shape);
+        }
+        _ => differ("body", kind(rb).into(), kind(fb).into()),
+    }
+    diffs
+}
+
+/// The metadata to compare. An async answer's operation may already have finished when the
+/// real daemon renders it (a fast failure shows `Failure`), so its status values are masked.
+pub(crate) fn settled(body: &Value) -> Value {
+    let mut metadata = body["metadata"].clone();
+    if body["type"] == "async" {
+        if let Some(object) = metadata.as_object_mut() {
+            object.insert("status".into(), json!("-"));
+            object.insert("status_code".into(), json!(0));
+        }
+    }
+    metadata
+}
+
+/// An error text with its ids (hex hashes, uuids) replaced by a placeholder, and the daemon's
+/// log directory too: it is where the daemon was installed (`$INCUS_DIR/logs` when the daemon
+/// was started with `INCUS_DIR`, `/var/log/incus` as a packaged service), not a property of the API.
+pub(crate) fn normalised(error: Option<&Value>) -> String {
+    let text = error.and_then(Value::as_str).unwrap_or("-");
+    let ids = regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f-]{27}|[0-9a-f]{64}").expect("valid regex");
+    let logs = regex::Regex::new(r"/var/log/incus/|/\S*/logs/").expect("valid regex");
+    let text = ids.replace_all(text, "<id>");
+    format!("{:?}", logs.replace_all(&text, "<log dir>/"))
+}
+
+pub(crate) fn keys(object: &Map<String, Value>) -> String {
+    let set: BTreeSet<&str> = object.keys().map(String::as_str).collect();
+    format!("{set:?}")
+}
+
+pub(crate) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Compares the shape (keys and types) of two values down to [`MAX_DEPTH`].
+pub(crate) fn shape_diff(
+    path: &str,
+    real: &Value,
+    fake: &Value,
+    depth: usize,
+    out: &mut Vec<String>,
+) {
+    if kind(real) != kind(fake) {
+        out.push(format!(
+            "{path}: type real {} vs fake {}",
+            kind(real),
+            kind(fake)
+        ));
+        return;
+    }
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    let leaf = path.rsplit('.').next().unwrap_or(path);
+    let leaf = leaf.trim_end_matches("[]");
+    if OPAQUE_KEYS.contains(&leaf) {
+        return;
+    }
+    match (real, fake) {
+        (Value::Object(r), Value::Object(f)) => {
+            if MAP_KEYS.contains(&leaf) {
+                let r = merged(r.values());
+                let f = merged(f.values());
+                if let (Some(r), Some(f)) = (r, f) {
+                    shape_diff(&format!("{path}.*"), &r, &f, depth + 1, out);
+                }
+                return;
+            }
+            let rk: BTreeSet<&String> = r.keys().collect();
+            let fk: BTreeSet<&String> = f.keys().collect();
+            let missing: Vec<_> = rk.difference(&fk).collect();
+            let extra: Vec<_> = fk.difference(&rk).collect();
+            if !missing.is_empty() {
+                out.push(format!("{path}: keys missing in fake {missing:?}"));
+            }
+            if !extra.is_empty() {
+                out.push(format!("{path}: keys only in fake {extra:?}"));
+            }
+            for key in rk.intersection(&fk) {
+                let (rv, fv) = (&r[*key], &f[*key]);
+                if !path.contains("[]")
+                    && VALUE_KEYS.contains(&key.as_str())
+                    && rv.is_string() | rv.is_number() | rv.is_boolean()
+                    && rv != fv
+                {
+                    out.push(format!("{path}.{key}: value real {rv} vs fake {fv}"));
+                }
+                shape_diff(&format!("{path}.{key}"), &r[*key], &f[*key], depth + 1, out);
+            }
+        }
+        (Value::Array(r), Value::Array(f)) => {
+            if let (Some(r), Some(f)) = (merged(r.iter()), merged(f.iter())) {
+                shape_diff(&format!("{path}[]"), &r, &f, depth + 1, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One representative of a list of values: objects are merged key by key, recursively, so a
+/// list is compared by the union of its items' keys (independently of the items' order).
+pub(crate) fn merged<'a>(values: impl Iterator<Item = &'a Value>) -> Option<Value> {
+    values.fold(None, |acc, value| match acc {
+        None => Some(value.clone()),
+        Some(acc) => Some(merge(acc, value)),
+    })
+}
+
+pub(crate) fn merge(acc: Value, value: &Value) -> Value {
+    match (acc, value) {
+        (Value::Object(mut acc), Value::Object(o)) => {
+            for (k, v) in o {
+                let next = match acc.remove(k) {
+                    Some(old) => merge(old, v),
+                    None => v.clone(),
+                };
+                acc.insert(k.clone(), next);
+            }
+            Value::Object(acc)
+        }
+        (Value::Array(mut acc), Value::Array(a)) => {
+            acc.extend(a.iter().cloned());
+            Value::Array(acc)
+        }
+        (Value::Null, v) => v.clone(),
+        (acc, _) => acc,
+    }
+}
+
+pub(crate) async fn wait_real(side: &Side, started: &Reply) -> Result<(), String> {
+    if let Some(id) = started.operation_id() {
+        side.send(&Req::get(format!("/1.0/operations/{id}/wait?{WAIT}")))
+            .await?;
+    }
+    Ok(())
+}
+
+/// Whether a daemon answers `GET /1.0` on this socket.
+pub(crate) async fn answers(socket: &Path) -> bool {
+    if !socket.exists() {
+        return false;
+    }
+    let side = Side::new("real", socket);
+    let req = Req::get("/1.0");
+    let probe = tokio::time::timeout(Duration::from_secs(5), side.send(&req));
+    matches!(probe.await, Ok(Ok(reply)) if reply.status == StatusCode::OK)
+}
+
+/// The fake's state with one more project, configured like the real one.
+pub(crate) fn seed_with_project(dump: Value, project: &str, config: &Value) -> Value {
+    let mut state = dump;
+    let entry = json!({"name": project, "description": "", "config": config});
+    if let Some(projects) = state["projects"].as_array_mut() {
+        projects.push(entry);
+    }
+    state
+}
+
+/// Prints the diff list and fails on any divergence that is not a known one.
+pub(crate) fn report(probe: &Probe, known_list: &[Known]) {
+    let known = |step: &str, diff: &str| {
+        known_list
+            .iter()
+            .position(|k| (k.step == "*" || k.step == step) && diff.contains(k.diff))
+    };
+    let mut used = BTreeSet::new();
+    let mut unexpected = Vec::new();
+    for (step, diff) in &probe.diffs {
+        match known(step, diff) {
+            Some(i) => {
+                used.insert(i);
+                println!(
+                    "known divergence [{step}] {diff} ({})",
+                    known_list[i].reason
+                );
+            }
+            None => unexpected.push(format!("[{step}] {diff}")),
+        }
+    }
+    for (i, k) in known_list.iter().enumerate() {
+        if !used.contains(&i) {
+            println!(
+                "stale allow-list entry (fixed? remove it): [{}] {}",
+                k.step, k.diff
+            );
+        }
+    }
+    println!(
+        "{} requests compared, {} known divergences, {} unexpected",
+        probe.steps,
+        probe.diffs.len() - unexpected.len(),
+        unexpected.len()
+    );
+    assert!(
+        unexpected.is_empty(),
+        "the fake diverges from the real daemon:\n{}",
+        unexpected.join("\n")
+    );
+}
