@@ -5,7 +5,7 @@
 //! does not have: their endpoints answer as the daemon does for a bridge.
 
 use super::resource::plain::any_name;
-use super::resource::{Answer, At, Decl, Objects, Plain, Scope, Sub};
+use super::resource::{Answer, At, Decl, Objects, Order, Plain, Scope, Sub};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::State;
@@ -112,6 +112,7 @@ pub(super) static ACLS: Plain = Plain {
         scope: Scope::Project(Some("features.networks")),
         writable: &["description", "ingress", "egress", "config"],
         rename: Answer::Location,
+        order: Order::ObjectFirst,
         not_found: "Network ACL not found",
         exists: (400, "The network ACL already exists"),
         project_not_found: NETWORK_PROJECT,
@@ -181,6 +182,7 @@ pub(super) static INTEGRATIONS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/network-integrations",
         rename: Answer::Location,
+        order: Order::ObjectFirst,
         not_found: "Network_integration not found",
         exists: (
             500,
@@ -196,6 +198,8 @@ pub(super) static INTEGRATIONS: Plain = Plain {
     fields: r#"{"name":"","description":"","config":{},"type":"","used_by":[]}"#,
     config_keys: &["ovn.", "user."],
     check: integration_type,
+    // The daemon renames the database row without loading it first.
+    renaming_unknown: Some((500, "Query affected 0 rows instead of 1")),
     ..Plain::DEFAULTS
 };
 

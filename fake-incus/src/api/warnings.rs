@@ -6,7 +6,8 @@ use super::resource::{Answer, Decl, Objects, Plain};
 use crate::envelope::ApiError;
 use serde_json::Value;
 
-/// Only `new` and `acknowledged` may be set (`cmd/incusd/warnings.go`).
+/// Only `new` and `acknowledged` may be set (`cmd/incusd/warnings.go`), checked on the request
+/// before the warning is looked up, as the daemon does.
 fn status(object: &Value) -> Result<(), ApiError> {
     match object["status"].as_str().unwrap_or_default() {
         "new" | "acknowledged" => Ok(()),
@@ -44,6 +45,6 @@ pub(super) static WARNINGS: Plain = Plain {
     config_keys: &[],
     invalid_key: (400, ""),
     key_rule: never,
-    check: status,
+    request: Some(status),
     ..Plain::DEFAULTS
 };

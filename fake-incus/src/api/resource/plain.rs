@@ -3,7 +3,7 @@
 //! it accepts, and its parent with a function; its object is its stored fields with the
 //! request's project shown in `project` (when it has one).
 
-use super::{At, Decl, Resource};
+use super::{At, Decl, Resource, Verb};
 use crate::envelope::ApiError;
 use crate::state::State;
 use serde_json::{json, Value};
@@ -22,6 +22,11 @@ pub(crate) struct Plain {
     pub(crate) parent: fn(&State, &At) -> Result<(), ApiError>,
     /// What else an object must satisfy.
     pub(crate) check: fn(&Value) -> Result<(), ApiError>,
+    /// What the body of a `PUT` or `PATCH` must satisfy, where the daemon reads the body before
+    /// it looks the object up.
+    pub(crate) request: Option<fn(&Value) -> Result<(), ApiError>>,
+    /// The answer to a rename of an unknown object, where it is not the others' 404.
+    pub(crate) renaming_unknown: Option<(u16, &'static str)>,
 }
 
 impl Plain {
@@ -36,6 +41,8 @@ impl Plain {
         key_rule: any_name,
         parent: top,
         check: anything,
+        request: None,
+        renaming_unknown: None,
     };
 }
 
@@ -70,6 +77,18 @@ impl Resource for Plain {
     }
     fn check_key(&self, key: &str) -> Result<(), ApiError> {
         (self.key_rule)(key)
+    }
+    fn check_request(&self, body: &[u8]) -> Result<(), ApiError> {
+        match self.request {
+            Some(check) => check(&Value::Object(super::body_object(body)?)),
+            None => Ok(()),
+        }
+    }
+    fn not_found(&self, verb: Verb, _key: &str) -> ApiError {
+        match (verb, self.renaming_unknown) {
+            (Verb::Rename, Some((status, text))) => ApiError::new(status, text),
+            _ => ApiError::new(404, self.decl.not_found),
+        }
     }
     fn validate(
         &self,
