@@ -801,6 +801,46 @@ async fn server_and_errors(p: &mut Probe) {
         Req::new(Method::POST, "/1.0/operations"),
     )
     .await;
+    server_config_refusals(p).await;
+}
+
+/// Server config values the daemon refuses, one rule each, and a stale `If-Match` on `PUT` and
+/// `PATCH /1.0`: every request is refused, so the shared daemon's config never changes.
+async fn server_config_refusals(p: &mut Probe) {
+    let refused = [
+        ("acme.agree_tos", "maybe"),
+        ("core.bgp_asn", "x"),
+        ("images.compression_algorithm", "bogus"),
+        ("core.https_address", "bogus:addr:x"),
+        ("core.bgp_routerid", "1.2.3"),
+        ("core.bgp_asn", "-5"),
+        ("instances.nic.host_name", "bogus"),
+        ("cluster.images_minimal_replica", "-2"),
+        ("cluster.max_voters", "4"),
+        ("cluster.max_standby", "9"),
+        ("cluster.offline_threshold", "3"),
+        ("core.remote_token_expiry", "bogus"),
+        ("loki.types", "lifecycle,bogus"),
+        ("loki.loglevel", "bogus"),
+        ("acme.challenge", "bogus"),
+        ("storage.backups_volume", "a/b/c"),
+        ("storage.images_volume", "nopool/nope"),
+        ("storage.images_volume", "default/nothing-here"),
+        ("no.such.key", "1"),
+    ];
+    for (key, value) in refused {
+        let body = json!({"config": {key: value}});
+        let req = Req::new(Method::PATCH, "/1.0").json(&body);
+        p.step(&format!("PATCH /1.0 {key}={value}"), req).await;
+    }
+    let stale = "0".repeat(64);
+    for method in [Method::PUT, Method::PATCH] {
+        let req = Req::new(method.clone(), "/1.0")
+            .json(&json!({"config": {}}))
+            .header("if-match", stale.clone());
+        p.step(&format!("{method} /1.0 with a stale If-Match"), req)
+            .await;
+    }
 }
 
 /// Every `GET` endpoint of Incus 6.0.4 that names an object (`tests/data/`'s endpoint list), asked

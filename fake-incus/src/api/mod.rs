@@ -142,8 +142,12 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
     }
     certificates::check_restrictions(ctx, &method, &segs[1..])?;
     match (segs.len(), &method) {
-        (1, &Method::PUT) if ctx.trusted => return host::update(ctx, req.body(), false),
-        (1, &Method::PATCH) if ctx.trusted => return host::update(ctx, req.body(), true),
+        (1, &Method::PUT) if ctx.trusted => {
+            return host::update(ctx, req.headers(), req.body(), false)
+        }
+        (1, &Method::PATCH) if ctx.trusted => {
+            return host::update(ctx, req.headers(), req.body(), true)
+        }
         (1, _) => return server::route(ctx, &method),
         _ => {}
     }

@@ -503,6 +503,108 @@ async fn server_config_is_set_and_unset_under_the_daemons_key_rules() {
     );
 }
 
+/// Each refusal as a real Incus 6.0.4 daemon answered it (asked with these values).
+#[tokio::test]
+async fn server_config_values_are_checked_by_the_daemons_rule_for_their_key() {
+    let fake = fake().await;
+    let refused = [
+        ("acme.agree_tos", "maybe", 400, "cannot set 'acme.agree_tos' to 'maybe': invalid boolean"),
+        ("images.auto_update_interval", "x", 400, "cannot set 'images.auto_update_interval' to 'x': invalid integer"),
+        ("core.bgp_asn", "x", 400, "cannot set 'core.bgp_asn' to 'x': invalid integer"),
+        ("images.compression_algorithm", "bogus", 400, "cannot set 'images.compression_algorithm' to 'bogus': Compression algorithm \"bogus\" isn't currently supported"),
+        ("core.https_address", "bogus:addr:x", 400, "cannot set 'core.https_address' to 'bogus:addr:x': Couldn't resolve \"bogus:addr:x\""),
+        ("core.metrics_address", "::1:99999", 400, "cannot set 'core.metrics_address' to '::1:99999': Couldn't resolve \"::1:99999\""),
+        ("acme.http.port", "abc", 400, "cannot set 'acme.http.port' to 'abc': Couldn't resolve \"abc\""),
+        ("core.bgp_routerid", "1.2.3", 400, "cannot set 'core.bgp_routerid' to '1.2.3': Not an IPv4 address \"1.2.3\""),
+        ("core.bgp_asn", "-5", 400, "cannot set 'core.bgp_asn' to '-5': Value isn't within valid range. Must be between 0 and 4294967294"),
+        ("instances.nic.host_name", "bogus", 400, "cannot set 'instances.nic.host_name' to 'bogus': Invalid value \"bogus\" (not one of [random mac])"),
+        ("cluster.images_minimal_replica", "-2", 400, "cannot set 'cluster.images_minimal_replica' to '-2': Invalid value for image replica count"),
+        ("cluster.max_voters", "4", 400, "cannot set 'cluster.max_voters' to '4': Value must be an odd number equal to or higher than 3"),
+        ("cluster.max_standby", "9", 400, "cannot set 'cluster.max_standby' to '9': Value must be between 0 and 5"),
+        ("cluster.offline_threshold", "3", 400, "cannot set 'cluster.offline_threshold' to '3': Value must be greater than '10'"),
+        ("core.remote_token_expiry", "bogus", 400, "cannot set 'core.remote_token_expiry' to 'bogus': Invalid expiry expression"),
+        ("loki.types", "lifecycle,bogus", 400, "cannot set 'loki.types' to 'lifecycle,bogus': Item \"bogus\": Invalid value \"bogus\" (not one of [lifecycle logging network-acl])"),
+        ("loki.loglevel", "bogus", 400, "cannot set 'loki.loglevel' to 'bogus': not a valid logrus Level: \"bogus\""),
+        ("acme.challenge", "bogus", 400, "cannot set 'acme.challenge' to 'bogus': Invalid value \"bogus\" (not one of [DNS-01 HTTP-01])"),
+        ("storage.backups_volume", "a/b/c", 500, "Failed validation of \"storage.backups_volume\": Invalid syntax for volume, must be <pool>/<volume>"),
+        ("storage.images_volume", "nopool/nope", 404, "Failed validation of \"storage.images_volume\": Unable to load storage pool \"nopool\": Storage pool not found"),
+        ("storage.images_volume", "default/nope", 404, "Failed validation of \"storage.images_volume\": Failed loading storage volume \"default/nope\" in \"default\" project: Storage volume not found"),
+    ];
+    for (key, value, status, text) in refused {
+        let body = json!({"config": {key: value}});
+        let reply = call(&fake, "PATCH", "/1.0", Some(body)).await;
+        assert_native_error(&reply, status, text);
+    }
+    assert_eq!(
+        get(&fake, "/1.0").await["config"],
+        json!({}),
+        "nothing was set"
+    );
+    let accepted = json!({"config": {
+        "core.https_address": "[::1]:8443", "core.metrics_address": ":9100", "acme.http.port": ":80",
+        "core.bgp_asn": "65000", "cluster.max_voters": "5", "cluster.offline_threshold": "20",
+        "core.remote_token_expiry": "1d 3H", "loki.types": "lifecycle,logging",
+        "loki.loglevel": "warn", "images.compression_algorithm": "zstd -19",
+    }});
+    assert_ok(&call(&fake, "PATCH", "/1.0", Some(accepted)).await);
+    let create = json!({"name": "images", "type": "custom"});
+    assert_ok(
+        &call(
+            &fake,
+            "POST",
+            "/1.0/storage-pools/default/volumes",
+            Some(create),
+        )
+        .await,
+    );
+    let volume = json!({"config": {"storage.images_volume": "default/images"}});
+    assert_ok(&call(&fake, "PATCH", "/1.0", Some(volume)).await);
+}
+
+#[tokio::test]
+async fn a_stale_etag_on_the_server_config_is_refused_with_412() {
+    let fake = fake().await;
+    let reply = call(&fake, "GET", "/1.0", None).await;
+    let etag = reply.header("etag").expect("an ETag").to_owned();
+    let set = json!({"config": {"user.a": "1"}});
+    let reply = call_with(
+        &fake,
+        "PUT",
+        "/1.0",
+        Some(set.clone()),
+        &[("If-Match", &etag)],
+    )
+    .await;
+    assert_ok(&reply);
+    for method in ["PUT", "PATCH"] {
+        let reply = call_with(
+            &fake,
+            method,
+            "/1.0",
+            Some(set.clone()),
+            &[("If-Match", &etag)],
+        )
+        .await;
+        assert_eq!(reply.status(), 412, "{method}: {:?}", reply.json());
+    }
+}
+
+#[tokio::test]
+async fn a_warning_update_checks_its_status_before_it_looks_the_warning_up() {
+    let fake = fake().await;
+    for method in ["PUT", "PATCH"] {
+        let reply = call(&fake, method, "/1.0/warnings/nope", Some(json!({}))).await;
+        assert_native_error(&reply, 400, "Invalid warning type \"\"");
+        let resolved = json!({"status": "resolved"});
+        let reply = call(&fake, method, "/1.0/warnings/nope", Some(resolved)).await;
+        assert_native_error(
+            &reply,
+            403,
+            "Status may only be set to \"acknowledge\" or \"new\"",
+        );
+    }
+}
+
 #[tokio::test]
 async fn warnings_are_none_on_a_fresh_fake() {
     let fake = fake().await;
