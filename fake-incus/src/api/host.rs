@@ -12,6 +12,9 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
+/// What `PUT`/`PATCH /1.0` do on the fake (API.md).
+pub(crate) const SERVER_DOES: &str = "`PUT` replaces the server config, `PATCH` merges it (`\"\"` unsets); `If-Match` is checked (412 on a stale ETag) after the body is read. Every key must be one of the daemon's (or `user.*`), of its type (`invalid boolean`, `invalid integer`), and pass the daemon's rule for it where it has one: listen addresses, the BGP router id and ASN range, the cluster voter/stand-by/threshold/replica limits, one-of lists (architectures, NIC host names, ACME challenge, Loki types), compression algorithms, expiry expressions, Loki log levels, and `storage.backups_volume`/`storage.images_volume` as an existing custom volume of `default`. Not done: listen addresses are not resolved (only IP addresses and `localhost`), the placement and authorization scriptlets are not parsed, OVN connections are not tried, and setting an address opens no listener.";
+
 /// The daemon's configuration metadata (`GET /1.0/metadata/configuration` of Incus 6.0.4).
 fn metadata() -> &'static Value {
     static METADATA: OnceLock<Value> = OnceLock::new();

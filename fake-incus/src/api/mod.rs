@@ -244,7 +244,9 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
 
 /// The declared resources as Markdown (API.md's part on them).
 pub(crate) fn declared_markdown() -> String {
-    resource::doc::markdown()
+    let mut out = format!("### `/1.0` (the server)\n\n{}\n\n", host::SERVER_DOES);
+    out.push_str(&resource::doc::markdown());
+    out
 }
 
 /// Every declared resource (see [`resource`]).

@@ -1,8 +1,10 @@
-//! `/1.0/warnings`, declared: list, get, acknowledge (`PUT`/`PATCH` of `status`) and delete.
+//! `/1.0/warnings`, declared: list (of one project with `project=`), get, acknowledge
+//! (`PUT`/`PATCH` of `status`) and delete.
 //! A fresh fake has none (an empty list is `null`, as the daemon's); a seeded state may hold
 //! some (kind `warning` of its `objects`).
 
 use super::resource::{Answer, Decl, Objects, Plain};
+use super::Ctx;
 use crate::envelope::ApiError;
 use serde_json::Value;
 
@@ -21,6 +23,14 @@ fn status(object: &Value) -> Result<(), ApiError> {
     }
 }
 
+/// `project=` lists only that project's warnings (none for an unknown project); without it, all.
+fn of_the_project(ctx: &Ctx, warning: &Value) -> bool {
+    match ctx.param("project").filter(|p| !p.is_empty()) {
+        Some(project) => warning["project"].as_str() == Some(project),
+        None => true,
+    }
+}
+
 fn never(_: &str) -> Result<(), ApiError> {
     Err(ApiError::not_implemented())
 }
@@ -34,7 +44,7 @@ pub(super) static WARNINGS: Plain = Plain {
         not_found: "Warning not found",
         exists: (409, ""),
         null_when_empty: true,
-        limits: "The fake raises no warnings of its own; `project=` does not filter.",
+        limits: "The fake raises no warnings of its own.",
         store: &Objects {
             kind: "warning",
             key: "uuid",
@@ -46,5 +56,6 @@ pub(super) static WARNINGS: Plain = Plain {
     invalid_key: (400, ""),
     key_rule: never,
     request: Some(status),
+    shown: of_the_project,
     ..Plain::DEFAULTS
 };

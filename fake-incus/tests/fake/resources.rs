@@ -108,6 +108,57 @@ async fn network_acls_are_created_merged_renamed_and_deleted_as_the_daemon_does(
     assert_eq!(get(&fake, "/1.0/network-acls").await, json!([]));
 }
 
+/// `used_by` as the daemon's `network/acl.UsedBy` builds it, and the refusals while it is not
+/// empty (the ACL-in-a-rule case and both refusal texts measured on a real daemon).
+#[tokio::test]
+async fn an_acls_used_by_lists_networks_profiles_acls_and_nics_naming_it() {
+    let fake = fake().await;
+    for acl in [
+        json!({"name": "a1"}),
+        json!({"name": "a2", "ingress": [{"action": "allow", "source": "a1", "state": "enabled"}]}),
+    ] {
+        assert_created(
+            &call(&fake, "POST", "/1.0/network-acls", Some(acl.clone())).await,
+            &format!("/1.0/network-acls/{}", acl["name"].as_str().unwrap()),
+        );
+    }
+    assert_eq!(
+        get(&fake, "/1.0/network-acls/a1").await["used_by"],
+        json!(["/1.0/network-acls/a2"])
+    );
+    let bridge = json!({"name": "br1", "type": "bridge", "config": {"security.acls": "a1"}});
+    assert_created(
+        &call(&fake, "POST", "/1.0/networks", Some(bridge)).await,
+        "/1.0/networks/br1",
+    );
+    let nic =
+        json!({"devices": {"eth1": {"type": "nic", "network": "br1", "security.acls": "a1"}}});
+    assert_ok(&call(&fake, "PATCH", "/1.0/profiles/default", Some(nic)).await);
+    assert_eq!(
+        get(&fake, "/1.0/network-acls/a1").await["used_by"],
+        json!([
+            "/1.0/networks/br1",
+            "/1.0/profiles/default",
+            "/1.0/network-acls/a2"
+        ])
+    );
+    let reply = call(&fake, "DELETE", "/1.0/network-acls/a1", None).await;
+    assert_native_error(&reply, 500, "Cannot delete an ACL that is in use");
+    let reply = call(
+        &fake,
+        "POST",
+        "/1.0/network-acls/a1",
+        Some(json!({"name": "a9"})),
+    )
+    .await;
+    assert_native_error(&reply, 500, "Cannot rename an ACL that is in use");
+    assert_eq!(
+        get(&fake, "/1.0/network-acls/a2").await["used_by"],
+        json!([])
+    );
+    assert_ok(&call(&fake, "DELETE", "/1.0/network-acls/a2", None).await);
+}
+
 #[tokio::test]
 async fn a_stale_etag_is_refused_with_412() {
     let fake = fake().await;
@@ -603,6 +654,34 @@ async fn a_warning_update_checks_its_status_before_it_looks_the_warning_up() {
             "Status may only be set to \"acknowledge\" or \"new\"",
         );
     }
+}
+
+/// As a real daemon lists them: `project=` keeps that project's warnings (an unknown project has
+/// none, no 404); an empty list is `null` at recursion 0 and `[]` at recursion 1.
+#[tokio::test]
+async fn warnings_are_listed_per_project_when_project_is_given() {
+    let server =
+        json!({"uuid": "0a360cfa-4e07-434d-8c98-033df55fd4c6", "project": "", "type": "t"});
+    let p1 = json!({"uuid": "70faa3ab-1f85-4bbe-abbf-eb48c1df897c", "project": "p1", "type": "t"});
+    let state = json!({
+        "projects": [{"name": "default"}, {"name": "p1"}],
+        "objects": {"warning": [{"value": server}, {"value": p1}]},
+    });
+    let fake = FakeIncus::builder()
+        .state(state)
+        .start()
+        .await
+        .expect("fake starts");
+    let all = get(&fake, "/1.0/warnings").await;
+    assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
+    let listed = get(&fake, "/1.0/warnings?project=p1&recursion=1").await;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["project"], "p1");
+    assert_eq!(get(&fake, "/1.0/warnings?project=nope").await, Value::Null);
+    assert_eq!(
+        get(&fake, "/1.0/warnings?project=nope&recursion=1").await,
+        json!([])
+    );
 }
 
 #[tokio::test]

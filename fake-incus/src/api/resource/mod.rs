@@ -106,7 +106,8 @@ pub(crate) struct Decl {
     pub(crate) project_not_found: [&'static str; 2],
     /// What the fake does not do of this resource (API.md).
     pub(crate) limits: &'static str,
-    /// Whether an empty list is `null` (the daemon's nil slice) rather than `[]`.
+    /// Whether an empty list of URLs (recursion 0) is `null` (the daemon's nil slice) rather
+    /// than `[]`; an empty list of objects is `[]` either way.
     pub(crate) null_when_empty: bool,
     /// Where its objects are kept.
     pub(crate) store: &'static dyn Store,
@@ -223,6 +224,11 @@ pub(crate) trait Resource: Sync {
         _current: Option<&Value>,
     ) -> Result<(), ApiError> {
         Ok(())
+    }
+    /// Whether a list shows the object to this caller (a restricted certificate sees only its
+    /// projects).
+    fn shown_to(&self, _ctx: &Ctx, _object: &Value) -> bool {
+        true
     }
     /// The object as the API shows it (adds `used_by`, the project, computed fields).
     fn render(&self, _state: &State, _at: &At, object: Value) -> Value {
@@ -478,6 +484,9 @@ fn list(resource: &'static dyn Resource, ctx: &Ctx, parent: &str) -> ApiResult {
         }
         resource.parent(state, &at)?;
         for object in resource.decl().store.list(state, &at) {
+            if !resource.shown_to(ctx, &object) {
+                continue;
+            }
             let key = key_of(resource, &object).to_owned();
             let rendered = resource.render(state, &at, object);
             if let Some(filter) = &filter {
@@ -501,7 +510,7 @@ fn list(resource: &'static dyn Resource, ctx: &Ctx, parent: &str) -> ApiResult {
         }
         seen.push(at);
     }
-    if items.is_empty() && resource.decl().null_when_empty {
+    if items.is_empty() && resource.decl().null_when_empty && ctx.recursion() == 0 {
         return Ok(envelope::sync(Value::Null));
     }
     Ok(envelope::sync(Value::Array(items)))

@@ -3,7 +3,8 @@
 //! it accepts, and its parent with a function; its object is its stored fields with the
 //! request's project shown in `project` (when it has one).
 
-use super::{At, Decl, Resource, Verb};
+use super::{At, Decl, Resource, Scope, Verb};
+use crate::api::Ctx;
 use crate::envelope::ApiError;
 use crate::state::State;
 use serde_json::{json, Value};
@@ -27,6 +28,13 @@ pub(crate) struct Plain {
     pub(crate) request: Option<fn(&Value) -> Result<(), ApiError>>,
     /// The answer to a rename of an unknown object, where it is not the others' 404.
     pub(crate) renaming_unknown: Option<(u16, &'static str)>,
+    /// Whether a list shows the object to this request.
+    pub(crate) shown: fn(&Ctx, &Value) -> bool,
+    /// What the object shows beyond its stored fields (an ACL's `used_by`).
+    pub(crate) computed: fn(&State, &At, Value) -> Value,
+    /// The refusal of a rename or delete while its `used_by` is not empty (`{verb}` stands for
+    /// `rename` or `delete`).
+    pub(crate) in_use: Option<(u16, &'static str)>,
 }
 
 impl Plain {
@@ -43,6 +51,9 @@ impl Plain {
         check: anything,
         request: None,
         renaming_unknown: None,
+        shown: |_, _| true,
+        computed: |_, _, object| object,
+        in_use: None,
     };
 }
 
@@ -117,10 +128,34 @@ impl Resource for Plain {
         }
         (self.check)(object)
     }
-    fn render(&self, _: &State, at: &At, mut object: Value) -> Value {
-        if object.get("project").is_some() {
+    fn refuse(&self, state: &State, at: &At, key: &str, verb: Verb) -> Result<(), ApiError> {
+        let Some((status, text)) = self.in_use else {
+            return Ok(());
+        };
+        let Some(object) = super::find_object(self, state, at, key) else {
+            return Ok(());
+        };
+        let used = (self.computed)(state, at, object)["used_by"]
+            .as_array()
+            .is_some_and(|u| !u.is_empty());
+        let verb = if verb == Verb::Rename {
+            "rename"
+        } else {
+            "delete"
+        };
+        match used {
+            true => Err(ApiError::new(status, text.replace("{verb}", verb))),
+            false => Ok(()),
+        }
+    }
+    fn shown_to(&self, ctx: &Ctx, object: &Value) -> bool {
+        (self.shown)(ctx, object)
+    }
+    /// A project's object shows the request's project; a server-wide one keeps its own.
+    fn render(&self, state: &State, at: &At, mut object: Value) -> Value {
+        if object.get("project").is_some() && self.decl.scope != Scope::Global {
             object["project"] = json!(at.project);
         }
-        object
+        (self.computed)(state, at, object)
     }
 }
