@@ -32,7 +32,7 @@ mod profiles;
 mod projects;
 mod rebuild;
 mod refusals;
-mod resource;
+pub(crate) mod resource;
 mod resources;
 mod server;
 mod sftp;
