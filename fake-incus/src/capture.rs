@@ -131,6 +131,9 @@ pub enum CaptureError {
     Tls(String),
 }
 
+/// How many connections read the per-instance lists at once.
+const PARALLEL: usize = 8;
+
 /// A keep-alive connection to the source, reopened once when it fails (every request is a
 /// `GET`, so asking again is harmless).
 struct Reader {
@@ -238,6 +241,36 @@ impl Reader {
     /// A recursive list (`?recursion=1`) as objects; a missing list (404) is empty.
     async fn list(&mut self, path: &str) -> Result<Vec<Map<String, Value>>, CaptureError> {
         objects(path, self.get(path).await?)
+    }
+
+    /// Several lists at once, over up to [`PARALLEL`] connections of their own; in order.
+    async fn lists(&self, paths: &[String]) -> Result<Vec<Vec<Map<String, Value>>>, CaptureError> {
+        let lanes = PARALLEL.min(paths.len()).max(1);
+        let lane = |first: usize| {
+            let mut sibling = Reader {
+                source: self.source.clone(),
+                tls: self.tls.clone(),
+                connection: None,
+            };
+            let mine: Vec<(usize, String)> = paths
+                .iter()
+                .cloned()
+                .enumerate()
+                .skip(first)
+                .step_by(lanes)
+                .collect();
+            async move {
+                let mut out = Vec::new();
+                for (i, path) in mine {
+                    out.push((i, sibling.list(&path).await?));
+                }
+                Ok::<_, CaptureError>(out)
+            }
+        };
+        let done = futures_util::future::try_join_all((0..lanes).map(lane)).await?;
+        let mut all: Vec<(usize, Vec<Map<String, Value>>)> = done.into_iter().flatten().collect();
+        all.sort_by_key(|(i, _)| *i);
+        Ok(all.into_iter().map(|(_, list)| list).collect())
     }
 
     /// A list below a parent that may not have it (a bridge's load balancers, an unmanaged
@@ -407,26 +440,29 @@ pub async fn capture_from(
                 }
             }
         }
-        for instance in reader
+        let wanted: Vec<Map<String, Value>> = reader
             .list(&format!("/1.0/instances?{}", query(name)))
             .await?
-        {
-            let instance_name = text(&instance, "name").to_string();
-            let wanted = options
-                .instances
-                .as_deref()
-                .is_none_or(|glob| glob_match(glob.as_bytes(), instance_name.as_bytes()));
-            if !wanted {
-                continue;
-            }
-            let path = format!(
-                "/1.0/instances/{}/snapshots?{}",
-                segment(&instance_name),
-                query(name)
-            );
-            let snapshots: Vec<Map<String, Value>> = reader
-                .list(&path)
-                .await?
+            .into_iter()
+            .filter(|instance| {
+                options.instances.as_deref().is_none_or(|glob| {
+                    glob_match(glob.as_bytes(), text(instance, "name").as_bytes())
+                })
+            })
+            .collect();
+        let paths: Vec<String> = wanted
+            .iter()
+            .map(|instance| {
+                format!(
+                    "/1.0/instances/{}/snapshots?{}",
+                    segment(text(instance, "name")),
+                    query(name)
+                )
+            })
+            .collect();
+        let snapshot_lists = reader.lists(&paths).await?;
+        for (instance, snapshots) in wanted.into_iter().zip(snapshot_lists) {
+            let snapshots: Vec<Map<String, Value>> = snapshots
                 .into_iter()
                 .map(|snapshot| {
                     let mut kept = pick(
