@@ -5,7 +5,7 @@
 //! does not have: their endpoints answer as the daemon does for a bridge.
 
 use super::resource::plain::any_name;
-use super::resource::{Answer, At, Decl, Objects, Order, Plain, Scope, Sub};
+use super::resource::{Answer, At, Decl, First, Objects, Plain, Scope, Sub};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::{url, Devices, State};
@@ -170,7 +170,7 @@ pub(super) static ACLS: Plain = Plain {
         scope: Scope::Project(Some("features.networks")),
         writable: &["description", "ingress", "egress", "config"],
         rename: Answer::Location,
-        order: Order::ObjectFirst,
+        first: First::Object,
         not_found: "Network ACL not found",
         exists: (400, "The network ACL already exists"),
         project_not_found: NETWORK_PROJECT,
@@ -241,7 +241,7 @@ pub(super) static INTEGRATIONS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/network-integrations",
         rename: Answer::Location,
-        order: Order::ObjectFirst,
+        first: First::Object,
         not_found: "Network_integration not found",
         exists: (
             500,

@@ -5,7 +5,7 @@
 //! (`pool=POOL source=NAME`) is in its `used_by`, cannot be deleted, and its devices follow a
 //! rename.
 
-use super::resource::{self, Answer, At, Decl, Order, Resource, Scope, Sub, Typed, Verb};
+use super::resource::{self, Answer, At, Decl, First, Resource, Scope, Sub, Typed, Verb};
 use super::validation::volume_config_problem;
 use super::volume_snapshots;
 use super::{parse_body, pool_not_found, Ctx};
@@ -24,7 +24,7 @@ static DECL: Decl = Decl {
     scope: Scope::Project(Some("features.storage.volumes")),
     create: Answer::Empty,
     rename: Answer::Location,
-    order: Order::NameFirst,
+    first: First::Name,
     not_found: "Storage pool volume not found",
     exists: (409, "Volume by that name already exists"),
     project_not_found: [

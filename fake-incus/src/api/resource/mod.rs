@@ -71,14 +71,14 @@ pub(crate) enum Verb {
 /// What a create or rename checks first, as the daemon's handler does: the answer to a request
 /// that is wrong in several ways at once is the first check's.
 #[derive(Clone, Copy, PartialEq)]
-pub(crate) enum Order {
+pub(crate) enum First {
     /// The parent, then the new name, then (a rename) the object.
-    ParentFirst,
+    Parent,
     /// The new name, then the parent (a volume's name before its pool).
-    NameFirst,
+    Name,
     /// A rename looks the object up before it checks the new name (networks, ACLs,
     /// integrations load the object first).
-    ObjectFirst,
+    Object,
 }
 
 /// The declaration of one REST resource.
@@ -95,7 +95,7 @@ pub(crate) struct Decl {
     pub(crate) rename: Answer,
     pub(crate) delete: bool,
     /// What a create or rename checks first.
-    pub(crate) order: Order,
+    pub(crate) first: First,
     /// The 404 of an unknown object.
     pub(crate) not_found: &'static str,
     /// The answer to a create (or rename) onto an existing key: status and text (`{name}`
@@ -128,7 +128,7 @@ impl Decl {
         update: true,
         rename: Answer::No,
         delete: true,
-        order: Order::ParentFirst,
+        first: First::Parent,
         not_found: "",
         exists: (409, ""),
         project_not_found: ["", ""],
@@ -589,7 +589,7 @@ fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> A
         }
     }
     let key = sent.get(decl.key).cloned().unwrap_or(json!(""));
-    if decl.order == Order::NameFirst {
+    if decl.first == First::Name {
         resource.check_key(key.as_str().unwrap_or_default())?;
     }
     object[decl.key] = key;
@@ -662,15 +662,15 @@ fn rename(
     let (old, place) = (key.to_owned(), at.clone());
     resource.protected(key, Verb::Rename)?;
     resource.check_rename(&sent, at)?;
-    let order = resource.decl().order;
-    if order == Order::NameFirst {
+    let first = resource.decl().first;
+    if first == First::Name {
         resource.check_key(&new)?;
     }
     let work = move |state: &mut State| -> Result<(), ApiError> {
         resource.parent(state, &place)?;
         let unknown = || resource.not_found(Verb::Rename, &old);
         let found = find_object(resource, state, &place, &old);
-        if order == Order::ObjectFirst && found.is_none() {
+        if first == First::Object && found.is_none() {
             return Err(unknown());
         }
         resource.check_key(&new)?;

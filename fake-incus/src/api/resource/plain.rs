@@ -9,6 +9,9 @@ use crate::envelope::ApiError;
 use crate::state::State;
 use serde_json::{json, Value};
 
+/// A rule an object (or a request's body) must satisfy.
+pub(crate) type Check = fn(&Value) -> Result<(), ApiError>;
+
 pub(crate) struct Plain {
     pub(crate) decl: Decl,
     /// The object's fields and their defaults (JSON).
@@ -22,10 +25,10 @@ pub(crate) struct Plain {
     /// Whether the parent exists, and may hold such objects.
     pub(crate) parent: fn(&State, &At) -> Result<(), ApiError>,
     /// What else an object must satisfy.
-    pub(crate) check: fn(&Value) -> Result<(), ApiError>,
+    pub(crate) check: Check,
     /// What the body of a `PUT` or `PATCH` must satisfy, where the daemon reads the body before
     /// it looks the object up.
-    pub(crate) request: Option<fn(&Value) -> Result<(), ApiError>>,
+    pub(crate) request: Option<Check>,
     /// The answer to a rename of an unknown object, where it is not the others' 404.
     pub(crate) renaming_unknown: Option<(u16, &'static str)>,
     /// Whether a list shows the object to this request.
