@@ -64,4 +64,7 @@ pub use error::ErrorKind;
 pub use evidence::MissingRequirement;
 pub use host::{Binding, BindingContext, DynHost, Host, HostError, ImageRemote, RestrictedItem};
 pub use profile::{tama_document, tama_document_all};
-pub use run::{run, RunOptions, DEFAULT_CALLBACK_TIMEOUT, DEFAULT_CALL_TIMEOUT, REDACTED};
+pub use run::{
+    redact_network_credentials, redact_server_credentials, run, RunOptions,
+    DEFAULT_CALLBACK_TIMEOUT, DEFAULT_CALL_TIMEOUT, REDACTED,
+};

@@ -1,18 +1,59 @@
-//! `fake-incus capture`: read an Incus (a real daemon, or a fake) with `GET`s only and write
-//! a seed in the state format that makes the fake answer like it: server config (secrets left
-//! out), projects, profiles, networks, storage pools and custom volumes, images (metadata),
-//! instances with config, devices, power state and snapshots, and each instance's cluster
-//! member when the server is clustered.
+//! `fake-incus capture`: read an Incus (a real daemon, or a fake) with `GET`s only, over its Unix
+//! socket or its HTTPS listener (a client certificate, the server certificate pinned: the core's
+//! TLS client configuration), and write a seed in the state format that makes the fake answer
+//! like it: server config, projects, profiles, networks and everything the fake declares in its
+//! generic store (network ACLs, zones and records, forwards, load balancers, peers,
+//! integrations, buckets and their keys, certificates, warnings), storage pools and custom
+//! volumes, images (metadata, and with `with_image_files` their files), instances with config,
+//! devices, power state and snapshots, and each instance's cluster member when the server is
+//! clustered.
 //!
-//! Only what the fake holds is captured; the instances' files, network sub-resources,
-//! certificates and cluster members are not (yet). A resource that disappears while the
-//! capture runs (another client deleting it) is skipped.
+//! Credentials are replaced by `[redacted]` by the core's one definition of them (server config
+//! keys, network BGP passwords); certificates are public parts only, as the API shows them.
+//! Not captured: the instances' files, and a cluster's members and groups (the fake keeps them
+//! outside its state). A resource that disappears while the capture runs is skipped, and a
+//! sub-collection its parent does not have (forwards of an unmanaged network) is empty.
 
-use crate::client::{self, Request};
+use crate::api::resource::{self, Scope};
+use crate::client::{Connection, Reply, Request};
 use crate::pattern::glob_match;
 use crate::state::stored::{Stored, Versioned, FORMAT_VERSION};
+use base64::Engine;
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The Incus to read.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Source {
+    /// Its Unix socket.
+    Unix(PathBuf),
+    /// Its HTTPS listener, with mutual TLS.
+    Https {
+        /// `https://host[:port]` (port 8443 when omitted).
+        url: String,
+        /// The certificate presented (PEM), trusted by the server.
+        client_cert_pem: String,
+        /// Its private key (PEM).
+        client_key_pem: String,
+        /// The server's certificate, pinned (PEM).
+        server_cert_pem: String,
+    },
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unix(path) => f.debug_tuple("Unix").field(path).finish(),
+            Self::Https { url, .. } => f
+                .debug_struct("Https")
+                .field("url", url)
+                .finish_non_exhaustive(),
+        }
+    }
+}
 
 /// What to capture.
 #[derive(Debug, Clone, Default)]
@@ -23,6 +64,8 @@ pub struct CaptureOptions {
     pub project: Option<String>,
     /// Only the instances whose names match this glob (`*` any run of characters). `None`: all.
     pub instances: Option<String>,
+    /// Also the images' files (`GET /1.0/images/{fingerprint}/export`).
+    pub with_image_files: bool,
 }
 
 impl CaptureOptions {
@@ -40,6 +83,12 @@ impl CaptureOptions {
     /// Only the instances whose names match `glob`.
     pub fn instances(mut self, glob: impl Into<String>) -> Self {
         self.instances = Some(glob.into());
+        self
+    }
+
+    /// Also the images' files.
+    pub fn with_image_files(mut self) -> Self {
+        self.with_image_files = true;
         self
     }
 }
@@ -77,42 +126,168 @@ pub enum CaptureError {
     /// The capture is not a state the fake can load (a resource it cannot hold).
     #[error("the capture does not load as a seed: {0}")]
     NotLoadable(String),
+    /// The HTTPS credentials or URL are not usable.
+    #[error("HTTPS: {0}")]
+    Tls(String),
 }
 
-/// Server config keys left out of a capture: they hold secrets.
-fn is_secret(key: &str) -> bool {
-    ["password", "secret", "token"]
-        .iter()
-        .any(|word| key.contains(word))
-        || key.ends_with(".key")
+/// How many connections read the per-instance lists at once.
+const PARALLEL: usize = 8;
+
+/// A keep-alive connection to the source, reopened once when it fails (every request is a
+/// `GET`, so asking again is harmless).
+struct Reader {
+    source: Source,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    connection: Option<Connection>,
 }
 
-/// One `GET`; `None` when the resource is gone (404).
-async fn get(socket: &Path, path: &str) -> Result<Option<Value>, CaptureError> {
-    let reply = client::send(socket, Request::get(path))
-        .await
-        .map_err(|e| CaptureError::Transport {
+impl Reader {
+    fn new(source: &Source) -> Result<Self, CaptureError> {
+        let tls = match source {
+            Source::Unix(_) => None,
+            Source::Https {
+                client_cert_pem,
+                client_key_pem,
+                server_cert_pem,
+                ..
+            } => Some(
+                incus_operations::tls_client_config(
+                    client_cert_pem,
+                    client_key_pem,
+                    server_cert_pem,
+                )
+                .map_err(|e| CaptureError::Tls(e.to_string()))?,
+            ),
+        };
+        Ok(Self {
+            source: source.clone(),
+            tls,
+            connection: None,
+        })
+    }
+
+    async fn connect(&self) -> Result<Connection, String> {
+        match (&self.source, &self.tls) {
+            (Source::Https { url, .. }, Some(tls)) => {
+                let authority = url
+                    .strip_prefix("https://")
+                    .ok_or_else(|| format!("{url}: not an https:// URL"))?
+                    .trim_end_matches('/');
+                let (host, port) = match authority.rsplit_once(':') {
+                    Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (
+                        host,
+                        port.parse::<u16>().map_err(|e| format!("{url}: {e}"))?,
+                    ),
+                    _ => (authority, 8443),
+                };
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                let tcp = tokio::net::TcpStream::connect((host, port))
+                    .await
+                    .map_err(|e| format!("{url}: {e}"))?;
+                // The server certificate is pinned: the name only fills the handshake.
+                let name = rustls_pki_types::ServerName::try_from(host.to_owned())
+                    .map_err(|e| format!("{url}: {e}"))?;
+                let stream = tokio_rustls::TlsConnector::from(tls.clone())
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| format!("{url}: {e}"))?;
+                Connection::over(stream).await.map_err(|e| e.to_string())
+            }
+            (Source::Unix(socket), _) => Connection::unix(socket).await.map_err(|e| e.to_string()),
+            (Source::Https { url, .. }, None) => Err(format!("{url}: no TLS configuration")),
+        }
+    }
+
+    /// One `GET`, its whole answer.
+    async fn reply(&mut self, path: &str) -> Result<Reply, CaptureError> {
+        let transport = |message: String| CaptureError::Transport {
             path: path.into(),
-            message: e.to_string(),
-        })?;
-    match reply.status() {
-        200 => Ok(Some(reply.metadata().clone())),
-        404 => Ok(None),
-        status => Err(CaptureError::Status {
-            path: path.into(),
-            status,
-            message: reply
-                .native_error()
-                .map(|(_, text)| text.to_string())
-                .unwrap_or_default(),
-        }),
+            message,
+        };
+        for attempt in 0..2 {
+            if self.connection.is_none() {
+                self.connection = Some(self.connect().await.map_err(transport)?);
+            }
+            let Some(connection) = self.connection.as_mut() else {
+                continue;
+            };
+            match connection.send(Request::get(path)).await {
+                Ok(reply) => return Ok(reply),
+                Err(e) if attempt == 1 => return Err(transport(e.to_string())),
+                Err(_) => self.connection = None,
+            }
+        }
+        Err(transport("no answer".into()))
+    }
+
+    /// One `GET`'s metadata; `None` when the resource is gone (404).
+    async fn get(&mut self, path: &str) -> Result<Option<Value>, CaptureError> {
+        let reply = self.reply(path).await?;
+        match reply.status() {
+            200 => Ok(Some(reply.metadata().clone())),
+            404 => Ok(None),
+            status => Err(CaptureError::Status {
+                path: path.into(),
+                status,
+                message: reply
+                    .native_error()
+                    .map(|(_, text)| text.to_string())
+                    .unwrap_or_default(),
+            }),
+        }
+    }
+
+    /// A recursive list (`?recursion=1`) as objects; a missing list (404) is empty.
+    async fn list(&mut self, path: &str) -> Result<Vec<Map<String, Value>>, CaptureError> {
+        objects(path, self.get(path).await?)
+    }
+
+    /// Several lists at once, over up to [`PARALLEL`] connections of their own; in order.
+    async fn lists(&self, paths: &[String]) -> Result<Vec<Vec<Map<String, Value>>>, CaptureError> {
+        let lanes = PARALLEL.min(paths.len()).max(1);
+        let lane = |first: usize| {
+            let mut sibling = Reader {
+                source: self.source.clone(),
+                tls: self.tls.clone(),
+                connection: None,
+            };
+            let mine: Vec<(usize, String)> = paths
+                .iter()
+                .cloned()
+                .enumerate()
+                .skip(first)
+                .step_by(lanes)
+                .collect();
+            async move {
+                let mut out = Vec::new();
+                for (i, path) in mine {
+                    out.push((i, sibling.list(&path).await?));
+                }
+                Ok::<_, CaptureError>(out)
+            }
+        };
+        let done = futures_util::future::try_join_all((0..lanes).map(lane)).await?;
+        let mut all: Vec<(usize, Vec<Map<String, Value>>)> = done.into_iter().flatten().collect();
+        all.sort_by_key(|(i, _)| *i);
+        Ok(all.into_iter().map(|(_, list)| list).collect())
+    }
+
+    /// A list below a parent that may not have it (a bridge's load balancers, an unmanaged
+    /// network's forwards): any refusal is an empty list.
+    async fn list_below(&mut self, path: &str) -> Result<Vec<Map<String, Value>>, CaptureError> {
+        match self.get(path).await {
+            Ok(found) => objects(path, found),
+            Err(CaptureError::Status { .. }) => Ok(Vec::new()),
+            Err(other) => Err(other),
+        }
     }
 }
 
-/// A recursive list (`?recursion=1`) as objects; a missing list (404) is empty.
-async fn list(socket: &Path, path: &str) -> Result<Vec<Map<String, Value>>, CaptureError> {
-    match get(socket, path).await? {
-        None => Ok(Vec::new()),
+/// A list's items as objects (`None`: empty).
+fn objects(path: &str, list: Option<Value>) -> Result<Vec<Map<String, Value>>, CaptureError> {
+    match list {
+        None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .into_iter()
             .map(|item| match item {
@@ -166,18 +341,23 @@ fn segment(name: &str) -> String {
 /// # Ok(()) }
 /// ```
 pub async fn capture(socket: &Path, options: &CaptureOptions) -> Result<Value, CaptureError> {
-    let server = get(socket, "/1.0").await?.unwrap_or_default();
+    capture_from(&Source::Unix(socket.to_path_buf()), options).await
+}
+
+/// Reads the Incus at `source` (its Unix socket, or its HTTPS listener) with `GET`s only and
+/// returns a seed in the state format (checked to load); see [`capture`].
+pub async fn capture_from(
+    source: &Source,
+    options: &CaptureOptions,
+) -> Result<Value, CaptureError> {
+    let mut reader = Reader::new(source)?;
+    let mut server = reader.get("/1.0").await?.unwrap_or_default();
+    incus_operations::redact_server_credentials(&mut server);
     let clustered = server["environment"]["server_clustered"] == json!(true);
-    let server_config: Map<String, Value> = server["config"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(key, _)| !is_secret(key))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let server_config = server["config"].as_object().cloned().unwrap_or_default();
 
     let mut projects = Vec::new();
-    for project in list(socket, "/1.0/projects?recursion=1").await? {
+    for project in reader.list("/1.0/projects?recursion=1").await? {
         let name = text(&project, "name");
         if name == "default" || options.project.as_deref().is_none_or(|p| p == name) {
             projects.push(pick(&project, &["name", "description", "config"]));
@@ -192,19 +372,22 @@ pub async fn capture(socket: &Path, options: &CaptureOptions) -> Result<Value, C
     let mut instances = Vec::new();
     let mut volumes = Vec::new();
     let mut volume_owners: Vec<String> = Vec::new();
-    let pools = list(socket, "/1.0/storage-pools?recursion=1").await?;
+    let pools = reader.list("/1.0/storage-pools?recursion=1").await?;
     for project in &projects {
         let name = text(project, "name");
         let chosen = options.project.as_deref().is_none_or(|p| p == name);
         if feature(project, "features.profiles") {
-            for profile in list(socket, &format!("/1.0/profiles?{}", query(name))).await? {
+            for profile in reader
+                .list(&format!("/1.0/profiles?{}", query(name)))
+                .await?
+            {
                 let mut profile = pick(&profile, &["name", "description", "config", "devices"]);
                 profile.insert("project".into(), json!(name));
                 profiles.push(profile);
             }
         }
         if feature(project, "features.images") {
-            for raw in list(socket, &format!("/1.0/images?{}", query(name))).await? {
+            for raw in reader.list(&format!("/1.0/images?{}", query(name))).await? {
                 let aliases: Vec<Value> = image_aliases(&raw);
                 let mut image = pick(
                     &raw,
@@ -248,7 +431,7 @@ pub async fn capture(socket: &Path, options: &CaptureOptions) -> Result<Value, C
                     segment(pool_name),
                     query(owner)
                 );
-                for volume in list(socket, &path).await? {
+                for volume in reader.list(&path).await? {
                     let mut volume =
                         pick(&volume, &["name", "description", "config", "created_at"]);
                     volume.insert("pool".into(), json!(pool_name));
@@ -257,22 +440,29 @@ pub async fn capture(socket: &Path, options: &CaptureOptions) -> Result<Value, C
                 }
             }
         }
-        for instance in list(socket, &format!("/1.0/instances?{}", query(name))).await? {
-            let instance_name = text(&instance, "name").to_string();
-            let wanted = options
-                .instances
-                .as_deref()
-                .is_none_or(|glob| glob_match(glob.as_bytes(), instance_name.as_bytes()));
-            if !wanted {
-                continue;
-            }
-            let path = format!(
-                "/1.0/instances/{}/snapshots?{}",
-                segment(&instance_name),
-                query(name)
-            );
-            let snapshots: Vec<Map<String, Value>> = list(socket, &path)
-                .await?
+        let wanted: Vec<Map<String, Value>> = reader
+            .list(&format!("/1.0/instances?{}", query(name)))
+            .await?
+            .into_iter()
+            .filter(|instance| {
+                options.instances.as_deref().is_none_or(|glob| {
+                    glob_match(glob.as_bytes(), text(instance, "name").as_bytes())
+                })
+            })
+            .collect();
+        let paths: Vec<String> = wanted
+            .iter()
+            .map(|instance| {
+                format!(
+                    "/1.0/instances/{}/snapshots?{}",
+                    segment(text(instance, "name")),
+                    query(name)
+                )
+            })
+            .collect();
+        let snapshot_lists = reader.lists(&paths).await?;
+        for (instance, snapshots) in wanted.into_iter().zip(snapshot_lists) {
+            let snapshots: Vec<Map<String, Value>> = snapshots
                 .into_iter()
                 .map(|snapshot| {
                     let mut kept = pick(
@@ -325,16 +515,26 @@ pub async fn capture(socket: &Path, options: &CaptureOptions) -> Result<Value, C
             instances.push(kept);
         }
     }
-    let networks: Vec<Map<String, Value>> = list(socket, "/1.0/networks?recursion=1")
+    let networks: Vec<Map<String, Value>> = reader
+        .list("/1.0/networks?recursion=1")
         .await?
-        .iter()
-        .map(|n| pick(n, &["name", "description", "type", "managed", "config"]))
+        .into_iter()
+        .map(|network| {
+            let mut network = Value::Object(network);
+            incus_operations::redact_network_credentials(&mut network);
+            let network = network.as_object().cloned().unwrap_or_default();
+            pick(
+                &network,
+                &["name", "description", "type", "managed", "config"],
+            )
+        })
         .collect();
     let storage_pools: Vec<Map<String, Value>> = pools
         .iter()
         .map(|p| pick(p, &["name", "driver", "description", "config"]))
         .collect();
-    let seed = json!({
+    let objects = declared_objects(&mut reader, &projects).await?;
+    let mut seed = json!({
         "format_version": FORMAT_VERSION,
         "server_config": server_config,
         "projects": projects,
@@ -344,7 +544,11 @@ pub async fn capture(socket: &Path, options: &CaptureOptions) -> Result<Value, C
         "storage_volumes": volumes,
         "images": images,
         "instances": instances,
+        "objects": objects,
     });
+    if options.with_image_files {
+        seed["files"] = image_files(&mut reader, &images).await?;
+    }
     Stored::from_json(seed.clone(), Versioned::Required)
         .map_err(|e| CaptureError::NotLoadable(e.to_string()))?;
     Ok(seed)
@@ -360,4 +564,159 @@ fn image_aliases(image: &Map<String, Value>) -> Vec<Value> {
         .filter_map(Value::as_object)
         .map(|alias| Value::Object(pick(alias, &["name", "description"])))
         .collect()
+}
+
+/// The objects of every resource the fake keeps in its generic store (its declarations say which,
+/// where and under which parents), as the seed's `objects`: for each, its project (`""` for the
+/// server's), its parents' keys and the object as listed.
+async fn declared_objects(
+    reader: &mut Reader,
+    projects: &[Map<String, Value>],
+) -> Result<Map<String, Value>, CaptureError> {
+    let mut out = Map::new();
+    for resource in resource::table() {
+        let decl = resource.decl();
+        let Some(kind) = decl.store.kind() else {
+            continue;
+        };
+        let owners: Vec<&str> = match decl.scope {
+            Scope::Global => vec![""],
+            Scope::Project(feature) => projects
+                .iter()
+                .map(|p| text(p, "name"))
+                .filter(|name| {
+                    feature.is_none_or(|feature| {
+                        *name == "default"
+                            || projects.iter().any(|p| {
+                                text(p, "name") == *name && p["config"][feature] == json!("true")
+                            })
+                    })
+                })
+                .collect(),
+        };
+        let mut found = Vec::new();
+        for owner in owners {
+            let suffix = match owner {
+                "" => "recursion=1".to_owned(),
+                project => query(project),
+            };
+            for (parents, collection) in collections(reader, decl.collection, &suffix).await? {
+                let path = format!("{collection}?{suffix}");
+                let items = match parents.is_empty() {
+                    true => reader.list(&path).await?,
+                    false => reader.list_below(&path).await?,
+                };
+                for item in items {
+                    found.push(
+                        json!({"project": owner, "parent": parents.join("/"), "value": item}),
+                    );
+                }
+            }
+        }
+        if !found.is_empty() {
+            out.insert(kind.to_owned(), Value::Array(found));
+        }
+    }
+    Ok(out)
+}
+
+/// The concrete collections of a declared collection path (`/1.0/networks/{}/forwards`): one
+/// per parent found by listing the collection before each `{}`, with the parents' keys.
+async fn collections(
+    reader: &mut Reader,
+    pattern: &str,
+    suffix: &str,
+) -> Result<Vec<(Vec<String>, String)>, CaptureError> {
+    let mut found = vec![(Vec::new(), String::new())];
+    for part in pattern.split('/').skip(1) {
+        let mut next = Vec::new();
+        for (parents, prefix) in found {
+            if part != "{}" {
+                next.push((parents, format!("{prefix}/{part}")));
+                continue;
+            }
+            let listed = match parents.is_empty() {
+                true => reader.list(&format!("{prefix}?{suffix}")).await?,
+                false => reader.list_below(&format!("{prefix}?{suffix}")).await?,
+            };
+            for parent in listed {
+                let name = text(&parent, "name").to_owned();
+                let mut keys = parents.clone();
+                keys.push(name.clone());
+                next.push((keys, format!("{prefix}/{}", segment(&name))));
+            }
+        }
+        found = next;
+    }
+    Ok(found)
+}
+
+/// The files of the captured images (`export`), as the seed's `files`: each distinct content
+/// once (base64), and per image its unified tarball, or its split metadata and rootfs.
+async fn image_files(
+    reader: &mut Reader,
+    images: &[Map<String, Value>],
+) -> Result<Value, CaptureError> {
+    let mut contents: Vec<String> = Vec::new();
+    let mut index = |bytes: &Bytes| {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+        match contents.iter().position(|c| *c == encoded) {
+            Some(i) => i,
+            None => {
+                contents.push(encoded);
+                contents.len() - 1
+            }
+        }
+    };
+    let mut entries = Vec::new();
+    for image in images {
+        let fingerprint = text(image, "fingerprint");
+        let path = format!(
+            "/1.0/images/{}/export?project={}",
+            segment(fingerprint),
+            segment(text(image, "project"))
+        );
+        let reply = reader.reply(&path).await?;
+        if reply.status() != 200 {
+            continue;
+        }
+        let (metadata, rootfs) = exported_parts(&path, &reply).await?;
+        let mut entry = json!({"fingerprint": fingerprint, "metadata": index(&metadata)});
+        if let Some(rootfs) = rootfs {
+            entry["rootfs"] = json!(index(&rootfs));
+        }
+        entries.push(entry);
+    }
+    Ok(json!({"contents": contents, "image_files": entries}))
+}
+
+/// An export's files: the one tarball of a unified image, or a split image's metadata and
+/// rootfs parts (`multipart/form-data`).
+async fn exported_parts(path: &str, reply: &Reply) -> Result<(Bytes, Option<Bytes>), CaptureError> {
+    let shape = |problem: String| CaptureError::Shape {
+        path: path.into(),
+        problem,
+    };
+    let boundary = reply
+        .header("content-type")
+        .and_then(|value| value.parse::<mime::Mime>().ok())
+        .filter(|m| m.type_() == mime::MULTIPART && m.subtype() == mime::FORM_DATA)
+        .and_then(|m| m.get_param(mime::BOUNDARY).map(|b| b.as_str().to_owned()));
+    let Some(boundary) = boundary else {
+        return Ok((reply.bytes().clone(), None));
+    };
+    let body = reply.bytes().clone();
+    let stream = futures_util::stream::once(async move { Ok::<Bytes, std::io::Error>(body) });
+    let mut parts = multer::Multipart::new(stream, boundary);
+    let mut found = Vec::new();
+    while found.len() < 2 {
+        match parts.next_field().await {
+            Ok(Some(field)) => found.push(field.bytes().await.map_err(|e| shape(e.to_string()))?),
+            Ok(None) => return Err(shape("a split image export needs two parts".into())),
+            Err(e) => return Err(shape(e.to_string())),
+        }
+    }
+    let rootfs = found.pop().unwrap_or_default();
+    let metadata = found.pop().unwrap_or_default();
+    Ok((metadata, Some(rootfs)))
 }

@@ -69,7 +69,7 @@ mod state;
 mod tls;
 mod verify;
 
-pub use capture::{capture, CaptureError, CaptureOptions};
+pub use capture::{capture, capture_from, CaptureError, CaptureOptions, Source as CaptureSource};
 pub use client::{assert_native_error, Reply, Request};
 pub use cluster::{ClusterTimings, DownTimeline, Member, Span};
 pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};

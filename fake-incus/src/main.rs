@@ -30,8 +30,29 @@ enum Command {
 #[derive(clap::Args)]
 struct Capture {
     /// The Incus Unix socket to read (e.g. /var/lib/incus/unix.socket).
-    #[arg(long, value_name = "SOCKET")]
-    unix: PathBuf,
+    #[arg(
+        long,
+        value_name = "SOCKET",
+        required_unless_present = "url",
+        conflicts_with = "url"
+    )]
+    unix: Option<PathBuf>,
+    /// Or its HTTPS listener (https://host[:port]), with --client-cert, --client-key and
+    /// --server-cert (pinned).
+    #[arg(long, value_name = "URL", requires_all = ["client_cert", "client_key", "server_cert"])]
+    url: Option<String>,
+    /// The client certificate (PEM) the server trusts.
+    #[arg(long, value_name = "FILE")]
+    client_cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    client_key: Option<PathBuf>,
+    /// The server's certificate (PEM), pinned.
+    #[arg(long, value_name = "FILE")]
+    server_cert: Option<PathBuf>,
+    /// Also capture the images' files.
+    #[arg(long)]
+    with_image_files: bool,
     /// Only this project (plus the default project's entry and what it lends).
     #[arg(long, value_name = "NAME")]
     project: Option<String>,
@@ -231,7 +252,24 @@ async fn capture(args: Capture) -> Result<(), String> {
     if let Some(glob) = args.instances {
         options = options.instances(glob);
     }
-    let seed = fake_incus::capture(&args.unix, &options)
+    if args.with_image_files {
+        options = options.with_image_files();
+    }
+    let read = |path: &Option<PathBuf>| {
+        let path = path.as_deref().unwrap_or(std::path::Path::new(""));
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
+    };
+    let source = match (&args.unix, &args.url) {
+        (Some(socket), _) => fake_incus::CaptureSource::Unix(socket.clone()),
+        (None, Some(url)) => fake_incus::CaptureSource::Https {
+            url: url.clone(),
+            client_cert_pem: read(&args.client_cert)?,
+            client_key_pem: read(&args.client_key)?,
+            server_cert_pem: read(&args.server_cert)?,
+        },
+        (None, None) => return Err("--unix or --url is required".into()),
+    };
+    let seed = fake_incus::capture_from(&source, &options)
         .await
         .map_err(|e| e.to_string())?;
     let mut text = serde_json::to_string_pretty(&seed).map_err(|e| e.to_string())?;

@@ -55,6 +55,9 @@ impl Drop for Cleanup {
             p,
         ]);
         let _ = incus(&["profile", "delete", "web", "--project", p]);
+        let _ = incus(&["network", "acl", "delete", "web-in", "--project", p]);
+        let _ = incus(&["network", "acl", "delete", "base", "--project", p]);
+        let _ = incus(&["network", "zone", "delete", "z.example", "--project", p]);
         let _ = incus(&["project", "delete", p]);
     }
 }
@@ -69,7 +72,7 @@ async fn round_trip() -> Completion {
     let project = format!("cap{}", std::process::id());
     let cleanup = Cleanup(project.clone());
     let p = project.as_str();
-    let setup: [&[&str]; 8] = [
+    let setup: [&[&str]; 12] = [
         &[
             "project",
             "create",
@@ -78,7 +81,26 @@ async fn round_trip() -> Completion {
             "features.images=false",
             "-c",
             "features.profiles=true",
+            "-c",
+            "features.networks=true",
+            "-c",
+            "features.networks.zones=true",
         ],
+        &["network", "acl", "create", "base", "--project", p],
+        &["network", "acl", "create", "web-in", "--project", p],
+        &[
+            "network",
+            "acl",
+            "rule",
+            "add",
+            "web-in",
+            "ingress",
+            "action=allow",
+            "source=base",
+            "--project",
+            p,
+        ],
+        &["network", "zone", "create", "z.example", "--project", p],
         &[
             "profile",
             "device",
@@ -121,7 +143,7 @@ async fn round_trip() -> Completion {
             return Completion::ignored_with(format!("setting up the real daemon failed: {e}"));
         }
     }
-    let options = CaptureOptions::new().project(p);
+    let options = CaptureOptions::new().project(p).with_image_files();
     let started = std::time::Instant::now();
     let real = capture(&socket(), &options)
         .await
@@ -141,6 +163,20 @@ async fn round_trip() -> Completion {
     );
     drop(cleanup);
     assert_eq!(real["instances"].as_array().map(Vec::len), Some(2));
+    let acls = real["objects"]["network-acl"].to_string();
+    assert!(
+        acls.contains("web-in") && acls.contains(&format!("/1.0/network-acls/web-in?project={p}")),
+        "{acls}"
+    );
+    assert!(real["objects"]["network-zone"]
+        .to_string()
+        .contains("z.example"));
+    assert!(
+        real["files"]["image_files"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty()),
+        "the busybox image's files"
+    );
     assert_eq!(
         real, again,
         "capture(real) -> serve -> capture(fake) differs"

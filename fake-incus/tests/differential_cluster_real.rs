@@ -199,7 +199,7 @@ async fn fake_cluster_answers_like_a_real_cluster_step_by_step() -> Completion {
         .start()
         .await
         .expect("fake cluster starts");
-    let seed = seed_with_project(blank.dump_state(), &project, &config);
+    let seed = seed_with_project(blank.dump_state(), &project, "", &config);
     drop(blank);
     let fake = fake_incus::FakeIncus::builder()
         .cluster(["m1", "m2", "m3"])

@@ -70,15 +70,24 @@ impl Drop for Cleanup {
 
 async fn clean(socket: &Path, project: &str, instance: &str) -> Result<(), String> {
     let side = Side::new("real", socket);
-    let q = format!("project={project}");
+    clean_instance(&side, &format!("project={project}"), instance).await?;
+    delete_project(&side, project).await
+}
+
+/// Stops (forced) and deletes one instance; an instance that does not exist is no error.
+async fn clean_instance(side: &Side, q: &str, instance: &str) -> Result<(), String> {
     let url = format!("/1.0/instances/{instance}?{q}");
     let stop = json!({"action": "stop", "force": true, "timeout": -1});
     let started = side
         .send(&Req::new(Method::PUT, format!("/1.0/instances/{instance}/state?{q}")).json(&stop))
         .await?;
-    wait_real(&side, &started).await?;
+    wait_real(side, &started).await?;
     let deleted = side.send(&Req::new(Method::DELETE, &url)).await?;
-    wait_real(&side, &deleted).await?;
+    wait_real(side, &deleted).await
+}
+
+/// Deletes an empty project (without `force`).
+async fn delete_project(side: &Side, project: &str) -> Result<(), String> {
     let gone = side
         .send(&Req::new(
             Method::DELETE,
@@ -89,6 +98,82 @@ async fn clean(socket: &Path, project: &str, instance: &str) -> Result<(), Strin
         return Err(format!("deleting project {project}: {}", gone.body));
     }
     Ok(())
+}
+
+/// The description of the probe's project on the real daemon: which process owns it, so that a
+/// later run can tell a project left by a killed run from one another run is still using.
+fn owner_mark() -> String {
+    format!("{OWNER_MARK}{}", std::process::id())
+}
+
+const OWNER_MARK: &str = "differential probe, pid ";
+
+/// Whether a process of this machine (the daemon is reached by its Unix socket, so it is local)
+/// with this id is alive.
+fn alive(pid: &str) -> bool {
+    Path::new("/proc").join(pid).exists()
+}
+
+/// Whether another differential probe runs on this machine (the kernel cuts process names at 15
+/// bytes).
+fn another_probe_runs() -> bool {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        // Only the numbered entries are processes (`self` is this one).
+        pid.bytes().all(|b| b.is_ascii_digit())
+            && pid != me
+            && std::fs::read_to_string(entry.path().join("comm"))
+                .is_ok_and(|comm| comm.starts_with("differential_re"))
+    })
+}
+
+/// Removes the `diff-*` projects an earlier, killed run left on the real daemon: those whose owner
+/// (named in the description) is gone, and unmarked ones (left by versions before the mark) when
+/// no other probe runs. Instances first (stopped, then deleted), then the project; never with
+/// `force`, so a project holding anything else stays, with a message.
+async fn remove_stale_projects(real: &Side) {
+    let Ok(list) = real.send(&Req::get("/1.0/projects?recursion=1")).await else {
+        return;
+    };
+    let others = another_probe_runs();
+    let stale = list
+        .metadata()
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| {
+            let name = p["name"].as_str().unwrap_or_default();
+            let description = p["description"].as_str().unwrap_or_default();
+            name.starts_with("diff-")
+                && match description.strip_prefix(OWNER_MARK) {
+                    Some(pid) => !alive(pid),
+                    None => description.is_empty() && !others,
+                }
+        });
+    for project in stale {
+        let name = project["name"].as_str().unwrap_or_default();
+        if let Err(e) = remove_project(real, name).await {
+            eprintln!("stale project {name} left in place: {e}");
+        } else {
+            println!("removed stale project {name} of an earlier run");
+        }
+    }
+}
+
+async fn remove_project(real: &Side, project: &str) -> Result<(), String> {
+    let q = format!("project={project}");
+    let instances = real.send(&Req::get(format!("/1.0/instances?{q}"))).await?;
+    for url in instances.metadata().as_array().into_iter().flatten() {
+        // `/1.0/instances/NAME?project=PROJECT`
+        let path = url.as_str().unwrap_or_default().split('?').next();
+        let name = path.unwrap_or_default().rsplit('/').next();
+        clean_instance(real, &q, name.unwrap_or_default()).await?;
+    }
+    delete_project(real, project).await
 }
 
 async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
@@ -105,8 +190,9 @@ async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
     let features = json!({"features.images": "false", "features.profiles": "false"});
 
     let real = Side::new("real", &socket);
+    remove_stale_projects(&real).await;
     let create_project = Req::new(Method::POST, "/1.0/projects")
-        .json(&json!({"name": project, "config": features, "description": ""}));
+        .json(&json!({"name": project, "config": features, "description": owner_mark()}));
     let created = real.send(&create_project).await.expect("real answers");
     let _cleanup = Cleanup {
         socket: socket.clone(),
@@ -127,7 +213,7 @@ async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
         .start()
         .await
         .expect("fake starts");
-    let seed = seed_with_project(blank.dump_state(), &project, &config);
+    let seed = seed_with_project(blank.dump_state(), &project, &owner_mark(), &config);
     drop(blank);
     let fake = fake_incus::FakeIncus::builder()
         .state(seed)
@@ -151,6 +237,7 @@ async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
     let inst = format!("/1.0/instances/{name}");
     server_and_errors(p).await;
     every_get_of_an_unknown_name(p, project).await;
+    every_mutation_of_an_unknown_name(p, project).await;
 
     for recursion in 0..=2 {
         let path = format!("/1.0/instances?{q}&recursion={recursion}");
@@ -247,6 +334,46 @@ async fn server_and_errors(p: &mut Probe) {
         Req::new(Method::POST, "/1.0/operations"),
     )
     .await;
+    server_config_refusals(p).await;
+}
+
+/// Server config values the daemon refuses, one rule each, and a stale `If-Match` on `PUT` and
+/// `PATCH /1.0`: every request is refused, so the shared daemon's config never changes.
+async fn server_config_refusals(p: &mut Probe) {
+    let refused = [
+        ("acme.agree_tos", "maybe"),
+        ("core.bgp_asn", "x"),
+        ("images.compression_algorithm", "bogus"),
+        ("core.https_address", "bogus:addr:x"),
+        ("core.bgp_routerid", "1.2.3"),
+        ("core.bgp_asn", "-5"),
+        ("instances.nic.host_name", "bogus"),
+        ("cluster.images_minimal_replica", "-2"),
+        ("cluster.max_voters", "4"),
+        ("cluster.max_standby", "9"),
+        ("cluster.offline_threshold", "3"),
+        ("core.remote_token_expiry", "bogus"),
+        ("loki.types", "lifecycle,bogus"),
+        ("loki.loglevel", "bogus"),
+        ("acme.challenge", "bogus"),
+        ("storage.backups_volume", "a/b/c"),
+        ("storage.images_volume", "nopool/nope"),
+        ("storage.images_volume", "default/nothing-here"),
+        ("no.such.key", "1"),
+    ];
+    for (key, value) in refused {
+        let body = json!({"config": {key: value}});
+        let req = Req::new(Method::PATCH, "/1.0").json(&body);
+        p.step(&format!("PATCH /1.0 {key}={value}"), req).await;
+    }
+    let stale = "0".repeat(64);
+    for method in [Method::PUT, Method::PATCH] {
+        let req = Req::new(method.clone(), "/1.0")
+            .json(&json!({"config": {}}))
+            .header("if-match", stale.clone());
+        p.step(&format!("{method} /1.0 with a stale If-Match"), req)
+            .await;
+    }
 }
 
 /// Every `GET` endpoint of Incus 6.0.4 that names an object (`tests/data/`'s endpoint list), asked
@@ -254,39 +381,86 @@ async fn server_and_errors(p: &mut Probe) {
 /// compared here (the answers are errors, or empty answers such as a project's `access`);
 /// websocket, event and console endpoints are left to their own steps.
 async fn every_get_of_an_unknown_name(p: &mut Probe, project: &str) {
-    const ENDPOINTS: &str = include_str!("data/incus-6.0.4-endpoints.tsv");
-    for line in ENDPOINTS.lines().filter(|l| !l.starts_with('#')) {
-        let mut cells = line.split('\t');
-        let (Some("GET"), Some(path)) = (cells.next(), cells.next()) else {
-            continue;
-        };
-        let streams = ["websocket", "events", "sftp", "console"];
-        if !path.contains('{') || streams.iter().any(|s| path.contains(s)) {
+    let streams = ["websocket", "events", "sftp", "console"];
+    for (_, path) in endpoints_naming_an_object(|method| method == "GET") {
+        if streams.iter().any(|s| path.contains(s)) {
             continue;
         }
-        let concrete: Vec<&str> = path
-            .split('/')
-            .map(|s| match s {
-                "{type}" => "custom",
-                s if s.starts_with('{') => "nothing-here",
-                s => s,
-            })
-            .collect();
-        let req = Req::get(format!("{}?project={project}", concrete.join("/")));
-        let label = format!("GET {path} (unknown names)");
-        p.steps += 1;
-        let (r, f) = tokio::join!(p.real.send(&req), p.fake.send(&req));
-        let r = r.unwrap_or_else(|e| panic!("{e}"));
-        let f = f.unwrap_or_else(|e| panic!("{e}"));
-        let answer = |reply: &Reply| (reply.status, normalised(reply.body.get("error")));
-        println!("{label}: real {} | fake {}", short(&r.body), short(&f.body));
-        if answer(&r) != answer(&f) {
-            p.diffs.push((
-                label,
-                format!("real {:?} | fake {:?}", answer(&r), answer(&f)),
-            ));
+        let req = Req::get(unknown_names(path, project));
+        unknown_name_answers_agree(p, &format!("GET {path} (unknown names)"), &req).await;
+    }
+}
+
+/// Every `POST`, `PUT`, `PATCH`, `DELETE` and `HEAD` endpoint of Incus 6.0.4 that names an object,
+/// asked about names that exist on neither side with the smallest body (`{}`), compared as
+/// [`every_get_of_an_unknown_name`] compares: status and error text.
+///
+/// Nothing is left out: every path names an object that exists on neither side (a fresh project,
+/// names no test creates), so each request fails before it can act, on the daemon as on the fake.
+async fn every_mutation_of_an_unknown_name(p: &mut Probe, project: &str) {
+    let mut asked = 0;
+    let mut equal = 0;
+    for path in endpoints_naming_an_object(|method| method != "GET") {
+        let (method, path) = path;
+        let method = Method::from_bytes(method.as_bytes()).expect("a method of the endpoint list");
+        let mut req = Req::new(method.clone(), unknown_names(path, project));
+        if matches!(method, Method::POST | Method::PUT | Method::PATCH) {
+            req = req.json(&json!({}));
+        }
+        asked += 1;
+        if unknown_name_answers_agree(p, &format!("{method} {path} (unknown names)"), &req).await {
+            equal += 1;
         }
     }
+    println!("non-GET endpoints naming unknown objects: {equal} of {asked} answer as the daemon");
+}
+
+/// The endpoints of Incus 6.0.4 (`tests/data/`'s endpoint list) whose method passes `wanted` and
+/// whose path names an object (`{...}`), as (method, path).
+fn endpoints_naming_an_object(
+    wanted: impl Fn(&str) -> bool,
+) -> impl Iterator<Item = (&'static str, &'static str)> {
+    const ENDPOINTS: &str = include_str!("data/incus-6.0.4-endpoints.tsv");
+    ENDPOINTS
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|line| {
+            let mut cells = line.split('\t');
+            Some((cells.next()?, cells.next()?))
+        })
+        .filter(move |(method, path)| wanted(method) && path.contains('{'))
+}
+
+/// An endpoint path with every name replaced by one that exists on neither side (a volume type by
+/// `custom`), in the probe's project.
+fn unknown_names(path: &str, project: &str) -> String {
+    let concrete: Vec<&str> = path
+        .split('/')
+        .map(|s| match s {
+            "{type}" => "custom",
+            s if s.starts_with('{') => "nothing-here",
+            s => s,
+        })
+        .collect();
+    format!("{}?project={project}", concrete.join("/"))
+}
+
+/// Sends `req` to both sides and records a divergence when their status or error text differ.
+async fn unknown_name_answers_agree(p: &mut Probe, label: &str, req: &Req) -> bool {
+    p.steps += 1;
+    let (r, f) = tokio::join!(p.real.send(req), p.fake.send(req));
+    let r = r.unwrap_or_else(|e| panic!("{e}"));
+    let f = f.unwrap_or_else(|e| panic!("{e}"));
+    let answer = |reply: &Reply| (reply.status, normalised(reply.body.get("error")));
+    println!("{label}: real {} | fake {}", short(&r.body), short(&f.body));
+    let agree = answer(&r) == answer(&f);
+    if !agree {
+        p.diffs.push((
+            label.to_string(),
+            format!("real {:?} | fake {:?}", answer(&r), answer(&f)),
+        ));
+    }
+    agree
 }
 
 /// The recorded output of the exec: the log list and the stdout file.

@@ -29,7 +29,9 @@ mod tests;
 mod update;
 mod writes;
 
-pub use redact::REDACTED;
+pub use redact::{
+    network as redact_network_credentials, server as redact_server_credentials, REDACTED,
+};
 
 /// How long a host callback may take before it counts as a denial, unless configured.
 pub const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(5);

@@ -79,16 +79,18 @@ pub(crate) fn object(native: Native, result: &mut Value) {
 }
 
 /// The server object (`GET /1.0`): its credential keys, and URL keys that carry a password.
-/// Returns whether anything was replaced.
-pub(crate) fn server(object: &mut Value) -> bool {
+/// Returns whether anything was replaced. Public as `redact_server_credentials`: the one
+/// definition of the server's credentials, which the fake's capture applies too.
+pub fn server(object: &mut Value) -> bool {
     config_entries(object, |key, value| {
         SERVER_CREDENTIAL_KEYS.contains(&key)
             || (SERVER_URL_KEYS.contains(&key) && value.as_str().is_some_and(has_userinfo))
     })
 }
 
-/// A network object: its `bgp.peers.<peer>.password` keys.
-pub(crate) fn network(object: &mut Value) -> bool {
+/// A network object: its `bgp.peers.<peer>.password` keys. Public as
+/// `redact_network_credentials`.
+pub fn network(object: &mut Value) -> bool {
     config_entries(object, |key, _| is_bgp_password(key))
 }
 

@@ -55,7 +55,7 @@ static DECL: Decl = Decl {
     writable: &["name", "type", "restricted", "projects", "description"],
     not_found: "Certificate not found",
     exists: (409, "Certificate already in trust store"),
-    limits: "A restricted certificate reaches only its projects (and reads server-level objects and `default`'s inherited ones), as the daemon's TLS authorizer decides; `/1.0/projects` is not filtered for it. Certificates the fake was started with are trusted but not listed.",
+    limits: "A restricted certificate reaches only its projects (and reads server-level objects and `default`'s inherited ones), as the daemon's TLS authorizer decides, and lists only its projects in `/1.0/projects` (all-projects lists are refused for it). Certificates the fake was started with are trusted but not listed.",
     store: &Objects {
         kind: "certificate",
         key: "fingerprint",
@@ -168,30 +168,40 @@ impl Resource for Certificates {
 /// server-level objects, may not use `all-projects`, may not change projects, and reaches
 /// project-level objects only in its `projects` (and read `default`'s inherited images,
 /// profiles, volumes, buckets, networks and zones). Everyone else passes.
-pub(super) fn check_restrictions(
-    ctx: &Ctx,
-    method: &http::Method,
-    segs: &[&str],
-) -> Result<(), ApiError> {
-    let Some(fingerprint) = ctx.peer.fingerprint.as_deref().filter(|_| ctx.trusted) else {
-        return Ok(());
-    };
+/// The projects a restricted certificate may use, when the caller presents one over HTTPS
+/// (`None`: not restricted).
+pub(super) fn restricted_to(ctx: &Ctx) -> Option<Vec<String>> {
+    let fingerprint = ctx.peer.fingerprint.as_deref().filter(|_| ctx.trusted)?;
     let snapshot = ctx.app.snapshot();
     let at = At {
         project: String::new(),
         parent: String::new(),
     };
-    let Some(certificate) = DECL
+    let certificate = DECL
         .store
         .list(&snapshot.state, &at)
         .into_iter()
-        .find(|c| c["fingerprint"].as_str() == Some(fingerprint))
-    else {
+        .find(|c| c["fingerprint"].as_str() == Some(fingerprint))?;
+    if certificate["restricted"] != json!(true) {
+        return None;
+    }
+    let projects = certificate["projects"].as_array().into_iter().flatten();
+    Some(
+        projects
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+pub(super) fn check_restrictions(
+    ctx: &Ctx,
+    method: &http::Method,
+    segs: &[&str],
+) -> Result<(), ApiError> {
+    let Some(projects) = restricted_to(ctx) else {
         return Ok(());
     };
-    if certificate["restricted"] != json!(true) {
-        return Ok(());
-    }
     let restricted = || Err(ApiError::new(403, "Certificate is restricted"));
     if ctx.all_projects() {
         return restricted();
@@ -219,9 +229,7 @@ pub(super) fn check_restrictions(
         ["projects"] => return Ok(()),
         _ => ctx.project(),
     };
-    let allowed = certificate["projects"]
-        .as_array()
-        .is_some_and(|p| p.iter().any(|p| p.as_str() == Some(project.as_str())));
+    let allowed = projects.contains(&project);
     let inherited = matches!(
         segs.first(),
         Some(&("images" | "profiles" | "storage-pools" | "networks" | "network-zones"))

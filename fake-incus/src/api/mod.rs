@@ -32,7 +32,7 @@ mod profiles;
 mod projects;
 mod rebuild;
 mod refusals;
-mod resource;
+pub(crate) mod resource;
 mod resources;
 mod server;
 mod sftp;
@@ -142,8 +142,12 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
     }
     certificates::check_restrictions(ctx, &method, &segs[1..])?;
     match (segs.len(), &method) {
-        (1, &Method::PUT) if ctx.trusted => return host::update(ctx, req.body(), false),
-        (1, &Method::PATCH) if ctx.trusted => return host::update(ctx, req.body(), true),
+        (1, &Method::PUT) if ctx.trusted => {
+            return host::update(ctx, req.headers(), req.body(), false)
+        }
+        (1, &Method::PATCH) if ctx.trusted => {
+            return host::update(ctx, req.headers(), req.body(), true)
+        }
         (1, _) => return server::route(ctx, &method),
         _ => {}
     }
@@ -240,7 +244,9 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
 
 /// The declared resources as Markdown (API.md's part on them).
 pub(crate) fn declared_markdown() -> String {
-    resource::doc::markdown()
+    let mut out = format!("### `/1.0` (the server)\n\n{}\n\n", host::SERVER_DOES);
+    out.push_str(&resource::doc::markdown());
+    out
 }
 
 /// Every declared resource (see [`resource`]).

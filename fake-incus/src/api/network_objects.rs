@@ -5,10 +5,10 @@
 //! does not have: their endpoints answer as the daemon does for a bridge.
 
 use super::resource::plain::any_name;
-use super::resource::{Answer, At, Decl, Objects, Plain, Scope, Sub};
+use super::resource::{Answer, At, Decl, First, Objects, Plain, Scope, Sub};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::State;
+use crate::state::{url, Devices, State};
 use serde_json::{json, Value};
 
 const NETWORK_PROJECT: [&str; 2] = ["Failed to load project \"{}\": Project not found"; 2];
@@ -24,6 +24,64 @@ fn acl_name(key: &str) -> Result<(), ApiError> {
             "Name can only contain alphanumeric and hyphen characters",
         ))
     }
+}
+
+/// An ACL's `used_by`, in the daemon's order (`network/acl.UsedBy`): the networks of its project
+/// whose `security.acls` name it, the profiles and then the instances (their expanded devices)
+/// with a NIC on a managed network that names it, and between them the other ACLs whose rules
+/// name it as a subject (ingress `source`, egress `destination`).
+fn acl_used_by(state: &State, at: &At, mut acl: Value) -> Value {
+    let name = acl["name"].as_str().unwrap_or_default().to_owned();
+    let names_it =
+        |list: Option<&String>| list.is_some_and(|l| l.split(',').any(|n| n.trim() == name));
+    let nic_names_it = |devices: &Devices| {
+        devices.values().any(|d| {
+            d.get("type").is_some_and(|t| t == "nic")
+                && d.get("network").is_some_and(|n| !n.is_empty())
+                && names_it(d.get("security.acls"))
+        })
+    };
+    let in_acl_project =
+        |project: &str| state.feature_project(project, "features.networks") == at.project;
+    let mut used = Vec::new();
+    for network in state.networks.iter().filter(|n| n.project == at.project) {
+        if names_it(network.config.get("security.acls")) {
+            used.push(url(
+                &format!("/1.0/networks/{}", network.name),
+                &network.project,
+            ));
+        }
+    }
+    for profile in &state.profiles {
+        if in_acl_project(&profile.project) && nic_names_it(&profile.devices) {
+            used.push(url(
+                &format!("/1.0/profiles/{}", profile.name),
+                &profile.project,
+            ));
+        }
+    }
+    for other in ACLS.decl.store.list(state, at) {
+        let other_name = other["name"].as_str().unwrap_or_default();
+        let subjects = |rules: &str, field: &str| {
+            other[rules].as_array().into_iter().flatten().any(|rule| {
+                rule[field]
+                    .as_str()
+                    .is_some_and(|s| s.split(',').any(|s| s.trim() == name))
+            })
+        };
+        if other_name != name
+            && (subjects("ingress", "source") || subjects("egress", "destination"))
+        {
+            used.push(url(&format!("/1.0/network-acls/{other_name}"), &at.project));
+        }
+    }
+    for instance in &state.instances {
+        if in_acl_project(&instance.project) && nic_names_it(&instance.expanded_devices(state)) {
+            used.push(instance.url());
+        }
+    }
+    acl["used_by"] = json!(used);
+    acl
 }
 
 /// A forward's or load balancer's listen address: an IP address.
@@ -112,11 +170,11 @@ pub(super) static ACLS: Plain = Plain {
         scope: Scope::Project(Some("features.networks")),
         writable: &["description", "ingress", "egress", "config"],
         rename: Answer::Location,
+        first: First::Object,
         not_found: "Network ACL not found",
         exists: (400, "The network ACL already exists"),
         project_not_found: NETWORK_PROJECT,
-        limits:
-            "Rules are stored, not enforced; `used_by` stays empty (no firewall to apply them to).",
+        limits: "Rules are stored, not enforced (no firewall to apply them to).",
         store: &Objects {
             kind: "network-acl",
             key: "name",
@@ -132,6 +190,8 @@ pub(super) static ACLS: Plain = Plain {
     fields: r#"{"name":"","description":"","egress":[],"ingress":[],"config":{},"used_by":[],"project":""}"#,
     invalid_key: (500, "Invalid config option \"{key}\""),
     key_rule: acl_name,
+    computed: acl_used_by,
+    in_use: Some((500, "Cannot {verb} an ACL that is in use")),
     ..Plain::DEFAULTS
 };
 
@@ -181,6 +241,7 @@ pub(super) static INTEGRATIONS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/network-integrations",
         rename: Answer::Location,
+        first: First::Object,
         not_found: "Network_integration not found",
         exists: (
             500,
@@ -196,6 +257,8 @@ pub(super) static INTEGRATIONS: Plain = Plain {
     fields: r#"{"name":"","description":"","config":{},"type":"","used_by":[]}"#,
     config_keys: &["ovn.", "user."],
     check: integration_type,
+    // The daemon renames the database row without loading it first.
+    renaming_unknown: Some((500, "Query affected 0 rows instead of 1")),
     ..Plain::DEFAULTS
 };
 

@@ -4,7 +4,7 @@
 //! `features.networks` has its own networks, and only OVN ones, which need an OVN the fake
 //! does not have (the daemon's answer without a free uplink subnet).
 
-use super::resource::{Answer, At, Decl, Resource, Scope, Sub, Typed, Verb};
+use super::resource::{Answer, At, Decl, First, Resource, Scope, Sub, Typed, Verb};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::{url, Devices, Network, State};
@@ -16,6 +16,7 @@ static DECL: Decl = Decl {
     collection: "/1.0/networks",
     scope: Scope::Project(Some("features.networks")),
     rename: Answer::Location,
+    first: First::Object,
     not_found: "Network not found",
     exists: (409, "Network \"{name}\" already exists"),
     project_not_found: ["Failed to load project \"{}\": Project not found"; 2],

@@ -74,6 +74,10 @@ impl Resource for Profiles {
                 404,
                 format!("Failed to retrieve profile \"{key}\": Profile not found"),
             ),
+            Verb::Patch => ApiError::new(
+                404,
+                format!("Failed to retrieve profile=\"{key}\": Profile not found"),
+            ),
             Verb::Rename => ApiError::internal(format!("Profile \"{key}\" doesn't exist")),
             Verb::Delete => ApiError::new(404, "Profile not found"),
             _ => ApiError::new(404, DECL.not_found),

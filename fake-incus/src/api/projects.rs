@@ -129,6 +129,13 @@ impl Resource for Projects {
         }
         next
     }
+    /// A restricted certificate lists only the projects it may use (the daemon's permission
+    /// checker of `GET /1.0/projects`).
+    fn shown_to(&self, ctx: &Ctx, object: &Value) -> bool {
+        let name = object["name"].as_str().unwrap_or_default();
+        super::certificates::restricted_to(ctx)
+            .is_none_or(|allowed| allowed.iter().any(|p| p == name))
+    }
     fn render(&self, state: &State, _: &At, object: Value) -> Value {
         serde_json::from_value::<Project>(object)
             .map(|p| p.to_json(state))

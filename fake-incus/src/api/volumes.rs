@@ -5,7 +5,7 @@
 //! (`pool=POOL source=NAME`) is in its `used_by`, cannot be deleted, and its devices follow a
 //! rename.
 
-use super::resource::{self, Answer, At, Decl, Resource, Scope, Sub, Typed, Verb};
+use super::resource::{self, Answer, At, Decl, First, Resource, Scope, Sub, Typed, Verb};
 use super::validation::volume_config_problem;
 use super::volume_snapshots;
 use super::{parse_body, pool_not_found, Ctx};
@@ -24,6 +24,7 @@ static DECL: Decl = Decl {
     scope: Scope::Project(Some("features.storage.volumes")),
     create: Answer::Empty,
     rename: Answer::Location,
+    first: First::Name,
     not_found: "Storage pool volume not found",
     exists: (409, "Volume by that name already exists"),
     project_not_found: [
@@ -57,25 +58,19 @@ struct Move {
     migration: bool,
 }
 
-/// `POST /1.0/storage-pools/{pool}/volumes`: the body's `type` says the collection.
+/// `POST /1.0/storage-pools/{pool}/volumes`: the body's `type` says the collection. The daemon
+/// checks the name, then the type, then the pool.
 pub(super) fn create_typed(ctx: &Ctx, pool: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     #[derive(Deserialize, Default)]
     #[serde(default)]
     struct Typed {
+        #[serde(deserialize_with = "super::null_default")]
+        name: String,
         #[serde(rename = "type", deserialize_with = "super::null_default")]
         kind: String,
     }
     let req: Typed = parse_body(body)?;
-    if !ctx
-        .app
-        .snapshot()
-        .state
-        .storage_pools
-        .iter()
-        .any(|p| p.name == pool)
-    {
-        return Err(pool_not_found());
-    }
+    VOLUMES.check_key(&req.name)?;
     if req.kind != "custom" {
         return Err(ApiError::bad_request(format!(
             "Currently not allowed to create storage volumes of type \"{}\"",

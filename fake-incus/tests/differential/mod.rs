@@ -485,10 +485,15 @@ pub(crate) async fn answers(socket: &Path) -> bool {
     matches!(probe.await, Ok(Ok(reply)) if reply.status == StatusCode::OK)
 }
 
-/// The fake's state with one more project, configured like the real one.
-pub(crate) fn seed_with_project(dump: Value, project: &str, config: &Value) -> Value {
+/// The fake's state with one more project, described and configured like the real one.
+pub(crate) fn seed_with_project(
+    dump: Value,
+    project: &str,
+    description: &str,
+    config: &Value,
+) -> Value {
     let mut state = dump;
-    let entry = json!({"name": project, "description": "", "config": config});
+    let entry = json!({"name": project, "description": description, "config": config});
     if let Some(projects) = state["projects"].as_array_mut() {
         projects.push(entry);
     }

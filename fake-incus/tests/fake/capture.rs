@@ -1,5 +1,6 @@
-//! `capture`: it reads with GETs only (the fake's journal proves it), and a capture of a fake
-//! served again captures the same.
+//! `capture`: it reads with GETs only (the fake's journal proves it), over the Unix socket or
+//! HTTPS, redacts credentials by the core's definition, and a capture of a fake served again
+//! captures the same.
 
 use fake_incus::{capture, CaptureOptions, FakeIncus};
 use serde_json::json;
@@ -62,4 +63,172 @@ async fn a_capture_of_an_unreachable_socket_says_where_it_failed() {
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("GET /1.0:"), "{err}");
+}
+
+/// A state with every kind of object the generic store holds that a bridge can have, a
+/// certificate, and credentials in the server and network config.
+fn seed_with_objects() -> serde_json::Value {
+    let object = |project: &str, parent: &str, value: serde_json::Value| json!({"project": project, "parent": parent, "value": value});
+    json!({
+        "server_config": {"loki.auth.password": "hunter2", "core.proxy_http": "http://u:p@proxy:3128", "user.a": "1"},
+        "networks": [{"name": "br0", "type": "bridge", "managed": true,
+                      "config": {"ipv4.address": "10.0.0.1/24", "bgp.peers.p1.password": "s3cret", "bgp.peers.p1.address": "10.0.0.9"}}],
+        "objects": {
+            "network-acl": [object("default", "", json!({"name": "a1", "description": "", "ingress": [], "egress": [], "config": {}, "used_by": [], "project": "default"}))],
+            "network-zone": [object("default", "", json!({"name": "z.example", "description": "", "config": {}, "used_by": [], "project": "default"}))],
+            "network-zone-record": [object("default", "z.example", json!({"name": "www", "description": "", "entries": [], "config": {}}))],
+            "network-forward": [object("default", "br0", json!({"listen_address": "10.0.0.5", "description": "", "config": {}, "ports": [], "location": ""}))],
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_capture_holds_network_objects_and_certificates_with_credentials_redacted() {
+    let fake = FakeIncus::builder()
+        .state(seed_with_objects())
+        .https(true)
+        .start()
+        .await
+        .unwrap();
+    let laptop = FakeIncus::builder().start().await.unwrap();
+    let der: String = laptop
+        .client_cert_pem()
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    let add = json!({"name": "laptop", "type": "client", "certificate": der});
+    let added = fake
+        .call(fake_incus::Request::post("/1.0/certificates").json(&add))
+        .await;
+    assert!(added.status() < 300, "{:?}", added.json());
+    let asked_before = fake.journal().len();
+
+    let first = capture(fake.unix_socket(), &CaptureOptions::new())
+        .await
+        .unwrap();
+    let methods: std::collections::BTreeSet<String> = fake
+        .journal()
+        .into_iter()
+        .skip(asked_before)
+        .map(|e| e.method)
+        .collect();
+    assert_eq!(methods, ["GET".to_string()].into(), "a capture only reads");
+    let objects = &first["objects"];
+    for (kind, key, value) in [
+        ("network-acl", "name", "a1"),
+        ("network-zone", "name", "z.example"),
+        ("network-zone-record", "name", "www"),
+        ("network-forward", "listen_address", "10.0.0.5"),
+        ("certificate", "name", "laptop"),
+    ] {
+        assert_eq!(objects[kind][0]["value"][key], value, "{kind}: {objects}");
+    }
+    assert_eq!(objects["network-zone-record"][0]["parent"], "z.example");
+    assert_eq!(objects["network-forward"][0]["parent"], "br0");
+    assert!(
+        !objects.to_string().contains("PRIVATE KEY"),
+        "public parts only"
+    );
+    assert_eq!(first["server_config"]["loki.auth.password"], "[redacted]");
+    assert_eq!(first["server_config"]["core.proxy_http"], "[redacted]");
+    assert_eq!(first["server_config"]["user.a"], "1");
+    assert_eq!(
+        first["networks"][0]["config"]["bgp.peers.p1.password"],
+        "[redacted]"
+    );
+    let text = first.to_string();
+    assert!(!text.contains("hunter2") && !text.contains("s3cret") && !text.contains("u:p@"));
+
+    let https = fake_incus::CaptureSource::Https {
+        url: fake.https_url().unwrap(),
+        client_cert_pem: fake.client_cert_pem(),
+        client_key_pem: fake.client_key_pem(),
+        server_cert_pem: fake.server_cert_pem(),
+    };
+    let over_https = fake_incus::capture_from(&https, &CaptureOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(first, over_https, "HTTPS reads the same as the Unix socket");
+    let wrong_pin = fake_incus::CaptureSource::Https {
+        url: fake.https_url().unwrap(),
+        client_cert_pem: fake.client_cert_pem(),
+        client_key_pem: fake.client_key_pem(),
+        server_cert_pem: laptop.server_cert_pem(),
+    };
+    let refused = fake_incus::capture_from(&wrong_pin, &CaptureOptions::new()).await;
+    assert!(refused.is_err(), "another server certificate is refused");
+
+    let served = FakeIncus::builder()
+        .state(first.clone())
+        .start()
+        .await
+        .unwrap();
+    let second = capture(served.unix_socket(), &CaptureOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(first, second);
+}
+
+#[tokio::test]
+async fn a_capture_with_image_files_carries_each_images_tarball() {
+    let fake = FakeIncus::builder().start().await.unwrap();
+    let body = crate::tarball::tarball(&[
+        (
+            "metadata.yaml",
+            b"architecture: x86_64\ncreation_date: 1700000000\nproperties:\n  os: probe\n",
+        ),
+        ("rootfs/", b""),
+        ("rootfs/etc/", b""),
+        ("rootfs/etc/motd", b"welcome\n"),
+    ]);
+    let upload = fake_incus::Request::post("/1.0/images")
+        .header("content-type", "application/octet-stream")
+        .body(body.clone());
+    let accepted = fake.call(upload).await;
+    let operation = accepted
+        .operation()
+        .expect("an upload operation")
+        .to_owned();
+    let done = fake
+        .call(fake_incus::Request::get(&format!(
+            "{operation}/wait?timeout=30"
+        )))
+        .await;
+    let fingerprint = done.metadata()["metadata"]["fingerprint"]
+        .as_str()
+        .expect("the image's fingerprint")
+        .to_owned();
+
+    let options = CaptureOptions::new().with_image_files();
+    let first = capture(fake.unix_socket(), &options).await.unwrap();
+    let files = &first["files"];
+    let entry = files["image_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["fingerprint"] == fingerprint.as_str())
+        .expect("the uploaded image's files");
+    let index = entry["metadata"].as_u64().unwrap() as usize;
+    let stored = files["contents"][index].as_str().unwrap();
+    use base64::Engine;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(stored)
+        .unwrap();
+    assert_eq!(decoded, body, "the image's own tarball");
+    assert!(
+        capture(fake.unix_socket(), &CaptureOptions::new())
+            .await
+            .unwrap()
+            .get("files")
+            .is_none(),
+        "without the option, no files"
+    );
+
+    let served = FakeIncus::builder()
+        .state(first.clone())
+        .start()
+        .await
+        .unwrap();
+    let second = capture(served.unix_socket(), &options).await.unwrap();
+    assert_eq!(first, second);
 }

@@ -108,6 +108,57 @@ async fn network_acls_are_created_merged_renamed_and_deleted_as_the_daemon_does(
     assert_eq!(get(&fake, "/1.0/network-acls").await, json!([]));
 }
 
+/// `used_by` as the daemon's `network/acl.UsedBy` builds it, and the refusals while it is not
+/// empty (the ACL-in-a-rule case and both refusal texts measured on a real daemon).
+#[tokio::test]
+async fn an_acls_used_by_lists_networks_profiles_acls_and_nics_naming_it() {
+    let fake = fake().await;
+    for acl in [
+        json!({"name": "a1"}),
+        json!({"name": "a2", "ingress": [{"action": "allow", "source": "a1", "state": "enabled"}]}),
+    ] {
+        assert_created(
+            &call(&fake, "POST", "/1.0/network-acls", Some(acl.clone())).await,
+            &format!("/1.0/network-acls/{}", acl["name"].as_str().unwrap()),
+        );
+    }
+    assert_eq!(
+        get(&fake, "/1.0/network-acls/a1").await["used_by"],
+        json!(["/1.0/network-acls/a2"])
+    );
+    let bridge = json!({"name": "br1", "type": "bridge", "config": {"security.acls": "a1"}});
+    assert_created(
+        &call(&fake, "POST", "/1.0/networks", Some(bridge)).await,
+        "/1.0/networks/br1",
+    );
+    let nic =
+        json!({"devices": {"eth1": {"type": "nic", "network": "br1", "security.acls": "a1"}}});
+    assert_ok(&call(&fake, "PATCH", "/1.0/profiles/default", Some(nic)).await);
+    assert_eq!(
+        get(&fake, "/1.0/network-acls/a1").await["used_by"],
+        json!([
+            "/1.0/networks/br1",
+            "/1.0/profiles/default",
+            "/1.0/network-acls/a2"
+        ])
+    );
+    let reply = call(&fake, "DELETE", "/1.0/network-acls/a1", None).await;
+    assert_native_error(&reply, 500, "Cannot delete an ACL that is in use");
+    let reply = call(
+        &fake,
+        "POST",
+        "/1.0/network-acls/a1",
+        Some(json!({"name": "a9"})),
+    )
+    .await;
+    assert_native_error(&reply, 500, "Cannot rename an ACL that is in use");
+    assert_eq!(
+        get(&fake, "/1.0/network-acls/a2").await["used_by"],
+        json!([])
+    );
+    assert_ok(&call(&fake, "DELETE", "/1.0/network-acls/a2", None).await);
+}
+
 #[tokio::test]
 async fn a_stale_etag_is_refused_with_412() {
     let fake = fake().await;
@@ -500,6 +551,136 @@ async fn server_config_is_set_and_unset_under_the_daemons_key_rules() {
         400,
         "an integer key refuses a word: {:?}",
         reply.json()
+    );
+}
+
+/// Each refusal as a real Incus 6.0.4 daemon answered it (asked with these values).
+#[tokio::test]
+async fn server_config_values_are_checked_by_the_daemons_rule_for_their_key() {
+    let fake = fake().await;
+    let refused = [
+        ("acme.agree_tos", "maybe", 400, "cannot set 'acme.agree_tos' to 'maybe': invalid boolean"),
+        ("images.auto_update_interval", "x", 400, "cannot set 'images.auto_update_interval' to 'x': invalid integer"),
+        ("core.bgp_asn", "x", 400, "cannot set 'core.bgp_asn' to 'x': invalid integer"),
+        ("images.compression_algorithm", "bogus", 400, "cannot set 'images.compression_algorithm' to 'bogus': Compression algorithm \"bogus\" isn't currently supported"),
+        ("core.https_address", "bogus:addr:x", 400, "cannot set 'core.https_address' to 'bogus:addr:x': Couldn't resolve \"bogus:addr:x\""),
+        ("core.metrics_address", "::1:99999", 400, "cannot set 'core.metrics_address' to '::1:99999': Couldn't resolve \"::1:99999\""),
+        ("acme.http.port", "abc", 400, "cannot set 'acme.http.port' to 'abc': Couldn't resolve \"abc\""),
+        ("core.bgp_routerid", "1.2.3", 400, "cannot set 'core.bgp_routerid' to '1.2.3': Not an IPv4 address \"1.2.3\""),
+        ("core.bgp_asn", "-5", 400, "cannot set 'core.bgp_asn' to '-5': Value isn't within valid range. Must be between 0 and 4294967294"),
+        ("instances.nic.host_name", "bogus", 400, "cannot set 'instances.nic.host_name' to 'bogus': Invalid value \"bogus\" (not one of [random mac])"),
+        ("cluster.images_minimal_replica", "-2", 400, "cannot set 'cluster.images_minimal_replica' to '-2': Invalid value for image replica count"),
+        ("cluster.max_voters", "4", 400, "cannot set 'cluster.max_voters' to '4': Value must be an odd number equal to or higher than 3"),
+        ("cluster.max_standby", "9", 400, "cannot set 'cluster.max_standby' to '9': Value must be between 0 and 5"),
+        ("cluster.offline_threshold", "3", 400, "cannot set 'cluster.offline_threshold' to '3': Value must be greater than '10'"),
+        ("core.remote_token_expiry", "bogus", 400, "cannot set 'core.remote_token_expiry' to 'bogus': Invalid expiry expression"),
+        ("loki.types", "lifecycle,bogus", 400, "cannot set 'loki.types' to 'lifecycle,bogus': Item \"bogus\": Invalid value \"bogus\" (not one of [lifecycle logging network-acl])"),
+        ("loki.loglevel", "bogus", 400, "cannot set 'loki.loglevel' to 'bogus': not a valid logrus Level: \"bogus\""),
+        ("acme.challenge", "bogus", 400, "cannot set 'acme.challenge' to 'bogus': Invalid value \"bogus\" (not one of [DNS-01 HTTP-01])"),
+        ("storage.backups_volume", "a/b/c", 500, "Failed validation of \"storage.backups_volume\": Invalid syntax for volume, must be <pool>/<volume>"),
+        ("storage.images_volume", "nopool/nope", 404, "Failed validation of \"storage.images_volume\": Unable to load storage pool \"nopool\": Storage pool not found"),
+        ("storage.images_volume", "default/nope", 404, "Failed validation of \"storage.images_volume\": Failed loading storage volume \"default/nope\" in \"default\" project: Storage volume not found"),
+    ];
+    for (key, value, status, text) in refused {
+        let body = json!({"config": {key: value}});
+        let reply = call(&fake, "PATCH", "/1.0", Some(body)).await;
+        assert_native_error(&reply, status, text);
+    }
+    assert_eq!(
+        get(&fake, "/1.0").await["config"],
+        json!({}),
+        "nothing was set"
+    );
+    let accepted = json!({"config": {
+        "core.https_address": "[::1]:8443", "core.metrics_address": ":9100", "acme.http.port": ":80",
+        "core.bgp_asn": "65000", "cluster.max_voters": "5", "cluster.offline_threshold": "20",
+        "core.remote_token_expiry": "1d 3H", "loki.types": "lifecycle,logging",
+        "loki.loglevel": "warn", "images.compression_algorithm": "zstd -19",
+    }});
+    assert_ok(&call(&fake, "PATCH", "/1.0", Some(accepted)).await);
+    let create = json!({"name": "images", "type": "custom"});
+    assert_ok(
+        &call(
+            &fake,
+            "POST",
+            "/1.0/storage-pools/default/volumes",
+            Some(create),
+        )
+        .await,
+    );
+    let volume = json!({"config": {"storage.images_volume": "default/images"}});
+    assert_ok(&call(&fake, "PATCH", "/1.0", Some(volume)).await);
+}
+
+#[tokio::test]
+async fn a_stale_etag_on_the_server_config_is_refused_with_412() {
+    let fake = fake().await;
+    let reply = call(&fake, "GET", "/1.0", None).await;
+    let etag = reply.header("etag").expect("an ETag").to_owned();
+    let set = json!({"config": {"user.a": "1"}});
+    let reply = call_with(
+        &fake,
+        "PUT",
+        "/1.0",
+        Some(set.clone()),
+        &[("If-Match", &etag)],
+    )
+    .await;
+    assert_ok(&reply);
+    for method in ["PUT", "PATCH"] {
+        let reply = call_with(
+            &fake,
+            method,
+            "/1.0",
+            Some(set.clone()),
+            &[("If-Match", &etag)],
+        )
+        .await;
+        assert_eq!(reply.status(), 412, "{method}: {:?}", reply.json());
+    }
+}
+
+#[tokio::test]
+async fn a_warning_update_checks_its_status_before_it_looks_the_warning_up() {
+    let fake = fake().await;
+    for method in ["PUT", "PATCH"] {
+        let reply = call(&fake, method, "/1.0/warnings/nope", Some(json!({}))).await;
+        assert_native_error(&reply, 400, "Invalid warning type \"\"");
+        let resolved = json!({"status": "resolved"});
+        let reply = call(&fake, method, "/1.0/warnings/nope", Some(resolved)).await;
+        assert_native_error(
+            &reply,
+            403,
+            "Status may only be set to \"acknowledge\" or \"new\"",
+        );
+    }
+}
+
+/// As a real daemon lists them: `project=` keeps that project's warnings (an unknown project has
+/// none, no 404); an empty list is `null` at recursion 0 and `[]` at recursion 1.
+#[tokio::test]
+async fn warnings_are_listed_per_project_when_project_is_given() {
+    let server =
+        json!({"uuid": "0a360cfa-4e07-434d-8c98-033df55fd4c6", "project": "", "type": "t"});
+    let p1 = json!({"uuid": "70faa3ab-1f85-4bbe-abbf-eb48c1df897c", "project": "p1", "type": "t"});
+    let state = json!({
+        "projects": [{"name": "default"}, {"name": "p1"}],
+        "objects": {"warning": [{"value": server}, {"value": p1}]},
+    });
+    let fake = FakeIncus::builder()
+        .state(state)
+        .start()
+        .await
+        .expect("fake starts");
+    let all = get(&fake, "/1.0/warnings").await;
+    assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
+    let listed = get(&fake, "/1.0/warnings?project=p1&recursion=1").await;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["project"], "p1");
+    assert_eq!(get(&fake, "/1.0/warnings?project=nope").await, Value::Null);
+    assert_eq!(
+        get(&fake, "/1.0/warnings?project=nope&recursion=1").await,
+        json!([])
     );
 }
 

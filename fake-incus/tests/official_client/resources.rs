@@ -30,8 +30,8 @@ pub(crate) fn trials() -> Vec<Trial> {
             official_client_admin_init_preseed_configures_a_fresh_fake,
         ),
         trial(
-            "a_restricted_certificate_reaches_only_its_projects",
-            a_restricted_certificate_reaches_only_its_projects,
+            "a_restricted_certificate_reaches_and_lists_only_its_projects",
+            a_restricted_certificate_reaches_and_lists_only_its_projects,
         ),
         trial(
             "a_trust_token_admits_a_new_client_over_https_until_its_certificate_is_removed",
@@ -240,7 +240,7 @@ async fn official_client_admin_init_preseed_configures_a_fresh_fake() -> Complet
     Completion::Completed
 }
 
-async fn a_restricted_certificate_reaches_only_its_projects() -> Completion {
+async fn a_restricted_certificate_reaches_and_lists_only_its_projects() -> Completion {
     let fake = FakeIncus::builder().https(true).start().await.unwrap();
     let (Some(admin), Some(laptop)) = (setup(&fake).await, setup(&fake).await) else {
         return Completion::ignored_with(NO_CLIENT);
@@ -260,6 +260,14 @@ async fn a_restricted_certificate_reaches_only_its_projects() -> Completion {
         .await;
     laptop.ok(&["remote", "add", "fk", token.trim()]).await;
     laptop.ok(&["list", "fk:", "--project", "p1"]).await;
+    let projects = laptop
+        .ok(&["project", "list", "fk:", "-f", "csv", "-c", "n"])
+        .await;
+    let listed: Vec<&str> = projects
+        .lines()
+        .map(|l| l.trim_end_matches(" (current)"))
+        .collect();
+    assert_eq!(listed, ["p1"], "the project list shows only its projects");
     let out = laptop.run(&["list", "fk:", "--project", "default"]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "another project is refused");

@@ -60,9 +60,25 @@ pub(crate) enum Answer {
 pub(crate) enum Verb {
     Get,
     Create,
+    /// `PUT`.
     Update,
+    /// `PATCH`.
+    Patch,
     Rename,
     Delete,
+}
+
+/// What a create or rename checks first, as the daemon's handler does: the answer to a request
+/// that is wrong in several ways at once is the first check's.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum First {
+    /// The parent, then the new name, then (a rename) the object.
+    Parent,
+    /// The new name, then the parent (a volume's name before its pool).
+    Name,
+    /// A rename looks the object up before it checks the new name (networks, ACLs,
+    /// integrations load the object first).
+    Object,
 }
 
 /// The declaration of one REST resource.
@@ -78,6 +94,8 @@ pub(crate) struct Decl {
     pub(crate) update: bool,
     pub(crate) rename: Answer,
     pub(crate) delete: bool,
+    /// What a create or rename checks first.
+    pub(crate) first: First,
     /// The 404 of an unknown object.
     pub(crate) not_found: &'static str,
     /// The answer to a create (or rename) onto an existing key: status and text (`{name}`
@@ -88,7 +106,8 @@ pub(crate) struct Decl {
     pub(crate) project_not_found: [&'static str; 2],
     /// What the fake does not do of this resource (API.md).
     pub(crate) limits: &'static str,
-    /// Whether an empty list is `null` (the daemon's nil slice) rather than `[]`.
+    /// Whether an empty list of URLs (recursion 0) is `null` (the daemon's nil slice) rather
+    /// than `[]`; an empty list of objects is `[]` either way.
     pub(crate) null_when_empty: bool,
     /// Where its objects are kept.
     pub(crate) store: &'static dyn Store,
@@ -109,6 +128,7 @@ impl Decl {
         update: true,
         rename: Answer::No,
         delete: true,
+        first: First::Parent,
         not_found: "",
         exists: (409, ""),
         project_not_found: ["", ""],
@@ -189,6 +209,12 @@ pub(crate) trait Resource: Sync {
     fn check_rename(&self, _body: &Map<String, Value>, _at: &At) -> Result<(), ApiError> {
         Ok(())
     }
+    /// Whether the body of a `PUT` or `PATCH` may be asked at all, checked before its object is
+    /// looked up (a warning's `status`); the others' bodies are read after the lookup and the
+    /// ETag check, as the daemon reads them.
+    fn check_request(&self, _body: &[u8]) -> Result<(), ApiError> {
+        Ok(())
+    }
     /// Whether an object may be stored as it is (`current`: what it replaces, on an update).
     fn validate(
         &self,
@@ -198,6 +224,11 @@ pub(crate) trait Resource: Sync {
         _current: Option<&Value>,
     ) -> Result<(), ApiError> {
         Ok(())
+    }
+    /// Whether a list shows the object to this caller (a restricted certificate sees only its
+    /// projects).
+    fn shown_to(&self, _ctx: &Ctx, _object: &Value) -> bool {
+        true
     }
     /// The object as the API shows it (adds `used_by`, the project, computed fields).
     fn render(&self, _state: &State, _at: &At, object: Value) -> Value {
@@ -453,6 +484,9 @@ fn list(resource: &'static dyn Resource, ctx: &Ctx, parent: &str) -> ApiResult {
         }
         resource.parent(state, &at)?;
         for object in resource.decl().store.list(state, &at) {
+            if !resource.shown_to(ctx, &object) {
+                continue;
+            }
             let key = key_of(resource, &object).to_owned();
             let rendered = resource.render(state, &at, object);
             if let Some(filter) = &filter {
@@ -476,7 +510,7 @@ fn list(resource: &'static dyn Resource, ctx: &Ctx, parent: &str) -> ApiResult {
         }
         seen.push(at);
     }
-    if items.is_empty() && resource.decl().null_when_empty {
+    if items.is_empty() && resource.decl().null_when_empty && ctx.recursion() == 0 {
         return Ok(envelope::sync(Value::Null));
     }
     Ok(envelope::sync(Value::Array(items)))
@@ -531,7 +565,7 @@ pub(crate) fn check_etag(headers: &HeaderMap, current: &str) -> Result<(), ApiEr
     }
 }
 
-fn body_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+pub(crate) fn body_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     let value: Value = parse_body(body)?;
     match value {
         Value::Object(map) => Ok(map),
@@ -555,6 +589,9 @@ fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> A
         }
     }
     let key = sent.get(decl.key).cloned().unwrap_or(json!(""));
+    if decl.first == First::Name {
+        resource.check_key(key.as_str().unwrap_or_default())?;
+    }
     object[decl.key] = key;
     let mut state = ctx.app.state();
     resource.parent(&state, at)?;
@@ -592,8 +629,10 @@ fn update(
     }
     let mut state = ctx.app.state();
     resource.parent(&state, at)?;
-    let current = find_object(resource, &state, at, key)
-        .ok_or_else(|| resource.not_found(Verb::Update, key))?;
+    resource.check_request(body)?;
+    let verb = if patch { Verb::Patch } else { Verb::Update };
+    let current =
+        find_object(resource, &state, at, key).ok_or_else(|| resource.not_found(verb, key))?;
     check_etag(headers, &resource.etag(&current))?;
     let sent = body_object(body)?;
     let next = resource.merge(&current, &sent, patch);
@@ -623,14 +662,22 @@ fn rename(
     let (old, place) = (key.to_owned(), at.clone());
     resource.protected(key, Verb::Rename)?;
     resource.check_rename(&sent, at)?;
+    let first = resource.decl().first;
+    if first == First::Name {
+        resource.check_key(&new)?;
+    }
     let work = move |state: &mut State| -> Result<(), ApiError> {
         resource.parent(state, &place)?;
+        let unknown = || resource.not_found(Verb::Rename, &old);
+        let found = find_object(resource, state, &place, &old);
+        if first == First::Object && found.is_none() {
+            return Err(unknown());
+        }
         resource.check_key(&new)?;
         if find_object(resource, state, &place, &new).is_some() {
             return Err(resource.exists(Verb::Rename, &new));
         }
-        let mut object = find_object(resource, state, &place, &old)
-            .ok_or_else(|| resource.not_found(Verb::Rename, &old))?;
+        let mut object = found.ok_or_else(unknown)?;
         resource.refuse(state, &place, &old, Verb::Rename)?;
         object[resource.decl().key] = json!(new);
         resource.decl().store.replace(state, &place, &old, object)?;

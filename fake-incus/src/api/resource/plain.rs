@@ -3,10 +3,14 @@
 //! it accepts, and its parent with a function; its object is its stored fields with the
 //! request's project shown in `project` (when it has one).
 
-use super::{At, Decl, Resource};
+use super::{At, Decl, Resource, Scope, Verb};
+use crate::api::Ctx;
 use crate::envelope::ApiError;
 use crate::state::State;
 use serde_json::{json, Value};
+
+/// A rule an object (or a request's body) must satisfy.
+pub(crate) type Check = fn(&Value) -> Result<(), ApiError>;
 
 pub(crate) struct Plain {
     pub(crate) decl: Decl,
@@ -21,7 +25,19 @@ pub(crate) struct Plain {
     /// Whether the parent exists, and may hold such objects.
     pub(crate) parent: fn(&State, &At) -> Result<(), ApiError>,
     /// What else an object must satisfy.
-    pub(crate) check: fn(&Value) -> Result<(), ApiError>,
+    pub(crate) check: Check,
+    /// What the body of a `PUT` or `PATCH` must satisfy, where the daemon reads the body before
+    /// it looks the object up.
+    pub(crate) request: Option<Check>,
+    /// The answer to a rename of an unknown object, where it is not the others' 404.
+    pub(crate) renaming_unknown: Option<(u16, &'static str)>,
+    /// Whether a list shows the object to this request.
+    pub(crate) shown: fn(&Ctx, &Value) -> bool,
+    /// What the object shows beyond its stored fields (an ACL's `used_by`).
+    pub(crate) computed: fn(&State, &At, Value) -> Value,
+    /// The refusal of a rename or delete while its `used_by` is not empty (`{verb}` stands for
+    /// `rename` or `delete`).
+    pub(crate) in_use: Option<(u16, &'static str)>,
 }
 
 impl Plain {
@@ -36,6 +52,11 @@ impl Plain {
         key_rule: any_name,
         parent: top,
         check: anything,
+        request: None,
+        renaming_unknown: None,
+        shown: |_, _| true,
+        computed: |_, _, object| object,
+        in_use: None,
     };
 }
 
@@ -71,6 +92,18 @@ impl Resource for Plain {
     fn check_key(&self, key: &str) -> Result<(), ApiError> {
         (self.key_rule)(key)
     }
+    fn check_request(&self, body: &[u8]) -> Result<(), ApiError> {
+        match self.request {
+            Some(check) => check(&Value::Object(super::body_object(body)?)),
+            None => Ok(()),
+        }
+    }
+    fn not_found(&self, verb: Verb, _key: &str) -> ApiError {
+        match (verb, self.renaming_unknown) {
+            (Verb::Rename, Some((status, text))) => ApiError::new(status, text),
+            _ => ApiError::new(404, self.decl.not_found),
+        }
+    }
     fn validate(
         &self,
         _: &State,
@@ -98,10 +131,34 @@ impl Resource for Plain {
         }
         (self.check)(object)
     }
-    fn render(&self, _: &State, at: &At, mut object: Value) -> Value {
-        if object.get("project").is_some() {
+    fn refuse(&self, state: &State, at: &At, key: &str, verb: Verb) -> Result<(), ApiError> {
+        let Some((status, text)) = self.in_use else {
+            return Ok(());
+        };
+        let Some(object) = super::find_object(self, state, at, key) else {
+            return Ok(());
+        };
+        let used = (self.computed)(state, at, object)["used_by"]
+            .as_array()
+            .is_some_and(|u| !u.is_empty());
+        let verb = if verb == Verb::Rename {
+            "rename"
+        } else {
+            "delete"
+        };
+        match used {
+            true => Err(ApiError::new(status, text.replace("{verb}", verb))),
+            false => Ok(()),
+        }
+    }
+    fn shown_to(&self, ctx: &Ctx, object: &Value) -> bool {
+        (self.shown)(ctx, object)
+    }
+    /// A project's object shows the request's project; a server-wide one keeps its own.
+    fn render(&self, state: &State, at: &At, mut object: Value) -> Value {
+        if object.get("project").is_some() && self.decl.scope != Scope::Global {
             object["project"] = json!(at.project);
         }
-        object
+        (self.computed)(state, at, object)
     }
 }

@@ -21,6 +21,10 @@ pub(crate) trait Store: Sync {
         -> Result<(), ApiError>;
     /// Removes the object whose key is `key`.
     fn remove(&self, state: &mut State, at: &At, key: &str);
+    /// The kind of the generic store's objects (`None`: a typed list of the state).
+    fn kind(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A typed list of the state, whose rows are read and written as their JSON (the seed format):
@@ -144,6 +148,9 @@ impl Object {
 }
 
 impl Store for Objects {
+    fn kind(&self) -> Option<&'static str> {
+        Some(self.kind)
+    }
     fn list(&self, state: &State, at: &At) -> Vec<Value> {
         state
             .objects
