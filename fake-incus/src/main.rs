@@ -1,5 +1,7 @@
 //! `fake-incus`: serve a fake Incus daemon.
 
+// The binary's own modules live under `main/` (the library's crate map does not hold them).
+#[path = "main/record_replay.rs"]
 mod record_replay_cli;
 
 use clap::{Parser, Subcommand};

@@ -92,6 +92,7 @@ struct Pending {
 struct RawWebsocket {
     frames: Vec<(Side, FrameKind, u64, Bytes)>,
     closed_us: u64,
+    ended_by: Option<Side>,
 }
 
 /// What every connection task shares.
@@ -312,6 +313,7 @@ fn exchange(p: Pending, limit: usize) -> Exchange {
                 })
                 .collect(),
             closed_us: ws.closed_us,
+            ended_by: ws.ended_by,
         }),
     }
 }
@@ -374,11 +376,11 @@ async fn relay(
     let arrived = Instant::now();
     let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
     let started_us = micros(arrived.duration_since(shared.epoch));
-    let websocket = request
-        .headers()
-        .get("upgrade")
+    let upgrade = request.headers().get("upgrade").cloned();
+    let websocket = upgrade
+        .as_ref()
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
-    let client_upgrade = websocket.then(|| hyper::upgrade::on(&mut request));
+    let client_upgrade = upgrade.is_some().then(|| hyper::upgrade::on(&mut request));
     let (parts, body) = request.into_parts();
     let request_body = match body.collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -443,7 +445,11 @@ async fn relay(
         (Some(client), Some(upstream)) => {
             let out = shared.sender();
             let shutdown = shared.shutdown.clone();
-            tokio::spawn(relay_websocket(out, shutdown, pending, client, upstream));
+            if websocket {
+                tokio::spawn(relay_websocket(out, shutdown, pending, client, upstream));
+            } else {
+                tokio::spawn(relay_raw(out, shutdown, pending, client, upstream));
+            }
         }
         _ => shared.write(pending),
     }
@@ -472,14 +478,48 @@ async fn forward(
         .map_err(|e| format!("upstream: {e}"))
 }
 
-type Frames = Arc<Mutex<Vec<(Side, FrameKind, u64, Bytes)>>>;
+/// The frames of one upgraded connection as they are relayed, and who ended it first.
+#[derive(Default)]
+struct Relayed {
+    frames: Vec<(Side, FrameKind, u64, Bytes)>,
+    ended_by: Option<Side>,
+}
+
+type Frames = Arc<Mutex<Relayed>>;
+
+/// Notes a frame.
+fn note(frames: &Frames, side: Side, kind: FrameKind, upgraded: Instant, data: Bytes) {
+    let at = micros(upgraded.elapsed());
+    let mut relayed = frames.lock().unwrap_or_else(|e| e.into_inner());
+    relayed.frames.push((side, kind, at, data));
+    if kind == FrameKind::Close {
+        relayed.ended_by.get_or_insert(side);
+    }
+}
+
+/// Notes that `side` ended its direction (if nobody had before).
+fn ended(frames: &Frames, side: Side) {
+    let mut relayed = frames.lock().unwrap_or_else(|e| e.into_inner());
+    relayed.ended_by.get_or_insert(side);
+}
+
+/// The exchange of a relayed connection, with its frames.
+fn finished(mut pending: Pending, frames: &Frames, upgraded: Instant) -> Pending {
+    let relayed = std::mem::take(&mut *frames.lock().unwrap_or_else(|e| e.into_inner()));
+    pending.websocket = Some(RawWebsocket {
+        frames: relayed.frames,
+        closed_us: micros(upgraded.elapsed()),
+        ended_by: relayed.ended_by,
+    });
+    pending
+}
 
 /// Relays an upgraded connection frame by frame until both directions ended (or the recorder
 /// stops), then writes the exchange with its frames.
 async fn relay_websocket(
     out: mpsc::Sender<Pending>,
     shutdown: CancellationToken,
-    mut pending: Pending,
+    pending: Pending,
     client: OnUpgrade,
     upstream: OnUpgrade,
 ) {
@@ -511,12 +551,54 @@ async fn relay_websocket(
             () = shutdown.cancelled() => {}
         }
     }
-    let frames = std::mem::take(&mut *frames.lock().unwrap_or_else(|e| e.into_inner()));
-    pending.websocket = Some(RawWebsocket {
-        frames,
-        closed_us: micros(upgraded.elapsed()),
-    });
-    let _ = out.send(pending);
+    let _ = out.send(finished(pending, &frames, upgraded));
+}
+
+/// Relays an upgraded connection that is not a websocket (sftp) byte for byte until both
+/// directions ended (or the recorder stops), then writes the exchange with the chunks read.
+async fn relay_raw(
+    out: mpsc::Sender<Pending>,
+    shutdown: CancellationToken,
+    pending: Pending,
+    client: OnUpgrade,
+    upstream: OnUpgrade,
+) {
+    let upgraded = Instant::now();
+    let frames: Frames = Arc::default();
+    if let (Ok(client), Ok(upstream)) = tokio::join!(client, upstream) {
+        let (client_read, client_write) = tokio::io::split(TokioIo::new(client));
+        let (upstream_read, upstream_write) = tokio::io::split(TokioIo::new(upstream));
+        let to_upstream = copy(Side::Client, client_read, upstream_write, upgraded, &frames);
+        let to_client = copy(Side::Server, upstream_read, client_write, upgraded, &frames);
+        tokio::select! {
+            _ = async { tokio::join!(to_upstream, to_client) } => {}
+            () = shutdown.cancelled() => {}
+        }
+    }
+    let _ = out.send(finished(pending, &frames, upgraded));
+}
+
+/// Copies one direction of a raw upgraded connection, noting each chunk read, until its side
+/// ends; then shuts the other side's writing down.
+async fn copy<R, W>(side: Side, mut from: R, mut to: W, upgraded: Instant, frames: &Frames)
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buffer = vec![0u8; 64 * 1024];
+    while let Ok(n) = from.read(&mut buffer).await {
+        if n == 0 {
+            break;
+        }
+        let chunk = Bytes::copy_from_slice(&buffer[..n]);
+        note(frames, side, FrameKind::Raw, upgraded, chunk);
+        if to.write_all(&buffer[..n]).await.is_err() || to.flush().await.is_err() {
+            break;
+        }
+    }
+    ended(frames, side);
+    let _ = to.shutdown().await;
 }
 
 /// Forwards the messages of one direction, noting each, until its side ends. Pongs are noted
@@ -543,12 +625,7 @@ where
             ),
             Message::Frame(_) => continue,
         };
-        frames.lock().unwrap_or_else(|e| e.into_inner()).push((
-            side,
-            kind,
-            micros(upgraded.elapsed()),
-            data,
-        ));
+        note(frames, side, kind, upgraded, data);
         match kind {
             FrameKind::Pong => {}
             FrameKind::Close => {
@@ -562,5 +639,6 @@ where
             }
         }
     }
+    ended(frames, side);
     let _ = to.close().await;
 }

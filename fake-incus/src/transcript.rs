@@ -41,7 +41,8 @@ pub struct Exchange {
     pub response: RecordedResponse,
     /// How long it took.
     pub timing: Timing,
-    /// The frames of an upgraded connection (exec, events, console), when it was one.
+    /// The frames of an upgraded connection (exec, events, console websockets; sftp), when it
+    /// was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<Websocket>,
 }
@@ -74,11 +75,12 @@ impl RecordedRequest {
         }
     }
 
-    /// Whether it asked for a websocket.
-    pub fn is_websocket(&self) -> bool {
+    /// The protocol it asked to upgrade to (`websocket`, `sftp`), lower-case.
+    pub fn upgrade(&self) -> Option<String> {
         self.headers
             .iter()
-            .any(|(name, value)| name == "upgrade" && value.eq_ignore_ascii_case("websocket"))
+            .find(|(name, _)| name == "upgrade")
+            .map(|(_, value)| value.to_ascii_lowercase())
     }
 }
 
@@ -105,13 +107,18 @@ pub struct Timing {
     pub recorder_us: u64,
 }
 
-/// The frames of an upgraded connection.
+/// The frames of an upgraded connection: websocket messages, or for another protocol (the
+/// `sftp` of file transfers) the bytes as they were read, in [`FrameKind::Raw`] chunks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Websocket {
     /// Every frame, in the order the recorder saw them.
     pub frames: Vec<Frame>,
     /// When the connection ended, in microseconds after the upgrade.
     pub closed_us: u64,
+    /// Who ended it first (a close frame, or the end of its stream); `None` when the recorder
+    /// stopped first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<Side>,
 }
 
 /// Who sent a frame.
@@ -138,6 +145,8 @@ pub enum FrameKind {
     Pong,
     /// A close frame.
     Close,
+    /// Bytes of an upgraded connection that is not a websocket (`sftp`), as they were read.
+    Raw,
 }
 
 /// One websocket frame.

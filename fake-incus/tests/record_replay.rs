@@ -3,9 +3,12 @@
 //! state it gives exactly the differences that state makes; the transcripts recorded from the
 //! real daemon (`tests/data/transcripts/`) replay with no difference but the known ones.
 
+#[path = "transcripts/mod.rs"]
+mod transcripts;
+
 use fake_incus::client::{self, Request};
 use fake_incus::record::Recorder;
-use fake_incus::replay::replay;
+use fake_incus::replay::{replay, replay_with, Pace};
 use fake_incus::transcript::{self, FrameKind, Side, TranscriptError};
 use fake_incus::FakeIncus;
 use futures_util::StreamExt;
@@ -250,4 +253,26 @@ fn a_transcript_of_another_version_or_shape_is_refused_with_a_clear_error() {
         matches!(err, TranscriptError::Line { line: 2, .. }),
         "{err}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transcripts_recorded_from_the_real_daemon_replay_with_only_known_differences() {
+    let found = transcripts::kept();
+    assert!(!found.is_empty(), "no transcripts in {}", transcripts::DIR);
+    for kept in found {
+        let fake = kept.fake().await;
+        // The daemon's pauses (a launch takes seconds) are cut: the fake needs none of them.
+        let pace = Pace::AtMost(Duration::from_millis(20));
+        let report = replay_with(&kept.exchanges, fake.unix_socket(), pace)
+            .await
+            .unwrap();
+        assert_eq!(report.replayed, kept.exchanges.len(), "{}", kept.name);
+        let unexpected = transcripts::unexpected(&report);
+        assert!(
+            unexpected.is_empty(),
+            "{}: unexpected differences:\n{}",
+            kept.name,
+            unexpected.join("\n")
+        );
+    }
 }

@@ -110,8 +110,13 @@ impl From<Failure> for russh_sftp::server::StatusReply {
     }
 }
 
+/// A failure status. The daemon's SFTP server (Go's pkg/sftp) sends no language tag.
 fn failure(code: Code, message: impl Into<String>) -> Failure {
-    Failure(russh_sftp::server::StatusReply::new(code).with_message(message))
+    Failure(
+        russh_sftp::server::StatusReply::new(code)
+            .with_message(message)
+            .with_language_tag(""),
+    )
 }
 
 fn no_such_file() -> Failure {
@@ -129,12 +134,13 @@ impl From<FileError> for Failure {
     }
 }
 
+/// The success status, as the daemon sends it: no message, no language tag.
 fn ok(id: u32) -> Status {
     Status {
         id,
         status_code: Code::Ok,
-        error_message: "Ok".into(),
-        language_tag: "en-US".into(),
+        error_message: String::new(),
+        language_tag: String::new(),
     }
 }
 
@@ -187,6 +193,21 @@ impl Session {
     }
 
     /// The entry at `path`, following symlinks when `follow` (also in the parents).
+    /// A node's attributes; a file this session is writing has the size written so far, as
+    /// the daemon's writes land in the file at once (`incus file push` stats the file before
+    /// it closes it).
+    fn attributes_while_written(&self, path: &str, node: &Node) -> FileAttributes {
+        let mut attrs = attributes(node);
+        for open in self.handles.values() {
+            if let Open::Write { path: written, content } = open {
+                if written == path {
+                    attrs.size = Some(content.len() as u64);
+                }
+            }
+        }
+        attrs
+    }
+
     fn lookup(&self, path: &str, follow: bool) -> Result<(String, Node), Failure> {
         let files = self.app.files();
         let skeleton;
@@ -382,18 +403,18 @@ impl russh_sftp::server::Handler for Session {
     }
 
     async fn lstat(&mut self, id: u32, path: String) -> Result<SftpAttrs, Self::Error> {
-        let (_, node) = self.lookup(&path, false)?;
+        let (found, node) = self.lookup(&path, false)?;
         Ok(SftpAttrs {
             id,
-            attrs: attributes(&node),
+            attrs: self.attributes_while_written(&found, &node),
         })
     }
 
     async fn stat(&mut self, id: u32, path: String) -> Result<SftpAttrs, Self::Error> {
-        let (_, node) = self.lookup(&path, true)?;
+        let (found, node) = self.lookup(&path, true)?;
         Ok(SftpAttrs {
             id,
-            attrs: attributes(&node),
+            attrs: self.attributes_while_written(&found, &node),
         })
     }
 

@@ -1,6 +1,7 @@
 //! The `record` and `replay` subcommands of the `fake-incus` binary.
 
 use fake_incus::record::Recorder;
+use fake_incus::replay::Pace;
 use fake_incus::FakeIncus;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +37,9 @@ pub(crate) struct Replay {
     /// Print the report as JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Cut every pause between two requests to at most this long (default: the recorded pace).
+    #[arg(long, value_name = "MS")]
+    max_pause_ms: Option<u64>,
 }
 
 /// Records until SIGINT or SIGTERM. Prints one JSON line when ready:
@@ -68,7 +72,10 @@ pub(crate) async fn replay(args: Replay) -> Result<ExitCode, String> {
         builder = builder.state(seed);
     }
     let fake = builder.start().await.map_err(|e| e.to_string())?;
-    let report = fake_incus::replay::replay(&exchanges, fake.unix_socket())
+    let pace = args.max_pause_ms.map_or(Pace::Recorded, |ms| {
+        Pace::AtMost(std::time::Duration::from_millis(ms))
+    });
+    let report = fake_incus::replay::replay_with(&exchanges, fake.unix_socket(), pace)
         .await
         .map_err(|e| e.to_string())?;
     if args.json {
