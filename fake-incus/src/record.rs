@@ -527,8 +527,7 @@ async fn relay_websocket(
     let frames: Frames = Arc::default();
     if let (Ok(client), Ok(upstream)) = tokio::join!(client, upstream) {
         let client = WebSocketStream::from_raw_socket(TokioIo::new(client), Role::Server, None);
-        let upstream =
-            WebSocketStream::from_raw_socket(TokioIo::new(upstream), Role::Client, None);
+        let upstream = WebSocketStream::from_raw_socket(TokioIo::new(upstream), Role::Client, None);
         let (client, upstream) = tokio::join!(client, upstream);
         let (client_sink, client_stream) = client.split();
         let (upstream_sink, upstream_stream) = upstream.split();
@@ -605,8 +604,7 @@ where
 /// but not forwarded: each end's websocket answers the pings it gets itself.
 async fn pump<S, K>(side: Side, mut from: S, mut to: K, upgraded: Instant, frames: &Frames)
 where
-    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>>
-        + Unpin,
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
     K: futures_util::Sink<Message> + Unpin,
 {
     while let Some(Ok(message)) = from.next().await {

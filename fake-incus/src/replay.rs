@@ -224,8 +224,17 @@ pub async fn replay_with(
         let mut waiting = Vec::new();
         for (end, i, task) in in_flight.drain(..) {
             if end <= exchange.started_us {
-                let outcome = task.await.unwrap_or_else(|e| Outcome::Failed(e.to_string()));
-                settle(&exchanges[i], outcome, &mut ids, &mut differences, &mut frame_tasks, i);
+                let outcome = task
+                    .await
+                    .unwrap_or_else(|e| Outcome::Failed(e.to_string()));
+                settle(
+                    &exchanges[i],
+                    outcome,
+                    &mut ids,
+                    &mut differences,
+                    &mut frame_tasks,
+                    i,
+                );
             } else {
                 waiting.push((end, i, task));
             }
@@ -312,8 +321,7 @@ pub async fn replay_with(
                 outgoing = outgoing.header(name, value);
             }
             tokio::spawn(async move {
-                match tokio::time::timeout(REQUEST_TIMEOUT, client::send(&socket, outgoing)).await
-                {
+                match tokio::time::timeout(REQUEST_TIMEOUT, client::send(&socket, outgoing)).await {
                     Ok(Ok(reply)) => Outcome::Answer(reply),
                     Ok(Err(err)) => Outcome::Failed(err.to_string()),
                     Err(_) => Outcome::Failed(format!("no answer within {REQUEST_TIMEOUT:?}")),
@@ -323,8 +331,17 @@ pub async fn replay_with(
         in_flight.push((end, index, task));
     }
     for (_, i, task) in in_flight {
-        let outcome = task.await.unwrap_or_else(|e| Outcome::Failed(e.to_string()));
-        settle(&exchanges[i], outcome, &mut ids, &mut differences, &mut frame_tasks, i);
+        let outcome = task
+            .await
+            .unwrap_or_else(|e| Outcome::Failed(e.to_string()));
+        settle(
+            &exchanges[i],
+            outcome,
+            &mut ids,
+            &mut differences,
+            &mut frame_tasks,
+            i,
+        );
     }
     for (_, i, task) in frame_tasks {
         for what in task.await.unwrap_or_else(|e| vec![e.to_string()]) {
@@ -613,7 +630,9 @@ async fn open_raw(
         let receive = async {
             let mut got = Vec::new();
             let mut buffer = vec![0u8; 64 * 1024];
-            while let Ok(Ok(n)) = tokio::time::timeout_at(deadline.into(), read.read(&mut buffer)).await {
+            while let Ok(Ok(n)) =
+                tokio::time::timeout_at(deadline.into(), read.read(&mut buffer)).await
+            {
                 if n == 0 {
                     break;
                 }
@@ -755,7 +774,8 @@ mod sftp {
             Some(head)
         }
         fn u32(&mut self) -> Option<u32> {
-            self.take(4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            self.take(4)
+                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
         }
         fn string(&mut self) -> Option<&'a [u8]> {
             let len = self.u32()? as usize;
@@ -846,14 +866,20 @@ mod sftp {
                         out.push(format!("sftp VERSION: real {rv} vs fake {fv}"));
                     }
                     if re != fe {
-                        out.push(format!("sftp VERSION extensions: real {re:?} vs fake {fe:?}"));
+                        out.push(format!(
+                            "sftp VERSION extensions: real {re:?} vs fake {fe:?}"
+                        ));
                     }
                     continue;
                 }
             }
             let (r, f) = (masked(r), masked(f));
             if r != f {
-                let at = r.iter().zip(&f).position(|(a, b)| a != b).unwrap_or(r.len().min(f.len()));
+                let at = r
+                    .iter()
+                    .zip(&f)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(r.len().min(f.len()));
                 out.push(format!(
                     "sftp packet {n} (type {}): real {} bytes vs fake {} bytes, first other byte at offset {at}",
                     r.first().copied().unwrap_or_default(),

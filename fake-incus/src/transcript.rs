@@ -241,7 +241,9 @@ pub enum TranscriptError {
         message: String,
     },
     /// The header's version is not [`TRANSCRIPT_VERSION`].
-    #[error("transcript version {found} is not the version this fake reads ({TRANSCRIPT_VERSION})")]
+    #[error(
+        "transcript version {found} is not the version this fake reads ({TRANSCRIPT_VERSION})"
+    )]
     Version {
         /// The version found.
         found: u32,

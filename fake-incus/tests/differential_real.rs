@@ -21,8 +21,8 @@
 mod ignorable;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use fake_incus::differ::{compare, normalised, Observed as Reply};
+use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -215,7 +215,6 @@ fn short(body: &Value) -> String {
         },
     }
 }
-
 
 /// Deletes what the probe created on the real daemon, even when the test panics.
 struct Cleanup {

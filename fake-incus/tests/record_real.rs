@@ -37,11 +37,33 @@ const SESSIONS: &[Session] = &[
     Session {
         name: "cli-session",
         commands: &[
-            &["project", "create", "{p}", "-c", "features.images=false", "-c", "features.profiles=false"],
+            &[
+                "project",
+                "create",
+                "{p}",
+                "-c",
+                "features.images=false",
+                "-c",
+                "features.profiles=false",
+            ],
             &["launch", "busybox", "c1", "--project", "{p}"],
             &["exec", "c1", "--project", "{p}", "--", "echo", "hello"],
-            &["file", "push", "{dir}/hello.txt", "c1/root/hello.txt", "--project", "{p}"],
-            &["file", "pull", "c1/root/hello.txt", "{dir}/pulled.txt", "--project", "{p}"],
+            &[
+                "file",
+                "push",
+                "{dir}/hello.txt",
+                "c1/root/hello.txt",
+                "--project",
+                "{p}",
+            ],
+            &[
+                "file",
+                "pull",
+                "c1/root/hello.txt",
+                "{dir}/pulled.txt",
+                "--project",
+                "{p}",
+            ],
             &["snapshot", "create", "c1", "s1", "--project", "{p}"],
             &["list", "--project", "{p}", "--format", "csv"],
             &["delete", "--force", "c1", "--project", "{p}"],
@@ -51,10 +73,26 @@ const SESSIONS: &[Session] = &[
     Session {
         name: "cli-errors",
         commands: &[
-            &["project", "create", "{p}", "-c", "features.images=false", "-c", "features.profiles=false"],
+            &[
+                "project",
+                "create",
+                "{p}",
+                "-c",
+                "features.images=false",
+                "-c",
+                "features.profiles=false",
+            ],
             &["project", "create", "{p}"],
             &["info", "nope", "--project", "{p}"],
-            &["init", "busybox", "c1", "-c", "bad.key=1", "--project", "{p}"],
+            &[
+                "init",
+                "busybox",
+                "c1",
+                "-c",
+                "bad.key=1",
+                "--project",
+                "{p}",
+            ],
             &["init", "no-such-image", "c2", "--project", "{p}"],
             &["config", "set", "nope", "limits.cpu=1", "--project", "{p}"],
             &["snapshot", "create", "nope", "s1", "--project", "{p}"],
@@ -120,7 +158,14 @@ async fn record_and_replay(session: &Session) -> Completion {
         return Completion::ignored_with(reason);
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let project = format!("rec{}", uuid::Uuid::new_v4().simple().to_string().get(..10).unwrap_or("x"));
+    let project = format!(
+        "rec{}",
+        uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .get(..10)
+            .unwrap_or("x")
+    );
     let _cleanup = Cleanup(project.clone());
     // The capture when the recording begins: the default project and what it lends, no
     // instances (the session makes its own).
@@ -162,8 +207,7 @@ async fn record_and_replay(session: &Session) -> Completion {
         std::fs::write(out.join(format!("{}.jsonl", session.name)), &text).expect("write");
         let mut seed_text = serde_json::to_string_pretty(&seed).unwrap();
         seed_text.push('\n');
-        std::fs::write(out.join(format!("{}.state.json", session.name)), seed_text)
-            .expect("write");
+        std::fs::write(out.join(format!("{}.state.json", session.name)), seed_text).expect("write");
     }
     let (_, exchanges) = transcript::parse(&text).expect("a transcript");
     let fake = FakeIncus::builder()
@@ -194,7 +238,10 @@ fn main() -> std::process::ExitCode {
         .iter()
         .map(|session| {
             trial(
-                &format!("a_real_cli_session_replays_with_only_known_differences::{}", session.name),
+                &format!(
+                    "a_real_cli_session_replays_with_only_known_differences::{}",
+                    session.name
+                ),
                 move || record_and_replay(session),
             )
         })

@@ -41,7 +41,9 @@ async fn exec_over_websockets(socket: &Path) -> Vec<u8> {
     let mut sockets = Vec::new();
     for fd in ["0", "1", "2", "control"] {
         let secret = fds[fd].as_str().expect("a secret");
-        let stream = tokio::net::UnixStream::connect(socket).await.expect("connect");
+        let stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .expect("connect");
         let url = format!("ws://incus{op}/websocket?secret={secret}");
         let (ws, answer) = tokio_tungstenite::client_async(url, stream)
             .await
@@ -83,7 +85,11 @@ async fn session(socket: &Path) {
         .header("x-incus-type", "file")
         .body("hello from the session\n");
     assert_eq!(send(socket, push).await.status(), 200);
-    let pulled = send(socket, Request::get("/1.0/instances/c1/files?path=/root/hello.txt")).await;
+    let pulled = send(
+        socket,
+        Request::get("/1.0/instances/c1/files?path=/root/hello.txt"),
+    )
+    .await;
     assert_eq!(&pulled.bytes()[..], b"hello from the session\n");
     let snap = send(
         socket,
@@ -121,7 +127,11 @@ async fn record_session(dir: &Path, body_limit: usize) -> String {
     session(recorder.unix_socket()).await;
     let written = recorder.finish().await.expect("transcript");
     let text = std::fs::read_to_string(&path).expect("transcript file");
-    assert_eq!(text.lines().count() as u64, written + 1, "a header, then each exchange");
+    assert_eq!(
+        text.lines().count() as u64,
+        written + 1,
+        "a header, then each exchange"
+    );
     text
 }
 
@@ -140,23 +150,37 @@ async fn replay_of_a_session_recorded_from_a_fake_against_a_fresh_fake_has_no_di
         .flat_map(|f| f.data.bytes().unwrap())
         .collect();
     assert_eq!(exec_stdout, b"hello\n");
-    assert_eq!(exchanges.iter().filter(|e| e.websocket.is_some()).count(), 4);
+    assert_eq!(
+        exchanges.iter().filter(|e| e.websocket.is_some()).count(),
+        4
+    );
     let push = exchanges
         .iter()
         .find(|e| e.request.method == "POST" && e.request.path.ends_with("/files"))
         .expect("the file push");
     assert_eq!(push.request.query, "path=/root/hello.txt");
-    assert!(push.request.headers.contains(&("x-incus-type".into(), "file".into())));
-    assert_eq!(push.request.body.text.as_deref(), Some("hello from the session\n"));
+    assert!(push
+        .request
+        .headers
+        .contains(&("x-incus-type".into(), "file".into())));
+    assert_eq!(
+        push.request.body.text.as_deref(),
+        Some("hello from the session\n")
+    );
 
     let fresh = FakeIncus::builder().start().await.expect("fake");
-    let report = replay(&exchanges, fresh.unix_socket()).await.expect("replay");
+    let report = replay(&exchanges, fresh.unix_socket())
+        .await
+        .expect("replay");
     assert_eq!(report.exchanges, exchanges.len());
     assert_eq!(report.replayed, exchanges.len());
     assert!(report.differences.is_empty(), "{}", report.text());
     // The replay reached the fresh fake with its own ids: the instance was made and deleted.
     assert_eq!(fresh.requests("POST", "/1.0/instances").len(), 1);
-    assert_eq!(fresh.requests("GET", "/1.0/operations/*/websocket").len(), 4);
+    assert_eq!(
+        fresh.requests("GET", "/1.0/operations/*/websocket").len(),
+        4
+    );
     assert_eq!(
         fresh.requests("PATCH", "/1.0/instances/c1")[0].answer,
         fake_incus::Answer::Status { code: 200 }
@@ -190,7 +214,10 @@ async fn replay_against_another_state_reports_what_that_state_changes() {
         report.text()
     );
     // What depended on the instance differs too: its exec, files and snapshot.
-    for path in ["/1.0/instances/c1/exec", "/1.0/instances/c1/files?path=/root/hello.txt"] {
+    for path in [
+        "/1.0/instances/c1/exec",
+        "/1.0/instances/c1/files?path=/root/hello.txt",
+    ] {
         assert!(
             report.differences.iter().any(|d| d.path == path),
             "no difference at {path}:\n{}",
@@ -232,7 +259,15 @@ async fn bodies_beyond_the_bound_are_cut_and_keep_the_size_and_digest_of_the_who
         "{}",
         report.text()
     );
-    assert_eq!(report.replayed, exchanges.len() - report.differences.iter().filter(|d| d.what.starts_with("not replayed")).count());
+    assert_eq!(
+        report.replayed,
+        exchanges.len()
+            - report
+                .differences
+                .iter()
+                .filter(|d| d.what.starts_with("not replayed"))
+                .count()
+    );
 }
 
 #[test]

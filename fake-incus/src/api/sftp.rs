@@ -199,7 +199,11 @@ impl Session {
     fn attributes_while_written(&self, path: &str, node: &Node) -> FileAttributes {
         let mut attrs = attributes(node);
         for open in self.handles.values() {
-            if let Open::Write { path: written, content } = open {
+            if let Open::Write {
+                path: written,
+                content,
+            } = open
+            {
                 if written == path {
                     attrs.size = Some(content.len() as u64);
                 }

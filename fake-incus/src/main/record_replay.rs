@@ -45,9 +45,14 @@ pub(crate) struct Replay {
 /// Records until SIGINT or SIGTERM. Prints one JSON line when ready:
 /// `{"unix_socket", "transcript"}`, and one when done: `{"exchanges"}`.
 pub(crate) async fn record(args: Record) -> Result<ExitCode, String> {
-    let recorder = Recorder::start(&args.upstream, &args.unix, &args.transcript, args.body_limit)
-        .await
-        .map_err(|e| e.to_string())?;
+    let recorder = Recorder::start(
+        &args.upstream,
+        &args.unix,
+        &args.transcript,
+        args.body_limit,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     println!(
         "{}",
         serde_json::json!({"unix_socket": recorder.unix_socket(), "transcript": args.transcript})

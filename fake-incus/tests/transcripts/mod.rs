@@ -27,7 +27,8 @@ pub(crate) struct Known {
 pub(crate) const KNOWN: &[Known] = &[Known {
     request: "/sftp",
     diff: "sftp VERSION extensions",
-    reason: "the daemon's SFTP server announces hardlink@openssh.com, posix-rename@openssh.com and \
+    reason:
+        "the daemon's SFTP server announces hardlink@openssh.com, posix-rename@openssh.com and \
              statvfs@openssh.com; the fake's implements none of them, and announcing them would \
              lead clients to requests it cannot serve",
 }];
