@@ -496,16 +496,17 @@ fn mask_running(real: &mut Observed, fake: &mut Observed) {
     }
 }
 
-/// Until when the server's side of a replayed connection is read: when the client ended it in
-/// the recording, until then; else until the server ends it (at most [`WEBSOCKET_GRACE`] after
-/// it did in the recording).
+/// Until when the server's side of a replayed connection is read: until the server ends it, at
+/// most [`WEBSOCKET_GRACE`] after the connection ended in the recording. (When the client ended
+/// it in the recording, the replay ends it at the same moment, and the server follows.)
 fn read_until(opened: Instant, recorded: &crate::transcript::Websocket) -> Instant {
-    let closed = opened + Duration::from_micros(recorded.closed_us);
-    if recorded.ended_by == Some(Side::Client) {
-        closed
-    } else {
-        closed + WEBSOCKET_GRACE
-    }
+    opened + Duration::from_micros(recorded.closed_us) + WEBSOCKET_GRACE
+}
+
+/// When the replay ends its side of a connection the client ended in the recording.
+fn client_ends(opened: Instant, recorded: &crate::transcript::Websocket) -> Option<Instant> {
+    (recorded.ended_by == Some(Side::Client))
+        .then(|| opened + Duration::from_micros(recorded.closed_us))
 }
 
 /// The data one side sent, its kept bytes run together, and whether every byte was kept.
@@ -609,6 +610,7 @@ async fn open_raw(
         let (mut read, mut write) = tokio::io::split(TokioIo::new(upgraded));
         let opened = Instant::now();
         let deadline = read_until(opened, &recorded);
+        let ends = client_ends(opened, &recorded);
         let chunks: Vec<_> = recorded
             .frames
             .iter()
@@ -624,7 +626,10 @@ async fn open_raw(
                     break;
                 }
             }
-            let _ = write.shutdown().await;
+            if let Some(at) = ends {
+                tokio::time::sleep_until(at.into()).await;
+                let _ = write.shutdown().await;
+            }
             std::future::pending::<()>().await;
         };
         let receive = async {
@@ -678,6 +683,7 @@ async fn open_websocket(
         let opened = Instant::now();
         let (mut sink, mut stream) = ws.split();
         let deadline = read_until(opened, &recorded);
+        let ends = client_ends(opened, &recorded);
         let server_closed_first = recorded
             .frames
             .iter()
@@ -710,6 +716,12 @@ async fn open_websocket(
                 if sink.send(message).await.is_err() {
                     break;
                 }
+            }
+            if let Some(at) = ends {
+                // Ended without a close frame of its own in the recording (the client went
+                // away): the replay closes at the same moment.
+                tokio::time::sleep_until(at.into()).await;
+                let _ = sink.close().await;
             }
             // The reader decides when the exchange is over.
             std::future::pending::<()>().await;

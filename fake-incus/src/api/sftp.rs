@@ -483,7 +483,13 @@ impl russh_sftp::server::Handler for Session {
     }
 
     async fn remove(&mut self, id: u32, filename: String) -> Result<Status, Self::Error> {
-        let (path, node) = self.lookup(&filename, false)?;
+        // The daemon's text is Go's: the call and the path as the client sent it.
+        let (path, node) = self.lookup(&filename, false).map_err(|_| {
+            failure(
+                Code::NoSuchFile,
+                format!("remove {filename}: no such file or directory"),
+            )
+        })?;
         if node.kind == Kind::Directory {
             return Err(failure(Code::Failure, "is a directory"));
         }
