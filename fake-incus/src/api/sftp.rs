@@ -119,6 +119,20 @@ fn failure(code: Code, message: impl Into<String>) -> Failure {
     )
 }
 
+/// A missing file as the daemon's SFTP server says it (Go's `os.PathError`: the call and the
+/// path as the client sent it); other failures as they are.
+fn go_path_error(failure: Failure, call: &str, path: &str) -> Failure {
+    if failure.0.status_code == Code::NoSuchFile {
+        Failure(
+            russh_sftp::server::StatusReply::new(Code::NoSuchFile)
+                .with_message(format!("{call} {path}: no such file or directory"))
+                .with_language_tag(""),
+        )
+    } else {
+        failure
+    }
+}
+
 fn no_such_file() -> Failure {
     failure(Code::NoSuchFile, "no such file or directory")
 }
@@ -302,7 +316,7 @@ impl russh_sftp::server::Handler for Session {
         let writing = pflags.intersects(OpenFlags::WRITE | OpenFlags::APPEND | OpenFlags::CREATE);
         let existing = self.lookup(&filename, true);
         if !writing {
-            let (_, node) = existing?;
+            let (_, node) = existing.map_err(|f| go_path_error(f, "open", &filename))?;
             // A directory opens for reading too (`incus file pull` opens before it stats);
             // it has no bytes to read.
             let content = match node.kind {
@@ -483,13 +497,9 @@ impl russh_sftp::server::Handler for Session {
     }
 
     async fn remove(&mut self, id: u32, filename: String) -> Result<Status, Self::Error> {
-        // The daemon's text is Go's: the call and the path as the client sent it.
-        let (path, node) = self.lookup(&filename, false).map_err(|_| {
-            failure(
-                Code::NoSuchFile,
-                format!("remove {filename}: no such file or directory"),
-            )
-        })?;
+        let (path, node) = self
+            .lookup(&filename, false)
+            .map_err(|f| go_path_error(f, "remove", &filename))?;
         if node.kind == Kind::Directory {
             return Err(failure(Code::Failure, "is a directory"));
         }
