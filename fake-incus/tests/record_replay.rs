@@ -311,3 +311,39 @@ async fn transcripts_recorded_from_the_real_daemon_replay_with_only_known_differ
         );
     }
 }
+
+#[test]
+fn the_replay_command_reports_as_text_and_json_and_fails_on_a_difference() {
+    let bin = env!("CARGO_BIN_EXE_fake-incus");
+    let dir = Path::new(transcripts::DIR);
+    let run = |extra: &[&str]| {
+        std::process::Command::new(bin)
+            .arg("replay")
+            .arg(dir.join("cli-session.jsonl"))
+            .arg("--state")
+            .arg(dir.join("cli-session.state.json"))
+            .args(["--max-pause-ms", "20"])
+            .args(extra)
+            .output()
+            .expect("fake-incus runs")
+    };
+    // The kept session has known differences (the SFTP extensions): exit status 1.
+    let text = run(&[]);
+    assert_eq!(text.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(stdout.starts_with("replay: "), "{stdout}");
+    assert!(stdout.contains("sftp VERSION extensions"), "{stdout}");
+    let json = run(&["--json"]);
+    assert_eq!(json.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(report["exchanges"], report["replayed"]);
+    assert!(report["differences"][0]["what"].is_string());
+    // Bad input: a clear error, exit status 1, nothing on stdout.
+    let missing = std::process::Command::new(bin)
+        .args(["replay", "no-such-transcript.jsonl"])
+        .output()
+        .expect("fake-incus runs");
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(missing.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no-such-transcript.jsonl"));
+}
