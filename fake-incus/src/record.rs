@@ -119,11 +119,20 @@ impl Shared {
 
 /// A running recorder: a Unix socket whose every request goes to the upstream and into the
 /// transcript. [`Recorder::finish`] stops it and completes the transcript.
+/// Dropped without [`Recorder::finish`], it stops too (and removes its socket), but the
+/// transcript may then lack the exchanges still in flight.
 pub struct Recorder {
     socket: PathBuf,
     shared: Arc<Shared>,
-    accept: tokio::task::JoinHandle<()>,
-    writer: std::thread::JoinHandle<Result<u64, RecordError>>,
+    accept: Option<tokio::task::JoinHandle<()>>,
+    writer: Option<std::thread::JoinHandle<Result<u64, RecordError>>>,
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+        let _ = std::fs::remove_file(&self.socket);
+    }
 }
 
 impl std::fmt::Debug for Recorder {
@@ -183,8 +192,8 @@ impl Recorder {
         Ok(Self {
             socket: socket.to_path_buf(),
             shared,
-            accept,
-            writer,
+            accept: Some(accept),
+            writer: Some(writer),
         })
     }
 
@@ -196,19 +205,22 @@ impl Recorder {
     /// Stops listening, ends the connections still open (their websockets are written as they
     /// stand), writes the rest of the transcript and removes the socket. Returns how many
     /// exchanges the transcript holds.
-    pub async fn finish(self) -> Result<u64, RecordError> {
+    pub async fn finish(mut self) -> Result<u64, RecordError> {
         self.shared.shutdown.cancel();
-        let _ = self.accept.await;
-        let shared = self.shared;
-        let writer = self.writer;
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.await;
+        }
         {
             // Replace the shared sender with one whose receiver is gone: the writer then ends
             // once the websockets still being relayed (each holds a sender of its own, and
             // ends on the cancellation) have written theirs.
             let (dead, _) = mpsc::channel();
-            *shared.out.lock().unwrap_or_else(|e| e.into_inner()) = dead;
+            *self.shared.out.lock().unwrap_or_else(|e| e.into_inner()) = dead;
         }
         let _ = std::fs::remove_file(&self.socket);
+        let Some(writer) = self.writer.take() else {
+            return Ok(0);
+        };
         tokio::task::spawn_blocking(move || writer.join())
             .await
             .map_err(|e| RecordError::Io {

@@ -347,3 +347,32 @@ fn the_replay_command_reports_as_text_and_json_and_fails_on_a_difference() {
     assert!(missing.stdout.is_empty());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no-such-transcript.jsonl"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorder_refuses_a_silent_upstream_and_a_dropped_one_removes_its_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("recorder.socket");
+    let transcript = dir.path().join("t.jsonl");
+    let limit = transcript::DEFAULT_BODY_LIMIT;
+    let silent = dir.path().join("nobody.socket");
+    let refused = Recorder::start(&silent, &socket, &transcript, limit).await;
+    assert!(
+        matches!(
+            refused,
+            Err(fake_incus::record::RecordError::Upstream { .. })
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        !socket.exists(),
+        "nothing listens when the upstream is silent"
+    );
+    let upstream = FakeIncus::builder().start().await.unwrap();
+    let recorder = Recorder::start(upstream.unix_socket(), &socket, &transcript, limit)
+        .await
+        .unwrap();
+    assert_eq!(send(&socket, Request::get("/1.0")).await.status(), 200);
+    drop(recorder);
+    assert!(!socket.exists());
+    assert!(client::send(&socket, Request::get("/1.0")).await.is_err());
+}
