@@ -122,6 +122,8 @@ log "the tests that need a real daemon (ignored elsewhere; the cluster ones run 
 INCUS_SOCKET="$SOCKET" cargo test -q -p real-incus --test runner -- --ignored --skip cluster:: || status=1
 log "raw differential probe: the same requests on the real daemon and on the fake"
 INCUS_SOCKET="$SOCKET" cargo test -q -p fake-incus --test differential_real -- --nocapture || status=1
+log "record and replay: incus CLI sessions recorded through fake-incus record, replayed on a fresh fake"
+INCUS_SOCKET="$SOCKET" cargo test -q -p fake-incus --test record_real -- --nocapture || status=1
 if [ -f "$REPORT_DIR/real-incus-acceptance.md" ]; then
   grep -E '^(# |- Server|\| `incus_)' "$REPORT_DIR/real-incus-acceptance.md" >&2 || true
 fi

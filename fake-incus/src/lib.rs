@@ -37,13 +37,13 @@
 //!
 //! | floor | modules | what they do |
 //! |---|---|---|
-//! | 1 | `lib` (this handle), `control`, `members`, `capture` | start and script the fake: the builder, the control socket, the cluster members' listeners and their down/up life; capture an Incus into a seed |
+//! | 1 | `lib` (this handle), `control`, `members`, `capture`, `record`, `replay` | start and script the fake: the builder, the control socket, the cluster members' listeners and their down/up life; capture an Incus into a seed; record an Incus's traffic through a proxy, replay a transcript against an Incus |
 //! | 2 | `server` | the listeners: one task per connection, HTTP over a Unix socket or mutual TLS, into `api` |
 //! | 3 | `api` | the Incus API as a function from request to response: journal, faults, trust, routing, one module per resource; on a cluster it decides where the request belongs and hands that (a `cluster::Scope`) down explicitly, never through a task-local |
 //! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
 //! | 5 | `exec`, `lifecycle` | exec sessions over websockets and the built-in interpreter; operations' registration, events, waits and expiry (`exec` settles through `lifecycle`) |
 //! | 6 | `faults`, `verify`, `journal`, `persist` | the fault rules and their verdicts; verification of the journal (`POST /verify`); the request journal and its queries; the state directory (`--state-dir`) and its group committer |
-//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client), the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates |
+//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls`, `differ`, `transcript` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client), how two answers are compared (`differ`), the record/replay transcript format, the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates |
 //!
 //! Where to add things: an endpoint is a function in its resource's module under `api/` (state
 //! it changes in `state/`); a fault is a variant in `faults/`; a test of API semantics asks the
@@ -56,6 +56,7 @@ mod capture;
 pub mod client;
 mod cluster;
 mod control;
+pub mod differ;
 mod envelope;
 mod exec;
 mod faults;
@@ -64,9 +65,12 @@ mod lifecycle;
 mod members;
 mod pattern;
 mod persist;
+pub mod record;
+pub mod replay;
 mod server;
 mod state;
 mod tls;
+pub mod transcript;
 mod verify;
 
 pub use capture::{capture, capture_from, CaptureError, CaptureOptions, Source as CaptureSource};

@@ -1,5 +1,9 @@
 //! `fake-incus`: serve a fake Incus daemon.
 
+// The binary's own modules live under `main/` (the library's crate map does not hold them).
+#[path = "main/record_replay.rs"]
+mod record_replay_cli;
+
 use clap::{Parser, Subcommand};
 use fake_incus::{ClusterTimings, FakeIncus, Rule};
 use std::net::SocketAddr;
@@ -25,6 +29,13 @@ enum Command {
     /// server config (secrets left out), projects, profiles, networks, pools, custom volumes,
     /// images, instances with their snapshots.
     Capture(Capture),
+    /// A transparent proxy in front of an Incus: forwards every request on --unix to the
+    /// upstream and writes a transcript (JSON lines). Prints {"unix_socket", "transcript"} when
+    /// ready; stops at SIGINT or SIGTERM.
+    Record(record_replay_cli::Record),
+    /// Send a transcript's requests, in order, to a fresh fake (seeded with --state) and report
+    /// every difference from the recorded answers; exit status 1 when there is one.
+    Replay(record_replay_cli::Replay),
 }
 
 #[derive(clap::Args)]
@@ -141,11 +152,13 @@ async fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => serve(args).await,
-        Command::Capture(args) => capture(args).await,
+        Command::Serve(args) => serve(args).await.map(|()| ExitCode::SUCCESS),
+        Command::Capture(args) => capture(args).await.map(|()| ExitCode::SUCCESS),
+        Command::Record(args) => record_replay_cli::record(args).await,
+        Command::Replay(args) => record_replay_cli::replay(args).await,
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(message) => {
             eprintln!("fake-incus: {message}");
             ExitCode::FAILURE

@@ -105,7 +105,7 @@ async fn clean(socket: &Path, project: &str, group: &str) -> Result<(), String> 
             format!("/1.0/projects/{project}"),
         ))
         .await?;
-    if !gone.status.is_success() {
+    if !gone.is_success() {
         return Err(format!("deleting project {project}: {}", gone.body));
     }
     Ok(())
@@ -185,7 +185,7 @@ async fn fake_cluster_answers_like_a_real_cluster_step_by_step() -> Completion {
         group: group.clone(),
     };
     assert!(
-        created.status.is_success(),
+        created.is_success(),
         "creating project {project} on the real cluster: {}",
         created.body
     );
@@ -567,7 +567,7 @@ async fn member_down_and_back(
         return;
     }
     fake.member_up("m3").expect("the fake's m3 comes back");
-    settle(p, "m3 back", Req::get(&inst), |r| r.status.is_success()).await;
+    settle(p, "m3 back", Req::get(&inst), |r| r.is_success()).await;
     p.step("back: instance", Req::get(&inst)).await;
     // Serving again and showing Online come within a fraction of a second of each other, in
     // either order (measured): the member is compared once it shows Online on each side.

@@ -2,15 +2,13 @@
 //! a fresh fake, and compares them request by request (HTTP status, envelope fields, the keys
 //! and JSON types of the metadata, and the presence of the `ETag` and `Location` headers).
 //!
-//! Values that legitimately differ (ids, timestamps, fingerprints, ETag values, host names,
-//! `used_by` contents, API extensions...) are not compared. Compared values: the envelope's
-//! `type`, `status`, `status_code`, `error_code`, its `error` text (ids masked), the
-//! `Content-Type` header, the newlines that end the body, and the `status`, `status_code`, `class`, `may_cancel`, `return` and
-//! `type` of every metadata object outside lists. Besides: whether the ETag changes between
-//! two GETs (description-only PATCH, config PATCH, two snapshots) and the recorded exec output.
+//! The comparison is the fake's own, [`fake_incus::differ::compare`] (also used by
+//! `fake-incus replay`): what it compares and what it normalises is documented there. Besides:
+//! whether the ETag changes between two GETs (description-only PATCH, config PATCH, two
+//! snapshots) and the recorded exec output.
 //!
 //! Known divergences live in [`KNOWN`], each with its reason; the test fails on any other. The
-//! comparison itself is [`differential`]'s, shared with the cluster's probe.
+//! client, the probe and the report are [`differential`]'s, shared with the cluster's probe.
 //!
 //! The real daemon gets a project of its own, created through the API and deleted at the end
 //! (also on failure, by a guard). The fake has no project creation endpoint, so the same project
@@ -26,9 +24,9 @@ mod differential;
 mod ignorable;
 
 use differential::{
-    answers, normalised, report, seed_with_project, short, wait_real, Known, Probe, Reply, Req,
-    Side,
+    answers, report, seed_with_project, short, wait_real, Known, Probe, Reply, Req, Side,
 };
+use fake_incus::differ::normalised;
 use hyper::{Method, StatusCode};
 use ignorable::trial;
 use libtest_mimic::Completion;
@@ -200,7 +198,7 @@ async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
         instance: name.clone(),
     };
     assert!(
-        created.status.is_success(),
+        created.is_success(),
         "creating project {project} on the real daemon: {}",
         created.body
     );

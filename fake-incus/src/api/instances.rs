@@ -811,6 +811,10 @@ fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
                 ));
             }
             instance.name.clone_from(&new);
+            // As the daemon: the templates of the `rename` trigger apply at the next start.
+            instance
+                .config
+                .insert("volatile.apply_template".into(), "rename".into());
             app.files().rename_instance(&project, &old, &new);
             Ok(None)
         }),

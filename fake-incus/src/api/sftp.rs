@@ -110,8 +110,27 @@ impl From<Failure> for russh_sftp::server::StatusReply {
     }
 }
 
+/// A failure status. The daemon's SFTP server (Go's pkg/sftp) sends no language tag.
 fn failure(code: Code, message: impl Into<String>) -> Failure {
-    Failure(russh_sftp::server::StatusReply::new(code).with_message(message))
+    Failure(
+        russh_sftp::server::StatusReply::new(code)
+            .with_message(message)
+            .with_language_tag(""),
+    )
+}
+
+/// A missing file as the daemon's SFTP server says it (Go's `os.PathError`: the call and the
+/// path as the client sent it); other failures as they are.
+fn go_path_error(failure: Failure, call: &str, path: &str) -> Failure {
+    if failure.0.status_code == Code::NoSuchFile {
+        Failure(
+            russh_sftp::server::StatusReply::new(Code::NoSuchFile)
+                .with_message(format!("{call} {path}: no such file or directory"))
+                .with_language_tag(""),
+        )
+    } else {
+        failure
+    }
 }
 
 fn no_such_file() -> Failure {
@@ -129,12 +148,13 @@ impl From<FileError> for Failure {
     }
 }
 
+/// The success status, as the daemon sends it: no message, no language tag.
 fn ok(id: u32) -> Status {
     Status {
         id,
         status_code: Code::Ok,
-        error_message: "Ok".into(),
-        language_tag: "en-US".into(),
+        error_message: String::new(),
+        language_tag: String::new(),
     }
 }
 
@@ -187,6 +207,25 @@ impl Session {
     }
 
     /// The entry at `path`, following symlinks when `follow` (also in the parents).
+    /// A node's attributes; a file this session is writing has the size written so far, as
+    /// the daemon's writes land in the file at once (`incus file push` stats the file before
+    /// it closes it).
+    fn attributes_while_written(&self, path: &str, node: &Node) -> FileAttributes {
+        let mut attrs = attributes(node);
+        for open in self.handles.values() {
+            if let Open::Write {
+                path: written,
+                content,
+            } = open
+            {
+                if written == path {
+                    attrs.size = Some(content.len() as u64);
+                }
+            }
+        }
+        attrs
+    }
+
     fn lookup(&self, path: &str, follow: bool) -> Result<(String, Node), Failure> {
         let files = self.app.files();
         let skeleton;
@@ -277,7 +316,7 @@ impl russh_sftp::server::Handler for Session {
         let writing = pflags.intersects(OpenFlags::WRITE | OpenFlags::APPEND | OpenFlags::CREATE);
         let existing = self.lookup(&filename, true);
         if !writing {
-            let (_, node) = existing?;
+            let (_, node) = existing.map_err(|f| go_path_error(f, "open", &filename))?;
             // A directory opens for reading too (`incus file pull` opens before it stats);
             // it has no bytes to read.
             let content = match node.kind {
@@ -382,18 +421,18 @@ impl russh_sftp::server::Handler for Session {
     }
 
     async fn lstat(&mut self, id: u32, path: String) -> Result<SftpAttrs, Self::Error> {
-        let (_, node) = self.lookup(&path, false)?;
+        let (found, node) = self.lookup(&path, false)?;
         Ok(SftpAttrs {
             id,
-            attrs: attributes(&node),
+            attrs: self.attributes_while_written(&found, &node),
         })
     }
 
     async fn stat(&mut self, id: u32, path: String) -> Result<SftpAttrs, Self::Error> {
-        let (_, node) = self.lookup(&path, true)?;
+        let (found, node) = self.lookup(&path, true)?;
         Ok(SftpAttrs {
             id,
-            attrs: attributes(&node),
+            attrs: self.attributes_while_written(&found, &node),
         })
     }
 
@@ -458,7 +497,9 @@ impl russh_sftp::server::Handler for Session {
     }
 
     async fn remove(&mut self, id: u32, filename: String) -> Result<Status, Self::Error> {
-        let (path, node) = self.lookup(&filename, false)?;
+        let (path, node) = self
+            .lookup(&filename, false)
+            .map_err(|f| go_path_error(f, "remove", &filename))?;
         if node.kind == Kind::Directory {
             return Err(failure(Code::Failure, "is a directory"));
         }

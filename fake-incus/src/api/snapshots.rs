@@ -101,11 +101,23 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
+            // Measured on Incus 6.0.4: checked before whether the instance runs.
+            let stateful_allowed = state.instance(&project, &name).is_some_and(|instance| {
+                instance
+                    .expanded_config(state)
+                    .get("migration.stateful")
+                    .is_some_and(|v| v == "true")
+            });
             let instance = state.instance_mut(&project, &name).ok_or_else(|| instance_not_found(&name, &project))?;
             if instance.snapshot(&snap).is_some() {
                 return Err(ApiError::internal(format!(
                     "Failed creating instance snapshot record \"{snap}\": Add snapshot info to the database: Failed to create \"instances_snapshots\" entry: UNIQUE constraint failed: instances_snapshots.instance_id, instances_snapshots.name"
                 )));
+            }
+            if req.stateful && !stateful_allowed {
+                return Err(ApiError::bad_request(
+                    "Stateful snapshots require that the instance has migration.stateful be set to true",
+                ));
             }
             let expires = req.expires_at.filter(|e| !e.is_empty());
             let snapshot = instance.take_snapshot(&snap, req.stateful, expires);

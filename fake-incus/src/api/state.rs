@@ -124,12 +124,9 @@ fn apply(state: &mut State, project: &str, name: &str, action: Action) -> Result
             return Err(ApiError::bad_request("The instance is already stopped"))
         }
         (Action::Restart, _) => {
+            // The stop records that the instance has not reported ready yet.
             instance.power_off();
             instance.power_on();
-            // Incus records that the restarted instance has not reported ready yet.
-            instance
-                .config
-                .insert("volatile.last_state.ready".into(), "false".into());
         }
         (Action::Freeze, PowerState::Running) => instance.status = PowerState::Frozen,
         (Action::Freeze, PowerState::Frozen) => {

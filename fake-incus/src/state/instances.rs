@@ -319,6 +319,10 @@ impl Instance {
         self.started_at = None;
         self.config
             .insert("volatile.last_state.power".into(), "STOPPED".into());
+        // The daemon records at every stop that the instance has not reported ready since
+        // (measured on Incus 6.0.4: a stopped instance's config has it, a started one's not).
+        self.config
+            .insert("volatile.last_state.ready".into(), "false".into());
     }
 
     pub(crate) fn snapshot(&self, name: &str) -> Option<&Snapshot> {

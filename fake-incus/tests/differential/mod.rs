@@ -12,32 +12,16 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use hyperlocal::{UnixConnector, Uri};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The comparison of two answers is the fake's own (`fake-incus replay` uses it too).
+pub(crate) use fake_incus::differ::{compare, Observed as Reply};
+
 /// The operation wait bound used for every async step.
 pub(crate) const WAIT: &str = "timeout=60";
-/// Object keys whose values are data maps whose keys legitimately differ: only the types of
-/// their values are compared.
-pub(crate) const MAP_KEYS: &[&str] = &["environment", "disk", "auth_methods"];
-/// Keys whose contents are not compared at all (only that the key is there with the same type).
-pub(crate) const OPAQUE_KEYS: &[&str] =
-    &["used_by", "api_extensions", "environment", "update_source"];
-/// Keys whose scalar values must be equal wherever they appear in one object (not in lists,
-/// whose items are merged).
-pub(crate) const VALUE_KEYS: &[&str] = &[
-    "status",
-    "status_code",
-    "class",
-    "may_cancel",
-    "return",
-    "type",
-];
-/// How deep metadata shapes are compared.
-pub(crate) const MAX_DEPTH: usize = 6;
-
 /// A known divergence: a diff line of one step that is tolerated until the fake is fixed.
 pub(crate) struct Known {
     /// The step label, or `*` for every step.
@@ -45,32 +29,6 @@ pub(crate) struct Known {
     /// A substring of the diff line.
     pub(crate) diff: &'static str,
     pub(crate) reason: &'static str,
-}
-
-/// One side's answer.
-#[derive(Debug, Clone)]
-pub(crate) struct Reply {
-    pub(crate) status: StatusCode,
-    pub(crate) etag: Option<String>,
-    pub(crate) location: bool,
-    pub(crate) content_type: String,
-    /// How many newlines end the body (the daemon ends an error envelope with two, a sync one
-    /// with one).
-    pub(crate) trailing_newlines: usize,
-    pub(crate) body: Value,
-}
-
-impl Reply {
-    pub(crate) fn metadata(&self) -> &Value {
-        &self.body["metadata"]
-    }
-
-    /// The operation id of an async answer.
-    pub(crate) fn operation_id(&self) -> Option<String> {
-        let url = self.body["operation"].as_str()?;
-        let id = url.strip_prefix("/1.0/operations/")?;
-        Some(id.split('?').next().unwrap_or(id).to_string())
-    }
 }
 
 /// A client that opens a fresh connection for every request and writes the request at once.
@@ -121,35 +79,15 @@ impl Side {
             .await
             .map_err(|_| format!("{}: {} {} timed out", self.name, req.method, req.path))?
             .map_err(|e| format!("{}: {} {}: {e}", self.name, req.method, req.path))?;
-        let status = response.status();
-        let etag = response
-            .headers()
-            .get("etag")
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let location = response.headers().contains_key("location");
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .map_or("-".into(), |v| {
-                String::from_utf8_lossy(v.as_bytes()).into_owned()
-            });
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
         let bytes = response
             .into_body()
             .collect()
             .await
             .map_err(|e| e.to_string())?
             .to_bytes();
-        let body = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        let trailing_newlines = bytes.iter().rev().take_while(|&&b| b == b'\n').count();
-        Ok(Reply {
-            status,
-            etag,
-            location,
-            content_type,
-            trailing_newlines,
-            body,
-        })
+        Ok(Reply::new(status, &headers, &bytes))
     }
 }
 
@@ -261,208 +199,6 @@ pub(crate) fn short(body: &Value) -> String {
             Some(err) if !err.is_empty() => format!("operation err {err:?}"),
             _ => body["status"].to_string(),
         },
-    }
-}
-
-/// Everything that differs between the real and the fake answer, one line each.
-pub(crate) fn compare(real: &Reply, fake: &Reply) -> Vec<String> {
-    let mut diffs = Vec::new();
-    let mut differ = |what: &str, r: String, f: String| {
-        if r != f {
-            diffs.push(format!("{what}: real {r} vs fake {f}"));
-        }
-    };
-    differ(
-        "HTTP status",
-        real.status.to_string(),
-        fake.status.to_string(),
-    );
-    differ(
-        "ETag header",
-        real.etag.is_some().to_string(),
-        fake.etag.is_some().to_string(),
-    );
-    differ(
-        "Location header",
-        real.location.to_string(),
-        fake.location.to_string(),
-    );
-    differ(
-        "Content-Type",
-        real.content_type.clone(),
-        fake.content_type.clone(),
-    );
-    differ(
-        "newlines ending the body",
-        real.trailing_newlines.to_string(),
-        fake.trailing_newlines.to_string(),
-    );
-    let (rb, fb) = (&real.body, &fake.body);
-    match (rb.as_object(), fb.as_object()) {
-        (Some(ro), Some(fo)) => {
-            differ("envelope keys", keys(ro), keys(fo));
-            differ(
-                "error",
-                normalised(ro.get("error")),
-                normalised(fo.get("error")),
-            );
-            for key in ["type", "status", "status_code", "error_code"] {
-                differ(key, ro.get(key).map_or("-".into(), Value::to_string), {
-                    fo.get(key).map_or("-".into(), Value::to_string)
-                });
-            }
-            let empty = |o: &Map<String, Value>| {
-                o.get("operation")
-                    .and_then(Value::as_str)
-                    .map(str::is_empty)
-            };
-            differ(
-                "operation empty",
-                format!("{:?}", empty(ro)),
-                format!("{:?}", empty(fo)),
-            );
-            let mut shape = Vec::new();
-            let (rm, fm) = (settled(rb), settled(fb));
-            shape_diff("metadata", &rm, &fm, 0, &mut shape);
-            diffs.extend(shape);
-        }
-        _ => differ("body", kind(rb).into(), kind(fb).into()),
-    }
-    diffs
-}
-
-/// The metadata to compare. An async answer's operation may already have finished when the
-/// real daemon renders it (a fast failure shows `Failure`), so its status values are masked.
-pub(crate) fn settled(body: &Value) -> Value {
-    let mut metadata = body["metadata"].clone();
-    if body["type"] == "async" {
-        if let Some(object) = metadata.as_object_mut() {
-            object.insert("status".into(), json!("-"));
-            object.insert("status_code".into(), json!(0));
-        }
-    }
-    metadata
-}
-
-/// An error text with its ids (hex hashes, uuids) replaced by a placeholder, and the daemon's
-/// log directory too: it is where the daemon was installed (`$INCUS_DIR/logs` when the daemon
-/// was started with `INCUS_DIR`, `/var/log/incus` as a packaged service), not a property of the API.
-pub(crate) fn normalised(error: Option<&Value>) -> String {
-    let text = error.and_then(Value::as_str).unwrap_or("-");
-    let ids = regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f-]{27}|[0-9a-f]{64}").expect("valid regex");
-    let logs = regex::Regex::new(r"/var/log/incus/|/\S*/logs/").expect("valid regex");
-    let text = ids.replace_all(text, "<id>");
-    format!("{:?}", logs.replace_all(&text, "<log dir>/"))
-}
-
-pub(crate) fn keys(object: &Map<String, Value>) -> String {
-    let set: BTreeSet<&str> = object.keys().map(String::as_str).collect();
-    format!("{set:?}")
-}
-
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// Compares the shape (keys and types) of two values down to [`MAX_DEPTH`].
-pub(crate) fn shape_diff(
-    path: &str,
-    real: &Value,
-    fake: &Value,
-    depth: usize,
-    out: &mut Vec<String>,
-) {
-    if kind(real) != kind(fake) {
-        out.push(format!(
-            "{path}: type real {} vs fake {}",
-            kind(real),
-            kind(fake)
-        ));
-        return;
-    }
-    if depth >= MAX_DEPTH {
-        return;
-    }
-    let leaf = path.rsplit('.').next().unwrap_or(path);
-    let leaf = leaf.trim_end_matches("[]");
-    if OPAQUE_KEYS.contains(&leaf) {
-        return;
-    }
-    match (real, fake) {
-        (Value::Object(r), Value::Object(f)) => {
-            if MAP_KEYS.contains(&leaf) {
-                let r = merged(r.values());
-                let f = merged(f.values());
-                if let (Some(r), Some(f)) = (r, f) {
-                    shape_diff(&format!("{path}.*"), &r, &f, depth + 1, out);
-                }
-                return;
-            }
-            let rk: BTreeSet<&String> = r.keys().collect();
-            let fk: BTreeSet<&String> = f.keys().collect();
-            let missing: Vec<_> = rk.difference(&fk).collect();
-            let extra: Vec<_> = fk.difference(&rk).collect();
-            if !missing.is_empty() {
-                out.push(format!("{path}: keys missing in fake {missing:?}"));
-            }
-            if !extra.is_empty() {
-                out.push(format!("{path}: keys only in fake {extra:?}"));
-            }
-            for key in rk.intersection(&fk) {
-                let (rv, fv) = (&r[*key], &f[*key]);
-                if !path.contains("[]")
-                    && VALUE_KEYS.contains(&key.as_str())
-                    && rv.is_string() | rv.is_number() | rv.is_boolean()
-                    && rv != fv
-                {
-                    out.push(format!("{path}.{key}: value real {rv} vs fake {fv}"));
-                }
-                shape_diff(&format!("{path}.{key}"), &r[*key], &f[*key], depth + 1, out);
-            }
-        }
-        (Value::Array(r), Value::Array(f)) => {
-            if let (Some(r), Some(f)) = (merged(r.iter()), merged(f.iter())) {
-                shape_diff(&format!("{path}[]"), &r, &f, depth + 1, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// One representative of a list of values: objects are merged key by key, recursively, so a
-/// list is compared by the union of its items' keys (independently of the items' order).
-pub(crate) fn merged<'a>(values: impl Iterator<Item = &'a Value>) -> Option<Value> {
-    values.fold(None, |acc, value| match acc {
-        None => Some(value.clone()),
-        Some(acc) => Some(merge(acc, value)),
-    })
-}
-
-pub(crate) fn merge(acc: Value, value: &Value) -> Value {
-    match (acc, value) {
-        (Value::Object(mut acc), Value::Object(o)) => {
-            for (k, v) in o {
-                let next = match acc.remove(k) {
-                    Some(old) => merge(old, v),
-                    None => v.clone(),
-                };
-                acc.insert(k.clone(), next);
-            }
-            Value::Object(acc)
-        }
-        (Value::Array(mut acc), Value::Array(a)) => {
-            acc.extend(a.iter().cloned());
-            Value::Array(acc)
-        }
-        (Value::Null, v) => v.clone(),
-        (acc, _) => acc,
     }
 }
 

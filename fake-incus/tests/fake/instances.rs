@@ -279,6 +279,69 @@ async fn snapshot(fake: &FakeIncus, instance: &str, name: &str) {
 }
 
 #[tokio::test]
+async fn a_stop_records_that_the_instance_has_not_reported_ready_since() {
+    let fake = fake().await;
+    launch(&fake, "c1", true).await;
+    let shown = call(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert!(shown.metadata()["config"]["volatile.last_state.ready"].is_null());
+    let stopped = change_state(&fake, "c1", json!({"action": "stop", "force": true})).await;
+    wait(&fake, &stopped).await;
+    // Measured on Incus 6.0.4 (a transcript replayed by `fake-incus replay`).
+    let shown = call(&fake, "GET", "/1.0/instances/c1", None).await;
+    assert_eq!(
+        shown.metadata()["config"]["volatile.last_state.ready"],
+        "false"
+    );
+}
+
+#[tokio::test]
+async fn a_stateful_snapshot_needs_migration_stateful_before_anything_else() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let body = json!({"name": "s0", "stateful": true});
+    let started = call(&fake, "POST", "/1.0/instances/c1/snapshots", Some(body)).await;
+    // Measured on Incus 6.0.4, on a stopped instance: the operation fails with this text.
+    let done = wait(&fake, &started).await;
+    assert_eq!(
+        failure(&done),
+        (
+            "Failure",
+            "Stateful snapshots require that the instance has migration.stateful be set to true"
+        )
+    );
+    let snapshots = call(&fake, "GET", "/1.0/instances/c1/snapshots", None).await;
+    assert_eq!(snapshots.metadata(), &json!([]));
+}
+
+#[tokio::test]
+async fn an_instance_rename_defers_the_rename_templates_to_the_next_start() {
+    let fake = fake().await;
+    launch(&fake, "c1", false).await;
+    let renamed = call(
+        &fake,
+        "POST",
+        "/1.0/instances/c1",
+        Some(json!({"name": "c2"})),
+    )
+    .await;
+    assert_eq!(wait(&fake, &renamed).await.metadata()["status"], "Success");
+    let shown = call(&fake, "GET", "/1.0/instances/c2", None).await;
+    // Measured on Incus 6.0.4 (a transcript replayed by `fake-incus replay`).
+    assert_eq!(
+        shown.metadata()["config"]["volatile.apply_template"],
+        "rename"
+    );
+    assert_eq!(
+        shown.metadata()["expanded_config"]["volatile.apply_template"],
+        "rename"
+    );
+    let started = change_state(&fake, "c2", json!({"action": "start"})).await;
+    wait(&fake, &started).await;
+    let shown = call(&fake, "GET", "/1.0/instances/c2", None).await;
+    assert!(shown.metadata()["config"]["volatile.apply_template"].is_null());
+}
+
+#[tokio::test]
 async fn a_snapshot_rename_is_an_operation_that_moves_its_record_and_files() {
     let fake = fake().await;
     launch(&fake, "c1", false).await;

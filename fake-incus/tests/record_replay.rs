@@ -1,0 +1,378 @@
+//! Record and replay (`fake-incus record`, `fake-incus replay`): a session recorded through the
+//! recorder in front of a fake replays against a fresh fake with no difference; against another
+//! state it gives exactly the differences that state makes; the transcripts recorded from the
+//! real daemon (`tests/data/transcripts/`) replay with no difference but the known ones.
+
+#[path = "transcripts/mod.rs"]
+mod transcripts;
+
+use fake_incus::client::{self, Request};
+use fake_incus::record::Recorder;
+use fake_incus::replay::{replay, replay_with, Pace};
+use fake_incus::transcript::{self, FrameKind, Side, TranscriptError};
+use fake_incus::FakeIncus;
+use futures_util::StreamExt;
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+/// Sends through the recorder's socket; panics on a transport error.
+async fn send(socket: &Path, request: Request) -> client::Reply {
+    client::send(socket, request).await.expect("an answer")
+}
+
+/// Waits for an operation through the recorder.
+async fn wait(socket: &Path, started: &client::Reply) -> client::Reply {
+    let op = started.operation().expect("an async answer");
+    let done = send(socket, Request::get(&format!("{op}/wait?timeout=30"))).await;
+    assert_eq!(done.metadata()["status"], "Success", "{:?}", done.json());
+    done
+}
+
+/// Runs `echo hello` over exec websockets through the recorder; returns stdout.
+async fn exec_over_websockets(socket: &Path) -> Vec<u8> {
+    let body = json!({"command": ["echo", "hello"], "wait-for-websocket": true,
+        "interactive": false, "environment": {}});
+    let started = send(socket, Request::post("/1.0/instances/c1/exec").json(&body)).await;
+    assert_eq!(started.status(), 202, "{:?}", started.json());
+    let op = started.operation().expect("an exec operation").to_string();
+    let fds = started.metadata()["metadata"]["fds"].clone();
+    let mut sockets = Vec::new();
+    for fd in ["0", "1", "2", "control"] {
+        let secret = fds[fd].as_str().expect("a secret");
+        let stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .expect("connect");
+        let url = format!("ws://incus{op}/websocket?secret={secret}");
+        let (ws, answer) = tokio_tungstenite::client_async(url, stream)
+            .await
+            .expect("upgrade through the recorder");
+        assert_eq!(answer.status(), 101);
+        sockets.push(ws);
+    }
+    let mut stdout = Vec::new();
+    let reader = &mut sockets[1];
+    while let Ok(Some(Ok(message))) =
+        tokio::time::timeout(Duration::from_secs(10), reader.next()).await
+    {
+        match message {
+            Message::Binary(data) => stdout.extend_from_slice(&data),
+            Message::Close(_) => break,
+            _ => {}
+        }
+    }
+    let done = wait(socket, &started).await;
+    assert_eq!(done.metadata()["metadata"]["return"], 0);
+    drop(sockets);
+    stdout
+}
+
+/// An everyday session: create, start, exec, file push and pull, a snapshot, a config change
+/// with the ETag of a GET, stop and delete.
+async fn session(socket: &Path) {
+    assert_eq!(send(socket, Request::get("/1.0")).await.status(), 200);
+    let create = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}});
+    let created = send(socket, Request::post("/1.0/instances").json(&create)).await;
+    assert_eq!(created.status(), 202, "{:?}", created.json());
+    wait(socket, &created).await;
+    let start = json!({"action": "start", "timeout": 30});
+    let started = send(socket, Request::put("/1.0/instances/c1/state").json(&start)).await;
+    wait(socket, &started).await;
+    assert_eq!(exec_over_websockets(socket).await, b"hello\n");
+    let push = Request::post("/1.0/instances/c1/files?path=/root/hello.txt")
+        .header("content-type", "application/octet-stream")
+        .header("x-incus-type", "file")
+        .body("hello from the session\n");
+    assert_eq!(send(socket, push).await.status(), 200);
+    let pulled = send(
+        socket,
+        Request::get("/1.0/instances/c1/files?path=/root/hello.txt"),
+    )
+    .await;
+    assert_eq!(&pulled.bytes()[..], b"hello from the session\n");
+    let snap = send(
+        socket,
+        Request::post("/1.0/instances/c1/snapshots").json(&json!({"name": "s1"})),
+    )
+    .await;
+    wait(socket, &snap).await;
+    let shown = send(socket, Request::get("/1.0/instances/c1")).await;
+    let etag = shown.header("etag").expect("an ETag").to_string();
+    let patch = Request::patch("/1.0/instances/c1")
+        .header("If-Match", &etag)
+        .json(&json!({"description": "recorded"}));
+    assert_eq!(send(socket, patch).await.status(), 200);
+    let missing = send(socket, Request::get("/1.0/instances/nope")).await;
+    assert_eq!(missing.status(), 404);
+    let stop = json!({"action": "stop", "force": true, "timeout": -1});
+    let stopped = send(socket, Request::put("/1.0/instances/c1/state").json(&stop)).await;
+    wait(socket, &stopped).await;
+    let deleted = send(socket, Request::delete("/1.0/instances/c1")).await;
+    wait(socket, &deleted).await;
+}
+
+/// Records `session` through a recorder in front of a fresh fake; returns the transcript text.
+async fn record_session(dir: &Path, body_limit: usize) -> String {
+    let upstream = FakeIncus::builder().start().await.expect("fake");
+    let path = dir.join("session.jsonl");
+    let recorder = Recorder::start(
+        upstream.unix_socket(),
+        &dir.join("recorder.socket"),
+        &path,
+        body_limit,
+    )
+    .await
+    .expect("recorder");
+    session(recorder.unix_socket()).await;
+    let written = recorder.finish().await.expect("transcript");
+    let text = std::fs::read_to_string(&path).expect("transcript file");
+    assert_eq!(
+        text.lines().count() as u64,
+        written + 1,
+        "a header, then each exchange"
+    );
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_of_a_session_recorded_from_a_fake_against_a_fresh_fake_has_no_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = record_session(dir.path(), transcript::DEFAULT_BODY_LIMIT).await;
+    let (header, exchanges) = transcript::parse(&text).expect("a transcript");
+    assert_eq!(header.transcript_version, transcript::TRANSCRIPT_VERSION);
+    // The transcript holds what the client sent and got, websockets with their frames.
+    let exec_stdout: Vec<u8> = exchanges
+        .iter()
+        .filter_map(|e| e.websocket.as_ref())
+        .flat_map(|ws| &ws.frames)
+        .filter(|f| f.from == Side::Server && f.kind == FrameKind::Binary)
+        .flat_map(|f| f.data.bytes().unwrap())
+        .collect();
+    assert_eq!(exec_stdout, b"hello\n");
+    assert_eq!(
+        exchanges.iter().filter(|e| e.websocket.is_some()).count(),
+        4
+    );
+    let push = exchanges
+        .iter()
+        .find(|e| e.request.method == "POST" && e.request.path.ends_with("/files"))
+        .expect("the file push");
+    assert_eq!(push.request.query, "path=/root/hello.txt");
+    assert!(push
+        .request
+        .headers
+        .contains(&("x-incus-type".into(), "file".into())));
+    assert_eq!(
+        push.request.body.text.as_deref(),
+        Some("hello from the session\n")
+    );
+
+    let fresh = FakeIncus::builder().start().await.expect("fake");
+    let report = replay(&exchanges, fresh.unix_socket())
+        .await
+        .expect("replay");
+    assert_eq!(report.exchanges, exchanges.len());
+    assert_eq!(report.replayed, exchanges.len());
+    assert!(report.differences.is_empty(), "{}", report.text());
+    // The replay reached the fresh fake with its own ids: the instance was made and deleted.
+    assert_eq!(fresh.requests("POST", "/1.0/instances").len(), 1);
+    assert_eq!(
+        fresh.requests("GET", "/1.0/operations/*/websocket").len(),
+        4
+    );
+    assert_eq!(
+        fresh.requests("PATCH", "/1.0/instances/c1")[0].answer,
+        fake_incus::Answer::Status { code: 200 }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_against_another_state_reports_what_that_state_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = record_session(dir.path(), transcript::DEFAULT_BODY_LIMIT).await;
+    let (_, exchanges) = transcript::parse(&text).unwrap();
+    // A fake without the image the session launched from.
+    let mut state = FakeIncus::builder().start().await.unwrap().dump_state();
+    state["images"] = json!([]);
+    let other = FakeIncus::builder().state(state).start().await.unwrap();
+    let report = replay(&exchanges, other.unix_socket()).await.unwrap();
+    // The creation is accepted either way (an operation); its operation fails here.
+    let first = &report.differences[0];
+    let creation = exchanges
+        .iter()
+        .find(|e| e.request.method == "POST" && e.request.path == "/1.0/instances")
+        .unwrap();
+    assert!(first.seq > creation.seq, "{}", report.text());
+    assert!(first.path.contains("/wait"), "{}", report.text());
+    assert!(
+        report
+            .differences
+            .iter()
+            .any(|d| d.seq == first.seq && d.what.starts_with("error: real \"\" vs fake")),
+        "{}",
+        report.text()
+    );
+    // What depended on the instance differs too: its exec, files and snapshot.
+    for path in [
+        "/1.0/instances/c1/exec",
+        "/1.0/instances/c1/files?path=/root/hello.txt",
+    ] {
+        assert!(
+            report.differences.iter().any(|d| d.path == path),
+            "no difference at {path}:\n{}",
+            report.text()
+        );
+    }
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        json["differences"].as_array().map(Vec::len),
+        Some(report.differences.len())
+    );
+    assert_eq!(json["differences"][0]["seq"], report.differences[0].seq);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_beyond_the_bound_are_cut_and_keep_the_size_and_digest_of_the_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = record_session(dir.path(), 8).await;
+    let (header, exchanges) = transcript::parse(&text).unwrap();
+    assert_eq!(header.body_limit, 8);
+    let push = exchanges
+        .iter()
+        .find(|e| e.request.method == "POST" && e.request.path.ends_with("/files"))
+        .unwrap();
+    let body = &push.request.body;
+    let whole = b"hello from the session\n";
+    assert_eq!((body.size, body.truncated), (whole.len(), true));
+    assert_eq!(body.text.as_deref(), Some("hello fr"));
+    use sha2::Digest;
+    assert_eq!(body.sha256, hex::encode(sha2::Sha256::digest(whole)));
+    // A request whose body was cut is not sent again: the report says so.
+    let fresh = FakeIncus::builder().start().await.unwrap();
+    let report = replay(&exchanges, fresh.unix_socket()).await.unwrap();
+    assert!(
+        report
+            .differences
+            .iter()
+            .any(|d| d.seq == push.seq && d.what.starts_with("not replayed")),
+        "{}",
+        report.text()
+    );
+    assert_eq!(
+        report.replayed,
+        exchanges.len()
+            - report
+                .differences
+                .iter()
+                .filter(|d| d.what.starts_with("not replayed"))
+                .count()
+    );
+}
+
+#[test]
+fn a_transcript_of_another_version_or_shape_is_refused_with_a_clear_error() {
+    let other = r#"{"transcript_version": 99, "upstream": "x", "started": "", "body_limit": 1}"#;
+    assert!(matches!(
+        transcript::parse(other),
+        Err(TranscriptError::Version { found: 99 })
+    ));
+    assert!(matches!(
+        transcript::parse(""),
+        Err(TranscriptError::Line { line: 1, .. })
+    ));
+    let header = r#"{"transcript_version": 1, "upstream": "x", "started": "", "body_limit": 1}"#;
+    let bad = format!("{header}\n{{\"seq\": \"one\"}}\n");
+    let err = transcript::parse(&bad).unwrap_err();
+    assert!(
+        matches!(err, TranscriptError::Line { line: 2, .. }),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transcripts_recorded_from_the_real_daemon_replay_with_only_known_differences() {
+    let found = transcripts::kept();
+    assert!(!found.is_empty(), "no transcripts in {}", transcripts::DIR);
+    for kept in found {
+        let fake = kept.fake().await;
+        // The daemon's pauses (a launch takes seconds) are cut: the fake needs none of them.
+        let pace = Pace::AtMost(Duration::from_millis(20));
+        let report = replay_with(&kept.exchanges, fake.unix_socket(), pace)
+            .await
+            .unwrap();
+        assert_eq!(report.replayed, kept.exchanges.len(), "{}", kept.name);
+        let unexpected = transcripts::unexpected(&report);
+        assert!(
+            unexpected.is_empty(),
+            "{}: unexpected differences:\n{}",
+            kept.name,
+            unexpected.join("\n")
+        );
+    }
+}
+
+#[test]
+fn the_replay_command_reports_as_text_and_json_and_fails_on_a_difference() {
+    let bin = env!("CARGO_BIN_EXE_fake-incus");
+    let dir = Path::new(transcripts::DIR);
+    let run = |extra: &[&str]| {
+        std::process::Command::new(bin)
+            .arg("replay")
+            .arg(dir.join("cli-session.jsonl"))
+            .arg("--state")
+            .arg(dir.join("cli-session.state.json"))
+            .args(["--max-pause-ms", "20"])
+            .args(extra)
+            .output()
+            .expect("fake-incus runs")
+    };
+    // The kept session has known differences (the SFTP extensions): exit status 1.
+    let text = run(&[]);
+    assert_eq!(text.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(stdout.starts_with("replay: "), "{stdout}");
+    assert!(stdout.contains("sftp VERSION extensions"), "{stdout}");
+    let json = run(&["--json"]);
+    assert_eq!(json.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(report["exchanges"], report["replayed"]);
+    assert!(report["differences"][0]["what"].is_string());
+    // Bad input: a clear error, exit status 1, nothing on stdout.
+    let missing = std::process::Command::new(bin)
+        .args(["replay", "no-such-transcript.jsonl"])
+        .output()
+        .expect("fake-incus runs");
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(missing.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no-such-transcript.jsonl"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorder_refuses_a_silent_upstream_and_a_dropped_one_removes_its_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("recorder.socket");
+    let transcript = dir.path().join("t.jsonl");
+    let limit = transcript::DEFAULT_BODY_LIMIT;
+    let silent = dir.path().join("nobody.socket");
+    let refused = Recorder::start(&silent, &socket, &transcript, limit).await;
+    assert!(
+        matches!(
+            refused,
+            Err(fake_incus::record::RecordError::Upstream { .. })
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        !socket.exists(),
+        "nothing listens when the upstream is silent"
+    );
+    let upstream = FakeIncus::builder().start().await.unwrap();
+    let recorder = Recorder::start(upstream.unix_socket(), &socket, &transcript, limit)
+        .await
+        .unwrap();
+    assert_eq!(send(&socket, Request::get("/1.0")).await.status(), 200);
+    drop(recorder);
+    assert!(!socket.exists());
+    assert!(client::send(&socket, Request::get("/1.0")).await.is_err());
+}

@@ -1,0 +1,95 @@
+//! The transcripts kept in `tests/data/transcripts/` (recorded from the real daemon by
+//! `ci/record-transcripts.sh`) and the differences their replay is known to show (shared by
+//! the test binaries that replay them).
+// `record_replay` replays the kept transcripts; `record_real` records new ones and needs only
+// the known differences.
+#![allow(dead_code)]
+
+use fake_incus::replay::Report;
+use fake_incus::transcript::{self, Exchange};
+use fake_incus::FakeIncus;
+use std::path::PathBuf;
+
+/// Where the kept transcripts are: `NAME.jsonl`, and `NAME.state.json`, the capture taken
+/// when the recording began.
+pub(crate) const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/transcripts");
+
+/// A known difference of the fake from the real daemon.
+pub(crate) struct Known {
+    /// A substring of the request's method and path (`POST /1.0/instances`).
+    pub(crate) request: &'static str,
+    /// A substring of the difference.
+    pub(crate) diff: &'static str,
+    /// Why it is there.
+    #[allow(dead_code)]
+    pub(crate) reason: &'static str,
+}
+
+/// The fake's known differences from Incus 6.0.4 in the kept transcripts. Each is a fake gap
+/// to fix unless its reason says otherwise.
+pub(crate) const KNOWN: &[Known] = &[Known {
+    request: "/sftp",
+    diff: "sftp VERSION extensions",
+    reason:
+        "the daemon's SFTP server announces hardlink@openssh.com, posix-rename@openssh.com and \
+             statvfs@openssh.com; the fake's implements none of them, and announcing them would \
+             lead clients to requests it cannot serve",
+}];
+
+/// A kept transcript.
+pub(crate) struct Kept {
+    pub(crate) name: String,
+    pub(crate) exchanges: Vec<Exchange>,
+    pub(crate) state: Option<serde_json::Value>,
+}
+
+impl Kept {
+    /// A fresh fake seeded with the transcript's capture.
+    pub(crate) async fn fake(&self) -> FakeIncus {
+        let mut builder = FakeIncus::builder();
+        if let Some(state) = &self.state {
+            builder = builder.state(state.clone());
+        }
+        builder.start().await.expect("the capture loads")
+    }
+}
+
+/// Every kept transcript, by name.
+pub(crate) fn kept() -> Vec<Kept> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(DIR)
+        .map(|dir| dir.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    paths.retain(|p| p.extension().is_some_and(|e| e == "jsonl"));
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&path).expect("readable");
+            let (_, exchanges) = transcript::parse(&text).expect("a transcript");
+            let state = std::fs::read_to_string(path.with_extension("state.json"))
+                .ok()
+                .map(|text| serde_json::from_str(&text).expect("a JSON capture"));
+            Kept {
+                name,
+                exchanges,
+                state,
+            }
+        })
+        .collect()
+}
+
+/// The differences of `report` that no [`KNOWN`] entry covers.
+pub(crate) fn unexpected(report: &Report) -> Vec<String> {
+    report
+        .differences
+        .iter()
+        .filter(|d| {
+            let request = format!("{} {}", d.method, d.path);
+            !KNOWN
+                .iter()
+                .any(|k| request.contains(k.request) && d.what.contains(k.diff))
+        })
+        .map(|d| format!("#{} {} {}: {}", d.seq, d.method, d.path, d.what))
+        .collect()
+}
