@@ -24,8 +24,10 @@ const MAX_LINE: usize = 4096;
 
 /// Runs an interactive `ash` on a terminal whose input is `io.stdin` and output `io.stdout` (what
 /// it echoes, prompts and what commands print; `io.stderr` gets their errors). Returns the
-/// shell's exit status. `req.command` is not used: the shell is the program.
-pub async fn interactive(req: ExecRequest, io: ExecIo) -> i32 {
+/// shell's exit status. `req.command` is not used: the shell is the program. `prompted`: the
+/// terminal already shows the prompt (a console attached to a shell that waits for input), so the
+/// first one is not printed again.
+pub async fn interactive(req: ExecRequest, io: ExecIo, prompted: bool) -> i32 {
     let ExecIo {
         mut stdin,
         stdout,
@@ -39,11 +41,13 @@ pub async fn interactive(req: ExecRequest, io: ExecIo) -> i32 {
     );
     let (mut shell, _killed) = first_process(&req, fds);
     let mut editor = LineEditor::default();
+    let mut show_prompt = !prompted;
     loop {
         let prompt = format!("{}{PROMPT_QUERY}", prompt(&shell));
-        if stdout.send(Bytes::from(prompt)).await.is_err() {
+        if show_prompt && stdout.send(Bytes::from(prompt)).await.is_err() {
             return shell.status;
         }
+        show_prompt = true;
         let Some(line) = editor.read_line(&mut stdin, &stdout).await else {
             return shell.status;
         };
@@ -189,6 +193,10 @@ mod tests {
 
     /// Types `typed` into an interactive shell and returns everything it showed.
     async fn session(typed: &[&str]) -> (String, i32) {
+        session_from(typed, false).await
+    }
+
+    async fn session_from(typed: &[&str], prompted: bool) -> (String, i32) {
         let (in_tx, stdin) = mpsc::channel(64);
         let (stdout, mut out_rx) = mpsc::channel(64);
         let (stderr, mut err_rx) = mpsc::channel(64);
@@ -223,7 +231,7 @@ mod tests {
             }
             String::from_utf8(shown).expect("utf-8")
         };
-        let (status, shown) = tokio::join!(interactive(request(), io), collect);
+        let (status, shown) = tokio::join!(interactive(request(), io, prompted), collect);
         (shown, status)
     }
 
@@ -243,6 +251,12 @@ mod tests {
         let (shown, _) = session(&["cd /tmp\r", "X=5\r", "echo $X $PWD\r", "exit 3\r"]).await;
         assert!(shown.contains("5 /tmp\n"), "{shown:?}");
         assert!(shown.contains("/tmp # "), "the prompt names the directory: {shown:?}");
+    }
+
+    #[tokio::test]
+    async fn a_terminal_that_shows_the_prompt_already_gets_the_next_one_only() {
+        let (shown, _) = session_from(&["\r"], true).await;
+        assert_eq!(shown, "\n/ # \x1b[6n");
     }
 
     #[tokio::test]

@@ -22,6 +22,7 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
             ("::snapshots::CreateBody", "api.InstanceSnapshotsPost"),
             ("::state::StateBody", "api.InstanceStatePut"),
             ("::exec::ExecBody", "api.InstanceExecPost"),
+            ("::console::ConsoleBody", "api.InstanceConsolePost"),
             ("::profiles::ProfileCreateBody", "api.ProfilesPost"),
             ("::profiles::ProfilePutBody", "api.ProfilePut"),
             ("::profiles::ProfileRenameBody", "api.ProfilePost"),

@@ -10,6 +10,7 @@
 
 /// The interpreter: the `fake-shell` crate.
 pub(crate) use fake_shell as interpreter;
+mod console;
 mod runner;
 mod sockets;
 mod task;
@@ -31,11 +32,14 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use console::ConsoleProgram;
 pub(crate) use interpreter::{incus_environment, ExecRequest};
 use runner::Runner;
 pub(crate) use task::Recording;
 
 type Ws = WebSocketStream<crate::cluster::Severable<TokioIo<Upgraded>>>;
+/// A connected socket: its fd, the websocket, the journal sequence of its upgrade request.
+type Socket = (String, Ws, u64);
 const SIGKILL: i32 = 9;
 
 /// Recorded exec output files per instance: (project, instance) -> file name -> bytes.
@@ -108,15 +112,7 @@ impl Exec {
         } else {
             &["0", "1", "2", "control"]
         };
-        let (tx, rx) = mpsc::unbounded_channel();
-        let session = Arc::new(Session {
-            secrets: fds.iter().map(|fd| (fd.to_string(), secret())).collect(),
-            connected: Mutex::new(BTreeSet::new()),
-            sockets: tx,
-            shutdown: self.lifecycle.shutdown.clone(),
-        });
-        let fds = session.fds();
-        self.sessions().insert(op_id.into(), session);
+        let (fds, rx) = self.register(op_id, fds);
         let (runner, ends) = Runner::new(
             Arc::clone(self),
             op_id.to_string(),
@@ -131,6 +127,21 @@ impl Exec {
             exec.sessions().remove(&id);
         });
         fds
+    }
+
+    /// Registers the websocket session of operation `op_id` with these fds; returns their secrets
+    /// (the operation's `fds`) and the receiver of the sockets that connect.
+    fn register(&self, op_id: &str, fds: &[&str]) -> (Value, mpsc::UnboundedReceiver<Socket>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let session = Arc::new(Session {
+            secrets: fds.iter().map(|fd| (fd.to_string(), secret())).collect(),
+            connected: Mutex::new(BTreeSet::new()),
+            sockets: tx,
+            shutdown: self.lifecycle.shutdown.clone(),
+        });
+        let fds = session.fds();
+        self.sessions().insert(op_id.into(), session);
+        (fds, rx)
     }
 
     /// Runs a task-mode exec (see [`task`]).
@@ -151,7 +162,7 @@ pub(crate) struct Session {
     secrets: BTreeMap<String, String>,
     connected: Mutex<BTreeSet<String>>,
     /// Connected sockets for the runner: fd, socket, journal sequence of the upgrade.
-    sockets: mpsc::UnboundedSender<(String, Ws, u64)>,
+    sockets: mpsc::UnboundedSender<Socket>,
     /// The fake's shutdown, which ends the close of a socket that came too late.
     shutdown: CancellationToken,
 }

@@ -9,6 +9,7 @@ mod cluster_leader;
 mod cluster_moves;
 mod common;
 mod config;
+mod console;
 mod coverage;
 mod exec;
 mod faults;
