@@ -682,6 +682,7 @@ async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
     exec_not_found(p, &inst, &q).await;
     shell_lines(p, &inst, &q).await;
     running_errors(p, &inst, &q, &create).await;
+    console(p, &inst, &q).await;
 
     freeze_and_restart(p, &inst, &q).await;
     instance_updates(p, &inst, &q).await;
@@ -702,6 +703,7 @@ async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
     operations(p, &q, &stopped).await;
     restore_and_delete_snapshot(p, &inst, &q).await;
     stopped_errors(p, &inst, &q).await;
+    console_stopped(p, &inst, &q).await;
     read_only_resources(p, project, name).await;
 }
 
@@ -1010,6 +1012,71 @@ async fn exec_websocket_timeouts(p: &mut Probe, inst: &str, q: &str) {
     for (label, pair) in &started {
         p.wait(label, pair).await;
     }
+}
+
+/// The console of the running container: the websocket operation's answer, a second attach
+/// (refused, then forced: the first is cancelled), cancelling it, the refusals of the body and
+/// of the type, and a frozen instance's console.
+async fn console(p: &mut Probe, inst: &str, q: &str) {
+    let url = format!("{inst}/console?{q}");
+    let post = |body: &str| Req::new(Method::POST, &url).raw(body);
+    let first = p
+        .step(
+            "console",
+            post(r#"{"width":80,"height":24,"type":"console"}"#),
+        )
+        .await;
+    p.step("console already connected", post("{}")).await;
+    let forced = p.step("console forced", post(r#"{"force":true}"#)).await;
+    let op = |r: &Reply| format!("/1.0/operations/{}", r.operation_id().unwrap_or_default());
+    p.step_each(
+        "console taken over",
+        Req::get(op(&first.0)),
+        Req::get(op(&first.1)),
+    )
+    .await;
+    p.step_each(
+        "console cancel",
+        Req::new(Method::DELETE, op(&forced.0)),
+        Req::new(Method::DELETE, op(&forced.1)),
+    )
+    .await;
+    p.step_each(
+        "console cancelled",
+        Req::get(op(&forced.0)),
+        Req::get(op(&forced.1)),
+    )
+    .await;
+    for (label, body) in [
+        ("console empty body", ""),
+        ("console array body", "[1]"),
+        ("console bad width", r#"{"width":"x"}"#),
+        ("console vga on a container", r#"{"type":"vga"}"#),
+        ("console unknown type", r#"{"type":"bogus"}"#),
+    ] {
+        p.step(label, post(body)).await;
+    }
+    p.step(
+        "console of an unknown instance",
+        Req::new(Method::POST, format!("/1.0/instances/nosuch/console?{q}")).raw("{}"),
+    )
+    .await;
+    let state = format!("{inst}/state?{q}");
+    let action = |name: &str| Req::new(Method::PUT, &state).json(&json!({"action": name}));
+    let frozen = p.step("console: freeze", action("freeze")).await;
+    p.wait("console: freeze", &frozen).await;
+    p.step("console of a frozen instance", post("{}")).await;
+    let thawed = p.step("console: unfreeze", action("unfreeze")).await;
+    p.wait("console: unfreeze", &thawed).await;
+}
+
+/// A stopped instance's console is refused.
+async fn console_stopped(p: &mut Probe, inst: &str, q: &str) {
+    p.step(
+        "console of a stopped instance",
+        Req::new(Method::POST, format!("{inst}/console?{q}")).raw("{}"),
+    )
+    .await;
 }
 
 /// Freeze (and exec on a frozen instance), unfreeze, restart.

@@ -8,7 +8,6 @@
 //! typed, and escape sequences the terminal sends (the answer to the cursor query of the prompt,
 //! arrow keys) are dropped.
 
-
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
@@ -239,18 +238,23 @@ mod tests {
     async fn a_typed_line_is_echoed_run_and_followed_by_the_prompt() {
         let (shown, status) = session(&["echo hi-$((1+2))\r"]).await;
         assert_eq!(
-            shown,
-            "/ # \x1b[6necho hi-$((1+2))\nhi-3\n/ # \x1b[6n",
+            shown, "/ # \x1b[6necho hi-$((1+2))\nhi-3\n/ # \x1b[6n",
             "prompt, echo, output, prompt"
         );
-        assert_eq!(status, 0, "end of input ends the shell with the last status");
+        assert_eq!(
+            status, 0,
+            "end of input ends the shell with the last status"
+        );
     }
 
     #[tokio::test]
     async fn the_shell_keeps_its_directory_and_variables_between_lines() {
         let (shown, _) = session(&["cd /tmp\r", "X=5\r", "echo $X $PWD\r", "exit 3\r"]).await;
         assert!(shown.contains("5 /tmp\n"), "{shown:?}");
-        assert!(shown.contains("/tmp # "), "the prompt names the directory: {shown:?}");
+        assert!(
+            shown.contains("/tmp # "),
+            "the prompt names the directory: {shown:?}"
+        );
     }
 
     #[tokio::test]

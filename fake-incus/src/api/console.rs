@@ -3,6 +3,7 @@
 //! checked in the daemon's order, then a websocket operation (`Showing console`) is created whose
 //! session ([`crate::exec`]'s console) runs what the image's init runs on the console.
 
+use super::body::check_field_kinds;
 use super::{instance_not_found, only, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::exec::interpreter::{self, fs::Fs};
@@ -41,6 +42,16 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("unexpected end of JSON input"));
     }
+    check_field_kinds(
+        body,
+        "InstanceConsolePost",
+        &[
+            ("width", "int"),
+            ("height", "int"),
+            ("type", "string"),
+            ("force", "bool"),
+        ],
+    )?;
     let req: ConsoleBody = parse_body(body)?;
     let kind = if req.kind.is_empty() {
         "console"

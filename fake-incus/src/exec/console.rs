@@ -41,8 +41,12 @@ impl ConsoleProgram {
     pub(crate) fn from_inittab(inittab: Option<&str>, req: ExecRequest) -> Self {
         let entry = inittab.into_iter().flat_map(str::lines).find_map(|line| {
             let mut fields = line.splitn(4, ':');
-            let (id, _runlevels, action, process) =
-                (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+            let (id, _runlevels, action, process) = (
+                fields.next()?,
+                fields.next()?,
+                fields.next()?,
+                fields.next()?,
+            );
             let on_console = matches!(id.trim(), "" | "console" | "/dev/console");
             let program = process.trim().trim_start_matches('-');
             let name = program.split_whitespace().next()?.rsplit('/').next()?;
@@ -111,7 +115,11 @@ impl ConsoleProgram {
 
 /// `askfirst`: the message, then what is typed is dropped until Enter. `false` when the input ends.
 async fn wait_for_enter(input: &mut mpsc::Receiver<Bytes>, output: &mpsc::Sender<Bytes>) -> bool {
-    if output.send(Bytes::from_static(ASK_FIRST.as_bytes())).await.is_err() {
+    if output
+        .send(Bytes::from_static(ASK_FIRST.as_bytes()))
+        .await
+        .is_err()
+    {
         return false;
     }
     while let Some(typed) = input.recv().await {
@@ -359,10 +367,16 @@ mod tests {
                 ConsoleProgram::Echo => panic!("{inittab}: a shell runs on the console"),
             }
         }
-        assert!(matches!(
-            ConsoleProgram::from_inittab(Some("tty2::respawn:/bin/sh\n#::respawn:/bin/sh\n"), request()),
-            ConsoleProgram::Echo
-        ), "another terminal's or a commented-out entry is not the console's");
+        assert!(
+            matches!(
+                ConsoleProgram::from_inittab(
+                    Some("tty2::respawn:/bin/sh\n#::respawn:/bin/sh\n"),
+                    request()
+                ),
+                ConsoleProgram::Echo
+            ),
+            "another terminal's or a commented-out entry is not the console's"
+        );
     }
 
     #[test]

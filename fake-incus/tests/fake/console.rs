@@ -42,7 +42,12 @@ async fn attach(fake: &FakeIncus, body: Value) -> Console {
     assert_eq!(accepted.status(), 202, "{}", accepted.json());
     let op = accepted.metadata();
     let id = op["id"].as_str().expect("id").to_owned();
-    let secret = |fd: &str| op["metadata"]["fds"][fd].as_str().expect("secret").to_owned();
+    let secret = |fd: &str| {
+        op["metadata"]["fds"][fd]
+            .as_str()
+            .expect("secret")
+            .to_owned()
+    };
     // As `incus console` does: control first, then the terminal.
     let control = ws_unix(fake, &id, &secret("control")).await;
     let terminal = ws_unix(fake, &id, &secret("0")).await;
@@ -103,7 +108,12 @@ async fn console_post_creates_a_websocket_operation_with_a_terminal_and_a_contro
     assert_eq!(accepted.status(), 202, "{}", accepted.json());
     let op = accepted.metadata();
     assert_eq!(
-        (&op["class"], &op["description"], &op["status"], &op["may_cancel"]),
+        (
+            &op["class"],
+            &op["description"],
+            &op["status"],
+            &op["may_cancel"]
+        ),
         (
             &json!("websocket"),
             &json!("Showing console"),
@@ -112,9 +122,17 @@ async fn console_post_creates_a_websocket_operation_with_a_terminal_and_a_contro
         )
     );
     assert_eq!(op["resources"], json!({"instances": ["/1.0/instances/c1"]}));
-    let meta_keys: Vec<&String> = op["metadata"].as_object().expect("metadata").keys().collect();
+    let meta_keys: Vec<&String> = op["metadata"]
+        .as_object()
+        .expect("metadata")
+        .keys()
+        .collect();
     assert_eq!(meta_keys, ["fds"]);
-    let fds: Vec<&String> = op["metadata"]["fds"].as_object().expect("fds").keys().collect();
+    let fds: Vec<&String> = op["metadata"]["fds"]
+        .as_object()
+        .expect("fds")
+        .keys()
+        .collect();
     assert_eq!(fds, ["0", "control"]);
 }
 
@@ -140,7 +158,9 @@ async fn a_shell_on_the_console_runs_what_is_typed_on_the_instances_files() {
     inittab(&fake, "::sysinit:/bin/true\n::respawn:-/bin/sh\n").await;
     let mut console = attach(&fake, json!({})).await;
     console.typed("\r").await;
-    console.typed("echo hi-$((1+2)) > /tmp/out; cat /tmp/out\r").await;
+    console
+        .typed("echo hi-$((1+2)) > /tmp/out; cat /tmp/out\r")
+        .await;
     let shown = console.shown_until("hi-3\r\r\r\n/ # \x1b[6n").await;
     assert!(
         shown.starts_with("\r\r\r\n/ # \x1b[6necho hi-$((1+2)) > /tmp/out; cat /tmp/out\r\r\r\n"),
@@ -150,7 +170,11 @@ async fn a_shell_on_the_console_runs_what_is_typed_on_the_instances_files() {
     console.shown_until("/tmp # ").await;
     console.detach(&fake).await;
     let pulled = call(&fake, "GET", "/1.0/instances/c1/files?path=/tmp/out", None).await;
-    assert_eq!(&pulled.bytes()[..], b"hi-3\n", "the console's shell wrote the instance's file");
+    assert_eq!(
+        &pulled.bytes()[..],
+        b"hi-3\n",
+        "the console's shell wrote the instance's file"
+    );
 }
 
 #[tokio::test]
@@ -179,7 +203,11 @@ async fn the_control_socket_takes_window_resizes_and_the_journal_keeps_them() {
 async fn closing_the_terminal_socket_ends_the_console_successfully() {
     let fake = running().await;
     let mut console = attach(&fake, json!({})).await;
-    console.terminal.close(None).await.expect("close frame sent");
+    console
+        .terminal
+        .close(None)
+        .await
+        .expect("close frame sent");
     let done = wait(&fake, &console.accepted).await;
     assert_eq!(done.metadata()["status"], "Success", "{}", done.json());
 }
@@ -226,6 +254,7 @@ async fn the_daemons_refusals_come_in_its_order_with_its_texts() {
     let cases = [
         ("c1", "", 400, "unexpected end of JSON input"),
         ("c1", "[1]", 400, "json: cannot unmarshal array into Go value of type api.InstanceConsolePost"),
+        ("c1", r#"{"width":"x"}"#, 400, "json: cannot unmarshal string into Go struct field InstanceConsolePost.width of type int"),
         ("nope", r#"{"type":"bogus"}"#, 400, "Unknown console type \"bogus\""),
         ("nope", "{}", 404, "Failed to fetch instance \"nope\" in project \"default\": Instance not found"),
         ("c1", r#"{"type":"vga"}"#, 400, "VGA console is only supported by virtual machines"),

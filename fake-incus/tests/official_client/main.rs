@@ -9,6 +9,7 @@ mod ignorable;
 mod cli;
 mod cluster;
 mod config;
+mod console;
 mod exec;
 mod images;
 mod instances;
@@ -24,6 +25,7 @@ fn main() -> std::process::ExitCode {
     trials.extend(exec::trials());
     trials.extend(cluster::trials());
     trials.extend(config::trials());
+    trials.extend(console::trials());
     trials.extend(images::trials());
     trials.extend(resources::trials());
     trials.extend(instances::trials());
