@@ -14,6 +14,7 @@ mod coverage;
 mod exec;
 mod faults;
 mod https;
+mod image_deletes;
 mod instances;
 mod layers;
 mod listeners;
