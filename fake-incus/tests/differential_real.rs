@@ -704,6 +704,7 @@ async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
     restore_and_delete_snapshot(p, &inst, &q).await;
     stopped_errors(p, &inst, &q).await;
     console_stopped(p, &inst, &q).await;
+    publish_unknown_compression(p, name, &q).await;
     read_only_resources(p, project, name).await;
 }
 
@@ -1077,6 +1078,22 @@ async fn console_stopped(p: &mut Probe, inst: &str, q: &str) {
         Req::new(Method::POST, format!("{inst}/console?{q}")).raw("{}"),
     )
     .await;
+}
+
+/// A publish of the stopped instance with a compression the daemon does not know: the operation
+/// fails with its text (before any image is made, so nothing lands in the images the probe's
+/// project shares with `default`).
+async fn publish_unknown_compression(p: &mut Probe, name: &str, q: &str) {
+    let body =
+        json!({"source": {"type": "instance", "name": name}, "compression_algorithm": "foo"});
+    let started = p
+        .step(
+            "publish with an unknown compression",
+            Req::new(Method::POST, format!("/1.0/images?{q}")).json(&body),
+        )
+        .await;
+    p.wait("publish with an unknown compression", &started)
+        .await;
 }
 
 /// Freeze (and exec on a frozen instance), unfreeze, restart.

@@ -21,6 +21,7 @@ mod listeners;
 mod named_snapshots;
 mod persistence;
 mod protocol;
+mod publish_compression;
 mod refusals;
 mod resources;
 mod serve;

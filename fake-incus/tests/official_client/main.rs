@@ -13,6 +13,7 @@ mod console;
 mod exec;
 mod images;
 mod instances;
+mod publish;
 mod resources;
 mod standalone;
 #[path = "../tarball/mod.rs"]
@@ -29,6 +30,7 @@ fn main() -> std::process::ExitCode {
     trials.extend(images::trials());
     trials.extend(resources::trials());
     trials.extend(instances::trials());
+    trials.extend(publish::trials());
     trials.extend(volume_backups::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }
