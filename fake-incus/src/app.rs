@@ -364,6 +364,16 @@ impl App {
         )
         .map_err(io)?;
         let _ = self.persist.set(durability);
+        let app = Arc::downgrade(self);
+        self.exec.report_when_durable(Arc::new(move || {
+            let app = app.upgrade();
+            Box::pin(async move {
+                match app {
+                    Some(app) => app.durable().await,
+                    None => Ok(()),
+                }
+            })
+        }));
         Ok(())
     }
 

@@ -42,6 +42,14 @@ type Ws = WebSocketStream<crate::cluster::Severable<TokioIo<Upgraded>>>;
 type Socket = (String, Ws, u64);
 const SIGKILL: i32 = 9;
 
+/// Waits until every change made so far is durable (`--state-dir`), given by the app once it
+/// keeps the state on disk; an error says why it could not be.
+pub(crate) type Durable = Arc<
+    dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>
+        + Send
+        + Sync,
+>;
+
 /// Recorded exec output files per instance: (project, instance) -> file name -> bytes.
 pub(crate) type ExecLogs = BTreeMap<(String, String), BTreeMap<String, Bytes>>;
 
@@ -55,6 +63,8 @@ pub(crate) struct Exec {
     connect_timeout: Duration,
     /// How long a websocket session waits, once its fds are attached, before the command starts.
     start_delay: Duration,
+    /// What a command's end waits for before it is reported: its file writes on disk.
+    durable: std::sync::OnceLock<Durable>,
 }
 
 impl Exec {
@@ -71,7 +81,24 @@ impl Exec {
             journal,
             connect_timeout,
             start_delay,
+            durable: std::sync::OnceLock::new(),
         })
+    }
+
+    /// From now on, a command's end is reported (its streams' end, its operation) only once what
+    /// it wrote is durable.
+    pub(crate) fn report_when_durable(&self, durable: Durable) {
+        let _ = self.durable.set(durable);
+    }
+
+    /// Waits until what the command wrote is durable; a failure is logged (the operation then
+    /// reports as usual: the API's answers wait for durability themselves and fail there).
+    pub(crate) async fn durable(&self) {
+        if let Some(durable) = self.durable.get() {
+            if let Err(error) = durable().await {
+                tracing::error!(%error, "exec: the command's writes are not durable");
+            }
+        }
     }
 
     /// The recorded exec output, locked. Never hold it across an `.await`.

@@ -11,6 +11,7 @@ mod common;
 mod config;
 mod console;
 mod coverage;
+mod durable_writes;
 mod exec;
 mod faults;
 mod https;
