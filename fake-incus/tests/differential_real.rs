@@ -683,6 +683,7 @@ async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
     shell_lines(p, &inst, &q).await;
     running_errors(p, &inst, &q, &create).await;
     console(p, &inst, &q).await;
+    volume_move_refusals(p, &inst, &q).await;
 
     freeze_and_restart(p, &inst, &q).await;
     instance_updates(p, &inst, &q).await;
@@ -1069,6 +1070,74 @@ async fn console(p: &mut Probe, inst: &str, q: &str) {
     p.step("console of a frozen instance", post("{}")).await;
     let thawed = p.step("console: unfreeze", action("unfreeze")).await;
     p.wait("console: unfreeze", &thawed).await;
+}
+
+/// A custom volume's move and rename refusals (the daemon here has one pool, so a move to a
+/// second one is checked by the fake's own tests): an unknown target pool, a taken name, and a
+/// volume that the running instance attaches; the volumes are removed again.
+async fn volume_move_refusals(p: &mut Probe, inst: &str, q: &str) {
+    let volumes = format!("/1.0/storage-pools/default/volumes/custom?{q}");
+    let volume = |name: &str| format!("/1.0/storage-pools/default/volumes/custom/{name}?{q}");
+    for name in ["mv1", "mv2"] {
+        let body = json!({"name": name, "config": {}});
+        p.step(
+            &format!("volume {name} create"),
+            Req::new(Method::POST, &volumes).json(&body),
+        )
+        .await;
+    }
+    let post = |body: Value| Req::new(Method::POST, volume("mv1")).json(&body);
+    p.step(
+        "volume move to an unknown pool",
+        post(json!({"name": "mv3", "pool": "nope"})),
+    )
+    .await;
+    p.step(
+        "volume move onto a taken name",
+        post(json!({"name": "mv2", "pool": "default"})),
+    )
+    .await;
+    let attach = json!({"devices": {"mv": {"type": "disk", "pool": "default", "source": "mv1", "path": "/mnt/mv"}}});
+    p.step(
+        "volume attach (running instance)",
+        Req::new(Method::PATCH, format!("{inst}?{q}")).json(&attach),
+    )
+    .await;
+    p.step(
+        "volume rename while a running instance attaches it",
+        post(json!({"name": "mv3"})),
+    )
+    .await;
+    // Detach: a PUT of the instance without the device (PATCH merges devices).
+    let (real, fake) = p
+        .step(
+            "volume detach: get instance",
+            Req::get(format!("{inst}?{q}")),
+        )
+        .await;
+    let detached = |r: &Reply| {
+        let mut body = r.metadata().clone();
+        if let Some(devices) = body["devices"].as_object_mut() {
+            devices.remove("mv");
+        }
+        body
+    };
+    let url = format!("{inst}?{q}");
+    let started = p
+        .step_each(
+            "volume detach",
+            Req::new(Method::PUT, &url).json(&detached(&real)),
+            Req::new(Method::PUT, &url).json(&detached(&fake)),
+        )
+        .await;
+    p.wait("volume detach", &started).await;
+    for name in ["mv1", "mv2"] {
+        p.step(
+            &format!("volume {name} delete"),
+            Req::new(Method::DELETE, volume(name)),
+        )
+        .await;
+    }
 }
 
 /// A stopped instance's console is refused.

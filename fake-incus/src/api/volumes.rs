@@ -39,7 +39,7 @@ static DECL: Decl = Decl {
             does: "No usage (`null`), as the daemon's `dir` pool answers.",
         },
     ],
-    limits: "No data: a volume is its config. No copy or move between pools or servers (501), no migration, no ISO or block content types.",
+    limits: "No data: a volume is its config. No migration between servers (501), no ISO or block content types.",
     ..Decl::DEFAULTS
 };
 
@@ -176,59 +176,78 @@ impl Resource for Volumes {
             key,
         );
     }
-    fn check_rename(&self, body: &Map<String, Value>, at: &At) -> Result<(), ApiError> {
+    /// A move to another pool (`pool` in the body) is an operation of its own.
+    fn intercept_rename(&self, ctx: &Ctx, at: &At, key: &str, body: &[u8]) -> Option<ApiResult> {
+        let req: Move = serde_json::from_slice(body).unwrap_or_default();
+        (!req.migration && !req.pool.is_empty() && req.pool != at.parent)
+            .then(|| volume_snapshots::move_to_pool(ctx, at, key, body))
+    }
+    fn check_rename(&self, body: &Map<String, Value>, _: &At) -> Result<(), ApiError> {
         let req: Move = serde_json::from_value(Value::Object(body.clone())).unwrap_or_default();
-        if req.migration || !(req.pool.is_empty() || req.pool == at.parent) {
+        if req.migration {
             return Err(ApiError::not_implemented());
         }
         Ok(())
     }
     fn refuse(&self, state: &State, at: &At, key: &str, verb: Verb) -> Result<(), ApiError> {
-        let in_use = state
-            .custom_volume(&at.parent, &at.project, key)
-            .is_some_and(|v| !state.volume_used_by(v).is_empty());
-        if verb == Verb::Delete && in_use {
-            return Err(ApiError::bad_request("The storage volume is still in use"));
+        let Some(volume) = state.custom_volume(&at.parent, &at.project, key) else {
+            return Ok(());
+        };
+        match verb {
+            Verb::Delete if !state.volume_used_by(volume).is_empty() => {
+                Err(ApiError::bad_request("The storage volume is still in use"))
+            }
+            Verb::Rename => refuse_running_users(state, volume),
+            _ => Ok(()),
         }
-        Ok(())
     }
     /// Its snapshots, backups and the disk devices that attached it (of instances and profiles) follow it.
     fn renamed(&self, state: &mut State, at: &At, old: &str, new: &str) {
         volume_snapshots::follow_rename(state, &at.parent, &at.project, old, new);
         crate::state::volume_backups::follow_rename(state, &at.parent, &at.project, old, new);
-        let follow = |devices: &mut Devices| {
-            for device in devices.values_mut() {
-                let attaches = device.get("type").map(String::as_str) == Some("disk")
-                    && device.get("pool") == Some(&at.parent)
-                    && device.get("source").map(String::as_str) == Some(old);
-                if attaches {
-                    device.insert("source".into(), new.to_owned());
-                }
-            }
-        };
-        let users: Vec<(String, String)> = state
-            .instances
-            .iter()
-            .filter(|i| state.volume_project(&i.project) == at.project)
-            .map(|i| (i.project.clone(), i.name.clone()))
-            .collect();
-        for (project, name) in users {
-            let attaches = state.instance(&project, &name).is_some_and(|i| {
-                i.devices.values().any(|d| {
-                    d.get("pool") == Some(&at.parent)
-                        && d.get("source").map(String::as_str) == Some(old)
-                })
-            });
-            if let Some(instance) = state.instance_mut(&project, &name).filter(|_| attaches) {
-                follow(&mut instance.devices);
-            }
+        follow_devices(state, &at.project, (&at.parent, old), (&at.parent, new));
+    }
+}
+
+/// The daemon's refusal to rename or move a volume that a running instance attaches.
+pub(super) fn refuse_running_users(state: &State, volume: &Volume) -> Result<(), ApiError> {
+    let running = state
+        .volume_instances(volume)
+        .any(|i| i.status == crate::state::PowerState::Running);
+    if running {
+        return Err(ApiError::internal(
+            "Volume is still in use by running instances",
+        ));
+    }
+    Ok(())
+}
+
+/// The disk devices (of the instances and profiles of project `owner`) that attach the volume
+/// `from` (pool, name) attach `to` instead, as the daemon updates a renamed or moved volume's users.
+pub(super) fn follow_devices(state: &mut State, owner: &str, from: (&str, &str), to: (&str, &str)) {
+    let attaches = |device: &crate::state::StringMap| {
+        device.get("type").map(String::as_str) == Some("disk")
+            && device.get("pool").map(String::as_str) == Some(from.0)
+            && device.get("source").map(String::as_str) == Some(from.1)
+    };
+    let follow = |devices: &mut Devices| {
+        for device in devices.values_mut().filter(|d| attaches(d)) {
+            device.insert("pool".into(), to.0.to_owned());
+            device.insert("source".into(), to.1.to_owned());
         }
-        let profiles: Vec<usize> = (0..state.profiles.len())
-            .filter(|&i| state.volume_project(&state.profiles[i].project) == at.project)
-            .collect();
-        for i in profiles {
-            follow(&mut state.profiles[i].devices);
-        }
+    };
+    let users: Vec<usize> = (0..state.instances.len())
+        .filter(|&i| state.volume_project(&state.instances[i].project) == owner)
+        .filter(|&i| state.instances[i].devices.values().any(|d| attaches(d)))
+        .collect();
+    for i in users {
+        follow(&mut std::sync::Arc::make_mut(&mut state.instances[i]).devices);
+    }
+    let profiles: Vec<usize> = (0..state.profiles.len())
+        .filter(|&i| state.volume_project(&state.profiles[i].project) == owner)
+        .collect();
+    for i in profiles {
+        follow(&mut state.profiles[i].devices);
     }
 }
 

@@ -31,5 +31,6 @@ mod tarball;
 mod tokens;
 mod verification;
 mod volume_backups;
+mod volume_moves;
 mod volume_snapshots;
 mod writable;

@@ -19,6 +19,7 @@ mod standalone;
 #[path = "../tarball/mod.rs"]
 mod tarball;
 mod volume_backups;
+mod volume_moves;
 
 fn main() -> std::process::ExitCode {
     let args = libtest_mimic::Arguments::from_args();
@@ -32,5 +33,6 @@ fn main() -> std::process::ExitCode {
     trials.extend(instances::trials());
     trials.extend(publish::trials());
     trials.extend(volume_backups::trials());
+    trials.extend(volume_moves::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }
