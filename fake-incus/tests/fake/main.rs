@@ -29,6 +29,7 @@ mod serve;
 #[path = "../tarball/mod.rs"]
 mod tarball;
 mod tokens;
+mod trust_restart;
 mod verification;
 mod volume_backups;
 mod volume_moves;
