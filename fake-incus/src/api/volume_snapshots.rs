@@ -3,7 +3,7 @@
 //! `restore`), the volume's state, and `storage volume copy` (a `Copying storage volume`
 //! operation, the source's snapshots unless `volume_only`), as the daemon answers them.
 
-use super::resource::{check_etag, At};
+use super::resource::check_etag;
 use super::{parse_body, pool_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-fn volume_not_found() -> ApiError {
+pub(super) fn volume_not_found() -> ApiError {
     ApiError::new(404, "Storage pool volume not found")
 }
 
@@ -442,100 +442,6 @@ pub(super) fn copy(ctx: &Ctx, pool: &str, body: &[u8]) -> ApiResult {
                 state.volume_snapshots.extend(snapshots);
             }
             state.storage_volumes.push(copied);
-            Ok(None)
-        }),
-    );
-    ctx.applied();
-    Ok(envelope::operation_created(op))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct MoveBody {
-    #[serde(deserialize_with = "super::null_default")]
-    name: String,
-    #[serde(deserialize_with = "super::null_default")]
-    pool: String,
-}
-
-/// `POST …/volumes/custom/{name}` with another `pool` (`incus storage volume move
-/// pool/v1 other/v2`), in the daemon's order (`storagePoolVolumePost`): the new name, the
-/// target pool (404 `Storage pool not found`), a name taken there (409), the volume itself, a
-/// running instance that attaches it (500 `Volume is still in use by running instances`); then a
-/// `Moving storage volume` operation that points the users' disk devices at the new pool and name
-/// and moves the volume with its description, config and snapshots (the daemon copies it with
-/// its snapshots and deletes the source; the source's backups go with the source).
-pub(super) fn move_to_pool(ctx: &Ctx, at: &At, key: &str, body: &[u8]) -> ApiResult {
-    let req: MoveBody = parse_body(body)?;
-    if req.name.is_empty() {
-        return Err(ApiError::bad_request("No name provided"));
-    }
-    if req.name.contains('/') {
-        return Err(ApiError::bad_request(
-            "Storage volume names may not contain slashes",
-        ));
-    }
-    let project = ctx.project();
-    {
-        let state = ctx.app.state();
-        if !state.storage_pools.iter().any(|p| p.name == req.pool) {
-            return Err(pool_not_found());
-        }
-        if state
-            .custom_volume(&req.pool, &project, &req.name)
-            .is_some()
-        {
-            return Err(ApiError::new(409, "Volume by that name already exists"));
-        }
-        let volume = state
-            .custom_volume(&at.parent, &project, key)
-            .ok_or_else(volume_not_found)?;
-        super::volumes::refuse_running_users(&state, volume)?;
-    }
-    let (from_pool, from) = (at.parent.clone(), key.to_owned());
-    let app = std::sync::Arc::clone(&ctx.app);
-    let op = ctx.start_task(
-        spec(ctx, "Moving storage volume", BTreeMap::new()),
-        Box::new(move |state: &mut State| {
-            if state
-                .custom_volume(&req.pool, &project, &req.name)
-                .is_some()
-            {
-                return Err(ApiError::new(409, "Volume by that name already exists"));
-            }
-            let owner = state
-                .custom_volume(&from_pool, &project, &from)
-                .map(|v| v.project.clone())
-                .ok_or_else(volume_not_found)?;
-            super::volumes::follow_devices(
-                state,
-                &owner,
-                (&from_pool, &from),
-                (&req.pool, &req.name),
-            );
-            crate::state::volume_backups::forget(
-                state,
-                &mut app.files(),
-                &from_pool,
-                &owner,
-                &from,
-            );
-            for snapshot in &mut state.volume_snapshots {
-                if snapshot.pool == from_pool
-                    && snapshot.project == owner
-                    && snapshot.volume == from
-                {
-                    snapshot.pool.clone_from(&req.pool);
-                    snapshot.volume.clone_from(&req.name);
-                }
-            }
-            let volume = state
-                .storage_volumes
-                .iter_mut()
-                .find(|v| v.pool == from_pool && v.project == owner && v.name == from)
-                .ok_or_else(volume_not_found)?;
-            volume.pool.clone_from(&req.pool);
-            volume.name.clone_from(&req.name);
             Ok(None)
         }),
     );
