@@ -187,7 +187,7 @@ impl App {
             settings.exec_connect_timeout,
             settings.exec_start_delay,
         );
-        Arc::new(Self {
+        let app = Arc::new(Self {
             initial: Stored {
                 state: state.clone(),
                 files: files.clone(),
@@ -206,7 +206,9 @@ impl App {
             settings,
             shutdown,
             cluster: std::sync::OnceLock::new(),
-        })
+        });
+        app.trust_store(&app.initial.state);
+        app
     }
 
     /// The cluster, when the fake simulates one.
@@ -289,7 +291,19 @@ impl App {
     pub(crate) fn load(&self, stored: Stored) {
         let mut state = self.state();
         *state = stored.state;
+        self.trust_store(&state);
         self.files().replace(stored.files);
+    }
+
+    /// Trusts the certificates of the trust store `state` holds (`/1.0/certificates`), as the
+    /// daemon trusts the certificates in its database again after a restart.
+    fn trust_store(&self, state: &State) {
+        let stored = state.objects.get("certificate").into_iter().flatten();
+        for pem in stored.filter_map(|o| o.value["certificate"].as_str()) {
+            if let Err(error) = self.identity.trust_pem(pem) {
+                tracing::warn!(%error, "a certificate of the trust store could not be trusted");
+            }
+        }
     }
 
     /// How many changes the state and the files have seen: it only grows, and a change is
@@ -364,6 +378,16 @@ impl App {
         )
         .map_err(io)?;
         let _ = self.persist.set(durability);
+        let app = Arc::downgrade(self);
+        self.exec.report_when_durable(Arc::new(move || {
+            let app = app.upgrade();
+            Box::pin(async move {
+                match app {
+                    Some(app) => app.durable().await,
+                    None => Ok(()),
+                }
+            })
+        }));
         Ok(())
     }
 

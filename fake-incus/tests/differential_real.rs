@@ -300,6 +300,8 @@ async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
     exec_not_found(p, &inst, &q).await;
     shell_lines(p, &inst, &q).await;
     running_errors(p, &inst, &q, &create).await;
+    console(p, &inst, &q).await;
+    volume_move_refusals(p, &inst, &q).await;
 
     freeze_and_restart(p, &inst, &q).await;
     instance_updates(p, &inst, &q).await;
@@ -320,6 +322,8 @@ async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
     operations(p, &q, &stopped).await;
     restore_and_delete_snapshot(p, &inst, &q).await;
     stopped_errors(p, &inst, &q).await;
+    console_stopped(p, &inst, &q).await;
+    publish_unknown_compression(p, name, &q).await;
     read_only_resources(p, project, name).await;
 }
 
@@ -715,6 +719,155 @@ async fn exec_websocket_timeouts(p: &mut Probe, inst: &str, q: &str) {
     for (label, pair) in &started {
         p.wait(label, pair).await;
     }
+}
+
+/// The console of the running container: the websocket operation's answer, a second attach
+/// (refused, then forced: the first is cancelled), cancelling it, the refusals of the body and
+/// of the type, and a frozen instance's console.
+async fn console(p: &mut Probe, inst: &str, q: &str) {
+    let url = format!("{inst}/console?{q}");
+    let post = |body: &str| Req::new(Method::POST, &url).raw(body);
+    let first = p
+        .step(
+            "console",
+            post(r#"{"width":80,"height":24,"type":"console"}"#),
+        )
+        .await;
+    p.step("console already connected", post("{}")).await;
+    let forced = p.step("console forced", post(r#"{"force":true}"#)).await;
+    let op = |r: &Reply| format!("/1.0/operations/{}", r.operation_id().unwrap_or_default());
+    p.step_each(
+        "console taken over",
+        Req::get(op(&first.0)),
+        Req::get(op(&first.1)),
+    )
+    .await;
+    p.step_each(
+        "console cancel",
+        Req::new(Method::DELETE, op(&forced.0)),
+        Req::new(Method::DELETE, op(&forced.1)),
+    )
+    .await;
+    p.step_each(
+        "console cancelled",
+        Req::get(op(&forced.0)),
+        Req::get(op(&forced.1)),
+    )
+    .await;
+    for (label, body) in [
+        ("console empty body", ""),
+        ("console array body", "[1]"),
+        ("console bad width", r#"{"width":"x"}"#),
+        ("console vga on a container", r#"{"type":"vga"}"#),
+        ("console unknown type", r#"{"type":"bogus"}"#),
+    ] {
+        p.step(label, post(body)).await;
+    }
+    p.step(
+        "console of an unknown instance",
+        Req::new(Method::POST, format!("/1.0/instances/nosuch/console?{q}")).raw("{}"),
+    )
+    .await;
+    let state = format!("{inst}/state?{q}");
+    let action = |name: &str| Req::new(Method::PUT, &state).json(&json!({"action": name}));
+    let frozen = p.step("console: freeze", action("freeze")).await;
+    p.wait("console: freeze", &frozen).await;
+    p.step("console of a frozen instance", post("{}")).await;
+    let thawed = p.step("console: unfreeze", action("unfreeze")).await;
+    p.wait("console: unfreeze", &thawed).await;
+}
+
+/// A custom volume's move and rename refusals (the daemon here has one pool, so a move to a
+/// second one is checked by the fake's own tests): an unknown target pool, a taken name, and a
+/// volume that the running instance attaches; the volumes are removed again.
+async fn volume_move_refusals(p: &mut Probe, inst: &str, q: &str) {
+    let volumes = format!("/1.0/storage-pools/default/volumes/custom?{q}");
+    let volume = |name: &str| format!("/1.0/storage-pools/default/volumes/custom/{name}?{q}");
+    for name in ["mv1", "mv2"] {
+        let body = json!({"name": name, "config": {}});
+        p.step(
+            &format!("volume {name} create"),
+            Req::new(Method::POST, &volumes).json(&body),
+        )
+        .await;
+    }
+    let post = |body: Value| Req::new(Method::POST, volume("mv1")).json(&body);
+    p.step(
+        "volume move to an unknown pool",
+        post(json!({"name": "mv3", "pool": "nope"})),
+    )
+    .await;
+    p.step(
+        "volume move onto a taken name",
+        post(json!({"name": "mv2", "pool": "default"})),
+    )
+    .await;
+    let attach = json!({"devices": {"mv": {"type": "disk", "pool": "default", "source": "mv1", "path": "/mnt/mv"}}});
+    p.step(
+        "volume attach (running instance)",
+        Req::new(Method::PATCH, format!("{inst}?{q}")).json(&attach),
+    )
+    .await;
+    p.step(
+        "volume rename while a running instance attaches it",
+        post(json!({"name": "mv3"})),
+    )
+    .await;
+    // Detach: a PUT of the instance without the device (PATCH merges devices).
+    let (real, fake) = p
+        .step(
+            "volume detach: get instance",
+            Req::get(format!("{inst}?{q}")),
+        )
+        .await;
+    let detached = |r: &Reply| {
+        let mut body = r.metadata().clone();
+        if let Some(devices) = body["devices"].as_object_mut() {
+            devices.remove("mv");
+        }
+        body
+    };
+    let url = format!("{inst}?{q}");
+    let started = p
+        .step_each(
+            "volume detach",
+            Req::new(Method::PUT, &url).json(&detached(&real)),
+            Req::new(Method::PUT, &url).json(&detached(&fake)),
+        )
+        .await;
+    p.wait("volume detach", &started).await;
+    for name in ["mv1", "mv2"] {
+        p.step(
+            &format!("volume {name} delete"),
+            Req::new(Method::DELETE, volume(name)),
+        )
+        .await;
+    }
+}
+
+/// A stopped instance's console is refused.
+async fn console_stopped(p: &mut Probe, inst: &str, q: &str) {
+    p.step(
+        "console of a stopped instance",
+        Req::new(Method::POST, format!("{inst}/console?{q}")).raw("{}"),
+    )
+    .await;
+}
+
+/// A publish of the stopped instance with a compression the daemon does not know: the operation
+/// fails with its text (before any image is made, so nothing lands in the images the probe's
+/// project shares with `default`).
+async fn publish_unknown_compression(p: &mut Probe, name: &str, q: &str) {
+    let body =
+        json!({"source": {"type": "instance", "name": name}, "compression_algorithm": "foo"});
+    let started = p
+        .step(
+            "publish with an unknown compression",
+            Req::new(Method::POST, format!("/1.0/images?{q}")).json(&body),
+        )
+        .await;
+    p.wait("publish with an unknown compression", &started)
+        .await;
 }
 
 /// Freeze (and exec on a frozen instance), unfreeze, restart.

@@ -38,6 +38,7 @@
 //! | module | what it does |
 //! |---|---|
 //! | `lib` (this file) | [`run`]: one exec ([`ExecRequest`]), its file descriptors and its end |
+//! | `interactive` | [`interactive`]: `ash` reading a terminal (a console): prompt, line editing, one line at a time |
 //! | `dispatch` | `command[0]` along `PATH`: an applet, a `#!` script, a shell script, or 126/127 |
 //! | `builtins`, `applets` | the shell's builtins; the busybox applets, grouped by kind under `applets/` |
 //! | `sh`, `expand`, `arith`, `printf` | `sh -c` and scripts; word expansion; arithmetic; `printf` formats |
@@ -54,6 +55,7 @@ mod builtins;
 mod dispatch;
 mod expand;
 pub mod fs;
+mod interactive;
 mod io;
 mod pattern;
 mod printf;
@@ -68,6 +70,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 pub use fs::{FileSystem, FsError, Kind, MemoryFs, Meta, Owner};
+pub use interactive::{interactive, PROMPT_QUERY};
 use io::{Fds, Reader, Sink};
 use shell::{Search, Shell, Stop, BROKEN_PIPE_STATUS, NOT_EXECUTABLE_STATUS, NOT_FOUND_STATUS};
 
@@ -150,25 +153,10 @@ pub async fn run(req: ExecRequest, io: ExecIo) -> i32 {
     if let Some(failure) = start_failure(&req.command) {
         return failure.exit_status();
     }
-    let fs = fs::Fs(Arc::clone(&req.fs));
-    let busybox = fs.stat("/bin/busybox").is_ok();
-    let (kill, mut killed) = mpsc::unbounded_channel();
-    let machine = Arc::new(Machine {
-        fs,
-        hostname: req.hostname.clone(),
-        user: req.user,
-        group: req.group,
-        busybox,
-        ignoring: AtomicBool::new(false),
-        next_pid: AtomicU32::new(FIRST_PID),
-        kill,
-        first_pid: FIRST_PID,
-    });
-    let cwd = initial_cwd(&machine.fs, &req.cwd, req.user);
     let input = Arc::new(tokio::sync::Mutex::new(Reader::channel(stdin)));
     let fds = Fds::standard(input, Sink::Chan(stdout), Sink::Chan(stderr));
-    let env = process_environment(&req.environment, req.user);
-    let mut process = Shell::process(Arc::clone(&machine), env, cwd, fds);
+    let (mut process, mut killed) = first_process(&req, fds);
+    let machine = Arc::clone(&process.m);
     let program = async {
         match process.run_argv(&req.command, Search::Exec).await {
             Ok(status) => status,
@@ -181,6 +169,28 @@ pub async fn run(req: ExecRequest, io: ExecIo) -> i32 {
         signal = fatal_signal(&mut signals, &mut killed, &machine.ignoring) => 128 + signal,
         status = program => status,
     }
+}
+
+/// The exec's machine and its first process (the one `command` runs in), with these descriptors;
+/// the receiver of the signals the program sends its own pids.
+fn first_process(req: &ExecRequest, fds: Fds) -> (Shell, mpsc::UnboundedReceiver<i32>) {
+    let fs = fs::Fs(Arc::clone(&req.fs));
+    let busybox = fs.stat("/bin/busybox").is_ok();
+    let (kill, killed) = mpsc::unbounded_channel();
+    let machine = Arc::new(Machine {
+        fs,
+        hostname: req.hostname.clone(),
+        user: req.user,
+        group: req.group,
+        busybox,
+        ignoring: AtomicBool::new(false),
+        next_pid: AtomicU32::new(FIRST_PID),
+        kill,
+        first_pid: FIRST_PID,
+    });
+    let cwd = initial_cwd(&machine.fs, &req.cwd, req.user);
+    let env = process_environment(&req.environment, req.user);
+    (Shell::process(machine, env, cwd, fds), killed)
 }
 
 /// The working directory: the request's, else the user's home (`/root` for root, `/` otherwise); one

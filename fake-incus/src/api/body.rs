@@ -22,6 +22,7 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
             ("::snapshots::CreateBody", "api.InstanceSnapshotsPost"),
             ("::state::StateBody", "api.InstanceStatePut"),
             ("::exec::ExecBody", "api.InstanceExecPost"),
+            ("::console::ConsoleBody", "api.InstanceConsolePost"),
             ("::profiles::ProfileCreateBody", "api.ProfilesPost"),
             ("::profiles::ProfilePutBody", "api.ProfilePut"),
             ("::profiles::ProfileRenameBody", "api.ProfilePost"),
@@ -191,4 +192,48 @@ mod tests {
 pub(crate) struct RenameBody {
     #[serde(deserialize_with = "null_default")]
     pub(crate) name: String,
+}
+
+/// Go's `encoding/json` error for a field of the wrong JSON kind, for a body decoded into
+/// `go_type` whose `fields` are (JSON name, Go type): `json: cannot unmarshal string into Go
+/// struct field InstanceConsolePost.width of type int`. A body that is not an object, or does
+/// not parse, is left to [`parse_body`].
+pub(crate) fn check_field_kinds(
+    body: &[u8],
+    go_type: &str,
+    fields: &[(&str, &str)],
+) -> Result<(), ApiError> {
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_slice(body) else {
+        return Ok(());
+    };
+    for (field, go) in fields {
+        let Some(value) = object.get(*field) else {
+            continue;
+        };
+        let fits = match *go {
+            "int" | "int64" => value.is_i64() || value.is_u64(),
+            "string" => value.is_string(),
+            "bool" => value.is_boolean(),
+            _ => true,
+        };
+        let kind = match value {
+            serde_json::Value::Null => continue,
+            serde_json::Value::Bool(_) => "bool",
+            serde_json::Value::Number(n) if n.is_f64() && go.starts_with("int") => {
+                return Err(ApiError::bad_request(format!(
+                    "json: cannot unmarshal number {n} into Go struct field {go_type}.{field} of type {go}"
+                )))
+            }
+            serde_json::Value::Number(_) => "number",
+            serde_json::Value::String(_) => "string",
+            serde_json::Value::Array(_) => "array",
+            serde_json::Value::Object(_) => "object",
+        };
+        if !fits {
+            return Err(ApiError::bad_request(format!(
+                "json: cannot unmarshal {kind} into Go struct field {go_type}.{field} of type {go}"
+            )));
+        }
+    }
+    Ok(())
 }

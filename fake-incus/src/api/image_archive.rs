@@ -9,10 +9,60 @@ use http::{header, HeaderValue, Response};
 use serde_json::Value;
 use std::io::Write;
 
-/// A gzip-compressed tarball being written (the `tar` and `flate2` crates), entries in order.
+/// A tarball being written (the `tar` crate), entries in order, compressed when finished.
 pub(super) struct Tarball {
-    builder: tar::Builder<flate2::write::GzEncoder<Vec<u8>>>,
+    builder: tar::Builder<Vec<u8>>,
     now: u64,
+}
+
+/// How a tarball the daemon makes is compressed: a publish's `compression_algorithm` (else the
+/// project's, else the server's `images.compression_algorithm`, else gzip). The daemon runs the
+/// named program (`gzip -n -c`, `xz -c`, ...) over the tar stream; the fake compresses in
+/// process, so the bytes differ from the daemon's but are the same kind of file, and the
+/// image's fingerprint is the SHA-256 of exactly what is stored, as on the daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Compression {
+    /// `none`: the tar stream itself.
+    None,
+    Gzip,
+    Xz,
+}
+
+impl Compression {
+    /// The algorithm `name` names (a program and its arguments, as the daemon reads it; the
+    /// arguments, a compression level, change only the bytes); the error is the operation's.
+    pub(super) fn named(name: &str) -> Result<Self, ApiError> {
+        let program = name.split_whitespace().next().unwrap_or_default();
+        match program {
+            "none" => Ok(Self::None),
+            "gzip" => Ok(Self::Gzip),
+            "xz" => Ok(Self::Xz),
+            "bzip2" | "lzma" | "zstd" | "lz4" | "squashfs" => Err(ApiError::internal(format!(
+                "The fake cannot compress with {program} (the daemon runs it); use gzip, xz or none"
+            ))),
+            // Measured on Incus 6.0.4 (a publish with `compression_algorithm: foo`).
+            _ => Err(ApiError::internal(format!(
+                "Compression algorithm {name:?} isn't currently supported"
+            ))),
+        }
+    }
+
+    fn apply(self, tar: Vec<u8>) -> Result<Vec<u8>, ApiError> {
+        match self {
+            Self::None => Ok(tar),
+            Self::Gzip => {
+                let mut gzip =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gzip.write_all(&tar).map_err(failed)?;
+                gzip.finish().map_err(failed)
+            }
+            Self::Xz => {
+                let mut out = Vec::new();
+                lzma_rs::xz_compress(&mut std::io::Cursor::new(tar), &mut out).map_err(failed)?;
+                Ok(out)
+            }
+        }
+    }
 }
 
 fn failed(e: std::io::Error) -> ApiError {
@@ -21,9 +71,8 @@ fn failed(e: std::io::Error) -> ApiError {
 
 impl Tarball {
     pub(super) fn new() -> Self {
-        let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         Self {
-            builder: tar::Builder::new(gzip),
+            builder: tar::Builder::new(Vec::new()),
             now: time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64,
         }
     }
@@ -86,10 +135,15 @@ impl Tarball {
         Ok(())
     }
 
+    /// The gzip-compressed tarball (the daemon's default).
     pub(super) fn finish(self) -> Result<Vec<u8>, ApiError> {
-        let mut gzip = self.builder.into_inner().map_err(failed)?;
-        gzip.flush().map_err(failed)?;
-        gzip.finish().map_err(failed)
+        self.finish_with(Compression::Gzip)
+    }
+
+    /// The tarball, compressed so.
+    pub(super) fn finish_with(self, compression: Compression) -> Result<Vec<u8>, ApiError> {
+        let tar = self.builder.into_inner().map_err(failed)?;
+        compression.apply(tar)
     }
 }
 
@@ -99,13 +153,17 @@ pub(super) fn yaml(value: &Value) -> Result<String, ApiError> {
         .map_err(|e| ApiError::internal(format!("Failed to write YAML: {e}")))
 }
 
-/// A gzip-compressed unified image tarball: `metadata.yaml` (the image metadata as YAML) then
-/// every entry of `tree` under `rootfs/`.
-pub(super) fn unified_tarball(metadata: &Value, tree: &Tree) -> Result<Vec<u8>, ApiError> {
+/// A unified image tarball: `metadata.yaml` (the image metadata as YAML) then every entry of
+/// `tree` under `rootfs/`, compressed so.
+pub(super) fn unified_tarball(
+    metadata: &Value,
+    tree: &Tree,
+    compression: Compression,
+) -> Result<Vec<u8>, ApiError> {
     let mut tarball = Tarball::new();
     tarball.file("metadata.yaml", yaml(metadata)?.as_bytes(), 0o644)?;
     tarball.tree("rootfs", tree)?;
-    tarball.finish()
+    tarball.finish_with(compression)
 }
 
 /// The extension the daemon's `archive.DetectCompression` gives a file, from its first bytes.

@@ -3,6 +3,7 @@
 //! and delete.
 
 use super::filter::Filter;
+use super::image_archive::Compression;
 use super::image_upload::{self, Form, Upload};
 use super::resource::{check_etag, created};
 use super::{parse_body, Ctx};
@@ -702,7 +703,11 @@ fn export(ctx: &Ctx, fingerprint: &str) -> ApiResult {
                 .files()
                 .rootfs(Some(&image.fingerprint), image.executables.as_deref())
                 .unwrap_or_default();
-            let tarball = super::image_archive::unified_tarball(&image.metadata_json(), &tree)?;
+            let tarball = super::image_archive::unified_tarball(
+                &image.metadata_json(),
+                &tree,
+                Compression::Gzip,
+            )?;
             crate::state::files::ImageFiles::Unified(Bytes::from(tarball))
         }
     };
@@ -778,6 +783,20 @@ struct PublishBody {
     public: bool,
     #[serde(deserialize_with = "super::null_default")]
     expires_at: String,
+    #[serde(deserialize_with = "super::null_default")]
+    compression_algorithm: String,
+}
+
+/// The compression of a publish: the request's, else the project's, else the server's
+/// `images.compression_algorithm`, else gzip (the daemon's default).
+fn publish_compression(state: &State, project: &str, req: &PublishBody) -> String {
+    let configured = |config: Option<&String>| config.filter(|v| !v.is_empty()).cloned();
+    let key = "images.compression_algorithm";
+    Some(req.compression_algorithm.clone())
+        .filter(|v| !v.is_empty())
+        .or_else(|| configured(state.project(project).and_then(|p| p.config.get(key))))
+        .or_else(|| configured(state.server_config.get(key)))
+        .unwrap_or_else(|| "gzip".to_owned())
 }
 
 #[derive(Deserialize, Default)]
@@ -840,11 +859,12 @@ fn publish(ctx: &Ctx, body: &[u8]) -> ApiResult {
             metadata["properties"] = json!(properties);
             metadata["templates"] = json!({});
             let (kind, architecture) = (instance.kind.clone(), instance.architecture.clone());
+            let compression = Compression::named(&publish_compression(state, &project, &req))?;
             let tree = app
                 .files()
                 .tree_of(&project, &name, snap.as_deref())
                 .unwrap_or_default();
-            let tarball = super::image_archive::unified_tarball(&metadata, &tree)?;
+            let tarball = super::image_archive::unified_tarball(&metadata, &tree, compression)?;
             let fingerprint = hex::encode(sha2::Sha256::digest(&tarball));
             let owner = state.image_project(&project);
             if state

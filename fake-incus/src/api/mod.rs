@@ -9,6 +9,7 @@ mod buckets;
 mod certificates;
 mod cluster;
 mod cluster_groups;
+mod console;
 mod context;
 mod evacuation;
 mod events;
@@ -210,6 +211,9 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
                 snapshots::route(ctx, &method, &segs[2..], req.headers(), req.body())
             }
             Some(&"exec") if segs.len() == 4 => exec::route(ctx, &method, segs[2], req.body()),
+            Some(&"console") if segs.len() == 4 && method == Method::POST => {
+                console::route(ctx, &method, segs[2], req.body())
+            }
             Some(&"logs" | &"console") => logs::route(ctx, &method, &segs[2..]),
             Some(&"metadata") => {
                 metadata::route(ctx, &method, &segs[2..], req.headers(), req.body())

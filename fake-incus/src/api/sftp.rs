@@ -262,6 +262,16 @@ impl Session {
         Ok(change(files.tree_mut(&self.project, &self.instance))?)
     }
 
+    /// The success status of a change, sent once the change is durable (`--state-dir`), as every
+    /// answer of the API is; a failure to make it durable is the request's failure.
+    async fn durable(&self, id: u32) -> Result<Status, Failure> {
+        self.app
+            .durable()
+            .await
+            .map_err(|error| failure(Code::Failure, error))?;
+        Ok(ok(id))
+    }
+
     fn listing(&self, path: &str) -> Result<Vec<File>, Failure> {
         let (dir, node) = self.lookup(path, true)?;
         if node.kind != Kind::Directory {
@@ -355,6 +365,7 @@ impl russh_sftp::server::Handler for Session {
                 Ok(())
             }
         })?;
+        self.durable(id).await?;
         let handle = self.handle(Open::Write {
             path,
             content: content.to_vec(),
@@ -368,7 +379,7 @@ impl russh_sftp::server::Handler for Session {
                 self.with_tree(|tree| {
                     tree.write(&path, Bytes::from(content), Attrs::default(), false)
                 })?;
-                Ok(ok(id))
+                self.durable(id).await
             }
             Some(_) => Ok(ok(id)),
             None => Err(failure(Code::Failure, "invalid handle")),
@@ -456,7 +467,7 @@ impl russh_sftp::server::Handler for Session {
     ) -> Result<Status, Self::Error> {
         let (path, _) = self.lookup(&path, true)?;
         self.with_tree(|tree| tree.set_attrs(&path, sftp_attrs(&attrs)))?;
-        Ok(ok(id))
+        self.durable(id).await
     }
 
     async fn fsetstat(
@@ -470,7 +481,7 @@ impl russh_sftp::server::Handler for Session {
         };
         let path = path.clone();
         self.with_tree(|tree| tree.set_attrs(&path, sftp_attrs(&attrs)))?;
-        Ok(ok(id))
+        self.durable(id).await
     }
 
     async fn opendir(&mut self, id: u32, path: String) -> Result<Handle, Self::Error> {
@@ -504,7 +515,7 @@ impl russh_sftp::server::Handler for Session {
             return Err(failure(Code::Failure, "is a directory"));
         }
         self.with_tree(|tree| tree.remove(&path))?;
-        Ok(ok(id))
+        self.durable(id).await
     }
 
     async fn mkdir(
@@ -518,7 +529,7 @@ impl russh_sftp::server::Handler for Session {
         }
         let path = clean(&path);
         self.with_tree(|tree| tree.mkdir(&path, sftp_attrs(&attrs)))?;
-        Ok(ok(id))
+        self.durable(id).await
     }
 
     async fn rmdir(&mut self, id: u32, asked: String) -> Result<Status, Self::Error> {
@@ -537,7 +548,10 @@ impl russh_sftp::server::Handler for Session {
                 Code::Failure,
                 format!("remove {asked}: directory not empty"),
             )),
-            other => Ok(other.map(|_| ok(id))?),
+            other => {
+                other?;
+                self.durable(id).await
+            }
         }
     }
 
@@ -556,7 +570,7 @@ impl russh_sftp::server::Handler for Session {
         newpath: String,
     ) -> Result<Status, Self::Error> {
         self.with_tree(|tree| tree.rename(&oldpath, &newpath))?;
-        Ok(ok(id))
+        self.durable(id).await
     }
 
     async fn readlink(&mut self, id: u32, path: String) -> Result<Name, Self::Error> {
@@ -583,6 +597,6 @@ impl russh_sftp::server::Handler for Session {
             return Err(failure(Code::Failure, "file exists"));
         }
         self.with_tree(|tree| tree.symlink(&link, &target, Attrs::default()))?;
-        Ok(ok(id))
+        self.durable(id).await
     }
 }

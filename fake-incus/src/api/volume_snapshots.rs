@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-fn volume_not_found() -> ApiError {
+pub(super) fn volume_not_found() -> ApiError {
     ApiError::new(404, "Storage pool volume not found")
 }
 

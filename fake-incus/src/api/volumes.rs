@@ -40,7 +40,7 @@ static DECL: Decl = Decl {
             does: "No usage (`null`), as the daemon's `dir` pool answers.",
         },
     ],
-    limits: "No data: a volume is its config. No copy or move between pools or servers (501), no migration, no ISO or block content types.",
+    limits: "No data: a volume is its config. No migration between servers (501), no ISO or block content types.",
     ..Decl::DEFAULTS
 };
 
@@ -171,59 +171,78 @@ impl Resource for Volumes {
             key,
         );
     }
-    fn check_rename(&self, body: &Map<String, Value>, at: &At) -> Result<(), ApiError> {
+    /// A move to another pool (`pool` in the body) is an operation of its own.
+    fn intercept_rename(&self, ctx: &Ctx, at: &At, key: &str, body: &[u8]) -> Option<ApiResult> {
+        let req: Move = serde_json::from_slice(body).unwrap_or_default();
+        (!req.migration && !req.pool.is_empty() && req.pool != at.parent)
+            .then(|| move_to_pool(ctx, at, key, body))
+    }
+    fn check_rename(&self, body: &Map<String, Value>, _: &At) -> Result<(), ApiError> {
         let req: Move = serde_json::from_value(Value::Object(body.clone())).unwrap_or_default();
-        if req.migration || !(req.pool.is_empty() || req.pool == at.parent) {
+        if req.migration {
             return Err(ApiError::not_implemented());
         }
         Ok(())
     }
     fn refuse(&self, state: &State, at: &At, key: &str, verb: Verb) -> Result<(), ApiError> {
-        let in_use = state
-            .custom_volume(&at.parent, &at.project, key)
-            .is_some_and(|v| !state.volume_used_by(v).is_empty());
-        if verb == Verb::Delete && in_use {
-            return Err(ApiError::bad_request("The storage volume is still in use"));
+        let Some(volume) = state.custom_volume(&at.parent, &at.project, key) else {
+            return Ok(());
+        };
+        match verb {
+            Verb::Delete if !state.volume_used_by(volume).is_empty() => {
+                Err(ApiError::bad_request("The storage volume is still in use"))
+            }
+            Verb::Rename => refuse_running_users(state, volume),
+            _ => Ok(()),
         }
-        Ok(())
     }
     /// Its snapshots, backups and the disk devices that attached it (of instances and profiles) follow it.
     fn renamed(&self, state: &mut State, at: &At, old: &str, new: &str) {
         volume_snapshots::follow_rename(state, &at.parent, &at.project, old, new);
         crate::state::volume_backups::follow_rename(state, &at.parent, &at.project, old, new);
-        let follow = |devices: &mut Devices| {
-            for device in devices.values_mut() {
-                let attaches = device.get("type").map(String::as_str) == Some("disk")
-                    && device.get("pool") == Some(&at.parent)
-                    && device.get("source").map(String::as_str) == Some(old);
-                if attaches {
-                    device.insert("source".into(), new.to_owned());
-                }
-            }
-        };
-        let users: Vec<(String, String)> = state
-            .instances
-            .iter()
-            .filter(|i| state.volume_project(&i.project) == at.project)
-            .map(|i| (i.project.clone(), i.name.clone()))
-            .collect();
-        for (project, name) in users {
-            let attaches = state.instance(&project, &name).is_some_and(|i| {
-                i.devices.values().any(|d| {
-                    d.get("pool") == Some(&at.parent)
-                        && d.get("source").map(String::as_str) == Some(old)
-                })
-            });
-            if let Some(instance) = state.instance_mut(&project, &name).filter(|_| attaches) {
-                follow(&mut instance.devices);
-            }
+        follow_devices(state, &at.project, (&at.parent, old), (&at.parent, new));
+    }
+}
+
+/// The daemon's refusal to rename or move a volume that a running instance attaches.
+fn refuse_running_users(state: &State, volume: &Volume) -> Result<(), ApiError> {
+    let running = state
+        .volume_instances(volume)
+        .any(|i| i.status == crate::state::PowerState::Running);
+    if running {
+        return Err(ApiError::internal(
+            "Volume is still in use by running instances",
+        ));
+    }
+    Ok(())
+}
+
+/// The disk devices (of the instances and profiles of project `owner`) that attach the volume
+/// `from` (pool, name) attach `to` instead, as the daemon updates a renamed or moved volume's users.
+fn follow_devices(state: &mut State, owner: &str, from: (&str, &str), to: (&str, &str)) {
+    let attaches = |device: &crate::state::StringMap| {
+        device.get("type").map(String::as_str) == Some("disk")
+            && device.get("pool").map(String::as_str) == Some(from.0)
+            && device.get("source").map(String::as_str) == Some(from.1)
+    };
+    let follow = |devices: &mut Devices| {
+        for device in devices.values_mut().filter(|d| attaches(d)) {
+            device.insert("pool".into(), to.0.to_owned());
+            device.insert("source".into(), to.1.to_owned());
         }
-        let profiles: Vec<usize> = (0..state.profiles.len())
-            .filter(|&i| state.volume_project(&state.profiles[i].project) == at.project)
-            .collect();
-        for i in profiles {
-            follow(&mut state.profiles[i].devices);
-        }
+    };
+    let users: Vec<usize> = (0..state.instances.len())
+        .filter(|&i| state.volume_project(&state.instances[i].project) == owner)
+        .filter(|&i| state.instances[i].devices.values().any(&attaches))
+        .collect();
+    for i in users {
+        follow(&mut std::sync::Arc::make_mut(&mut state.instances[i]).devices);
+    }
+    let profiles: Vec<usize> = (0..state.profiles.len())
+        .filter(|&i| state.volume_project(&state.profiles[i].project) == owner)
+        .collect();
+    for i in profiles {
+        follow(&mut state.profiles[i].devices);
     }
 }
 
@@ -261,4 +280,93 @@ pub(super) fn get_volume(ctx: &Ctx, pool: &str, kind: &str, name: &str) -> ApiRe
         .find(|v| v.kind == kind && v.name == name)
         .ok_or_else(|| ApiError::new(404, "Storage pool volume not found"))?;
     Ok(envelope::sync_etag(volume.to_json(), &volume.etag()))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct MoveBody {
+    #[serde(deserialize_with = "super::null_default")]
+    name: String,
+    #[serde(deserialize_with = "super::null_default")]
+    pool: String,
+}
+
+/// `POST …/volumes/custom/{name}` with another `pool` (`incus storage volume move
+/// pool/v1 other/v2`), in the daemon's order (`storagePoolVolumePost`): the new name, the
+/// target pool (404 `Storage pool not found`), a name taken there (409), the volume itself, a
+/// running instance that attaches it (500 `Volume is still in use by running instances`); then a
+/// `Moving storage volume` operation that points the users' disk devices at the new pool and name
+/// and moves the volume with its description, config and snapshots (the daemon copies it with
+/// its snapshots and deletes the source; the source's backups go with the source).
+fn move_to_pool(ctx: &Ctx, at: &At, key: &str, body: &[u8]) -> ApiResult {
+    let req: MoveBody = parse_body(body)?;
+    if req.name.is_empty() {
+        return Err(ApiError::bad_request("No name provided"));
+    }
+    if req.name.contains('/') {
+        return Err(ApiError::bad_request(
+            "Storage volume names may not contain slashes",
+        ));
+    }
+    let project = ctx.project();
+    {
+        let state = ctx.app.state();
+        if !state.storage_pools.iter().any(|p| p.name == req.pool) {
+            return Err(pool_not_found());
+        }
+        if state
+            .custom_volume(&req.pool, &project, &req.name)
+            .is_some()
+        {
+            return Err(ApiError::new(409, "Volume by that name already exists"));
+        }
+        let volume = state
+            .custom_volume(&at.parent, &project, key)
+            .ok_or_else(volume_snapshots::volume_not_found)?;
+        refuse_running_users(&state, volume)?;
+    }
+    let (from_pool, from) = (at.parent.clone(), key.to_owned());
+    let app = std::sync::Arc::clone(&ctx.app);
+    let op = ctx.start_task(
+        volume_snapshots::spec(ctx, "Moving storage volume", Default::default()),
+        Box::new(move |state: &mut State| {
+            if state
+                .custom_volume(&req.pool, &project, &req.name)
+                .is_some()
+            {
+                return Err(ApiError::new(409, "Volume by that name already exists"));
+            }
+            let owner = state
+                .custom_volume(&from_pool, &project, &from)
+                .map(|v| v.project.clone())
+                .ok_or_else(volume_snapshots::volume_not_found)?;
+            follow_devices(state, &owner, (&from_pool, &from), (&req.pool, &req.name));
+            crate::state::volume_backups::forget(
+                state,
+                &mut app.files(),
+                &from_pool,
+                &owner,
+                &from,
+            );
+            for snapshot in &mut state.volume_snapshots {
+                if snapshot.pool == from_pool
+                    && snapshot.project == owner
+                    && snapshot.volume == from
+                {
+                    snapshot.pool.clone_from(&req.pool);
+                    snapshot.volume.clone_from(&req.name);
+                }
+            }
+            let volume = state
+                .storage_volumes
+                .iter_mut()
+                .find(|v| v.pool == from_pool && v.project == owner && v.name == from)
+                .ok_or_else(volume_snapshots::volume_not_found)?;
+            volume.pool.clone_from(&req.pool);
+            volume.name.clone_from(&req.name);
+            Ok(None)
+        }),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
 }

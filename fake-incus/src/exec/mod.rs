@@ -10,6 +10,7 @@
 
 /// The interpreter: the `fake-shell` crate.
 pub(crate) use fake_shell as interpreter;
+mod console;
 mod runner;
 mod sockets;
 mod task;
@@ -31,12 +32,23 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use console::ConsoleProgram;
 pub(crate) use interpreter::{incus_environment, ExecRequest};
 use runner::Runner;
 pub(crate) use task::Recording;
 
 type Ws = WebSocketStream<crate::cluster::Severable<TokioIo<Upgraded>>>;
+/// A connected socket: its fd, the websocket, the journal sequence of its upgrade request.
+type Socket = (String, Ws, u64);
 const SIGKILL: i32 = 9;
+
+/// Waits until every change made so far is durable (`--state-dir`), given by the app once it
+/// keeps the state on disk; an error says why it could not be.
+pub(crate) type Durable = Arc<
+    dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// Recorded exec output files per instance: (project, instance) -> file name -> bytes.
 pub(crate) type ExecLogs = BTreeMap<(String, String), BTreeMap<String, Bytes>>;
@@ -51,6 +63,8 @@ pub(crate) struct Exec {
     connect_timeout: Duration,
     /// How long a websocket session waits, once its fds are attached, before the command starts.
     start_delay: Duration,
+    /// What a command's end waits for before it is reported: its file writes on disk.
+    durable: std::sync::OnceLock<Durable>,
 }
 
 impl Exec {
@@ -67,7 +81,24 @@ impl Exec {
             journal,
             connect_timeout,
             start_delay,
+            durable: std::sync::OnceLock::new(),
         })
+    }
+
+    /// From now on, a command's end is reported (its streams' end, its operation) only once what
+    /// it wrote is durable.
+    pub(crate) fn report_when_durable(&self, durable: Durable) {
+        let _ = self.durable.set(durable);
+    }
+
+    /// Waits until what the command wrote is durable; a failure is logged (the operation then
+    /// reports as usual: the API's answers wait for durability themselves and fail there).
+    pub(crate) async fn durable(&self) {
+        if let Some(durable) = self.durable.get() {
+            if let Err(error) = durable().await {
+                tracing::error!(%error, "exec: the command's writes are not durable");
+            }
+        }
     }
 
     /// The recorded exec output, locked. Never hold it across an `.await`.
@@ -108,15 +139,7 @@ impl Exec {
         } else {
             &["0", "1", "2", "control"]
         };
-        let (tx, rx) = mpsc::unbounded_channel();
-        let session = Arc::new(Session {
-            secrets: fds.iter().map(|fd| (fd.to_string(), secret())).collect(),
-            connected: Mutex::new(BTreeSet::new()),
-            sockets: tx,
-            shutdown: self.lifecycle.shutdown.clone(),
-        });
-        let fds = session.fds();
-        self.sessions().insert(op_id.into(), session);
+        let (fds, rx) = self.register(op_id, fds);
         let (runner, ends) = Runner::new(
             Arc::clone(self),
             op_id.to_string(),
@@ -131,6 +154,21 @@ impl Exec {
             exec.sessions().remove(&id);
         });
         fds
+    }
+
+    /// Registers the websocket session of operation `op_id` with these fds; returns their secrets
+    /// (the operation's `fds`) and the receiver of the sockets that connect.
+    fn register(&self, op_id: &str, fds: &[&str]) -> (Value, mpsc::UnboundedReceiver<Socket>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let session = Arc::new(Session {
+            secrets: fds.iter().map(|fd| (fd.to_string(), secret())).collect(),
+            connected: Mutex::new(BTreeSet::new()),
+            sockets: tx,
+            shutdown: self.lifecycle.shutdown.clone(),
+        });
+        let fds = session.fds();
+        self.sessions().insert(op_id.into(), session);
+        (fds, rx)
     }
 
     /// Runs a task-mode exec (see [`task`]).
@@ -151,7 +189,7 @@ pub(crate) struct Session {
     secrets: BTreeMap<String, String>,
     connected: Mutex<BTreeSet<String>>,
     /// Connected sockets for the runner: fd, socket, journal sequence of the upgrade.
-    sockets: mpsc::UnboundedSender<(String, Ws, u64)>,
+    sockets: mpsc::UnboundedSender<Socket>,
     /// The fake's shutdown, which ends the close of a socket that came too late.
     shutdown: CancellationToken,
 }

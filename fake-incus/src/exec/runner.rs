@@ -109,7 +109,7 @@ impl Runner {
             self.finish(failure.exit_status(), Some(start_failure_error(failure)));
             return;
         }
-        let command = run_command(self.plan(), ends, req);
+        let command = run_command(self.plan(), ends, req, Arc::clone(&self.exec));
         tokio::pin!(command);
         let code = loop {
             tokio::select! {
@@ -305,8 +305,14 @@ struct CommandPlan {
     faults: ExecFaults,
 }
 
-/// Runs the interpreter with output pumped to the sockets; sends the EOF frames after it.
-async fn run_command(plan: CommandPlan, ends: CommandEnds, req: ExecRequest) -> i32 {
+/// Runs the interpreter with output pumped to the sockets; sends the EOF frames after it, once
+/// what the command wrote is durable.
+async fn run_command(
+    plan: CommandPlan,
+    ends: CommandEnds,
+    req: ExecRequest,
+    exec: Arc<Exec>,
+) -> i32 {
     let (stdout, out_rx) = mpsc::channel(16);
     let (stderr, err_rx) = mpsc::channel(16);
     let pumps = futures_util::future::join(
@@ -321,6 +327,7 @@ async fn run_command(plan: CommandPlan, ends: CommandEnds, req: ExecRequest) -> 
     };
     let (code, _) = futures_util::future::join(interpreter::run(req, io), pumps).await;
     plan.faults.after_exit().await;
+    exec.durable().await;
     for writer in &plan.eof {
         let _ = writer.send(Out::Eof).await;
     }

@@ -104,6 +104,7 @@ pub(super) fn start_task_session(
             () = exec.lifecycle.shutdown.cancelled() => return,
         };
         faults.after_exit().await;
+        exec.durable().await;
         if exec
             .lifecycle
             .ops()

@@ -120,9 +120,15 @@ impl Operation {
             "created_at": self.created_at, "updated_at": self.updated_at,
             "status": self.status.name(), "status_code": self.status.code(),
             "resources": self.spec.resources, "metadata": self.metadata,
-            "may_cancel": self.spec.may_cancel, "err": self.err,
+            "may_cancel": self.may_cancel(), "err": self.err,
             "location": self.location.as_deref().unwrap_or("none"),
         })
+    }
+
+    /// Whether it can be cancelled now: a finished operation no longer can (the daemon drops its
+    /// cancel handler when it is done), except a token, which is cancelled to revoke it.
+    fn may_cancel(&self) -> bool {
+        self.spec.may_cancel && (self.spec.class == "token" || !self.status.is_final())
     }
 
     /// Replaces the metadata (and bumps `updated_at` when it changed).

@@ -357,7 +357,23 @@ impl State {
     /// a custom volume, as URLs: instances first, as the daemon lists them.
     pub(crate) fn volume_used_by(&self, volume: &Volume) -> Vec<String> {
         let instances = self
-            .instances
+            .volume_instances(volume)
+            .map(|i| url(&format!("/1.0/instances/{}", i.name), &i.project));
+        let profiles = self
+            .profiles
+            .iter()
+            .filter(|p| self.volume_project(&p.project) == volume.project)
+            .filter(|p| p.devices.values().any(|d| volume.attached_by(d)))
+            .map(|p| url(&format!("/1.0/profiles/{}", p.name), &p.project));
+        instances.chain(profiles).collect()
+    }
+
+    /// The instances that attach a custom volume, by their own devices or their profiles'.
+    pub(crate) fn volume_instances<'a>(
+        &'a self,
+        volume: &'a Volume,
+    ) -> impl Iterator<Item = &'a super::Instance> + 'a {
+        self.instances
             .iter()
             .filter(|i| self.volume_project(&i.project) == volume.project)
             .filter(|i| {
@@ -367,14 +383,7 @@ impl State {
                         .iter()
                         .any(|p| p.devices.values().any(|d| volume.attached_by(d)))
             })
-            .map(|i| url(&format!("/1.0/instances/{}", i.name), &i.project));
-        let profiles = self
-            .profiles
-            .iter()
-            .filter(|p| self.volume_project(&p.project) == volume.project)
-            .filter(|p| p.devices.values().any(|d| volume.attached_by(d)))
-            .map(|p| url(&format!("/1.0/profiles/{}", p.name), &p.project));
-        instances.chain(profiles).collect()
+            .map(|i| &**i)
     }
 
     /// Whether a project holds nothing but its own `default` profile (the daemon's

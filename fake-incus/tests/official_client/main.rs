@@ -9,14 +9,17 @@ mod ignorable;
 mod cli;
 mod cluster;
 mod config;
+mod console;
 mod exec;
 mod images;
 mod instances;
+mod publish;
 mod resources;
 mod standalone;
 #[path = "../tarball/mod.rs"]
 mod tarball;
 mod volume_backups;
+mod volume_moves;
 
 fn main() -> std::process::ExitCode {
     let args = libtest_mimic::Arguments::from_args();
@@ -24,9 +27,12 @@ fn main() -> std::process::ExitCode {
     trials.extend(exec::trials());
     trials.extend(cluster::trials());
     trials.extend(config::trials());
+    trials.extend(console::trials());
     trials.extend(images::trials());
     trials.extend(resources::trials());
     trials.extend(instances::trials());
+    trials.extend(publish::trials());
     trials.extend(volume_backups::trials());
+    trials.extend(volume_moves::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

@@ -204,6 +204,17 @@ pub(crate) trait Resource: Sync {
     ) -> Option<ApiResult> {
         None
     }
+    /// A rename (`POST` on the object) this resource answers its own way (a volume moved to
+    /// another pool).
+    fn intercept_rename(
+        &self,
+        _ctx: &Ctx,
+        _at: &At,
+        _key: &str,
+        _body: &[u8],
+    ) -> Option<ApiResult> {
+        None
+    }
     /// Whether a rename's body asks for more than a new name (a move: 501 where the fake has
     /// no such thing).
     fn check_rename(&self, _body: &Map<String, Value>, _at: &At) -> Result<(), ApiError> {
@@ -653,6 +664,9 @@ fn rename(
     key: &str,
     body: &[u8],
 ) -> ApiResult {
+    if let Some(answer) = resource.intercept_rename(ctx, at, key, body) {
+        return answer;
+    }
     let sent = body_object(body)?;
     let new = sent
         .get("name")

@@ -195,6 +195,8 @@ pub(crate) enum ClientCert {
     Unknown,
     /// No certificate.
     None,
+    /// This certificate and key (PEM).
+    Own { cert: String, key: String },
 }
 
 /// An HTTPS client for the fake.
@@ -246,6 +248,9 @@ impl Https {
                     .unwrap()
             }
             ClientCert::None => builder.with_no_client_auth(),
+            ClientCert::Own { cert, key } => builder
+                .with_client_auth_cert(pem_certs(&cert), pem_key(&key))
+                .unwrap(),
         };
         config.alpn_protocols = if alpn_h2 {
             vec![b"h2".to_vec()]
