@@ -5,18 +5,20 @@
 //! generic store (network ACLs, zones and records, forwards, load balancers, peers,
 //! integrations, buckets and their keys, certificates, warnings), storage pools and custom
 //! volumes, images (metadata, and with `with_image_files` their files), instances with config,
-//! devices, power state and snapshots, and each instance's cluster member when the server is
-//! clustered.
+//! devices, power state and snapshots, and when the server is clustered each instance's member
+//! and the cluster's records (each member's config, own roles, description, failure domain,
+//! groups and whether it is evacuated; the cluster groups).
 //!
 //! Credentials are replaced by `[redacted]` by the core's one definition of them (server config
 //! keys, network BGP passwords); certificates are public parts only, as the API shows them.
-//! Not captured: the instances' files, and a cluster's members and groups (the fake keeps them
-//! outside its state). A resource that disappears while the capture runs is skipped, and a
-//! sub-collection its parent does not have (forwards of an unmanaged network) is empty.
+//! Not captured: the instances' files. A resource that disappears while the capture runs is
+//! skipped, and a sub-collection its parent does not have (forwards of an unmanaged network) is
+//! empty.
 
 use crate::api::resource::{self, Scope};
 use crate::client::{Connection, Reply, Request};
 use crate::pattern::glob_match;
+use crate::state::member_records::{database_role, Group, MemberRecord, Records};
 use crate::state::stored::{Stored, Versioned, FORMAT_VERSION};
 use base64::Engine;
 use bytes::Bytes;
@@ -546,12 +548,68 @@ pub async fn capture_from(
         "instances": instances,
         "objects": objects,
     });
+    if clustered {
+        seed["cluster"] = cluster_records(&mut reader).await?;
+    }
     if options.with_image_files {
         seed["files"] = image_files(&mut reader, &images).await?;
     }
     Stored::from_json(seed.clone(), Versioned::Required)
         .map_err(|e| CaptureError::NotLoadable(e.to_string()))?;
     Ok(seed)
+}
+
+/// A member as `/1.0/cluster/members?recursion=1` lists it (the fields a record is made of).
+#[derive(serde::Deserialize)]
+struct ListedMember {
+    server_name: String,
+    config: Option<std::collections::BTreeMap<String, String>>,
+    roles: Option<Vec<String>>,
+    description: Option<String>,
+    failure_domain: Option<String>,
+    groups: Option<Vec<String>>,
+    status: Option<String>,
+}
+
+/// The cluster's records, as the seed's `cluster`: of each member listed, what its record holds
+/// (the roles the cluster gives, the database roles, left out; evacuated when its status says
+/// `Evacuated`, which an offline member's status hides); the groups' names and descriptions.
+async fn cluster_records(reader: &mut Reader) -> Result<Value, CaptureError> {
+    const MEMBERS: &str = "/1.0/cluster/members?recursion=1";
+    const GROUPS: &str = "/1.0/cluster/groups?recursion=1";
+    let shape = |path: &str, problem: String| CaptureError::Shape {
+        path: path.into(),
+        problem,
+    };
+    let mut members = Vec::new();
+    for listed in reader.list(MEMBERS).await? {
+        let listed: ListedMember = serde_json::from_value(Value::Object(listed))
+            .map_err(|e| shape(MEMBERS, format!("a member: {e}")))?;
+        let mut record = MemberRecord::new(&listed.server_name);
+        record.config = listed.config.unwrap_or_default();
+        record.roles = listed.roles.unwrap_or_default();
+        record.roles.retain(|role| !database_role(role));
+        record.description = listed.description.unwrap_or_default();
+        if let Some(domain) = listed.failure_domain {
+            record.failure_domain = domain;
+        }
+        if let Some(groups) = listed.groups {
+            record.groups = groups;
+        }
+        record.evacuated = listed.status.as_deref() == Some("Evacuated");
+        members.push(record);
+    }
+    let groups = reader
+        .list(GROUPS)
+        .await?
+        .iter()
+        .map(|group| Group {
+            name: text(group, "name").to_owned(),
+            description: text(group, "description").to_owned(),
+        })
+        .collect();
+    serde_json::to_value(Records { members, groups })
+        .map_err(|e| CaptureError::NotLoadable(e.to_string()))
 }
 
 /// An image's aliases as the seed holds them (`name`, `description`).
