@@ -11,9 +11,14 @@
 //!
 //! Credentials are replaced by `[redacted]` by the core's one definition of them (server config
 //! keys, network BGP passwords); certificates are public parts only, as the API shows them.
-//! Not captured: the instances' files. A resource that disappears while the capture runs is
-//! skipped, and a sub-collection its parent does not have (forwards of an unmanaged network) is
-//! empty.
+//! With `with_instance_files`, each captured instance's file tree too, read through the file
+//! API (`GET /1.0/instances/{name}/files?path=`), within a byte budget: a capture that would hold
+//! more file bytes fails and says where. The API shows a symbolic link's target made absolute,
+//! so a relative link comes back absolute; `/proc`, `/sys` and `/dev` (kernel file systems on a
+//! running instance) are kept as directories without their entries; an entry the API will not
+//! read (a socket, a device) is left out; the snapshots' files are not read (no file API).
+//! A resource that disappears while the capture runs is skipped, and a sub-collection its
+//! parent does not have (forwards of an unmanaged network) is empty.
 
 use crate::api::resource::{self, Scope};
 use crate::client::{Connection, Reply, Request};
@@ -68,6 +73,9 @@ pub struct CaptureOptions {
     pub instances: Option<String>,
     /// Also the images' files (`GET /1.0/images/{fingerprint}/export`).
     pub with_image_files: bool,
+    /// Also the captured instances' files, at most this many bytes of file content in all.
+    /// `None`: not the instances' files.
+    pub instance_files_budget: Option<u64>,
 }
 
 impl CaptureOptions {
@@ -91,6 +99,12 @@ impl CaptureOptions {
     /// Also the images' files.
     pub fn with_image_files(mut self) -> Self {
         self.with_image_files = true;
+        self
+    }
+
+    /// Also the captured instances' files, at most `budget` bytes of file content in all.
+    pub fn with_instance_files(mut self, budget: u64) -> Self {
+        self.instance_files_budget = Some(budget);
         self
     }
 }
@@ -128,6 +142,18 @@ pub enum CaptureError {
     /// The capture is not a state the fake can load (a resource it cannot hold).
     #[error("the capture does not load as a seed: {0}")]
     NotLoadable(String),
+    /// The instances' files hold more bytes than the budget allows.
+    #[error("the instances' files exceed the budget of {budget} bytes at {project}/{instance}:{path} (raise the budget or narrow the capture with --instances)")]
+    FileBudget {
+        /// The budget, in bytes of file content.
+        budget: u64,
+        /// The instance's project.
+        project: String,
+        /// The instance being read.
+        instance: String,
+        /// The file that went over the budget.
+        path: String,
+    },
     /// The HTTPS credentials or URL are not usable.
     #[error("HTTPS: {0}")]
     Tls(String),
@@ -551,8 +577,23 @@ pub async fn capture_from(
     if clustered {
         seed["cluster"] = cluster_records(&mut reader).await?;
     }
+    let mut contents = Contents::default();
+    let mut files = Map::new();
     if options.with_image_files {
-        seed["files"] = image_files(&mut reader, &images).await?;
+        files.insert(
+            "image_files".into(),
+            image_files(&mut reader, &images, &mut contents).await?,
+        );
+    }
+    if let Some(budget) = options.instance_files_budget {
+        let (trees, places) =
+            instance_files(&mut reader, &instances, budget, &mut contents).await?;
+        files.insert("trees".into(), trees);
+        files.insert("instances".into(), places);
+    }
+    if !files.is_empty() {
+        files.insert("contents".into(), json!(contents.encoded));
+        seed["files"] = Value::Object(files);
     }
     Stored::from_json(seed.clone(), Versioned::Required)
         .map_err(|e| CaptureError::NotLoadable(e.to_string()))?;
@@ -709,23 +750,34 @@ async fn collections(
     Ok(found)
 }
 
-/// The files of the captured images (`export`), as the seed's `files`: each distinct content
-/// once (base64), and per image its unified tarball, or its split metadata and rootfs.
+/// The seed's `files.contents`: each distinct file content once (base64), referred to by index.
+#[derive(Default)]
+struct Contents {
+    encoded: Vec<String>,
+    indexes: std::collections::HashMap<Bytes, usize>,
+}
+
+impl Contents {
+    fn index(&mut self, bytes: &Bytes) -> usize {
+        if let Some(&index) = self.indexes.get(bytes) {
+            return index;
+        }
+        self.encoded
+            .push(base64::engine::general_purpose::STANDARD.encode(bytes));
+        let index = self.encoded.len() - 1;
+        self.indexes.insert(bytes.clone(), index);
+        index
+    }
+}
+
+/// The files of the captured images (`export`), as the seed's `files.image_files`: per image its
+/// unified tarball, or its split metadata and rootfs.
 async fn image_files(
     reader: &mut Reader,
     images: &[Map<String, Value>],
+    contents: &mut Contents,
 ) -> Result<Value, CaptureError> {
-    let mut contents: Vec<String> = Vec::new();
-    let mut index = |bytes: &Bytes| {
-        let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
-        match contents.iter().position(|c| *c == encoded) {
-            Some(i) => i,
-            None => {
-                contents.push(encoded);
-                contents.len() - 1
-            }
-        }
-    };
+    let mut index = |bytes: &Bytes| contents.index(bytes);
     let mut entries = Vec::new();
     for image in images {
         let fingerprint = text(image, "fingerprint");
@@ -745,7 +797,150 @@ async fn image_files(
         }
         entries.push(entry);
     }
-    Ok(json!({"contents": contents, "image_files": entries}))
+    Ok(Value::Array(entries))
+}
+
+/// Directories whose entries are the kernel's, not the instance's (on a running instance).
+const KERNEL_DIRECTORIES: [&str; 3] = ["/proc", "/sys", "/dev"];
+
+/// The captured instances' file trees, as the seed's `files.trees` and `files.instances`: each
+/// instance's tree walked from `/` through the file API, at most `budget` bytes of file content
+/// in all.
+async fn instance_files(
+    reader: &mut Reader,
+    instances: &[Map<String, Value>],
+    budget: u64,
+    contents: &mut Contents,
+) -> Result<(Value, Value), CaptureError> {
+    let mut trees = Vec::new();
+    let mut places = Vec::new();
+    let mut used: u64 = 0;
+    for instance in instances {
+        let (project, name) = (text(instance, "project"), text(instance, "name"));
+        let mut nodes = Vec::new();
+        let mut pending = vec!["/".to_owned()];
+        while let Some(path) = pending.pop() {
+            let asked = format!(
+                "/1.0/instances/{}/files?{}",
+                segment(name),
+                url::form_urlencoded::Serializer::new(String::new())
+                    .append_pair("path", &path)
+                    .append_pair("project", project)
+                    .finish()
+            );
+            let reply = reader.reply(&asked).await?;
+            if reply.status() != 200 {
+                continue;
+            }
+            let mut node = file_node(&asked, &path, &reply)?;
+            match text(&node, "type") {
+                "directory" => {
+                    if !KERNEL_DIRECTORIES.contains(&path.as_str()) {
+                        let names = listed_names(&asked, reply.metadata())?;
+                        let base = path.trim_end_matches('/');
+                        pending.extend(names.iter().rev().map(|n| format!("{base}/{n}")));
+                    }
+                }
+                "file" => {
+                    used += reply.bytes().len() as u64;
+                    if used > budget {
+                        return Err(CaptureError::FileBudget {
+                            budget,
+                            project: project.into(),
+                            instance: name.into(),
+                            path,
+                        });
+                    }
+                    node.insert("content".into(), json!(contents.index(reply.bytes())));
+                }
+                "symlink" => {
+                    let target = String::from_utf8_lossy(reply.bytes()).into_owned();
+                    node.insert("target".into(), json!(target));
+                }
+                _ => continue,
+            }
+            nodes.push(Value::Object(node));
+        }
+        nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+        places.push(json!({"project": project, "instance": name, "tree": trees.len()}));
+        trees.push(Value::Array(nodes));
+    }
+    Ok((Value::Array(trees), Value::Array(places)))
+}
+
+/// A directory listing's names.
+fn listed_names(path: &str, listing: &Value) -> Result<Vec<String>, CaptureError> {
+    match listing {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .filter(|name| {
+                        !name.is_empty() && !name.contains('/') && *name != "." && *name != ".."
+                    })
+                    .map(str::to_owned)
+                    .ok_or_else(|| CaptureError::Shape {
+                        path: path.into(),
+                        problem: format!("a directory entry is not a name: {item}"),
+                    })
+            })
+            .collect(),
+        other => Err(CaptureError::Shape {
+            path: path.into(),
+            problem: format!("a directory listing is not a list: {other}"),
+        }),
+    }
+}
+
+/// A file entry of the seed from the file API's headers (`X-Incus-type`, `-uid`, `-gid`,
+/// `-mode` in octal, `-modified` as Go prints a time): `path`, `type`, `uid`, `gid`, `mode`,
+/// `modified` (RFC 3339).
+fn file_node(asked: &str, path: &str, reply: &Reply) -> Result<Map<String, Value>, CaptureError> {
+    let header = |name: &str| {
+        reply.header(name).ok_or_else(|| CaptureError::Shape {
+            path: asked.into(),
+            problem: format!("no {name} header"),
+        })
+    };
+    let number = |name: &str, radix: u32| {
+        let value = header(name)?;
+        u32::from_str_radix(value, radix).map_err(|e| CaptureError::Shape {
+            path: asked.into(),
+            problem: format!("{name} {value:?}: {e}"),
+        })
+    };
+    let modified = header("x-incus-modified")?;
+    let rfc3339 = go_time_to_rfc3339(modified).ok_or_else(|| CaptureError::Shape {
+        path: asked.into(),
+        problem: format!("x-incus-modified {modified:?} is not a time"),
+    })?;
+    let mut node = Map::new();
+    node.insert("path".into(), json!(path));
+    node.insert("type".into(), json!(header("x-incus-type")?));
+    node.insert("uid".into(), json!(number("x-incus-uid", 10)?));
+    node.insert("gid".into(), json!(number("x-incus-gid", 10)?));
+    node.insert("mode".into(), json!(number("x-incus-mode", 8)?));
+    node.insert("modified".into(), json!(rfc3339));
+    Ok(node)
+}
+
+/// Go's `time.Time.String()` (`2024-05-01 10:00:00.5 +0200 CEST`) as RFC 3339
+/// (`2024-05-01T10:00:00.5+02:00`).
+fn go_time_to_rfc3339(go: &str) -> Option<String> {
+    let mut parts = go.split(' ');
+    let (date, clock, offset) = (parts.next()?, parts.next()?, parts.next()?);
+    let (sign, digits) = offset.split_at_checked(1)?;
+    if !matches!(sign, "+" | "-")
+        || digits.len() != 4
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let text = format!("{date}T{clock}{sign}{}:{}", &digits[..2], &digits[2..]);
+    time::OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .map(|_| text)
 }
 
 /// An export's files: the one tarball of a unified image, or a split image's metadata and

@@ -340,3 +340,130 @@ async fn a_capture_of_a_standalone_daemon_has_no_cluster_records() {
         .unwrap();
     assert!(captured.get("cluster").is_none(), "{captured}");
 }
+
+/// Writes through the file API of instance `c1` (`x-incus-type` and the other headers given).
+async fn write_file(fake: &FakeIncus, path: &str, headers: &[(&str, &str)], body: &'static [u8]) {
+    let mut request = fake_incus::Request::post(&format!("/1.0/instances/c1/files?path={path}"))
+        .header("content-type", "application/octet-stream")
+        .body(body);
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    let reply = fake.call(request).await;
+    assert_eq!(reply.status(), 200, "{path}: {:?}", reply.json());
+}
+
+/// A fake with instance `c1` holding a file with its own owner and mode, a directory and a
+/// symbolic link besides the busybox skeleton.
+async fn fake_with_files() -> FakeIncus {
+    let seed = json!({"instances": [{"name": "c1", "status": "Running"}]});
+    let fake = FakeIncus::builder().state(seed).start().await.unwrap();
+    let file = [
+        ("x-incus-uid", "1000"),
+        ("x-incus-gid", "100"),
+        ("x-incus-mode", "0640"),
+    ];
+    write_file(&fake, "/etc/motd", &file, b"welcome\n").await;
+    write_file(&fake, "/data", &[("x-incus-type", "directory")], b"").await;
+    let link = [("x-incus-type", "symlink")];
+    write_file(&fake, "/data/motd", &link, b"/etc/motd").await;
+    fake
+}
+
+#[tokio::test]
+async fn a_capture_with_instance_files_holds_each_instances_tree_and_serves_it_back() {
+    let fake = fake_with_files().await;
+    let asked_before = fake.journal().len();
+    let options = CaptureOptions::new().with_instance_files(1 << 20);
+    let first = capture(fake.unix_socket(), &options).await.unwrap();
+    assert_only_gets_since(&fake, asked_before);
+
+    let files = &first["files"];
+    assert_eq!(
+        files["instances"],
+        json!([{"project": "default", "instance": "c1", "tree": 0}])
+    );
+    let tree = files["trees"][0].as_array().unwrap();
+    let entry = |path: &str| {
+        tree.iter()
+            .find(|e| e["path"] == path)
+            .unwrap_or_else(|| panic!("{path} in {tree:?}"))
+    };
+    let motd = entry("/etc/motd");
+    assert_eq!(
+        (&motd["type"], &motd["uid"], &motd["gid"], &motd["mode"]),
+        (&json!("file"), &json!(1000), &json!(100), &json!(0o640))
+    );
+    use base64::Engine;
+    let content = files["contents"][motd["content"].as_u64().unwrap() as usize]
+        .as_str()
+        .unwrap();
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(content)
+        .unwrap();
+    assert_eq!(decoded, b"welcome\n");
+    assert_eq!(entry("/data")["type"], "directory");
+    assert_eq!(entry("/data/motd")["target"], "/etc/motd");
+    assert_eq!(entry("/bin/busybox")["type"], "file", "the skeleton too");
+
+    let served = FakeIncus::builder()
+        .state(first.clone())
+        .start()
+        .await
+        .unwrap();
+    let read = served
+        .call(fake_incus::Request::get(
+            "/1.0/instances/c1/files?path=/etc/motd",
+        ))
+        .await;
+    assert_eq!(
+        read.bytes().as_ref(),
+        b"welcome\n",
+        "served back as the instance's file"
+    );
+    assert_eq!(read.header("x-incus-mode"), Some("0640"));
+    let second = capture(served.unix_socket(), &options).await.unwrap();
+    assert_eq!(first, second);
+}
+
+#[tokio::test]
+async fn a_capture_of_instance_files_over_its_byte_budget_fails_naming_the_file() {
+    let fake = fake_with_files().await;
+    let err = capture(
+        fake.unix_socket(),
+        &CaptureOptions::new().with_instance_files(4),
+    )
+    .await
+    .unwrap_err();
+    let fake_incus::CaptureError::FileBudget {
+        budget,
+        project,
+        instance,
+        path,
+    } = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!(
+        (*budget, project.as_str(), instance.as_str()),
+        (4, "default", "c1")
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("budget of 4 bytes") && text.contains(&format!("default/c1:{path}")),
+        "{text}"
+    );
+    let whole = capture(
+        fake.unix_socket(),
+        &CaptureOptions::new().with_instance_files(1 << 20),
+    )
+    .await
+    .unwrap();
+    let named = whole["files"]["trees"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == path.as_str())
+        .expect("the file named is one of the instance's");
+    assert_eq!(named["type"], "file");
+}
