@@ -833,10 +833,12 @@ async fn instance_files(
                 continue;
             }
             let mut node = file_node(&asked, &path, &reply)?;
+            let mut content = None;
             match text(&node, "type") {
                 "directory" => {
                     if !KERNEL_DIRECTORIES.contains(&path.as_str()) {
-                        let names = listed_names(&asked, reply.metadata())?;
+                        let mut names = listed_names(&asked, reply.metadata())?;
+                        names.sort();
                         let base = path.trim_end_matches('/');
                         pending.extend(names.iter().rev().map(|n| format!("{base}/{n}")));
                     }
@@ -851,7 +853,7 @@ async fn instance_files(
                             path,
                         });
                     }
-                    node.insert("content".into(), json!(contents.index(reply.bytes())));
+                    content = Some(reply.bytes().clone());
                 }
                 "symlink" => {
                     let target = String::from_utf8_lossy(reply.bytes()).into_owned();
@@ -859,9 +861,20 @@ async fn instance_files(
                 }
                 _ => continue,
             }
-            nodes.push(Value::Object(node));
+            nodes.push((node, content));
         }
-        nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+        // In path order, and the contents indexed in that order: the same tree captures the
+        // same whatever order the server lists a directory in.
+        nodes.sort_by(|(a, _), (b, _)| text(a, "path").cmp(text(b, "path")));
+        let nodes: Vec<Value> = nodes
+            .into_iter()
+            .map(|(mut node, content)| {
+                if let Some(content) = content {
+                    node.insert("content".into(), json!(contents.index(&content)));
+                }
+                Value::Object(node)
+            })
+            .collect();
         places.push(json!({"project": project, "instance": name, "tree": trees.len()}));
         trees.push(Value::Array(nodes));
     }
