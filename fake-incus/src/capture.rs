@@ -986,3 +986,28 @@ async fn exported_parts(path: &str, reply: &Reply) -> Result<(Bytes, Option<Byte
     let metadata = found.pop().unwrap_or_default();
     Ok((metadata, Some(rootfs)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::go_time_to_rfc3339;
+
+    #[test]
+    fn a_file_api_modification_time_as_go_prints_it_reads_as_rfc3339() {
+        assert_eq!(
+            go_time_to_rfc3339("2026-12-01 22:31:37 +0000 UTC").as_deref(),
+            Some("2026-12-01T22:31:37+00:00")
+        );
+        assert_eq!(
+            go_time_to_rfc3339("2024-05-01 10:00:00.5 +0200 CEST").as_deref(),
+            Some("2024-05-01T10:00:00.5+02:00")
+        );
+        for bad in [
+            "",
+            "2024-05-01",
+            "2024-05-01 10:00:00 UTC",
+            "2024-13-01 10:00:00 +0000",
+        ] {
+            assert_eq!(go_time_to_rfc3339(bad), None, "{bad}");
+        }
+    }
+}
