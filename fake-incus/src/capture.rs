@@ -5,18 +5,25 @@
 //! generic store (network ACLs, zones and records, forwards, load balancers, peers,
 //! integrations, buckets and their keys, certificates, warnings), storage pools and custom
 //! volumes, images (metadata, and with `with_image_files` their files), instances with config,
-//! devices, power state and snapshots, and each instance's cluster member when the server is
-//! clustered.
+//! devices, power state and snapshots, and when the server is clustered each instance's member
+//! and the cluster's records (each member's config, own roles, description, failure domain,
+//! groups and whether it is evacuated; the cluster groups).
 //!
 //! Credentials are replaced by `[redacted]` by the core's one definition of them (server config
 //! keys, network BGP passwords); certificates are public parts only, as the API shows them.
-//! Not captured: the instances' files, and a cluster's members and groups (the fake keeps them
-//! outside its state). A resource that disappears while the capture runs is skipped, and a
-//! sub-collection its parent does not have (forwards of an unmanaged network) is empty.
+//! With `with_instance_files`, each captured instance's file tree too, read through the file
+//! API (`GET /1.0/instances/{name}/files?path=`), within a byte budget: a capture that would hold
+//! more file bytes fails and says where. The API shows a symbolic link's target made absolute,
+//! so a relative link comes back absolute; `/proc`, `/sys` and `/dev` (kernel file systems on a
+//! running instance) are kept as directories without their entries; an entry the API will not
+//! read (a socket, a device) is left out; the snapshots' files are not read (no file API).
+//! A resource that disappears while the capture runs is skipped, and a sub-collection its
+//! parent does not have (forwards of an unmanaged network) is empty.
 
 use crate::api::resource::{self, Scope};
 use crate::client::{Connection, Reply, Request};
 use crate::pattern::glob_match;
+use crate::state::member_records::{database_role, Group, MemberRecord, Records};
 use crate::state::stored::{Stored, Versioned, FORMAT_VERSION};
 use base64::Engine;
 use bytes::Bytes;
@@ -66,6 +73,9 @@ pub struct CaptureOptions {
     pub instances: Option<String>,
     /// Also the images' files (`GET /1.0/images/{fingerprint}/export`).
     pub with_image_files: bool,
+    /// Also the captured instances' files, at most this many bytes of file content in all.
+    /// `None`: not the instances' files.
+    pub instance_files_budget: Option<u64>,
 }
 
 impl CaptureOptions {
@@ -89,6 +99,12 @@ impl CaptureOptions {
     /// Also the images' files.
     pub fn with_image_files(mut self) -> Self {
         self.with_image_files = true;
+        self
+    }
+
+    /// Also the captured instances' files, at most `budget` bytes of file content in all.
+    pub fn with_instance_files(mut self, budget: u64) -> Self {
+        self.instance_files_budget = Some(budget);
         self
     }
 }
@@ -126,6 +142,18 @@ pub enum CaptureError {
     /// The capture is not a state the fake can load (a resource it cannot hold).
     #[error("the capture does not load as a seed: {0}")]
     NotLoadable(String),
+    /// The instances' files hold more bytes than the budget allows.
+    #[error("the instances' files exceed the budget of {budget} bytes at {project}/{instance}:{path} (raise the budget or narrow the capture with --instances)")]
+    FileBudget {
+        /// The budget, in bytes of file content.
+        budget: u64,
+        /// The instance's project.
+        project: String,
+        /// The instance being read.
+        instance: String,
+        /// The file that went over the budget.
+        path: String,
+    },
     /// The HTTPS credentials or URL are not usable.
     #[error("HTTPS: {0}")]
     Tls(String),
@@ -546,12 +574,83 @@ pub async fn capture_from(
         "instances": instances,
         "objects": objects,
     });
+    if clustered {
+        seed["cluster"] = cluster_records(&mut reader).await?;
+    }
+    let mut contents = Contents::default();
+    let mut files = Map::new();
     if options.with_image_files {
-        seed["files"] = image_files(&mut reader, &images).await?;
+        files.insert(
+            "image_files".into(),
+            image_files(&mut reader, &images, &mut contents).await?,
+        );
+    }
+    if let Some(budget) = options.instance_files_budget {
+        let (trees, places) =
+            instance_files(&mut reader, &instances, budget, &mut contents).await?;
+        files.insert("trees".into(), trees);
+        files.insert("instances".into(), places);
+    }
+    if !files.is_empty() {
+        files.insert("contents".into(), json!(contents.encoded));
+        seed["files"] = Value::Object(files);
     }
     Stored::from_json(seed.clone(), Versioned::Required)
         .map_err(|e| CaptureError::NotLoadable(e.to_string()))?;
     Ok(seed)
+}
+
+/// A member as `/1.0/cluster/members?recursion=1` lists it (the fields a record is made of).
+#[derive(serde::Deserialize)]
+struct ListedMember {
+    server_name: String,
+    config: Option<std::collections::BTreeMap<String, String>>,
+    roles: Option<Vec<String>>,
+    description: Option<String>,
+    failure_domain: Option<String>,
+    groups: Option<Vec<String>>,
+    status: Option<String>,
+}
+
+/// The cluster's records, as the seed's `cluster`: of each member listed, what its record holds
+/// (the roles the cluster gives, the database roles, left out; evacuated when its status says
+/// `Evacuated`, which an offline member's status hides); the groups' names and descriptions.
+async fn cluster_records(reader: &mut Reader) -> Result<Value, CaptureError> {
+    const MEMBERS: &str = "/1.0/cluster/members?recursion=1";
+    const GROUPS: &str = "/1.0/cluster/groups?recursion=1";
+    let shape = |path: &str, problem: String| CaptureError::Shape {
+        path: path.into(),
+        problem,
+    };
+    let mut members = Vec::new();
+    for listed in reader.list(MEMBERS).await? {
+        let listed: ListedMember = serde_json::from_value(Value::Object(listed))
+            .map_err(|e| shape(MEMBERS, format!("a member: {e}")))?;
+        let mut record = MemberRecord::new(&listed.server_name);
+        record.config = listed.config.unwrap_or_default();
+        record.roles = listed.roles.unwrap_or_default();
+        record.roles.retain(|role| !database_role(role));
+        record.description = listed.description.unwrap_or_default();
+        if let Some(domain) = listed.failure_domain {
+            record.failure_domain = domain;
+        }
+        if let Some(groups) = listed.groups {
+            record.groups = groups;
+        }
+        record.evacuated = listed.status.as_deref() == Some("Evacuated");
+        members.push(record);
+    }
+    let groups = reader
+        .list(GROUPS)
+        .await?
+        .iter()
+        .map(|group| Group {
+            name: text(group, "name").to_owned(),
+            description: text(group, "description").to_owned(),
+        })
+        .collect();
+    serde_json::to_value(Records { members, groups })
+        .map_err(|e| CaptureError::NotLoadable(e.to_string()))
 }
 
 /// An image's aliases as the seed holds them (`name`, `description`).
@@ -651,23 +750,34 @@ async fn collections(
     Ok(found)
 }
 
-/// The files of the captured images (`export`), as the seed's `files`: each distinct content
-/// once (base64), and per image its unified tarball, or its split metadata and rootfs.
+/// The seed's `files.contents`: each distinct file content once (base64), referred to by index.
+#[derive(Default)]
+struct Contents {
+    encoded: Vec<String>,
+    indexes: std::collections::HashMap<Bytes, usize>,
+}
+
+impl Contents {
+    fn index(&mut self, bytes: &Bytes) -> usize {
+        if let Some(&index) = self.indexes.get(bytes) {
+            return index;
+        }
+        self.encoded
+            .push(base64::engine::general_purpose::STANDARD.encode(bytes));
+        let index = self.encoded.len() - 1;
+        self.indexes.insert(bytes.clone(), index);
+        index
+    }
+}
+
+/// The files of the captured images (`export`), as the seed's `files.image_files`: per image its
+/// unified tarball, or its split metadata and rootfs.
 async fn image_files(
     reader: &mut Reader,
     images: &[Map<String, Value>],
+    contents: &mut Contents,
 ) -> Result<Value, CaptureError> {
-    let mut contents: Vec<String> = Vec::new();
-    let mut index = |bytes: &Bytes| {
-        let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
-        match contents.iter().position(|c| *c == encoded) {
-            Some(i) => i,
-            None => {
-                contents.push(encoded);
-                contents.len() - 1
-            }
-        }
-    };
+    let mut index = |bytes: &Bytes| contents.index(bytes);
     let mut entries = Vec::new();
     for image in images {
         let fingerprint = text(image, "fingerprint");
@@ -687,7 +797,163 @@ async fn image_files(
         }
         entries.push(entry);
     }
-    Ok(json!({"contents": contents, "image_files": entries}))
+    Ok(Value::Array(entries))
+}
+
+/// Directories whose entries are the kernel's, not the instance's (on a running instance).
+const KERNEL_DIRECTORIES: [&str; 3] = ["/proc", "/sys", "/dev"];
+
+/// The captured instances' file trees, as the seed's `files.trees` and `files.instances`: each
+/// instance's tree walked from `/` through the file API, at most `budget` bytes of file content
+/// in all.
+async fn instance_files(
+    reader: &mut Reader,
+    instances: &[Map<String, Value>],
+    budget: u64,
+    contents: &mut Contents,
+) -> Result<(Value, Value), CaptureError> {
+    let mut trees = Vec::new();
+    let mut places = Vec::new();
+    let mut used: u64 = 0;
+    for instance in instances {
+        let (project, name) = (text(instance, "project"), text(instance, "name"));
+        let mut nodes = Vec::new();
+        let mut pending = vec!["/".to_owned()];
+        while let Some(path) = pending.pop() {
+            let asked = format!(
+                "/1.0/instances/{}/files?{}",
+                segment(name),
+                url::form_urlencoded::Serializer::new(String::new())
+                    .append_pair("path", &path)
+                    .append_pair("project", project)
+                    .finish()
+            );
+            let reply = reader.reply(&asked).await?;
+            if reply.status() != 200 {
+                continue;
+            }
+            let mut node = file_node(&asked, &path, &reply)?;
+            let mut content = None;
+            match text(&node, "type") {
+                "directory" => {
+                    if !KERNEL_DIRECTORIES.contains(&path.as_str()) {
+                        let mut names = listed_names(&asked, reply.metadata())?;
+                        names.sort();
+                        let base = path.trim_end_matches('/');
+                        pending.extend(names.iter().rev().map(|n| format!("{base}/{n}")));
+                    }
+                }
+                "file" => {
+                    used += reply.bytes().len() as u64;
+                    if used > budget {
+                        return Err(CaptureError::FileBudget {
+                            budget,
+                            project: project.into(),
+                            instance: name.into(),
+                            path,
+                        });
+                    }
+                    content = Some(reply.bytes().clone());
+                }
+                "symlink" => {
+                    let target = String::from_utf8_lossy(reply.bytes()).into_owned();
+                    node.insert("target".into(), json!(target));
+                }
+                _ => continue,
+            }
+            nodes.push((node, content));
+        }
+        // In path order, and the contents indexed in that order: the same tree captures the
+        // same whatever order the server lists a directory in.
+        nodes.sort_by(|(a, _), (b, _)| text(a, "path").cmp(text(b, "path")));
+        let nodes: Vec<Value> = nodes
+            .into_iter()
+            .map(|(mut node, content)| {
+                if let Some(content) = content {
+                    node.insert("content".into(), json!(contents.index(&content)));
+                }
+                Value::Object(node)
+            })
+            .collect();
+        places.push(json!({"project": project, "instance": name, "tree": trees.len()}));
+        trees.push(Value::Array(nodes));
+    }
+    Ok((Value::Array(trees), Value::Array(places)))
+}
+
+/// A directory listing's names.
+fn listed_names(path: &str, listing: &Value) -> Result<Vec<String>, CaptureError> {
+    match listing {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .filter(|name| {
+                        !name.is_empty() && !name.contains('/') && *name != "." && *name != ".."
+                    })
+                    .map(str::to_owned)
+                    .ok_or_else(|| CaptureError::Shape {
+                        path: path.into(),
+                        problem: format!("a directory entry is not a name: {item}"),
+                    })
+            })
+            .collect(),
+        other => Err(CaptureError::Shape {
+            path: path.into(),
+            problem: format!("a directory listing is not a list: {other}"),
+        }),
+    }
+}
+
+/// A file entry of the seed from the file API's headers (`X-Incus-type`, `-uid`, `-gid`,
+/// `-mode` in octal, `-modified` as Go prints a time): `path`, `type`, `uid`, `gid`, `mode`,
+/// `modified` (RFC 3339).
+fn file_node(asked: &str, path: &str, reply: &Reply) -> Result<Map<String, Value>, CaptureError> {
+    let header = |name: &str| {
+        reply.header(name).ok_or_else(|| CaptureError::Shape {
+            path: asked.into(),
+            problem: format!("no {name} header"),
+        })
+    };
+    let number = |name: &str, radix: u32| {
+        let value = header(name)?;
+        u32::from_str_radix(value, radix).map_err(|e| CaptureError::Shape {
+            path: asked.into(),
+            problem: format!("{name} {value:?}: {e}"),
+        })
+    };
+    let modified = header("x-incus-modified")?;
+    let rfc3339 = go_time_to_rfc3339(modified).ok_or_else(|| CaptureError::Shape {
+        path: asked.into(),
+        problem: format!("x-incus-modified {modified:?} is not a time"),
+    })?;
+    let mut node = Map::new();
+    node.insert("path".into(), json!(path));
+    node.insert("type".into(), json!(header("x-incus-type")?));
+    node.insert("uid".into(), json!(number("x-incus-uid", 10)?));
+    node.insert("gid".into(), json!(number("x-incus-gid", 10)?));
+    node.insert("mode".into(), json!(number("x-incus-mode", 8)?));
+    node.insert("modified".into(), json!(rfc3339));
+    Ok(node)
+}
+
+/// Go's `time.Time.String()` (`2024-05-01 10:00:00.5 +0200 CEST`) as RFC 3339
+/// (`2024-05-01T10:00:00.5+02:00`).
+fn go_time_to_rfc3339(go: &str) -> Option<String> {
+    let mut parts = go.split(' ');
+    let (date, clock, offset) = (parts.next()?, parts.next()?, parts.next()?);
+    let (sign, digits) = offset.split_at_checked(1)?;
+    if !matches!(sign, "+" | "-")
+        || digits.len() != 4
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let text = format!("{date}T{clock}{sign}{}:{}", &digits[..2], &digits[2..]);
+    time::OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .map(|_| text)
 }
 
 /// An export's files: the one tarball of a unified image, or a split image's metadata and
@@ -719,4 +985,29 @@ async fn exported_parts(path: &str, reply: &Reply) -> Result<(Bytes, Option<Byte
     let rootfs = found.pop().unwrap_or_default();
     let metadata = found.pop().unwrap_or_default();
     Ok((metadata, Some(rootfs)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::go_time_to_rfc3339;
+
+    #[test]
+    fn a_file_api_modification_time_as_go_prints_it_reads_as_rfc3339() {
+        assert_eq!(
+            go_time_to_rfc3339("2026-12-01 22:31:37 +0000 UTC").as_deref(),
+            Some("2026-12-01T22:31:37+00:00")
+        );
+        assert_eq!(
+            go_time_to_rfc3339("2024-05-01 10:00:00.5 +0200 CEST").as_deref(),
+            Some("2024-05-01T10:00:00.5+02:00")
+        );
+        for bad in [
+            "",
+            "2024-05-01",
+            "2024-05-01 10:00:00 UTC",
+            "2024-13-01 10:00:00 +0000",
+        ] {
+            assert_eq!(go_time_to_rfc3339(bad), None, "{bad}");
+        }
+    }
 }

@@ -64,6 +64,13 @@ struct Capture {
     /// Also capture the images' files.
     #[arg(long)]
     with_image_files: bool,
+    /// Also capture the instances' files (through the file API), at most
+    /// --instance-files-budget bytes of file content in all.
+    #[arg(long)]
+    with_instance_files: bool,
+    /// The byte budget of --with-instance-files.
+    #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024 * 1024, requires = "with_instance_files")]
+    instance_files_budget: u64,
     /// Only this project (plus the default project's entry and what it lends).
     #[arg(long, value_name = "NAME")]
     project: Option<String>,
@@ -267,6 +274,9 @@ async fn capture(args: Capture) -> Result<(), String> {
     }
     if args.with_image_files {
         options = options.with_image_files();
+    }
+    if args.with_instance_files {
+        options = options.with_instance_files(args.instance_files_budget);
     }
     let read = |path: &Option<PathBuf>| {
         let path = path.as_deref().unwrap_or(std::path::Path::new(""));

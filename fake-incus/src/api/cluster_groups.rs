@@ -25,6 +25,7 @@ use super::{only, parse_body, Ctx};
 use crate::cluster::{config_problem, known_role, Cluster, Group, Records, DEFAULT_GROUP};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::etag;
+use crate::state::member_records::database_role;
 use http::{HeaderMap, Method};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -333,7 +334,7 @@ pub(super) fn update_member(
     record.config = config;
     record.roles = Vec::new();
     for role in req.roles {
-        if !role.starts_with("database") && !record.roles.contains(&role) {
+        if !database_role(&role) && !record.roles.contains(&role) {
             record.roles.push(role);
         }
     }

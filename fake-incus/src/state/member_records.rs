@@ -11,6 +11,12 @@ use std::collections::BTreeMap;
 /// The group every member starts in; it cannot be renamed or deleted.
 pub(crate) const DEFAULT_GROUP: &str = "default";
 
+/// Whether `role` is one of the database roles (`database`, `database-leader`,
+/// `database-standby`): the cluster gives them, so a record never holds them.
+pub(crate) fn database_role(role: &str) -> bool {
+    role.starts_with("database")
+}
+
 /// One member's record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -27,14 +27,23 @@ fn seed() -> serde_json::Value {
     })
 }
 
+/// A capture only reads: every request the fake's journal holds from entry `since` on is a `GET`.
+fn assert_only_gets_since(fake: &FakeIncus, since: usize) {
+    let methods: std::collections::BTreeSet<String> = fake
+        .journal()
+        .into_iter()
+        .skip(since)
+        .map(|e| e.method)
+        .collect();
+    assert_eq!(methods, ["GET".to_string()].into(), "a capture only reads");
+}
+
 #[tokio::test]
 async fn a_capture_sends_only_gets_and_a_served_capture_captures_the_same() {
     let fake = FakeIncus::builder().state(seed()).start().await.unwrap();
     let options = CaptureOptions::new().project("team").instances("web*");
     let first = capture(fake.unix_socket(), &options).await.unwrap();
-    let methods: std::collections::BTreeSet<String> =
-        fake.journal().into_iter().map(|e| e.method).collect();
-    assert_eq!(methods, ["GET".to_string()].into(), "a capture only reads");
+    assert_only_gets_since(&fake, 0);
     let names: Vec<&str> = first["instances"]
         .as_array()
         .unwrap()
@@ -106,13 +115,7 @@ async fn a_capture_holds_network_objects_and_certificates_with_credentials_redac
     let first = capture(fake.unix_socket(), &CaptureOptions::new())
         .await
         .unwrap();
-    let methods: std::collections::BTreeSet<String> = fake
-        .journal()
-        .into_iter()
-        .skip(asked_before)
-        .map(|e| e.method)
-        .collect();
-    assert_eq!(methods, ["GET".to_string()].into(), "a capture only reads");
+    assert_only_gets_since(&fake, asked_before);
     let objects = &first["objects"];
     for (kind, key, value) in [
         ("network-acl", "name", "a1"),
@@ -231,4 +234,236 @@ async fn a_capture_with_image_files_carries_each_images_tarball() {
         .unwrap();
     let second = capture(served.unix_socket(), &options).await.unwrap();
     assert_eq!(first, second);
+}
+
+const MEMBERS: [&str; 3] = ["m1", "m2", "m3"];
+
+/// A cluster with a group of its own, a member with config, an own role, a description and a
+/// failure domain, an evacuated member, and instances on two members.
+fn cluster_seed() -> serde_json::Value {
+    json!({
+        "instances": [
+            {"name": "a", "status": "Running", "location": "m1"},
+            {"name": "b", "status": "Stopped", "location": "m3"}
+        ],
+        "cluster": {
+            "members": [
+                {"name": "m1", "config": {"scheduler.instance": "group", "user.rack": "r1"},
+                 "roles": ["event-hub"], "description": "the first", "failure_domain": "rack1",
+                 "groups": ["default", "gpu"]},
+                {"name": "m2", "evacuated": true},
+                {"name": "m3", "groups": ["gpu"]}
+            ],
+            "groups": [
+                {"name": "default", "description": "Default cluster group"},
+                {"name": "gpu", "description": "with GPUs"}
+            ]
+        }
+    })
+}
+
+/// `GET path` on `fake`, its metadata, each item's `url` (the member's address, another per
+/// fake) left out.
+async fn listed(fake: &FakeIncus, path: &str) -> serde_json::Value {
+    let reply = fake.call(fake_incus::Request::get(path)).await;
+    assert_eq!(reply.status(), 200, "{path}: {:?}", reply.json());
+    let mut items = reply.metadata().clone();
+    for item in items.as_array_mut().unwrap() {
+        item.as_object_mut().unwrap().remove("url");
+    }
+    items
+}
+
+#[tokio::test]
+async fn a_capture_of_a_cluster_holds_its_members_records_and_groups_and_serves_back_the_same_lists(
+) {
+    let fake = FakeIncus::builder()
+        .cluster(MEMBERS)
+        .state(cluster_seed())
+        .start()
+        .await
+        .unwrap();
+    let asked_before = fake.journal().len();
+    let first = capture(fake.unix_socket(), &CaptureOptions::new())
+        .await
+        .unwrap();
+    assert_only_gets_since(&fake, asked_before);
+
+    let cluster = &first["cluster"];
+    let m1 = &cluster["members"][0];
+    assert_eq!(m1["name"], "m1");
+    assert_eq!(m1["config"]["scheduler.instance"], "group");
+    assert_eq!(m1["config"]["user.rack"], "r1");
+    assert_eq!(m1["roles"], json!(["event-hub"]), "no database roles");
+    assert_eq!(m1["description"], "the first");
+    assert_eq!(m1["failure_domain"], "rack1");
+    assert_eq!(m1["groups"], json!(["default", "gpu"]));
+    assert_eq!(cluster["members"][1]["evacuated"], true);
+    assert_eq!(cluster["members"][2]["groups"], json!(["gpu"]));
+    assert_eq!(
+        cluster["groups"][1],
+        json!({"name": "gpu", "description": "with GPUs"})
+    );
+    let locations: Vec<(&str, &str)> = first["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["name"].as_str().unwrap(), i["location"].as_str().unwrap()))
+        .collect();
+    assert_eq!(locations, [("a", "m1"), ("b", "m3")]);
+
+    let served = FakeIncus::builder()
+        .cluster(MEMBERS)
+        .state(first.clone())
+        .start()
+        .await
+        .unwrap();
+    for path in [
+        "/1.0/cluster/members?recursion=1",
+        "/1.0/cluster/groups?recursion=1",
+        "/1.0/instances?recursion=1",
+    ] {
+        let (captured, serving) = (listed(&fake, path).await, listed(&served, path).await);
+        assert_eq!(captured, serving, "{path}");
+    }
+    let second = capture(served.unix_socket(), &CaptureOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(first, second);
+}
+
+#[tokio::test]
+async fn a_capture_of_a_standalone_daemon_has_no_cluster_records() {
+    let fake = FakeIncus::builder().state(seed()).start().await.unwrap();
+    let captured = capture(fake.unix_socket(), &CaptureOptions::new())
+        .await
+        .unwrap();
+    assert!(captured.get("cluster").is_none(), "{captured}");
+}
+
+/// Writes through the file API of instance `c1` (`x-incus-type` and the other headers given).
+async fn write_file(fake: &FakeIncus, path: &str, headers: &[(&str, &str)], body: &'static [u8]) {
+    let mut request = fake_incus::Request::post(&format!("/1.0/instances/c1/files?path={path}"))
+        .header("content-type", "application/octet-stream")
+        .body(body);
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    let reply = fake.call(request).await;
+    assert_eq!(reply.status(), 200, "{path}: {:?}", reply.json());
+}
+
+/// A fake with instance `c1` holding a file with its own owner and mode, a directory and a
+/// symbolic link besides the busybox skeleton.
+async fn fake_with_files() -> FakeIncus {
+    let seed = json!({"instances": [{"name": "c1", "status": "Running"}]});
+    let fake = FakeIncus::builder().state(seed).start().await.unwrap();
+    let file = [
+        ("x-incus-uid", "1000"),
+        ("x-incus-gid", "100"),
+        ("x-incus-mode", "0640"),
+    ];
+    write_file(&fake, "/etc/motd", &file, b"welcome\n").await;
+    write_file(&fake, "/data", &[("x-incus-type", "directory")], b"").await;
+    let link = [("x-incus-type", "symlink")];
+    write_file(&fake, "/data/motd", &link, b"/etc/motd").await;
+    fake
+}
+
+#[tokio::test]
+async fn a_capture_with_instance_files_holds_each_instances_tree_and_serves_it_back() {
+    let fake = fake_with_files().await;
+    let asked_before = fake.journal().len();
+    let options = CaptureOptions::new().with_instance_files(1 << 20);
+    let first = capture(fake.unix_socket(), &options).await.unwrap();
+    assert_only_gets_since(&fake, asked_before);
+
+    let files = &first["files"];
+    assert_eq!(
+        files["instances"],
+        json!([{"project": "default", "instance": "c1", "tree": 0}])
+    );
+    let tree = files["trees"][0].as_array().unwrap();
+    let entry = |path: &str| {
+        tree.iter()
+            .find(|e| e["path"] == path)
+            .unwrap_or_else(|| panic!("{path} in {tree:?}"))
+    };
+    let motd = entry("/etc/motd");
+    assert_eq!(
+        (&motd["type"], &motd["uid"], &motd["gid"], &motd["mode"]),
+        (&json!("file"), &json!(1000), &json!(100), &json!(0o640))
+    );
+    use base64::Engine;
+    let content = files["contents"][motd["content"].as_u64().unwrap() as usize]
+        .as_str()
+        .unwrap();
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(content)
+        .unwrap();
+    assert_eq!(decoded, b"welcome\n");
+    assert_eq!(entry("/data")["type"], "directory");
+    assert_eq!(entry("/data/motd")["target"], "/etc/motd");
+    assert_eq!(entry("/bin/busybox")["type"], "file", "the skeleton too");
+
+    let served = FakeIncus::builder()
+        .state(first.clone())
+        .start()
+        .await
+        .unwrap();
+    let read = served
+        .call(fake_incus::Request::get(
+            "/1.0/instances/c1/files?path=/etc/motd",
+        ))
+        .await;
+    assert_eq!(
+        read.bytes().as_ref(),
+        b"welcome\n",
+        "served back as the instance's file"
+    );
+    assert_eq!(read.header("x-incus-mode"), Some("0640"));
+    let second = capture(served.unix_socket(), &options).await.unwrap();
+    assert_eq!(first, second);
+}
+
+#[tokio::test]
+async fn a_capture_of_instance_files_over_its_byte_budget_fails_naming_the_file() {
+    let fake = fake_with_files().await;
+    let err = capture(
+        fake.unix_socket(),
+        &CaptureOptions::new().with_instance_files(4),
+    )
+    .await
+    .unwrap_err();
+    let fake_incus::CaptureError::FileBudget {
+        budget,
+        project,
+        instance,
+        path,
+    } = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!(
+        (*budget, project.as_str(), instance.as_str()),
+        (4, "default", "c1")
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("budget of 4 bytes") && text.contains(&format!("default/c1:{path}")),
+        "{text}"
+    );
+    let whole = capture(
+        fake.unix_socket(),
+        &CaptureOptions::new().with_instance_files(1 << 20),
+    )
+    .await
+    .unwrap();
+    let named = whole["files"]["trees"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == path.as_str())
+        .expect("the file named is one of the instance's");
+    assert_eq!(named["type"], "file");
 }
