@@ -134,16 +134,26 @@ pub enum CaptureError {
 /// How many connections read the per-instance lists at once.
 const PARALLEL: usize = 8;
 
-/// A keep-alive connection to the source, reopened once when it fails (every request is a
-/// `GET`, so asking again is harmless).
-struct Reader {
-    source: Source,
-    tls: Option<Arc<rustls::ClientConfig>>,
-    connection: Option<Connection>,
+/// A stream to an Incus: its Unix socket, or its HTTPS listener after the TLS handshake.
+pub(crate) trait Stream:
+    tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
+{
 }
 
-impl Reader {
-    fn new(source: &Source) -> Result<Self, CaptureError> {
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
+
+/// Opens connections to a [`Source`]: its TLS client configuration (the client certificate
+/// presented, the server certificate pinned) is built once. The recorder reaches its upstream
+/// with this too.
+#[derive(Clone)]
+pub(crate) struct Dialer {
+    source: Source,
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Dialer {
+    /// Checks the source's credentials; an unusable certificate or key is refused here.
+    pub(crate) fn new(source: &Source) -> Result<Self, String> {
         let tls = match source {
             Source::Unix(_) => None,
             Source::Https {
@@ -157,17 +167,25 @@ impl Reader {
                     client_key_pem,
                     server_cert_pem,
                 )
-                .map_err(|e| CaptureError::Tls(e.to_string()))?,
+                .map_err(|e| e.to_string())?,
             ),
         };
         Ok(Self {
             source: source.clone(),
             tls,
-            connection: None,
         })
     }
 
-    async fn connect(&self) -> Result<Connection, String> {
+    /// The source, as a transcript or a message names it: the socket's path or the URL.
+    pub(crate) fn name(&self) -> String {
+        match &self.source {
+            Source::Unix(socket) => socket.display().to_string(),
+            Source::Https { url, .. } => url.clone(),
+        }
+    }
+
+    /// A fresh connection (after the TLS handshake, for HTTPS).
+    pub(crate) async fn open(&self) -> Result<Box<dyn Stream>, String> {
         match (&self.source, &self.tls) {
             (Source::Https { url, .. }, Some(tls)) => {
                 let authority = url
@@ -191,12 +209,44 @@ impl Reader {
                 let stream = tokio_rustls::TlsConnector::from(tls.clone())
                     .connect(name, tcp)
                     .await
-                    .map_err(|e| format!("{url}: {e}"))?;
-                Connection::over(stream).await.map_err(|e| e.to_string())
+                    .map_err(|e| {
+                        let invalid = e.get_ref().and_then(|inner| inner.downcast_ref());
+                        match invalid {
+                            Some(rustls::Error::InvalidCertificate(_)) => format!(
+                                "{url}: the server's certificate is not the pinned one ({e})"
+                            ),
+                            _ => format!("{url}: {e}"),
+                        }
+                    })?;
+                Ok(Box::new(stream))
             }
-            (Source::Unix(socket), _) => Connection::unix(socket).await.map_err(|e| e.to_string()),
+            (Source::Unix(socket), _) => tokio::net::UnixStream::connect(socket)
+                .await
+                .map(|stream| Box::new(stream) as Box<dyn Stream>)
+                .map_err(|e| format!("connecting to {}: {e}", socket.display())),
             (Source::Https { url, .. }, None) => Err(format!("{url}: no TLS configuration")),
         }
+    }
+}
+
+/// A keep-alive connection to the source, reopened once when it fails (every request is a
+/// `GET`, so asking again is harmless).
+struct Reader {
+    dialer: Dialer,
+    connection: Option<Connection>,
+}
+
+impl Reader {
+    fn new(source: &Source) -> Result<Self, CaptureError> {
+        Ok(Self {
+            dialer: Dialer::new(source).map_err(CaptureError::Tls)?,
+            connection: None,
+        })
+    }
+
+    async fn connect(&self) -> Result<Connection, String> {
+        let stream = self.dialer.open().await?;
+        Connection::over(stream).await.map_err(|e| e.to_string())
     }
 
     /// One `GET`, its whole answer.
@@ -248,8 +298,7 @@ impl Reader {
         let lanes = PARALLEL.min(paths.len()).max(1);
         let lane = |first: usize| {
             let mut sibling = Reader {
-                source: self.source.clone(),
-                tls: self.tls.clone(),
+                dialer: self.dialer.clone(),
                 connection: None,
             };
             let mine: Vec<(usize, String)> = paths

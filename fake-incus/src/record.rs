@@ -1,5 +1,7 @@
 //! `fake-incus record`: a transparent proxy in front of an Incus (a real daemon, or a fake) that
-//! forwards every request on its own Unix socket to the upstream's and writes a transcript
+//! forwards every request on its own Unix socket to the upstream (its Unix socket, or its HTTPS
+//! listener with mutual TLS and the server certificate pinned, reached as
+//! [`capture`](crate::capture) reaches it) and writes a transcript
 //! ([`crate::transcript`]): each request and answer, their timing, and the frames of every
 //! websocket (exec, events, console) with their sizes.
 //!
@@ -13,6 +15,8 @@
 //! Every upstream request goes on a fresh connection, written at once: Incus peeks at the first
 //! byte of every Unix connection in its accept loop, and one silent connection would stop it
 //! from accepting others.
+
+use crate::capture::{Dialer, Source};
 
 use crate::transcript::{
     Body, Exchange, Frame, FrameKind, Header, RecordedRequest, RecordedResponse, Side, Timing,
@@ -30,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixListener;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
@@ -62,7 +66,11 @@ pub enum RecordError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// The upstream does not answer.
+    /// The upstream's HTTPS credentials (client certificate, key, pinned server certificate)
+    /// are not usable.
+    #[error("the upstream's TLS credentials: {0}")]
+    Tls(String),
+    /// The upstream does not answer (or, over HTTPS, is not the server pinned).
     #[error("the upstream {upstream} does not answer: {message}")]
     Upstream {
         /// The upstream.
@@ -97,7 +105,7 @@ struct RawWebsocket {
 
 /// What every connection task shares.
 struct Shared {
-    upstream: PathBuf,
+    upstream: Dialer,
     epoch: Instant,
     seq: AtomicU64,
     out: Mutex<mpsc::Sender<Pending>>,
@@ -139,7 +147,7 @@ impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recorder")
             .field("socket", &self.socket)
-            .field("upstream", &self.shared.upstream)
+            .field("upstream", &self.shared.upstream.name())
             .finish_non_exhaustive()
     }
 }
@@ -155,12 +163,37 @@ impl Recorder {
         transcript: &Path,
         body_limit: usize,
     ) -> Result<Self, RecordError> {
-        crate::client::send(upstream, crate::client::Request::get("/1.0"))
+        Self::start_from(
+            &Source::Unix(upstream.to_path_buf()),
+            socket,
+            transcript,
+            body_limit,
+        )
+        .await
+    }
+
+    /// [`Recorder::start`] with any upstream: a Unix socket, or an HTTPS listener (the client
+    /// certificate presented, the server certificate pinned: another one is refused).
+    pub async fn start_from(
+        upstream: &Source,
+        socket: &Path,
+        transcript: &Path,
+        body_limit: usize,
+    ) -> Result<Self, RecordError> {
+        let dialer = Dialer::new(upstream).map_err(RecordError::Tls)?;
+        let refused = |message: String| RecordError::Upstream {
+            upstream: dialer.name(),
+            message,
+        };
+        let stream = dialer.open().await.map_err(refused)?;
+        let mut connection = crate::client::Connection::over(stream)
             .await
-            .map_err(|e| RecordError::Upstream {
-                upstream: upstream.display().to_string(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| refused(e.to_string()))?;
+        connection
+            .send(crate::client::Request::get("/1.0"))
+            .await
+            .map_err(|e| refused(e.to_string()))?;
+        drop(connection);
         let io = |context: String| move |source| RecordError::Io { context, source };
         let file = std::fs::File::create(transcript)
             .map_err(io(format!("creating {}", transcript.display())))?;
@@ -171,7 +204,7 @@ impl Recorder {
             UnixListener::bind(socket).map_err(io(format!("binding {}", socket.display())))?;
         let header = Header {
             transcript_version: TRANSCRIPT_VERSION,
-            upstream: upstream.display().to_string(),
+            upstream: dialer.name(),
             started: now_rfc3339(),
             body_limit,
         };
@@ -182,7 +215,7 @@ impl Recorder {
             .spawn(move || write_transcript(file, &path, &header, &receiver))
             .map_err(io("starting the transcript writer".into()))?;
         let shared = Arc::new(Shared {
-            upstream: upstream.to_path_buf(),
+            upstream: dialer,
             epoch: Instant::now(),
             seq: AtomicU64::new(0),
             out: Mutex::new(sender),
@@ -468,14 +501,12 @@ async fn relay(
     Ok(back)
 }
 
-/// Sends one request on a fresh connection to the upstream socket.
+/// Sends one request on a fresh connection to the upstream.
 async fn forward(
-    upstream: &Path,
+    upstream: &Dialer,
     request: Request<Full<Bytes>>,
 ) -> Result<Response<Incoming>, String> {
-    let stream = UnixStream::connect(upstream)
-        .await
-        .map_err(|e| format!("connecting to {}: {e}", upstream.display()))?;
+    let stream = upstream.open().await?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| format!("handshake: {e}"))?;

@@ -10,7 +10,7 @@ use fake_incus::client::{self, Request};
 use fake_incus::record::Recorder;
 use fake_incus::replay::{replay, replay_with, Pace};
 use fake_incus::transcript::{self, FrameKind, Side, TranscriptError};
-use fake_incus::FakeIncus;
+use fake_incus::{CaptureSource, FakeIncus};
 use futures_util::StreamExt;
 use serde_json::json;
 use std::path::Path;
@@ -115,15 +115,26 @@ async fn session(socket: &Path) {
 /// Records `session` through a recorder in front of a fresh fake; returns the transcript text.
 async fn record_session(dir: &Path, body_limit: usize) -> String {
     let upstream = FakeIncus::builder().start().await.expect("fake");
+    let source = CaptureSource::Unix(upstream.unix_socket().to_path_buf());
+    record_session_from(&source, dir, body_limit).await
+}
+
+/// The fake's HTTPS listener, with the client certificate it trusts and its own pinned.
+fn https_source(fake: &FakeIncus, pinned: &FakeIncus) -> CaptureSource {
+    CaptureSource::Https {
+        url: fake.https_url().expect("HTTPS on"),
+        client_cert_pem: fake.client_cert_pem(),
+        client_key_pem: fake.client_key_pem(),
+        server_cert_pem: pinned.server_cert_pem(),
+    }
+}
+
+/// Records `session` through a recorder in front of `upstream`; returns the transcript text.
+async fn record_session_from(upstream: &CaptureSource, dir: &Path, body_limit: usize) -> String {
     let path = dir.join("session.jsonl");
-    let recorder = Recorder::start(
-        upstream.unix_socket(),
-        &dir.join("recorder.socket"),
-        &path,
-        body_limit,
-    )
-    .await
-    .expect("recorder");
+    let recorder = Recorder::start_from(upstream, &dir.join("recorder.socket"), &path, body_limit)
+        .await
+        .expect("recorder");
     session(recorder.unix_socket()).await;
     let written = recorder.finish().await.expect("transcript");
     let text = std::fs::read_to_string(&path).expect("transcript file");
@@ -375,4 +386,53 @@ async fn a_recorder_refuses_a_silent_upstream_and_a_dropped_one_removes_its_sock
     drop(recorder);
     assert!(!socket.exists());
     assert!(client::send(&socket, Request::get("/1.0")).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_recorded_from_an_https_upstream_replays_against_a_fresh_fake_with_no_difference()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = FakeIncus::builder().https(true).start().await.unwrap();
+    let source = https_source(&upstream, &upstream);
+    let text = record_session_from(&source, dir.path(), transcript::DEFAULT_BODY_LIMIT).await;
+    let (header, exchanges) = transcript::parse(&text).expect("a transcript");
+    assert_eq!(Some(header.upstream), upstream.https_url());
+    // Everything went over HTTPS: the upstream saw the session, exec websockets included.
+    assert_eq!(upstream.requests("POST", "/1.0/instances").len(), 1);
+    assert_eq!(
+        exchanges.iter().filter(|e| e.websocket.is_some()).count(),
+        4
+    );
+    let fresh = FakeIncus::builder().start().await.unwrap();
+    let report = replay(&exchanges, fresh.unix_socket()).await.unwrap();
+    assert_eq!(report.replayed, exchanges.len());
+    assert!(report.differences.is_empty(), "{}", report.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorder_refuses_an_https_upstream_whose_certificate_is_not_the_pinned_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("recorder.socket");
+    let upstream = FakeIncus::builder().https(true).start().await.unwrap();
+    let other = FakeIncus::builder().https(true).start().await.unwrap();
+    assert_ne!(upstream.server_cert_pem(), other.server_cert_pem());
+    let refused = Recorder::start_from(
+        &https_source(&upstream, &other),
+        &socket,
+        &dir.path().join("t.jsonl"),
+        transcript::DEFAULT_BODY_LIMIT,
+    )
+    .await;
+    match refused {
+        Err(fake_incus::record::RecordError::Upstream { message, .. }) => assert!(
+            message.contains("not the pinned one"),
+            "a clear error: {message}"
+        ),
+        other => panic!("refused as not pinned: {other:?}"),
+    }
+    assert!(!socket.exists(), "nothing listens");
+    assert!(
+        upstream.requests("GET", "/1.0").is_empty(),
+        "no request reached the upstream"
+    );
 }

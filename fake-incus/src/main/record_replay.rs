@@ -9,9 +9,13 @@ use std::process::ExitCode;
 /// `fake-incus record`.
 #[derive(clap::Args)]
 pub(crate) struct Record {
-    /// The Incus to record: its Unix socket (e.g. /var/lib/incus/unix.socket).
-    #[arg(long, value_name = "SOCKET")]
-    upstream: PathBuf,
+    /// The Incus to record: its Unix socket (e.g. /var/lib/incus/unix.socket), or its HTTPS
+    /// listener (https://host[:port]) with --client-cert, --client-key and --server-cert
+    /// (pinned).
+    #[arg(long, value_name = "SOCKET|URL")]
+    upstream: String,
+    #[command(flatten)]
+    tls: crate::TlsFiles,
     /// Listen here (point INCUS_SOCKET at it); a stale socket file is replaced.
     #[arg(long, value_name = "PATH")]
     unix: PathBuf,
@@ -45,14 +49,19 @@ pub(crate) struct Replay {
 /// Records until SIGINT or SIGTERM. Prints one JSON line when ready:
 /// `{"unix_socket", "transcript"}`, and one when done: `{"exchanges"}`.
 pub(crate) async fn record(args: Record) -> Result<ExitCode, String> {
-    let recorder = Recorder::start(
-        &args.upstream,
-        &args.unix,
-        &args.transcript,
-        args.body_limit,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    let upstream = if args.upstream.starts_with("https://") {
+        args.tls.https_source(&args.upstream)?
+    } else if args.tls.any() {
+        return Err(format!(
+            "{}: --client-cert, --client-key and --server-cert are for an https:// upstream",
+            args.upstream
+        ));
+    } else {
+        fake_incus::CaptureSource::Unix(PathBuf::from(&args.upstream))
+    };
+    let recorder = Recorder::start_from(&upstream, &args.unix, &args.transcript, args.body_limit)
+        .await
+        .map_err(|e| e.to_string())?;
     println!(
         "{}",
         serde_json::json!({"unix_socket": recorder.unix_socket(), "transcript": args.transcript})
