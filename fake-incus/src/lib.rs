@@ -488,8 +488,9 @@ fn member_socket(first: &Path, member: &str) -> PathBuf {
         .join("unix.socket")
 }
 
-/// Loads or generates the server and client identities.
-fn identities(dir: Option<&Path>) -> Result<(tls::Identity, tls::Identity), Error> {
+/// Loads or generates the server and client identities (`DIR/{server,client}.{crt,key}`);
+/// the recorder's HTTPS listener has its own, the same way.
+pub(crate) fn identities(dir: Option<&Path>) -> Result<(tls::Identity, tls::Identity), Error> {
     let Some(dir) = dir else {
         return Ok((tls::Identity::server()?, tls::Identity::client()?));
     };

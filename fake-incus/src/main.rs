@@ -29,9 +29,10 @@ enum Command {
     /// server config (secrets left out), projects, profiles, networks, pools, custom volumes,
     /// images, instances with their snapshots.
     Capture(Capture),
-    /// A transparent proxy in front of an Incus: forwards every request on --unix to the
-    /// upstream and writes a transcript (JSON lines). Prints {"unix_socket", "transcript"} when
-    /// ready; stops at SIGINT or SIGTERM.
+    /// A transparent proxy in front of an Incus: forwards every request on --unix (and --https)
+    /// to the upstream (a socket, or https:// with mutual TLS) and writes a transcript (JSON
+    /// lines). Prints {"unix_socket", "transcript", "https_address", ...} when ready; stops at
+    /// SIGINT or SIGTERM.
     Record(record_replay_cli::Record),
     /// Send a transcript's requests, in order, to a fresh fake (seeded with --state) and report
     /// every difference from the recorded answers; exit status 1 when there is one.

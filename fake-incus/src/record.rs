@@ -12,6 +12,13 @@
 //! made there, so a request waits only for the upstream and the relaying itself
 //! ([`Timing::recorder_us`](crate::transcript::Timing) says how long that took).
 //!
+//! Clients may reach the recorder over HTTPS too ([`Recorder::listen_https`]), with mutual TLS
+//! and the fake's own server TLS code: the recorder has a server certificate and a client
+//! certificate of its own (loaded from, or made into, a directory as `serve --tls-dir` does),
+//! and forwards only for a client that presents that client certificate; any other gets
+//! `403` and nothing reaches the upstream (the upstream trusts the recorder's credentials, not
+//! the client's).
+//!
 //! Every upstream request goes on a fresh connection, written at once: Incus peeks at the first
 //! byte of every Unix connection in its accept loop, and one silent connection would stop it
 //! from accepting others.
@@ -34,7 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::net::UnixListener;
+use tokio::net::{TcpListener, UnixListener};
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
@@ -132,7 +139,7 @@ impl Shared {
 pub struct Recorder {
     socket: PathBuf,
     shared: Arc<Shared>,
-    accept: Option<tokio::task::JoinHandle<()>>,
+    accept: Vec<tokio::task::JoinHandle<()>>,
     writer: Option<std::thread::JoinHandle<Result<u64, RecordError>>>,
 }
 
@@ -225,7 +232,7 @@ impl Recorder {
         Ok(Self {
             socket: socket.to_path_buf(),
             shared,
-            accept: Some(accept),
+            accept: vec![accept],
             writer: Some(writer),
         })
     }
@@ -235,12 +242,51 @@ impl Recorder {
         &self.socket
     }
 
+    /// Listens on `address` (port 0: any free one) for HTTPS too, with mutual TLS: the
+    /// recorder's server certificate and the client certificate it trusts are
+    /// `tls_dir/server.{crt,key}` and `tls_dir/client.{crt,key}`, loaded or made there. Only a
+    /// client presenting that client certificate is forwarded; any other gets `403`. Returns
+    /// the address bound.
+    pub async fn listen_https(
+        &mut self,
+        address: std::net::SocketAddr,
+        tls_dir: &Path,
+    ) -> Result<std::net::SocketAddr, RecordError> {
+        let (server, client) =
+            crate::identities(Some(tls_dir)).map_err(|e| RecordError::Tls(e.to_string()))?;
+        let trusted = crate::tls::fingerprint_pem(&client.cert_pem)
+            .map_err(|e| RecordError::Tls(e.to_string()))?;
+        let mut config = (*crate::tls::server_config(&server)
+            .map_err(|e| RecordError::Tls(e.to_string()))?)
+        .clone();
+        // The relay speaks HTTP/1.1 (upgrades included) only.
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|source| RecordError::Io {
+                context: format!("binding {address}"),
+                source,
+            })?;
+        let bound = listener.local_addr().map_err(|source| RecordError::Io {
+            context: format!("binding {address}"),
+            source,
+        })?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        self.accept.push(tokio::spawn(https_accept_loop(
+            Arc::clone(&self.shared),
+            listener,
+            acceptor,
+            trusted,
+        )));
+        Ok(bound)
+    }
+
     /// Stops listening, ends the connections still open (their websockets are written as they
     /// stand), writes the rest of the transcript and removes the socket. Returns how many
     /// exchanges the transcript holds.
     pub async fn finish(mut self) -> Result<u64, RecordError> {
         self.shared.shutdown.cancel();
-        if let Some(accept) = self.accept.take() {
+        for accept in std::mem::take(&mut self.accept) {
             let _ = accept.await;
         }
         {
@@ -378,34 +424,101 @@ async fn accept_loop(shared: Arc<Shared>, listener: UnixListener) {
                 continue;
             }
         };
-        let shared = Arc::clone(&shared);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn({
-                let shared = Arc::clone(&shared);
-                move |request| relay(Arc::clone(&shared), request)
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .with_upgrades();
-            tokio::select! {
-                result = connection => if let Err(err) = result {
-                    tracing::debug!("record: connection: {err}");
-                },
-                () = shared.shutdown.cancelled() => {}
+        tokio::spawn(serve(Arc::clone(&shared), stream, true));
+    }
+}
+
+/// How long a TLS handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Accepts HTTPS connections until the recorder stops; a connection is relayed only when its
+/// client certificate is the `trusted` one (SHA-256 fingerprint).
+async fn https_accept_loop(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    trusted: String,
+) {
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = shared.shutdown.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                tracing::warn!("record: accept: {err}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
             }
+        };
+        let (shared, acceptor, trusted) = (Arc::clone(&shared), acceptor.clone(), trusted.clone());
+        tokio::spawn(async move {
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(err)) => return tracing::debug!("record: TLS handshake: {err}"),
+                Err(_) => return,
+            };
+            let presented = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|certs| certs.first())
+                .map(|cert| crate::tls::fingerprint_der(cert));
+            let allowed = presented.as_deref() == Some(trusted.as_str());
+            serve(shared, tls, allowed).await;
         });
     }
 }
 
-/// An Incus error envelope, for a request the recorder could not forward (not recorded).
-fn bad_gateway(message: &str) -> Response<Full<Bytes>> {
+/// Serves one client connection until it ends or the recorder stops: each request relayed
+/// when the client is `allowed`, refused with `403` (not forwarded, not recorded) otherwise.
+async fn serve<S>(shared: Arc<Shared>, stream: S, allowed: bool)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn({
+        let shared = Arc::clone(&shared);
+        move |request| {
+            let shared = Arc::clone(&shared);
+            async move {
+                if allowed {
+                    relay(shared, request).await
+                } else {
+                    Ok(refusal(
+                        StatusCode::FORBIDDEN,
+                        "the client certificate is not the recorder's trusted one",
+                    ))
+                }
+            }
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
+    tokio::select! {
+        result = connection => if let Err(err) = result {
+            tracing::debug!("record: connection: {err}");
+        },
+        () = shared.shutdown.cancelled() => {}
+    }
+}
+
+/// An Incus error envelope, for a request the recorder did not forward (not recorded).
+fn refusal(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
     let body = serde_json::json!({
         "type": "error", "status": "", "status_code": 0, "operation": "",
-        "error_code": 502, "error": format!("recorder: {message}"), "metadata": null,
+        "error_code": status.as_u16(), "error": format!("recorder: {message}"), "metadata": null,
     });
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
-    *response.status_mut() = StatusCode::BAD_GATEWAY;
+    *response.status_mut() = status;
     response
+}
+
+/// [`refusal`] for a request the recorder could not forward.
+fn bad_gateway(message: &str) -> Response<Full<Bytes>> {
+    refusal(StatusCode::BAD_GATEWAY, message)
 }
 
 fn micros(duration: Duration) -> u64 {

@@ -510,7 +510,8 @@ async fn a_recorder_refuses_an_https_upstream_whose_certificate_is_not_the_pinne
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_record_command_records_an_https_upstream_and_refuses_bad_credentials_clearly() {
+async fn the_record_command_records_an_https_upstream_for_socket_and_https_clients_and_refuses_bad_credentials_clearly(
+) {
     use tokio::io::AsyncBufReadExt;
     let bin = env!("CARGO_BIN_EXE_fake-incus");
     let dir = tempfile::tempdir().unwrap();
@@ -564,7 +565,13 @@ async fn the_record_command_records_an_https_upstream_and_refuses_bad_credential
         assert!(!socket.exists(), "nothing listens");
     }
 
-    let mut child = command(&url, Some(&pinned)).spawn().unwrap();
+    // Clients reach this one over its socket and over HTTPS (its own certificates).
+    let tls_dir = dir.path().join("tls");
+    let mut child = command(&url, Some(&pinned))
+        .args(["--https", "127.0.0.1:0", "--tls-dir"])
+        .arg(&tls_dir)
+        .spawn()
+        .unwrap();
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut next_line = async || {
         let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
@@ -578,13 +585,26 @@ async fn the_record_command_records_an_https_upstream_and_refuses_bad_credential
     assert_eq!(ready["unix_socket"], socket.to_str().unwrap());
     let listed = send(&socket, Request::get("/1.0/instances")).await;
     assert_eq!(listed.status(), 200);
+    let read = |key: &str| std::fs::read_to_string(ready[key].as_str().expect(key)).expect(key);
+    let address = ready["https_address"].as_str().unwrap().parse().unwrap();
+    let over_https = https_call(
+        address,
+        (
+            &read("client_cert"),
+            &read("client_key"),
+            &read("server_cert"),
+        ),
+        Request::get("/1.0/instances"),
+    )
+    .await;
+    assert_eq!(over_https.status(), 200);
     let pid = child.id().unwrap().to_string();
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()
         .unwrap();
     assert!(killed.success());
-    assert_eq!(next_line().await, json!({"exchanges": 1}));
+    assert_eq!(next_line().await, json!({"exchanges": 2}));
     let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
         .await
         .expect("exits")
@@ -594,5 +614,87 @@ async fn the_record_command_records_an_https_upstream_and_refuses_bad_credential
     let (header, exchanges) = transcript::parse(&text).unwrap();
     assert_eq!(header.upstream, url);
     assert_eq!(exchanges[0].request.path, "/1.0/instances");
+    assert_eq!(upstream.requests("GET", "/1.0/instances").len(), 2);
+}
+
+/// One request to an HTTPS listener at `address`, presenting `cert`/`key`, `server_cert`
+/// pinned.
+async fn https_call(
+    address: std::net::SocketAddr,
+    (cert, key, server_cert): (&str, &str, &str),
+    request: Request,
+) -> client::Reply {
+    let config = incus_operations::tls_client_config(cert, key, server_cert).expect("credentials");
+    let tcp = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let tls = tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .expect("the handshake");
+    let mut connection = client::Connection::over(tls).await.expect("HTTP");
+    connection.send(request).await.expect("an answer")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorder_over_https_relays_only_the_client_certificate_it_trusts() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = FakeIncus::builder().start().await.unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut recorder = Recorder::start(
+        upstream.unix_socket(),
+        &dir.path().join("recorder.socket"),
+        &path,
+        transcript::DEFAULT_BODY_LIMIT,
+    )
+    .await
+    .unwrap();
+    let tls_dir = dir.path().join("tls");
+    let address = recorder
+        .listen_https("127.0.0.1:0".parse().unwrap(), &tls_dir)
+        .await
+        .unwrap();
+    assert_ne!(address.port(), 0, "the bound port");
+    let read = |name: &str| std::fs::read_to_string(tls_dir.join(name)).expect(name);
+    let (cert, key, server_cert) = (read("client.crt"), read("client.key"), read("server.crt"));
+    let listed = https_call(
+        address,
+        (&cert, &key, &server_cert),
+        Request::get("/1.0/instances"),
+    )
+    .await;
+    assert_eq!(listed.status(), 200, "{:?}", listed.json());
     assert_eq!(upstream.requests("GET", "/1.0/instances").len(), 1);
+
+    // Another client certificate: refused, nothing forwarded.
+    let stranger = FakeIncus::builder().start().await.unwrap();
+    let refused = https_call(
+        address,
+        (
+            &stranger.client_cert_pem(),
+            &stranger.client_key_pem(),
+            &server_cert,
+        ),
+        Request::get("/1.0/instances"),
+    )
+    .await;
+    assert_eq!(refused.status(), 403);
+    assert!(
+        refused.json()["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not the recorder's trusted one"),
+        "{:?}",
+        refused.json()
+    );
+    assert_eq!(upstream.requests("GET", "/1.0/instances").len(), 1);
+
+    assert_eq!(recorder.finish().await.unwrap(), 1, "only the relayed one");
+    let (_, exchanges) = transcript::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(exchanges[0].response.status, 200);
+    assert!(
+        tokio::net::TcpStream::connect(address).await.is_err(),
+        "the HTTPS listener is closed"
+    );
 }
