@@ -1,7 +1,7 @@
 //! `fake-incus record`: a transparent proxy in front of an Incus (a real daemon, or a fake) that
 //! forwards every request on its own Unix socket to the upstream (its Unix socket, or its HTTPS
 //! listener with mutual TLS and the server certificate pinned, reached as
-//! [`capture`](crate::capture) reaches it) and writes a transcript
+//! `capture` reaches it, through the same `client::Dialer`) and writes a transcript
 //! ([`crate::transcript`]): each request and answer, their timing, and the frames of every
 //! websocket (exec, events, console) with their sizes.
 //!
@@ -23,7 +23,7 @@
 //! byte of every Unix connection in its accept loop, and one silent connection would stop it
 //! from accepting others.
 
-use crate::capture::{Dialer, Source};
+use crate::client::{Dialer, Source};
 
 use crate::transcript::{
     Body, Exchange, Frame, FrameKind, Header, RecordedRequest, RecordedResponse, Side, Timing,
@@ -253,7 +253,7 @@ impl Recorder {
         tls_dir: &Path,
     ) -> Result<std::net::SocketAddr, RecordError> {
         let (server, client) =
-            crate::identities(Some(tls_dir)).map_err(|e| RecordError::Tls(e.to_string()))?;
+            crate::tls::identities(Some(tls_dir)).map_err(|e| RecordError::Tls(e.to_string()))?;
         let trusted = crate::tls::fingerprint_pem(&client.cert_pem)
             .map_err(|e| RecordError::Tls(e.to_string()))?;
         let mut config = (*crate::tls::server_config(&server)
