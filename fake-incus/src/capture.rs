@@ -21,46 +21,14 @@
 //! parent does not have (forwards of an unmanaged network) is empty.
 
 use crate::api::resource::{self, Scope};
-use crate::client::{Connection, Reply, Request};
+use crate::client::{Connection, Dialer, Reply, Request, Source};
 use crate::pattern::glob_match;
 use crate::state::member_records::{database_role, Group, MemberRecord, Records};
 use crate::state::stored::{Stored, Versioned, FORMAT_VERSION};
 use base64::Engine;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-/// The Incus to read.
-#[derive(Clone)]
-#[non_exhaustive]
-pub enum Source {
-    /// Its Unix socket.
-    Unix(PathBuf),
-    /// Its HTTPS listener, with mutual TLS.
-    Https {
-        /// `https://host[:port]` (port 8443 when omitted).
-        url: String,
-        /// The certificate presented (PEM), trusted by the server.
-        client_cert_pem: String,
-        /// Its private key (PEM).
-        client_key_pem: String,
-        /// The server's certificate, pinned (PEM).
-        server_cert_pem: String,
-    },
-}
-
-impl std::fmt::Debug for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Unix(path) => f.debug_tuple("Unix").field(path).finish(),
-            Self::Https { url, .. } => f
-                .debug_struct("Https")
-                .field("url", url)
-                .finish_non_exhaustive(),
-        }
-    }
-}
+use std::path::Path;
 
 /// What to capture.
 #[derive(Debug, Clone, Default)]
@@ -165,66 +133,21 @@ const PARALLEL: usize = 8;
 /// A keep-alive connection to the source, reopened once when it fails (every request is a
 /// `GET`, so asking again is harmless).
 struct Reader {
-    source: Source,
-    tls: Option<Arc<rustls::ClientConfig>>,
+    dialer: Dialer,
     connection: Option<Connection>,
 }
 
 impl Reader {
     fn new(source: &Source) -> Result<Self, CaptureError> {
-        let tls = match source {
-            Source::Unix(_) => None,
-            Source::Https {
-                client_cert_pem,
-                client_key_pem,
-                server_cert_pem,
-                ..
-            } => Some(
-                incus_operations::tls_client_config(
-                    client_cert_pem,
-                    client_key_pem,
-                    server_cert_pem,
-                )
-                .map_err(|e| CaptureError::Tls(e.to_string()))?,
-            ),
-        };
         Ok(Self {
-            source: source.clone(),
-            tls,
+            dialer: Dialer::new(source).map_err(CaptureError::Tls)?,
             connection: None,
         })
     }
 
     async fn connect(&self) -> Result<Connection, String> {
-        match (&self.source, &self.tls) {
-            (Source::Https { url, .. }, Some(tls)) => {
-                let authority = url
-                    .strip_prefix("https://")
-                    .ok_or_else(|| format!("{url}: not an https:// URL"))?
-                    .trim_end_matches('/');
-                let (host, port) = match authority.rsplit_once(':') {
-                    Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (
-                        host,
-                        port.parse::<u16>().map_err(|e| format!("{url}: {e}"))?,
-                    ),
-                    _ => (authority, 8443),
-                };
-                let host = host.trim_start_matches('[').trim_end_matches(']');
-                let tcp = tokio::net::TcpStream::connect((host, port))
-                    .await
-                    .map_err(|e| format!("{url}: {e}"))?;
-                // The server certificate is pinned: the name only fills the handshake.
-                let name = rustls_pki_types::ServerName::try_from(host.to_owned())
-                    .map_err(|e| format!("{url}: {e}"))?;
-                let stream = tokio_rustls::TlsConnector::from(tls.clone())
-                    .connect(name, tcp)
-                    .await
-                    .map_err(|e| format!("{url}: {e}"))?;
-                Connection::over(stream).await.map_err(|e| e.to_string())
-            }
-            (Source::Unix(socket), _) => Connection::unix(socket).await.map_err(|e| e.to_string()),
-            (Source::Https { url, .. }, None) => Err(format!("{url}: no TLS configuration")),
-        }
+        let stream = self.dialer.open().await?;
+        Connection::over(stream).await.map_err(|e| e.to_string())
     }
 
     /// One `GET`, its whole answer.
@@ -276,8 +199,7 @@ impl Reader {
         let lanes = PARALLEL.min(paths.len()).max(1);
         let lane = |first: usize| {
             let mut sibling = Reader {
-                source: self.source.clone(),
-                tls: self.tls.clone(),
+                dialer: self.dialer.clone(),
                 connection: None,
             };
             let mine: Vec<(usize, String)> = paths

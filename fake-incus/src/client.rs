@@ -11,7 +11,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One request: method, path (with its query), headers and body.
 ///
@@ -339,4 +340,130 @@ impl Drop for Connection {
 /// ```
 pub async fn send(socket: &Path, request: impl Into<Request>) -> Result<Reply, ClientError> {
     Connection::unix(socket).await?.send(request).await
+}
+
+/// An Incus to reach (to capture it, or to record its traffic).
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Source {
+    /// Its Unix socket.
+    Unix(PathBuf),
+    /// Its HTTPS listener, with mutual TLS.
+    Https {
+        /// `https://host[:port]` (port 8443 when omitted).
+        url: String,
+        /// The certificate presented (PEM), trusted by the server.
+        client_cert_pem: String,
+        /// Its private key (PEM).
+        client_key_pem: String,
+        /// The server's certificate, pinned (PEM).
+        server_cert_pem: String,
+    },
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unix(path) => f.debug_tuple("Unix").field(path).finish(),
+            Self::Https { url, .. } => f
+                .debug_struct("Https")
+                .field("url", url)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// A stream to an Incus: its Unix socket, or its HTTPS listener after the TLS handshake.
+pub(crate) trait Stream:
+    tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
+{
+}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
+
+/// Opens connections to a [`Source`]: its TLS client configuration (the client certificate
+/// presented, the server certificate pinned) is built once. Capture reads its source and the
+/// recorder reaches its upstream with this.
+#[derive(Clone)]
+pub(crate) struct Dialer {
+    source: Source,
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Dialer {
+    /// Checks the source's credentials; an unusable certificate or key is refused here.
+    pub(crate) fn new(source: &Source) -> Result<Self, String> {
+        let tls = match source {
+            Source::Unix(_) => None,
+            Source::Https {
+                client_cert_pem,
+                client_key_pem,
+                server_cert_pem,
+                ..
+            } => Some(
+                incus_operations::tls_client_config(
+                    client_cert_pem,
+                    client_key_pem,
+                    server_cert_pem,
+                )
+                .map_err(|e| e.to_string())?,
+            ),
+        };
+        Ok(Self {
+            source: source.clone(),
+            tls,
+        })
+    }
+
+    /// The source, as a transcript or a message names it: the socket's path or the URL.
+    pub(crate) fn name(&self) -> String {
+        match &self.source {
+            Source::Unix(socket) => socket.display().to_string(),
+            Source::Https { url, .. } => url.clone(),
+        }
+    }
+
+    /// A fresh connection (after the TLS handshake, for HTTPS).
+    pub(crate) async fn open(&self) -> Result<Box<dyn Stream>, String> {
+        match (&self.source, &self.tls) {
+            (Source::Https { url, .. }, Some(tls)) => {
+                let authority = url
+                    .strip_prefix("https://")
+                    .ok_or_else(|| format!("{url}: not an https:// URL"))?
+                    .trim_end_matches('/');
+                let (host, port) = match authority.rsplit_once(':') {
+                    Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (
+                        host,
+                        port.parse::<u16>().map_err(|e| format!("{url}: {e}"))?,
+                    ),
+                    _ => (authority, 8443),
+                };
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                let tcp = tokio::net::TcpStream::connect((host, port))
+                    .await
+                    .map_err(|e| format!("{url}: {e}"))?;
+                // The server certificate is pinned: the name only fills the handshake.
+                let name = rustls_pki_types::ServerName::try_from(host.to_owned())
+                    .map_err(|e| format!("{url}: {e}"))?;
+                let stream = tokio_rustls::TlsConnector::from(tls.clone())
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| {
+                        let invalid = e.get_ref().and_then(|inner| inner.downcast_ref());
+                        match invalid {
+                            Some(rustls::Error::InvalidCertificate(_)) => format!(
+                                "{url}: the server's certificate is not the pinned one ({e})"
+                            ),
+                            _ => format!("{url}: {e}"),
+                        }
+                    })?;
+                Ok(Box::new(stream))
+            }
+            (Source::Unix(socket), _) => tokio::net::UnixStream::connect(socket)
+                .await
+                .map(|stream| Box::new(stream) as Box<dyn Stream>)
+                .map_err(|e| format!("connecting to {}: {e}", socket.display())),
+            (Source::Https { url, .. }, None) => Err(format!("{url}: no TLS configuration")),
+        }
+    }
 }

@@ -43,7 +43,7 @@
 //! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
 //! | 5 | `exec`, `lifecycle` | exec sessions over websockets and the built-in interpreter; operations' registration, events, waits and expiry (`exec` settles through `lifecycle`) |
 //! | 6 | `faults`, `verify`, `journal`, `persist` | the fault rules and their verdicts; verification of the journal (`POST /verify`); the request journal and its queries; the state directory (`--state-dir`) and its group committer |
-//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls`, `differ`, `transcript` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client), how two answers are compared (`differ`), the record/replay transcript format, the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates |
+//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls`, `differ`, `transcript` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client) and how to reach any Incus (`Source`: its socket, or HTTPS with the client certificate presented and the server's pinned), how two answers are compared (`differ`), the record/replay transcript format, the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates (made, or loaded from a `--tls-dir`) |
 //!
 //! Where to add things: an endpoint is a function in its resource's module under `api/` (state
 //! it changes in `state/`); a fault is a variant in `faults/`; a test of API semantics asks the
@@ -73,7 +73,8 @@ mod tls;
 pub mod transcript;
 mod verify;
 
-pub use capture::{capture, capture_from, CaptureError, CaptureOptions, Source as CaptureSource};
+pub use capture::{capture, capture_from, CaptureError, CaptureOptions};
+pub use client::Source as CaptureSource;
 pub use client::{assert_native_error, Reply, Request};
 pub use cluster::{ClusterTimings, DownTimeline, Member, Span};
 pub use faults::{Fault, Rule, RuleBuilder, RuleError, RuleGuard, Which};
@@ -141,7 +142,10 @@ impl Error {
 
 impl From<tls::TlsError> for Error {
     fn from(err: tls::TlsError) -> Self {
-        Self::Tls(err.to_string())
+        match err {
+            tls::TlsError::Io { context, source } => Self::Io { context, source },
+            other => Self::Tls(other.to_string()),
+        }
     }
 }
 
@@ -321,7 +325,7 @@ impl FakeIncusBuilder {
         for rule in &self.rules {
             rule.check()?;
         }
-        let (server_id, client_id) = identities(self.tls_dir.as_deref())?;
+        let (server_id, client_id) = tls::identities(self.tls_dir.as_deref())?;
         let identity = app::Identity {
             server_fingerprint: server_id.fingerprint()?,
             server_cert_pem: server_id.cert_pem.clone(),
@@ -486,54 +490,6 @@ fn member_socket(first: &Path, member: &str) -> PathBuf {
         .unwrap_or_else(|| Path::new("."))
         .join(member)
         .join("unix.socket")
-}
-
-/// Loads or generates the server and client identities.
-fn identities(dir: Option<&Path>) -> Result<(tls::Identity, tls::Identity), Error> {
-    let Some(dir) = dir else {
-        return Ok((tls::Identity::server()?, tls::Identity::client()?));
-    };
-    std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
-    let server = load_or_make(dir, "server", tls::Identity::server)?;
-    let client = load_or_make(dir, "client", tls::Identity::client)?;
-    Ok((server, client))
-}
-
-fn load_or_make(
-    dir: &Path,
-    name: &str,
-    make: fn() -> Result<tls::Identity, tls::TlsError>,
-) -> Result<tls::Identity, Error> {
-    let cert = dir.join(format!("{name}.crt"));
-    let key = dir.join(format!("{name}.key"));
-    if cert.exists() && key.exists() {
-        let read = |p: &Path| {
-            std::fs::read_to_string(p).map_err(Error::io(format!("reading {}", p.display())))
-        };
-        return Ok(tls::Identity {
-            cert_pem: read(&cert)?,
-            key_pem: read(&key)?,
-        });
-    }
-    let identity = make()?;
-    std::fs::write(&cert, &identity.cert_pem)
-        .map_err(Error::io(format!("writing {}", cert.display())))?;
-    write_private(&key, &identity.key_pem)?;
-    Ok(identity)
-}
-
-fn write_private(path: &Path, text: &str) -> Result<(), Error> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(Error::io(format!("writing {}", path.display())))?;
-    file.write_all(text.as_bytes())
-        .map_err(Error::io(format!("writing {}", path.display())))
 }
 
 /// A running fake Incus. Dropping it stops the listeners and removes the Unix socket.

@@ -29,9 +29,10 @@ enum Command {
     /// server config (secrets left out), projects, profiles, networks, pools, custom volumes,
     /// images, instances with their snapshots.
     Capture(Capture),
-    /// A transparent proxy in front of an Incus: forwards every request on --unix to the
-    /// upstream and writes a transcript (JSON lines). Prints {"unix_socket", "transcript"} when
-    /// ready; stops at SIGINT or SIGTERM.
+    /// A transparent proxy in front of an Incus: forwards every request on --unix (and --https)
+    /// to the upstream (a socket, or https:// with mutual TLS) and writes a transcript (JSON
+    /// lines). Prints {"unix_socket", "transcript", "https_address", ...} when ready; stops at
+    /// SIGINT or SIGTERM.
     Record(record_replay_cli::Record),
     /// Send a transcript's requests, in order, to a fresh fake (seeded with --state) and report
     /// every difference from the recorded answers; exit status 1 when there is one.
@@ -52,15 +53,8 @@ struct Capture {
     /// --server-cert (pinned).
     #[arg(long, value_name = "URL", requires_all = ["client_cert", "client_key", "server_cert"])]
     url: Option<String>,
-    /// The client certificate (PEM) the server trusts.
-    #[arg(long, value_name = "FILE")]
-    client_cert: Option<PathBuf>,
-    /// Its private key (PEM).
-    #[arg(long, value_name = "FILE")]
-    client_key: Option<PathBuf>,
-    /// The server's certificate (PEM), pinned.
-    #[arg(long, value_name = "FILE")]
-    server_cert: Option<PathBuf>,
+    #[command(flatten)]
+    tls: TlsFiles,
     /// Also capture the images' files.
     #[arg(long)]
     with_image_files: bool,
@@ -80,6 +74,44 @@ struct Capture {
     /// Write the seed here (default: standard output).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+}
+
+/// The files an Incus reached over HTTPS needs: the client certificate it trusts, its key, and
+/// its own certificate, pinned.
+#[derive(clap::Args)]
+struct TlsFiles {
+    /// The client certificate (PEM) the server trusts.
+    #[arg(long, value_name = "FILE")]
+    client_cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    client_key: Option<PathBuf>,
+    /// The server's certificate (PEM), pinned.
+    #[arg(long, value_name = "FILE")]
+    server_cert: Option<PathBuf>,
+}
+
+impl TlsFiles {
+    /// The Incus at `url` (https://host[:port]), with these files read.
+    fn https_source(&self, url: &str) -> Result<fake_incus::CaptureSource, String> {
+        let read = |flag: &str, path: &Option<PathBuf>| {
+            let path = path
+                .as_deref()
+                .ok_or_else(|| format!("{url}: {flag} is required for an https:// Incus"))?;
+            std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
+        };
+        Ok(fake_incus::CaptureSource::Https {
+            url: url.to_string(),
+            client_cert_pem: read("--client-cert", &self.client_cert)?,
+            client_key_pem: read("--client-key", &self.client_key)?,
+            server_cert_pem: read("--server-cert", &self.server_cert)?,
+        })
+    }
+
+    /// Whether any of the files was given.
+    fn any(&self) -> bool {
+        self.client_cert.is_some() || self.client_key.is_some() || self.server_cert.is_some()
+    }
 }
 
 #[derive(clap::Args)]
@@ -278,18 +310,9 @@ async fn capture(args: Capture) -> Result<(), String> {
     if args.with_instance_files {
         options = options.with_instance_files(args.instance_files_budget);
     }
-    let read = |path: &Option<PathBuf>| {
-        let path = path.as_deref().unwrap_or(std::path::Path::new(""));
-        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
-    };
     let source = match (&args.unix, &args.url) {
         (Some(socket), _) => fake_incus::CaptureSource::Unix(socket.clone()),
-        (None, Some(url)) => fake_incus::CaptureSource::Https {
-            url: url.clone(),
-            client_cert_pem: read(&args.client_cert)?,
-            client_key_pem: read(&args.client_key)?,
-            server_cert_pem: read(&args.server_cert)?,
-        },
+        (None, Some(url)) => args.tls.https_source(url)?,
         (None, None) => return Err("--unix or --url is required".into()),
     };
     let seed = fake_incus::capture_from(&source, &options)

@@ -1,5 +1,7 @@
 //! `fake-incus record`: a transparent proxy in front of an Incus (a real daemon, or a fake) that
-//! forwards every request on its own Unix socket to the upstream's and writes a transcript
+//! forwards every request on its own Unix socket to the upstream (its Unix socket, or its HTTPS
+//! listener with mutual TLS and the server certificate pinned, reached as
+//! `capture` reaches it, through the same `client::Dialer`) and writes a transcript
 //! ([`crate::transcript`]): each request and answer, their timing, and the frames of every
 //! websocket (exec, events, console) with their sizes.
 //!
@@ -10,9 +12,18 @@
 //! made there, so a request waits only for the upstream and the relaying itself
 //! ([`Timing::recorder_us`](crate::transcript::Timing) says how long that took).
 //!
+//! Clients may reach the recorder over HTTPS too ([`Recorder::listen_https`]), with mutual TLS
+//! and the fake's own server TLS code: the recorder has a server certificate and a client
+//! certificate of its own (loaded from, or made into, a directory as `serve --tls-dir` does),
+//! and forwards only for a client that presents that client certificate; any other gets
+//! `403` and nothing reaches the upstream (the upstream trusts the recorder's credentials, not
+//! the client's).
+//!
 //! Every upstream request goes on a fresh connection, written at once: Incus peeks at the first
 //! byte of every Unix connection in its accept loop, and one silent connection would stop it
 //! from accepting others.
+
+use crate::client::{Dialer, Source};
 
 use crate::transcript::{
     Body, Exchange, Frame, FrameKind, Header, RecordedRequest, RecordedResponse, Side, Timing,
@@ -30,7 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::{TcpListener, UnixListener};
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
@@ -62,7 +73,11 @@ pub enum RecordError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// The upstream does not answer.
+    /// The upstream's HTTPS credentials (client certificate, key, pinned server certificate)
+    /// are not usable.
+    #[error("the upstream's TLS credentials: {0}")]
+    Tls(String),
+    /// The upstream does not answer (or, over HTTPS, is not the server pinned).
     #[error("the upstream {upstream} does not answer: {message}")]
     Upstream {
         /// The upstream.
@@ -97,7 +112,7 @@ struct RawWebsocket {
 
 /// What every connection task shares.
 struct Shared {
-    upstream: PathBuf,
+    upstream: Dialer,
     epoch: Instant,
     seq: AtomicU64,
     out: Mutex<mpsc::Sender<Pending>>,
@@ -124,7 +139,7 @@ impl Shared {
 pub struct Recorder {
     socket: PathBuf,
     shared: Arc<Shared>,
-    accept: Option<tokio::task::JoinHandle<()>>,
+    accept: Vec<tokio::task::JoinHandle<()>>,
     writer: Option<std::thread::JoinHandle<Result<u64, RecordError>>>,
 }
 
@@ -139,7 +154,7 @@ impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recorder")
             .field("socket", &self.socket)
-            .field("upstream", &self.shared.upstream)
+            .field("upstream", &self.shared.upstream.name())
             .finish_non_exhaustive()
     }
 }
@@ -155,12 +170,37 @@ impl Recorder {
         transcript: &Path,
         body_limit: usize,
     ) -> Result<Self, RecordError> {
-        crate::client::send(upstream, crate::client::Request::get("/1.0"))
+        Self::start_from(
+            &Source::Unix(upstream.to_path_buf()),
+            socket,
+            transcript,
+            body_limit,
+        )
+        .await
+    }
+
+    /// [`Recorder::start`] with any upstream: a Unix socket, or an HTTPS listener (the client
+    /// certificate presented, the server certificate pinned: another one is refused).
+    pub async fn start_from(
+        upstream: &Source,
+        socket: &Path,
+        transcript: &Path,
+        body_limit: usize,
+    ) -> Result<Self, RecordError> {
+        let dialer = Dialer::new(upstream).map_err(RecordError::Tls)?;
+        let refused = |message: String| RecordError::Upstream {
+            upstream: dialer.name(),
+            message,
+        };
+        let stream = dialer.open().await.map_err(refused)?;
+        let mut connection = crate::client::Connection::over(stream)
             .await
-            .map_err(|e| RecordError::Upstream {
-                upstream: upstream.display().to_string(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| refused(e.to_string()))?;
+        connection
+            .send(crate::client::Request::get("/1.0"))
+            .await
+            .map_err(|e| refused(e.to_string()))?;
+        drop(connection);
         let io = |context: String| move |source| RecordError::Io { context, source };
         let file = std::fs::File::create(transcript)
             .map_err(io(format!("creating {}", transcript.display())))?;
@@ -171,7 +211,7 @@ impl Recorder {
             UnixListener::bind(socket).map_err(io(format!("binding {}", socket.display())))?;
         let header = Header {
             transcript_version: TRANSCRIPT_VERSION,
-            upstream: upstream.display().to_string(),
+            upstream: dialer.name(),
             started: now_rfc3339(),
             body_limit,
         };
@@ -182,7 +222,7 @@ impl Recorder {
             .spawn(move || write_transcript(file, &path, &header, &receiver))
             .map_err(io("starting the transcript writer".into()))?;
         let shared = Arc::new(Shared {
-            upstream: upstream.to_path_buf(),
+            upstream: dialer,
             epoch: Instant::now(),
             seq: AtomicU64::new(0),
             out: Mutex::new(sender),
@@ -192,7 +232,7 @@ impl Recorder {
         Ok(Self {
             socket: socket.to_path_buf(),
             shared,
-            accept: Some(accept),
+            accept: vec![accept],
             writer: Some(writer),
         })
     }
@@ -202,12 +242,51 @@ impl Recorder {
         &self.socket
     }
 
+    /// Listens on `address` (port 0: any free one) for HTTPS too, with mutual TLS: the
+    /// recorder's server certificate and the client certificate it trusts are
+    /// `tls_dir/server.{crt,key}` and `tls_dir/client.{crt,key}`, loaded or made there. Only a
+    /// client presenting that client certificate is forwarded; any other gets `403`. Returns
+    /// the address bound.
+    pub async fn listen_https(
+        &mut self,
+        address: std::net::SocketAddr,
+        tls_dir: &Path,
+    ) -> Result<std::net::SocketAddr, RecordError> {
+        let (server, client) =
+            crate::tls::identities(Some(tls_dir)).map_err(|e| RecordError::Tls(e.to_string()))?;
+        let trusted = crate::tls::fingerprint_pem(&client.cert_pem)
+            .map_err(|e| RecordError::Tls(e.to_string()))?;
+        let mut config = (*crate::tls::server_config(&server)
+            .map_err(|e| RecordError::Tls(e.to_string()))?)
+        .clone();
+        // The relay speaks HTTP/1.1 (upgrades included) only.
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|source| RecordError::Io {
+                context: format!("binding {address}"),
+                source,
+            })?;
+        let bound = listener.local_addr().map_err(|source| RecordError::Io {
+            context: format!("binding {address}"),
+            source,
+        })?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        self.accept.push(tokio::spawn(https_accept_loop(
+            Arc::clone(&self.shared),
+            listener,
+            acceptor,
+            trusted,
+        )));
+        Ok(bound)
+    }
+
     /// Stops listening, ends the connections still open (their websockets are written as they
     /// stand), writes the rest of the transcript and removes the socket. Returns how many
     /// exchanges the transcript holds.
     pub async fn finish(mut self) -> Result<u64, RecordError> {
         self.shared.shutdown.cancel();
-        if let Some(accept) = self.accept.take() {
+        for accept in std::mem::take(&mut self.accept) {
             let _ = accept.await;
         }
         {
@@ -345,34 +424,101 @@ async fn accept_loop(shared: Arc<Shared>, listener: UnixListener) {
                 continue;
             }
         };
-        let shared = Arc::clone(&shared);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn({
-                let shared = Arc::clone(&shared);
-                move |request| relay(Arc::clone(&shared), request)
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .with_upgrades();
-            tokio::select! {
-                result = connection => if let Err(err) = result {
-                    tracing::debug!("record: connection: {err}");
-                },
-                () = shared.shutdown.cancelled() => {}
+        tokio::spawn(serve(Arc::clone(&shared), stream, true));
+    }
+}
+
+/// How long a TLS handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Accepts HTTPS connections until the recorder stops; a connection is relayed only when its
+/// client certificate is the `trusted` one (SHA-256 fingerprint).
+async fn https_accept_loop(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    trusted: String,
+) {
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = shared.shutdown.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                tracing::warn!("record: accept: {err}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
             }
+        };
+        let (shared, acceptor, trusted) = (Arc::clone(&shared), acceptor.clone(), trusted.clone());
+        tokio::spawn(async move {
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(err)) => return tracing::debug!("record: TLS handshake: {err}"),
+                Err(_) => return,
+            };
+            let presented = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|certs| certs.first())
+                .map(|cert| crate::tls::fingerprint_der(cert));
+            let allowed = presented.as_deref() == Some(trusted.as_str());
+            serve(shared, tls, allowed).await;
         });
     }
 }
 
-/// An Incus error envelope, for a request the recorder could not forward (not recorded).
-fn bad_gateway(message: &str) -> Response<Full<Bytes>> {
+/// Serves one client connection until it ends or the recorder stops: each request relayed
+/// when the client is `allowed`, refused with `403` (not forwarded, not recorded) otherwise.
+async fn serve<S>(shared: Arc<Shared>, stream: S, allowed: bool)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn({
+        let shared = Arc::clone(&shared);
+        move |request| {
+            let shared = Arc::clone(&shared);
+            async move {
+                if allowed {
+                    relay(shared, request).await
+                } else {
+                    Ok(refusal(
+                        StatusCode::FORBIDDEN,
+                        "the client certificate is not the recorder's trusted one",
+                    ))
+                }
+            }
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
+    tokio::select! {
+        result = connection => if let Err(err) = result {
+            tracing::debug!("record: connection: {err}");
+        },
+        () = shared.shutdown.cancelled() => {}
+    }
+}
+
+/// An Incus error envelope, for a request the recorder did not forward (not recorded).
+fn refusal(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
     let body = serde_json::json!({
         "type": "error", "status": "", "status_code": 0, "operation": "",
-        "error_code": 502, "error": format!("recorder: {message}"), "metadata": null,
+        "error_code": status.as_u16(), "error": format!("recorder: {message}"), "metadata": null,
     });
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
-    *response.status_mut() = StatusCode::BAD_GATEWAY;
+    *response.status_mut() = status;
     response
+}
+
+/// [`refusal`] for a request the recorder could not forward.
+fn bad_gateway(message: &str) -> Response<Full<Bytes>> {
+    refusal(StatusCode::BAD_GATEWAY, message)
 }
 
 fn micros(duration: Duration) -> u64 {
@@ -468,14 +614,12 @@ async fn relay(
     Ok(back)
 }
 
-/// Sends one request on a fresh connection to the upstream socket.
+/// Sends one request on a fresh connection to the upstream.
 async fn forward(
-    upstream: &Path,
+    upstream: &Dialer,
     request: Request<Full<Bytes>>,
 ) -> Result<Response<Incoming>, String> {
-    let stream = UnixStream::connect(upstream)
-        .await
-        .map_err(|e| format!("connecting to {}: {e}", upstream.display()))?;
+    let stream = upstream.open().await?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| format!("handshake: {e}"))?;

@@ -17,6 +17,7 @@ use rustls::pki_types::{CertificateDer, SubjectPublicKeyInfoDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName as TlsName, SignatureScheme};
 use sha2::{Digest, Sha256};
+use std::path::Path;
 use std::sync::Arc;
 
 /// A certificate and its private key, both PEM.
@@ -35,6 +36,18 @@ pub(crate) enum TlsError {
     Pem(String),
     #[error("TLS configuration: {0}")]
     Config(#[from] rustls::Error),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+impl TlsError {
+    /// A mapper of an I/O error, with what was being done.
+    fn io(context: String) -> impl FnOnce(std::io::Error) -> Self {
+        move |source| Self::Io { context, source }
+    }
 }
 
 impl Identity {
@@ -215,4 +228,53 @@ impl ClientCertVerifier for AnyClientCert {
             .signature_verification_algorithms
             .supported_schemes()
     }
+}
+
+/// Loads or generates the server and client identities (`DIR/{server,client}.{crt,key}`);
+/// the recorder's HTTPS listener has its own, the same way.
+pub(crate) fn identities(dir: Option<&Path>) -> Result<(Identity, Identity), TlsError> {
+    let Some(dir) = dir else {
+        return Ok((Identity::server()?, Identity::client()?));
+    };
+    std::fs::create_dir_all(dir).map_err(TlsError::io(format!("creating {}", dir.display())))?;
+    let server = load_or_make(dir, "server", Identity::server)?;
+    let client = load_or_make(dir, "client", Identity::client)?;
+    Ok((server, client))
+}
+
+fn load_or_make(
+    dir: &Path,
+    name: &str,
+    make: fn() -> Result<Identity, TlsError>,
+) -> Result<Identity, TlsError> {
+    let cert = dir.join(format!("{name}.crt"));
+    let key = dir.join(format!("{name}.key"));
+    if cert.exists() && key.exists() {
+        let read = |p: &Path| {
+            std::fs::read_to_string(p).map_err(TlsError::io(format!("reading {}", p.display())))
+        };
+        return Ok(Identity {
+            cert_pem: read(&cert)?,
+            key_pem: read(&key)?,
+        });
+    }
+    let identity = make()?;
+    std::fs::write(&cert, &identity.cert_pem)
+        .map_err(TlsError::io(format!("writing {}", cert.display())))?;
+    write_private(&key, &identity.key_pem)?;
+    Ok(identity)
+}
+
+fn write_private(path: &Path, text: &str) -> Result<(), TlsError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(TlsError::io(format!("writing {}", path.display())))?;
+    file.write_all(text.as_bytes())
+        .map_err(TlsError::io(format!("writing {}", path.display())))
 }

@@ -10,7 +10,7 @@ use fake_incus::client::{self, Request};
 use fake_incus::record::Recorder;
 use fake_incus::replay::{replay, replay_with, Pace};
 use fake_incus::transcript::{self, FrameKind, Side, TranscriptError};
-use fake_incus::FakeIncus;
+use fake_incus::{CaptureSource, FakeIncus};
 use futures_util::StreamExt;
 use serde_json::json;
 use std::path::Path;
@@ -68,9 +68,54 @@ async fn exec_over_websockets(socket: &Path) -> Vec<u8> {
     stdout
 }
 
-/// An everyday session: create, start, exec, file push and pull, a snapshot, a config change
-/// with the ETag of a GET, stop and delete.
+/// Opens an SFTP session on `c1` through the recorder (the upgrade, then the client's INIT);
+/// returns the type of the server's first packet.
+async fn sftp_first_packet(socket: &Path) -> u8 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::UnixStream::connect(socket)
+        .await
+        .expect("connect");
+    let upgrade = "GET /1.0/instances/c1/sftp HTTP/1.1\r\nHost: incus\r\n\
+                   Connection: Upgrade\r\nUpgrade: sftp\r\n\r\n";
+    stream.write_all(upgrade.as_bytes()).await.expect("upgrade");
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8];
+        stream
+            .read_exact(&mut byte)
+            .await
+            .expect("the upgrade's answer");
+        head.push(byte[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 101"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    // SSH_FXP_INIT, version 3.
+    stream
+        .write_all(&[0, 0, 0, 5, 1, 0, 0, 0, 3])
+        .await
+        .expect("INIT");
+    let mut length = [0u8; 4];
+    stream.read_exact(&mut length).await.expect("a packet");
+    let mut packet = vec![0u8; u32::from_be_bytes(length) as usize];
+    stream.read_exact(&mut packet).await.expect("a packet");
+    packet[0]
+}
+
+/// An everyday session, with the events websocket open throughout: create, start, exec, an
+/// SFTP session, file push and pull, a snapshot, a config change with the ETag of a GET, stop
+/// and delete.
 async fn session(socket: &Path) {
+    let stream = tokio::net::UnixStream::connect(socket)
+        .await
+        .expect("connect");
+    let (mut events, answer) =
+        tokio_tungstenite::client_async("ws://incus/1.0/events?type=operation", stream)
+            .await
+            .expect("the events websocket through the recorder");
+    assert_eq!(answer.status(), 101);
     assert_eq!(send(socket, Request::get("/1.0")).await.status(), 200);
     let create = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}});
     let created = send(socket, Request::post("/1.0/instances").json(&create)).await;
@@ -80,6 +125,7 @@ async fn session(socket: &Path) {
     let started = send(socket, Request::put("/1.0/instances/c1/state").json(&start)).await;
     wait(socket, &started).await;
     assert_eq!(exec_over_websockets(socket).await, b"hello\n");
+    assert_eq!(sftp_first_packet(socket).await, 2, "SSH_FXP_VERSION");
     let push = Request::post("/1.0/instances/c1/files?path=/root/hello.txt")
         .header("content-type", "application/octet-stream")
         .header("x-incus-type", "file")
@@ -110,20 +156,51 @@ async fn session(socket: &Path) {
     wait(socket, &stopped).await;
     let deleted = send(socket, Request::delete("/1.0/instances/c1")).await;
     wait(socket, &deleted).await;
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("an event");
+    let event: serde_json::Value = match first {
+        Some(Ok(Message::Text(text))) => serde_json::from_str(&text).expect("JSON"),
+        other => panic!("an operation event: {other:?}"),
+    };
+    assert_eq!(event["type"], "operation");
+    events.close(None).await.expect("close");
+}
+
+/// The exchanges of a transcript whose path ends with `suffix` that were upgraded.
+fn upgraded<'a>(
+    exchanges: &'a [transcript::Exchange],
+    suffix: &str,
+) -> Vec<&'a transcript::Exchange> {
+    exchanges
+        .iter()
+        .filter(|e| e.websocket.is_some() && e.request.path.ends_with(suffix))
+        .collect()
 }
 
 /// Records `session` through a recorder in front of a fresh fake; returns the transcript text.
 async fn record_session(dir: &Path, body_limit: usize) -> String {
     let upstream = FakeIncus::builder().start().await.expect("fake");
+    let source = CaptureSource::Unix(upstream.unix_socket().to_path_buf());
+    record_session_from(&source, dir, body_limit).await
+}
+
+/// The fake's HTTPS listener, with the client certificate it trusts and its own pinned.
+fn https_source(fake: &FakeIncus, pinned: &FakeIncus) -> CaptureSource {
+    CaptureSource::Https {
+        url: fake.https_url().expect("HTTPS on"),
+        client_cert_pem: fake.client_cert_pem(),
+        client_key_pem: fake.client_key_pem(),
+        server_cert_pem: pinned.server_cert_pem(),
+    }
+}
+
+/// Records `session` through a recorder in front of `upstream`; returns the transcript text.
+async fn record_session_from(upstream: &CaptureSource, dir: &Path, body_limit: usize) -> String {
     let path = dir.join("session.jsonl");
-    let recorder = Recorder::start(
-        upstream.unix_socket(),
-        &dir.join("recorder.socket"),
-        &path,
-        body_limit,
-    )
-    .await
-    .expect("recorder");
+    let recorder = Recorder::start_from(upstream, &dir.join("recorder.socket"), &path, body_limit)
+        .await
+        .expect("recorder");
     session(recorder.unix_socket()).await;
     let written = recorder.finish().await.expect("transcript");
     let text = std::fs::read_to_string(&path).expect("transcript file");
@@ -150,10 +227,9 @@ async fn replay_of_a_session_recorded_from_a_fake_against_a_fresh_fake_has_no_di
         .flat_map(|f| f.data.bytes().unwrap())
         .collect();
     assert_eq!(exec_stdout, b"hello\n");
-    assert_eq!(
-        exchanges.iter().filter(|e| e.websocket.is_some()).count(),
-        4
-    );
+    assert_eq!(upgraded(&exchanges, "/websocket").len(), 4);
+    assert_eq!(upgraded(&exchanges, "/sftp").len(), 1);
+    assert_eq!(upgraded(&exchanges, "/events").len(), 1);
     let push = exchanges
         .iter()
         .find(|e| e.request.method == "POST" && e.request.path.ends_with("/files"))
@@ -375,4 +451,250 @@ async fn a_recorder_refuses_a_silent_upstream_and_a_dropped_one_removes_its_sock
     drop(recorder);
     assert!(!socket.exists());
     assert!(client::send(&socket, Request::get("/1.0")).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_recorded_from_an_https_upstream_replays_against_a_fresh_fake_with_no_difference()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = FakeIncus::builder().https(true).start().await.unwrap();
+    let source = https_source(&upstream, &upstream);
+    let text = record_session_from(&source, dir.path(), transcript::DEFAULT_BODY_LIMIT).await;
+    let (header, exchanges) = transcript::parse(&text).expect("a transcript");
+    assert_eq!(Some(header.upstream), upstream.https_url());
+    // Everything went over HTTPS: the upstream saw the session, its upgrades included.
+    assert_eq!(upstream.requests("POST", "/1.0/instances").len(), 1);
+    assert_eq!(upgraded(&exchanges, "/websocket").len(), 4);
+    assert_eq!(upgraded(&exchanges, "/sftp").len(), 1);
+    assert_eq!(upgraded(&exchanges, "/events").len(), 1);
+    let sftp = &upgraded(&exchanges, "/sftp")[0];
+    let frames = &sftp.websocket.as_ref().expect("relayed").frames;
+    assert!(
+        frames
+            .iter()
+            .any(|f| f.from == Side::Server && f.kind == FrameKind::Raw),
+        "the server's SFTP packets were relayed back over TLS"
+    );
+    let fresh = FakeIncus::builder().start().await.unwrap();
+    let report = replay(&exchanges, fresh.unix_socket()).await.unwrap();
+    assert_eq!(report.replayed, exchanges.len());
+    assert!(report.differences.is_empty(), "{}", report.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorder_refuses_an_https_upstream_whose_certificate_is_not_the_pinned_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("recorder.socket");
+    let upstream = FakeIncus::builder().https(true).start().await.unwrap();
+    let other = FakeIncus::builder().https(true).start().await.unwrap();
+    assert_ne!(upstream.server_cert_pem(), other.server_cert_pem());
+    let refused = Recorder::start_from(
+        &https_source(&upstream, &other),
+        &socket,
+        &dir.path().join("t.jsonl"),
+        transcript::DEFAULT_BODY_LIMIT,
+    )
+    .await;
+    match refused {
+        Err(fake_incus::record::RecordError::Upstream { message, .. }) => assert!(
+            message.contains("not the pinned one"),
+            "a clear error: {message}"
+        ),
+        other => panic!("refused as not pinned: {other:?}"),
+    }
+    assert!(!socket.exists(), "nothing listens");
+    assert!(
+        upstream.requests("GET", "/1.0").is_empty(),
+        "no request reached the upstream"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_record_command_records_an_https_upstream_for_socket_and_https_clients_and_refuses_bad_credentials_clearly(
+) {
+    use tokio::io::AsyncBufReadExt;
+    let bin = env!("CARGO_BIN_EXE_fake-incus");
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let upstream = FakeIncus::builder().https(true).start().await.unwrap();
+    let other = FakeIncus::builder().https(true).start().await.unwrap();
+    let url = upstream.https_url().unwrap();
+    let cert = file("client.crt", upstream.client_cert_pem());
+    let key = file("client.key", upstream.client_key_pem());
+    let pinned = file("server.crt", upstream.server_cert_pem());
+    let wrong = file("other.crt", other.server_cert_pem());
+    let socket = dir.path().join("recorder.socket");
+    let transcript_path = dir.path().join("t.jsonl");
+    let command = |upstream: &str, server_cert: Option<&Path>| {
+        let mut command = tokio::process::Command::new(bin);
+        command
+            .args(["record", "--upstream", upstream, "--unix"])
+            .arg(&socket)
+            .arg("--transcript")
+            .arg(&transcript_path)
+            .arg("--client-cert")
+            .arg(&cert)
+            .arg("--client-key")
+            .arg(&key)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(server_cert) = server_cert {
+            command.arg("--server-cert").arg(server_cert);
+        }
+        command
+    };
+    for (upstream, server_cert, says) in [
+        (url.as_str(), Some(wrong.as_path()), "not the pinned one"),
+        (url.as_str(), None, "--server-cert is required"),
+        (
+            upstream.unix_socket().to_str().unwrap(),
+            Some(pinned.as_path()),
+            "are for an https:// upstream",
+        ),
+    ] {
+        let refused = command(upstream, server_cert).output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(says), "{says}: {stderr}");
+        assert!(refused.stdout.is_empty());
+        assert!(!socket.exists(), "nothing listens");
+    }
+
+    // Clients reach this one over its socket and over HTTPS (its own certificates).
+    let tls_dir = dir.path().join("tls");
+    let mut child = command(&url, Some(&pinned))
+        .args(["--https", "127.0.0.1:0", "--tls-dir"])
+        .arg(&tls_dir)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next_line = async || {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("a line in time")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+    let ready = next_line().await;
+    assert_eq!(ready["unix_socket"], socket.to_str().unwrap());
+    let listed = send(&socket, Request::get("/1.0/instances")).await;
+    assert_eq!(listed.status(), 200);
+    let read = |key: &str| std::fs::read_to_string(ready[key].as_str().expect(key)).expect(key);
+    let address = ready["https_address"].as_str().unwrap().parse().unwrap();
+    let over_https = https_call(
+        address,
+        (
+            &read("client_cert"),
+            &read("client_key"),
+            &read("server_cert"),
+        ),
+        Request::get("/1.0/instances"),
+    )
+    .await;
+    assert_eq!(over_https.status(), 200);
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert_eq!(next_line().await, json!({"exchanges": 2}));
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("exits")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let text = std::fs::read_to_string(&transcript_path).unwrap();
+    let (header, exchanges) = transcript::parse(&text).unwrap();
+    assert_eq!(header.upstream, url);
+    assert_eq!(exchanges[0].request.path, "/1.0/instances");
+    assert_eq!(upstream.requests("GET", "/1.0/instances").len(), 2);
+}
+
+/// One request to an HTTPS listener at `address`, presenting `cert`/`key`, `server_cert`
+/// pinned.
+async fn https_call(
+    address: std::net::SocketAddr,
+    (cert, key, server_cert): (&str, &str, &str),
+    request: Request,
+) -> client::Reply {
+    let config = incus_operations::tls_client_config(cert, key, server_cert).expect("credentials");
+    let tcp = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let tls = tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .expect("the handshake");
+    let mut connection = client::Connection::over(tls).await.expect("HTTP");
+    connection.send(request).await.expect("an answer")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorder_over_https_relays_only_the_client_certificate_it_trusts() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = FakeIncus::builder().start().await.unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut recorder = Recorder::start(
+        upstream.unix_socket(),
+        &dir.path().join("recorder.socket"),
+        &path,
+        transcript::DEFAULT_BODY_LIMIT,
+    )
+    .await
+    .unwrap();
+    let tls_dir = dir.path().join("tls");
+    let address = recorder
+        .listen_https("127.0.0.1:0".parse().unwrap(), &tls_dir)
+        .await
+        .unwrap();
+    assert_ne!(address.port(), 0, "the bound port");
+    let read = |name: &str| std::fs::read_to_string(tls_dir.join(name)).expect(name);
+    let (cert, key, server_cert) = (read("client.crt"), read("client.key"), read("server.crt"));
+    let listed = https_call(
+        address,
+        (&cert, &key, &server_cert),
+        Request::get("/1.0/instances"),
+    )
+    .await;
+    assert_eq!(listed.status(), 200, "{:?}", listed.json());
+    assert_eq!(upstream.requests("GET", "/1.0/instances").len(), 1);
+
+    // Another client certificate: refused, nothing forwarded.
+    let stranger = FakeIncus::builder().start().await.unwrap();
+    let refused = https_call(
+        address,
+        (
+            &stranger.client_cert_pem(),
+            &stranger.client_key_pem(),
+            &server_cert,
+        ),
+        Request::get("/1.0/instances"),
+    )
+    .await;
+    assert_eq!(refused.status(), 403);
+    assert!(
+        refused.json()["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not the recorder's trusted one"),
+        "{:?}",
+        refused.json()
+    );
+    assert_eq!(upstream.requests("GET", "/1.0/instances").len(), 1);
+
+    assert_eq!(recorder.finish().await.unwrap(), 1, "only the relayed one");
+    let (_, exchanges) = transcript::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(exchanges[0].response.status, 200);
+    assert!(
+        tokio::net::TcpStream::connect(address).await.is_err(),
+        "the HTTPS listener is closed"
+    );
 }

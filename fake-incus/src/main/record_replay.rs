@@ -9,12 +9,24 @@ use std::process::ExitCode;
 /// `fake-incus record`.
 #[derive(clap::Args)]
 pub(crate) struct Record {
-    /// The Incus to record: its Unix socket (e.g. /var/lib/incus/unix.socket).
-    #[arg(long, value_name = "SOCKET")]
-    upstream: PathBuf,
+    /// The Incus to record: its Unix socket (e.g. /var/lib/incus/unix.socket), or its HTTPS
+    /// listener (https://host[:port]) with --client-cert, --client-key and --server-cert
+    /// (pinned).
+    #[arg(long, value_name = "SOCKET|URL")]
+    upstream: String,
+    #[command(flatten)]
+    tls: crate::TlsFiles,
     /// Listen here (point INCUS_SOCKET at it); a stale socket file is replaced.
     #[arg(long, value_name = "PATH")]
     unix: PathBuf,
+    /// Listen for HTTPS here too (e.g. 127.0.0.1:8443; port 0: any free one), with mutual TLS:
+    /// only the client certificate of --tls-dir is relayed, any other gets 403.
+    #[arg(long, value_name = "ADDR", requires = "tls_dir")]
+    https: Option<std::net::SocketAddr>,
+    /// The HTTPS listener's certificates: server.crt/server.key (the recorder's) and
+    /// client.crt/client.key (the client it trusts), loaded, or made when missing.
+    #[arg(long, value_name = "DIR", requires = "https")]
+    tls_dir: Option<PathBuf>,
     /// Write the transcript (JSON lines) here.
     #[arg(long, value_name = "FILE")]
     transcript: PathBuf,
@@ -43,20 +55,42 @@ pub(crate) struct Replay {
 }
 
 /// Records until SIGINT or SIGTERM. Prints one JSON line when ready:
-/// `{"unix_socket", "transcript"}`, and one when done: `{"exchanges"}`.
+/// `{"unix_socket", "transcript", "https_address", "server_cert", "client_cert", "client_key"}`
+/// (null when not listening for HTTPS), and one when done: `{"exchanges"}`.
 pub(crate) async fn record(args: Record) -> Result<ExitCode, String> {
-    let recorder = Recorder::start(
-        &args.upstream,
-        &args.unix,
-        &args.transcript,
-        args.body_limit,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    println!(
-        "{}",
-        serde_json::json!({"unix_socket": recorder.unix_socket(), "transcript": args.transcript})
-    );
+    let upstream = if args.upstream.starts_with("https://") {
+        args.tls.https_source(&args.upstream)?
+    } else if args.tls.any() {
+        return Err(format!(
+            "{}: --client-cert, --client-key and --server-cert are for an https:// upstream",
+            args.upstream
+        ));
+    } else {
+        fake_incus::CaptureSource::Unix(PathBuf::from(&args.upstream))
+    };
+    let mut recorder =
+        Recorder::start_from(&upstream, &args.unix, &args.transcript, args.body_limit)
+            .await
+            .map_err(|e| e.to_string())?;
+    let mut ready = serde_json::json!({
+        "unix_socket": recorder.unix_socket(), "transcript": args.transcript,
+        "https_address": null, "server_cert": null, "client_cert": null, "client_key": null,
+    });
+    if let (Some(address), Some(dir)) = (args.https, &args.tls_dir) {
+        let bound = recorder
+            .listen_https(address, dir)
+            .await
+            .map_err(|e| e.to_string())?;
+        ready["https_address"] = bound.to_string().into();
+        for (key, file) in [
+            ("server_cert", "server.crt"),
+            ("client_cert", "client.crt"),
+            ("client_key", "client.key"),
+        ] {
+            ready[key] = dir.join(file).display().to_string().into();
+        }
+    }
+    println!("{ready}");
     crate::wait_for_signal().await?;
     let exchanges = recorder.finish().await.map_err(|e| e.to_string())?;
     println!("{}", serde_json::json!({ "exchanges": exchanges }));
