@@ -409,21 +409,30 @@ fn exchange(p: Pending, limit: usize) -> Exchange {
     }
 }
 
-async fn accept_loop(shared: Arc<Shared>, listener: UnixListener) {
+/// The next connection a listener accepts, or `None` once the recorder stops; an accept error
+/// is logged and the listener asked again.
+async fn next_connection<S, A, F>(shared: &Shared, mut accept: impl FnMut() -> F) -> Option<S>
+where
+    F: std::future::Future<Output = std::io::Result<(S, A)>>,
+{
     loop {
         let accepted = tokio::select! {
             biased;
-            () = shared.shutdown.cancelled() => return,
-            accepted = listener.accept() => accepted,
+            () = shared.shutdown.cancelled() => return None,
+            accepted = accept() => accepted,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        match accepted {
+            Ok((stream, _)) => return Some(stream),
             Err(err) => {
                 tracing::warn!("record: accept: {err}");
                 tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
             }
-        };
+        }
+    }
+}
+
+async fn accept_loop(shared: Arc<Shared>, listener: UnixListener) {
+    while let Some(stream) = next_connection(&shared, || listener.accept()).await {
         tokio::spawn(serve(Arc::clone(&shared), stream, true));
     }
 }
@@ -439,20 +448,7 @@ async fn https_accept_loop(
     acceptor: tokio_rustls::TlsAcceptor,
     trusted: String,
 ) {
-    loop {
-        let accepted = tokio::select! {
-            biased;
-            () = shared.shutdown.cancelled() => return,
-            accepted = listener.accept() => accepted,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(err) => {
-                tracing::warn!("record: accept: {err}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
+    while let Some(stream) = next_connection(&shared, || listener.accept()).await {
         let (shared, acceptor, trusted) = (Arc::clone(&shared), acceptor.clone(), trusted.clone());
         tokio::spawn(async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
