@@ -15,6 +15,11 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
+/// How long the end of an operation waits for its sockets to write what the command sent.
+const FLUSH_BOUND: Duration = Duration::from_secs(5);
+/// How long a failed command's operation waits for the client to close its sockets.
+const CLOSE_GRACE: Duration = Duration::from_millis(100);
+
 /// Drives one exec session from connection to the operation's end.
 pub(super) struct Runner {
     exec: Arc<Exec>,
@@ -27,6 +32,8 @@ pub(super) struct Runner {
     /// Per-fd close, child tokens of `done`.
     closers: HashMap<String, CancellationToken>,
     writers: HashMap<String, mpsc::Sender<Out>>,
+    /// The writer tasks, which end once their socket is closed by both sides (or lingered out).
+    writer_tasks: Vec<tokio::task::JoinHandle<()>>,
     stdin_tx: Option<mpsc::Sender<Bytes>>,
     signals: Signals,
     control_connected: Arc<AtomicBool>,
@@ -62,6 +69,7 @@ impl Runner {
             done,
             closers: HashMap::new(),
             writers: HashMap::new(),
+            writer_tasks: Vec::new(),
             stdin_tx: Some(stdin_tx),
             signals: Signals::new(sig_tx, filter),
             control_connected: Arc::new(AtomicBool::new(false)),
@@ -106,6 +114,9 @@ impl Runner {
             return;
         }
         if let Some(failure) = interpreter::start_failure(&req.command) {
+            if !self.flushed().await {
+                return;
+            }
             self.finish(failure.exit_status(), Some(start_failure_error(failure)));
             return;
         }
@@ -126,7 +137,42 @@ impl Runner {
                 () = self.done.cancelled() => return,
             }
         }
-        self.finish(code, exit_error(code));
+        if !self.flushed().await {
+            return;
+        }
+        let error = exit_error(code);
+        if error.is_some() {
+            self.closed_by_the_client().await;
+        }
+        self.finish(code, error);
+    }
+
+    /// Closes the sockets and waits (at most [`CLOSE_GRACE`]) until the client closed them too.
+    /// The official client stops at a failed operation (126, 127) without waiting for its output
+    /// streams, and closes them only when it exits; the daemon's operation ends late enough that
+    /// the client has written the command's stderr by then. The grace stands for that lateness.
+    async fn closed_by_the_client(&mut self) {
+        self.close();
+        let writers = futures_util::future::join_all(std::mem::take(&mut self.writer_tasks));
+        let _ = tokio::time::timeout(CLOSE_GRACE, writers).await;
+    }
+
+    /// Waits until every socket has written what the command sent it, as the daemon ends the
+    /// operation only once its output mirrors are done: a client that stops at a failed operation
+    /// (the official client at 126 and 127) has read the command's stderr by then. Bounded by
+    /// [`FLUSH_BOUND`], so a client that stopped reading cannot hold the operation; `false` when
+    /// the session ended meanwhile.
+    async fn flushed(&self) -> bool {
+        let flushes = self.writers.values().map(|tx| async move {
+            let (ack, acked) = oneshot::channel();
+            if tx.send(Out::Flushed(ack)).await.is_ok() {
+                let _ = acked.await;
+            }
+        });
+        tokio::select! {
+            _ = tokio::time::timeout(FLUSH_BOUND, futures_util::future::join_all(flushes)) => true,
+            () = self.done.cancelled() => false,
+        }
     }
 
     /// Waits as long as the daemon takes to start a command once its websockets are attached (a
@@ -248,13 +294,13 @@ impl Runner {
         let (sink, stream) = ws.split();
         let (out_tx, out_rx) = mpsc::channel(16);
         let (stream_back, stream_given) = oneshot::channel();
-        tokio::spawn(writer(
+        self.writer_tasks.push(tokio::spawn(writer(
             sink,
             out_rx,
             closer.clone(),
             stream_given,
             self.exec.lifecycle.shutdown.clone(),
-        ));
+        )));
         self.writers.insert(fd.clone(), out_tx);
         let reader = Reader {
             fd: fd.clone(),

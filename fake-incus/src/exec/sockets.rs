@@ -50,6 +50,8 @@ impl Signals {
 pub(super) enum Out {
     Data(Bytes),
     Eof,
+    /// Answered once everything queued before it is written to the socket.
+    Flushed(oneshot::Sender<()>),
 }
 
 /// Forwards command output to a socket writer (or discards it when there is none).
@@ -137,6 +139,7 @@ async fn send_until_closed(
                 let frame = match msg {
                     Some(Out::Data(bytes)) => Message::Binary(bytes),
                     Some(Out::Eof) => Message::Text(String::new().into()),
+                    Some(Out::Flushed(ack)) => { let _ = ack.send(()); continue; }
                     None => { open = false; continue; }
                 };
                 if sink.send(frame).await.is_err() {
