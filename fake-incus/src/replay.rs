@@ -689,6 +689,19 @@ async fn open_websocket(
             .iter()
             .find(|f| f.kind == FrameKind::Close)
             .is_some_and(|f| f.from == Side::Server);
+        // The server's data frames the recorded client had before it ended its side: the replay
+        // ends its side only once it has as many (or at the deadline), so a server slower than
+        // the recorded one is not cut off.
+        // (Not on the events stream: its contents are not compared and differ in number.)
+        let server_frames_before_end = recorded
+            .frames
+            .iter()
+            .filter(|_| !events)
+            .filter(|f| f.from == Side::Server)
+            .filter(|f| matches!(f.kind, FrameKind::Text | FrameKind::Binary))
+            .filter(|f| f.at_us <= recorded.closed_us)
+            .count();
+        let (received, mut seen) = tokio::sync::watch::channel(0usize);
         let client_frames: Vec<_> = recorded
             .frames
             .iter()
@@ -719,8 +732,11 @@ async fn open_websocket(
             }
             if let Some(at) = ends {
                 // Ended without a close frame of its own in the recording (the client went
-                // away): the replay closes at the same moment.
+                // away): the replay closes at the same moment, once the server sent what it had
+                // sent by then.
                 tokio::time::sleep_until(at.into()).await;
+                let enough = seen.wait_for(|n| *n >= server_frames_before_end);
+                let _ = tokio::time::timeout_at(deadline.into(), enough).await;
                 let _ = sink.close().await;
             }
             // The reader decides when the exchange is over.
@@ -737,6 +753,7 @@ async fn open_websocket(
                     Message::Close(_) => break,
                     _ => {}
                 }
+                received.send_replace(got.len());
             }
             got
         };
