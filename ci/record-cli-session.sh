@@ -84,14 +84,14 @@ for i in $(seq "$ROUNDS"); do
   run exec "$c" "${P[@]}" -- env
   run exec "$c" "${P[@]}" --env FOO=bar -- sh -c 'echo $FOO'
   run exec "$c" "${P[@]}" -- sh -c 'echo out; echo err >&2; exit 3'
-  run exec "$c" "${P[@]}" -- sh -c 'echo kept > /root/f; cat /root/f >> /root/g; wc -c < /root/g'
+  run exec "$c" "${P[@]}" -- sh -c 'echo kept > /tmp/f; cat /tmp/f >> /tmp/g; wc -c < /tmp/g'
   run exec "$c" "${P[@]}" -- ls /nope
   run_sh "printf 'from stdin\n' | incus exec $c --project $PROJECT -- cat"
   run_sh "incus exec $c --project $PROJECT -- cat /etc/hostname > $CONF/hostname"
-  run file push "$CONF/hello.txt" "$c/root/hello.txt" "${P[@]}"
-  run file pull "$c/root/hello.txt" "$CONF/pulled.txt" "${P[@]}"
-  run file pull "$c/root/nothing" "$CONF/nothing" "${P[@]}"
-  run file delete "$c/root/hello.txt" "${P[@]}"
+  run file push "$CONF/hello.txt" "$c/tmp/hello.txt" "${P[@]}"
+  run file pull "$c/tmp/hello.txt" "$CONF/pulled.txt" "${P[@]}"
+  run file pull "$c/tmp/nothing" "$CONF/nothing" "${P[@]}"
+  run file delete "$c/tmp/hello.txt" "${P[@]}"
   run config set "$c" user.k=v "${P[@]}"
   run config get "$c" user.k "${P[@]}"
   run config unset "$c" user.k "${P[@]}"
