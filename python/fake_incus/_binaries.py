@@ -28,7 +28,7 @@ _BUILD_HINT = (
     "Build a wheel for this machine from the source tree "
     "(`pip install maturin && maturin build --release -m python/Cargo.toml`, then "
     "`pip install target/wheels/fake_incus-*.whl`; see python/README.md), or build the programs "
-    "with cargo (`cargo install --path fake-incus --path conformance`) and set {override}=/path/to/{name}."
+    "with cargo (`cargo install --locked --path fake-incus`, and `--path conformance`) and set {override}=/path/to/{name}."
 )
 
 
@@ -109,11 +109,14 @@ def unusable(path: str, error: OSError) -> BinaryUnusable:
 
 
 @functools.lru_cache(maxsize=None)
+def _serve_help(fake_incus: str) -> str:
+    return run_checked([fake_incus, "serve", "--help"]).stdout
+
+
 def incus_lines(fake_incus: str) -> Tuple[str, ...]:
     """The Incus lines (``"6.0"``, ``"7.0"``, ...) that this ``fake-incus`` can imitate, read from
     ``fake-incus serve --help``: its ``--incus-version`` option, or 6.0 alone when it has none."""
-    done = run_checked([fake_incus, "serve", "--help"])
-    text = done.stdout
+    text = _serve_help(fake_incus)
     match = re.search(r"--incus-version\b(.*?)(?=\n\s*-{1,2}[a-zA-Z]|\Z)", text, re.S)
     if match is None:
         return (DEFAULT_LINE,)
@@ -125,8 +128,7 @@ def incus_lines(fake_incus: str) -> Tuple[str, ...]:
 
 
 def has_incus_version_flag(fake_incus: str) -> bool:
-    done = run_checked([fake_incus, "serve", "--help"])
-    return "--incus-version" in done.stdout
+    return "--incus-version" in _serve_help(fake_incus)
 
 
 def normalize_line(requested: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import selectors
@@ -16,7 +17,7 @@ import urllib.parse
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _binaries, _http
 from .errors import (
@@ -307,7 +308,7 @@ class FakeIncus:
         return cls(process, line, work, owns, binary, incus_version)
 
     @staticmethod
-    def _spawn(argv: List[str], work: str, ready_timeout: float):
+    def _spawn(argv: List[str], work: str, ready_timeout: float) -> Tuple[subprocess.Popen, Dict[str, Any]]:
         log_path = os.path.join(work, "fake-incus.log")
         log = open(log_path, "wb")
         main_thread = threading.current_thread() is threading.main_thread()
@@ -376,6 +377,11 @@ class FakeIncus:
 
     def __repr__(self) -> str:
         return f"<FakeIncus {self.unix_socket} pid={self._process.pid}{' stopped' if not self.running else ''}>"
+
+    @property
+    def incus_version(self) -> str:
+        """The Incus version the fake answers as (``environment.server_version`` of ``GET /1.0``)."""
+        return str(self.api("GET", "/1.0").json()["metadata"]["environment"]["server_version"])
 
     @property
     def log(self) -> str:
@@ -456,6 +462,7 @@ class FakeIncus:
     ) -> _http.Response:
         """One request to the Incus API (``fake.api("GET", "/1.0/instances").json()``), on the Unix
         socket (of ``member`` if given) or with ``https=True`` over HTTPS as the trusted client."""
+        connection: http.client.HTTPConnection
         if https:
             address = self.member(member).https_address if member else self.https_address
             if not address:

@@ -268,7 +268,8 @@ class HttpAdapter:
         self._thread = threading.Thread(target=self._server.serve_forever, name="incus-adapter", daemon=True)
         self._thread.start()
         address, bound = self._server.server_address[:2]
-        self.url = f"http://{address}:{bound}/"
+        host_text = address.decode() if isinstance(address, bytes) else str(address)
+        self.url = f"http://{host_text}:{bound}/"
 
     def stop(self) -> None:
         self._server.shutdown()

@@ -157,9 +157,9 @@ _FAKE_KEY = pytest.StashKey[FakeIncus]()
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[Any]:
     """A failed test that used ``fake_incus`` shows the last requests the fake received."""
-    outcome = yield
+    outcome: Any = yield
     report = outcome.get_result()
     fake = item.stash.get(_FAKE_KEY, None)
     if fake is None or report.passed or call.when != "call" or not fake.running:

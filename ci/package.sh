@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Rust users install the programs with cargo, and every publishable crate packages:
+#   1. every package that is not `publish = false` has its metadata (description, license, repository,
+#      readme, keywords, categories) and `cargo package` packs and builds it as crates.io would (its
+#      path dependencies replaced by versions: the workspace's crates among themselves, and the empty
+#      `workspace-hack` 0.1 of crates.io, as cargo-hakari's workspaces publish);
+#   2. `cargo install --locked --path fake-incus` and `--path conformance` into a temporary root (with the
+#      CI's target directory, so the release build is reused), then the installed programs run from
+#      another directory: the main job (`incus-conformance run`) and a fake serving the official client.
+# Timings go to target/package/timings.txt. PACKAGE_VERIFY=0 packs without the build of step 1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+log() { echo "== package: $*"; }
+now() { date +%s.%N; }
+took() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+mkdir -p target/package
+
+log "metadata of every publishable crate"
+publishable=$(cargo metadata --locked --no-deps --format-version 1 | python3 -c '
+import json, sys
+required = ("description", "license", "repository", "readme", "keywords", "categories")
+missing, names = [], []
+for p in json.load(sys.stdin)["packages"]:
+    if p.get("publish") == []:
+        continue
+    names.append(p["name"])
+    missing += [f"{p[\"name\"]}: no {key}" for key in required if not p.get(key)]
+if missing:
+    sys.exit("package metadata missing:\n  " + "\n  ".join(missing))
+print(" ".join(names))
+')
+log "publishable: $publishable"
+args=()
+for name in $publishable; do args+=(-p "$name"); done
+t=$(now)
+if [ "${PACKAGE_VERIFY:-1}" = 0 ]; then
+  cargo package --locked --no-verify "${args[@]}"
+else
+  cargo package --locked "${args[@]}"
+fi
+package_s=$(took "$t" "$(now)")
+ls -l target/package/*.crate
+
+log "cargo install --path into a temporary root"
+install_root=$(mktemp -d)
+elsewhere=$(mktemp -d)
+trap 'rm -rf "$install_root" "$elsewhere"' EXIT
+t=$(now)
+cargo install --locked --path fake-incus --root "$install_root" --target-dir "${CARGO_TARGET_DIR:-$root/target}"
+cargo install --locked --path conformance --root "$install_root" --target-dir "${CARGO_TARGET_DIR:-$root/target}"
+install_s=$(took "$t" "$(now)")
+ls -l "$install_root/bin"
+
+log "the installed programs, from another directory"
+cd "$elsewhere"
+t=$(now)
+"$install_root/bin/incus-conformance" run -q --junit "$elsewhere/junit.xml"
+run_s=$(took "$t" "$(now)")
+"$install_root/bin/fake-incus" serve --unix "$elsewhere/incus.socket" >"$elsewhere/ready.json" &
+fake=$!
+for _ in $(seq 200); do [ -s "$elsewhere/ready.json" ] && break; sleep 0.05; done
+[ -s "$elsewhere/ready.json" ] || { log "the installed fake-incus did not start"; kill "$fake"; exit 1; }
+if command -v incus >/dev/null; then
+  INCUS_SOCKET="$elsewhere/incus.socket" INCUS_CONF="$elsewhere" incus launch busybox c1 -q
+  [ "$(INCUS_SOCKET="$elsewhere/incus.socket" INCUS_CONF="$elsewhere" incus exec c1 -- echo installed)" = installed ]
+  log "the official client launched and exec'd on the installed fake"
+else
+  curl -sf --unix-socket "$elsewhere/incus.socket" http://incus/1.0 >/dev/null
+fi
+kill "$fake"
+wait "$fake" || true
+cd "$root"
+cat >target/package/timings.txt <<EOF
+cargo package (${PACKAGE_VERIFY:-1} = verify) of $publishable: ${package_s} s
+cargo install --path fake-incus and --path conformance (CI's target directory): ${install_s} s
+the installed incus-conformance run from another directory: ${run_s} s
+EOF
+cat target/package/timings.txt
