@@ -25,7 +25,7 @@ for p in json.load(sys.stdin)["packages"]:
     if p.get("publish") == []:
         continue
     names.append(p["name"])
-    missing += [f"{p[\"name\"]}: no {key}" for key in required if not p.get(key)]
+    missing += [p["name"] + ": no " + key for key in required if not p.get(key)]
 if missing:
     sys.exit("package metadata missing:\n  " + "\n  ".join(missing))
 print(" ".join(names))
