@@ -13,9 +13,9 @@ clone of this repository, the way those CI systems would run them on a Debian ma
 As a CI system's project-level settings would, the runner sets a few variables over the recipes':
 INCUS_OPERATIONS_REPO (this repository, for `git clone`), CARGO_TARGET_DIR (the CI's own target
 directory: a warm cache) and, for the operator recipes, INCUS_SOCKET (a fake Incus standing in for the
-operator's). Fresh clones get their files' modification times set to the commit's time by a
-post-checkout hook (core.hooksPath, as `git restore-mtime` does for cached CI builds), so that cargo
-reuses the CI's build instead of compiling the workspace again for each clone.
+operator's). Fresh clones get the modification times their files have in this checkout (where that
+cache was built) from a post-checkout hook (core.hooksPath, as `git restore-mtime` does for cached CI
+builds), so that cargo reuses the CI's build instead of compiling the workspace again for each clone.
 
 Usage: run.py --repo DIR --target-dir DIR --fake-incus PATH --incus-conformance PATH [--only NAME]...
 Prints one line per job and ends with "N passed, N failed"; logs in target/recipes/.
@@ -36,13 +36,33 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 THIS_REPOSITORY = "incus-operations/incus-operations"
-HOOK = """#!/bin/sh
-# post-checkout: every checked-out file gets the time of the commit (as git restore-mtime does for
-# cached CI builds), so that a warm cargo target directory stays fresh for this clone.
-when=$(git log -1 --format=%ct HEAD) || exit 0
-git ls-files -z | xargs -0 touch -h -d "@$when"
+HOOK = """#!/usr/bin/env python3
+# post-checkout: every file and directory of the new clone gets the modification time it has in the
+# warm checkout ($RECIPES_MTIME_SOURCE, where the cached target directory was built), so that cargo
+# finds the clone's sources as old as that build's (as `git restore-mtime` does for cached CI builds).
+import os, subprocess, sys
+source = os.environ.get("RECIPES_MTIME_SOURCE")
+if not source:
+    sys.exit(0)
+files = subprocess.run(["git", "ls-files", "-z"], capture_output=True, check=True).stdout.decode().split("\\0")
+dirs = {"."}
+for name in filter(None, files):
+    parent = os.path.dirname(name)
+    while parent and parent not in dirs:
+        dirs.add(parent)
+        parent = os.path.dirname(parent)
+    try:
+        st = os.lstat(os.path.join(source, name))
+        os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+    except OSError:
+        pass
+for name in sorted(dirs, key=len, reverse=True):
+    try:
+        st = os.stat(os.path.join(source, name))
+        os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns))
+    except OSError:
+        pass
 """
-
 
 def sh(script: str, cwd: Path, env: dict, log, timeout: float) -> int:
     log.write(f"\n$ {script.strip()}\n")
@@ -137,7 +157,8 @@ def main() -> int:
         (hooks / "post-checkout").write_text(HOOK)
         (hooks / "post-checkout").chmod(0o755)
         base_env = dict(os.environ)
-        base_env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="core.hooksPath", GIT_CONFIG_VALUE_0=str(hooks))
+        base_env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="core.hooksPath", GIT_CONFIG_VALUE_0=str(hooks),
+                        RECIPES_MTIME_SOURCE=str(repo))
         repo_url = f"file://{repo}"
         for recipe in recipes:
             platform = recipe.parent.name
