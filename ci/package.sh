@@ -37,7 +37,12 @@ t=$(now)
 if [ "${PACKAGE_VERIFY:-1}" = 0 ]; then
   cargo package --locked --no-verify "${args[@]}"
 else
-  cargo package --locked "${args[@]}"
+  # The packaged crates are built in the workspace's target directory with the workspace's dev profile
+  # (a packaged manifest carries no profile), so that what ci/test.sh compiled with the same features
+  # is reused: only what the missing workspace-hack unification changes compiles again.
+  cargo package --locked "${args[@]}" \
+    --config 'profile.dev.debug="line-tables-only"' \
+    --config 'profile.dev.package."*".opt-level=1' --config 'profile.dev.package."*".debug=false'
 fi
 package_s=$(took "$t" "$(now)")
 ls -l target/package/*.crate

@@ -14,6 +14,14 @@ import fake_incus
 from fake_incus import FakeIncus, faults
 
 
+def create(fake, name):
+    """Creates an empty instance and waits for its operation (creation is asynchronous, as on Incus)."""
+    answer = fake.api("POST", "/1.0/instances", {"name": name, "source": {"type": "none"}})
+    assert answer.status == 202, answer.text
+    waited = fake.api("GET", answer.json()["operation"] + "/wait?timeout=30")
+    assert waited.json()["metadata"]["status"] == "Success", waited.text
+
+
 def test_the_fixture_serves_incus_on_its_socket(fake_incus):
     answer = fake_incus.api("GET", "/1.0")
     assert answer.status == 200
@@ -38,7 +46,7 @@ class TestEachTestGetsAFreshFake:
 
     def test_first_changes_everything(self, fake_incus):
         TestEachTestGetsAFreshFake.pid = fake_incus.pid
-        fake_incus.api("POST", "/1.0/instances", {"name": "left", "source": {"type": "none"}})
+        create(fake_incus, "left")
         fake_incus.add_rules(faults.rule("GET", "/1.0", faults.error(500, "broken")))
         fake_incus.save_snapshot("kept")
         assert fake_incus.journal().entries
@@ -127,7 +135,7 @@ def test_wait_for_returns_requests_as_they_arrive_and_times_out_with_what_came(f
 
 
 def test_a_failed_verification_shows_the_nearest_miss(fake_incus):
-    fake_incus.api("POST", "/1.0/instances", {"name": "c2", "source": {"type": "none"}})
+    create(fake_incus, "c2")
     with pytest.raises(AssertionError, match='body.name is \\\\?"c2\\\\?", not \\\\?"c3'):
         fake_incus.verify(method="POST", path="/1.0/instances", body={"name": "c3"}, count=1)
     result = fake_incus.verify(method="POST", path="/1.0/instances", body={"name": "c3"}, count=1, raise_on_failure=False)
@@ -145,13 +153,13 @@ def test_verify_sequence_checks_the_order(fake_incus):
 def test_state_dump_and_replace(fake_incus):
     state = fake_incus.state()
     assert "format_version" in state
-    fake_incus.api("POST", "/1.0/instances", {"name": "gone", "source": {"type": "none"}})
+    create(fake_incus, "gone")
     fake_incus.set_state(state)
     assert fake_incus.api("GET", "/1.0/instances").json()["metadata"] == []
 
 
 def test_named_snapshots_save_and_restore(fake_incus):
-    fake_incus.api("POST", "/1.0/instances", {"name": "s1", "source": {"type": "none"}})
+    create(fake_incus, "s1")
     fake_incus.save_snapshot("with-s1")
     fake_incus.reset()
     assert fake_incus.api("GET", "/1.0/instances/s1").status == 404
