@@ -11,7 +11,7 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from .errors import BinaryNotFound, BinaryUnusable, UnsupportedIncusVersion
 
@@ -94,6 +94,20 @@ def run_checked(argv: List[str], timeout: float = 30.0) -> subprocess.CompletedP
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except OSError as error:
         raise unusable(argv[0], error) from error
+
+
+def end(process: subprocess.Popen, ask: Callable[[subprocess.Popen], None], grace: float = 10.0) -> None:
+    """Ends a program this package started: ``ask`` (SIGTERM, or closing its input), up to
+    ``grace`` seconds to exit, then SIGKILL; its output pipe is closed."""
+    if process.poll() is None:
+        ask(process)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=grace)
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 def unusable(path: str, error: OSError) -> BinaryUnusable:

@@ -161,15 +161,7 @@ def _set_parent_death_signal() -> None:  # pragma: no cover - runs in the child
 
 
 def _stop_process(process: subprocess.Popen, directory: Optional[str]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-    if process.stdout is not None:
-        process.stdout.close()
+    _binaries.end(process, lambda p: p.send_signal(signal.SIGTERM))
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
 

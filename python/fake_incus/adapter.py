@@ -338,15 +338,7 @@ class ReferenceAdapter:
         with self._lock:
             children, self._children = self._children, []
         for child in children:
-            if child.stdin is not None:
-                child.stdin.close()
-            try:
-                child.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait(timeout=10)
-            if child.stdout is not None:
-                child.stdout.close()
+            _binaries.end(child, lambda p: p.stdin.close() if p.stdin is not None else None)
 
     def __enter__(self) -> "ReferenceAdapter":
         return self
