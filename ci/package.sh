@@ -40,9 +40,13 @@ else
   # The packaged crates are built in the workspace's target directory with the workspace's dev profile
   # (a packaged manifest carries no profile), so that what ci/test.sh compiled with the same features
   # is reused: only what the missing workspace-hack unification changes compiles again.
+  # The packaged crates themselves (taken from a local registry, so not "local" to cargo) compile
+  # without optimisation, as the workspace's own crates do.
+  own=()
+  for name in $publishable; do own+=(--config "profile.dev.package.$name.opt-level=0"); done
   cargo package --locked "${args[@]}" \
     --config 'profile.dev.debug="line-tables-only"' \
-    --config 'profile.dev.package."*".opt-level=1' --config 'profile.dev.package."*".debug=false'
+    --config 'profile.dev.package."*".opt-level=1' --config 'profile.dev.package."*".debug=false' "${own[@]}"
 fi
 package_s=$(took "$t" "$(now)")
 ls -l target/package/*.crate
