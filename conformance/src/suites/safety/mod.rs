@@ -7,6 +7,9 @@
 //!
 //! - [`grants`]: what create, update and state changes may write (deletion through `ephemeral`,
 //!   profiles the input implies, device keys, guest code, values for the host's decision);
+//! - [`values`]: what each config value, device name and device field may be, the writes that do
+//!   not look like writes (restore, ephemeral on create), a nic's network, and the keys of a newer
+//!   Incus line (the cases as data in `conformance/data/safety-values.json`);
 //! - [`secrets`]: what results never carry (credential config keys, token secrets) and which
 //!   operations a call may see (the authorized project's only);
 //! - [`observed`]: results that say exactly what was observed when a fault hides the end.
@@ -22,11 +25,13 @@ use crate::scenario::target::TargetFactory;
 mod grants;
 mod observed;
 mod secrets;
+mod values;
 
 /// Every `safety::*` trial.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks = grants::checks(factory);
     checks.extend(secrets::checks(factory));
+    checks.extend(values::checks(factory));
     checks.extend(observed::checks(factory));
     checks
 }
