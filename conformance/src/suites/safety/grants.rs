@@ -9,7 +9,7 @@ use incus_operations::{Binding, BindingContext, Connection, Host, HostError, Res
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-mod incus_keys;
+pub(super) mod incus_keys;
 
 use crate::runner::Check;
 use crate::scenario::format::FakeSetup;
