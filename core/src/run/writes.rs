@@ -1,13 +1,14 @@
-//! What create, update and state changes may write, beyond the operation's own scope. These are
-//! the safety rules of `SECURITY.md`; several go beyond the specification's letter, where it would
-//! let an agent do what its grant does not allow.
+//! What create, update, restore and state changes may write, beyond the operation's own scope.
+//! These are the safety rules of `SECURITY.md`; several go beyond the specification's letter, where
+//! it would let an agent do what its grant does not allow.
 //!
 //! Before any backend request (step 5 of `run`, with the restricted-input rule):
-//! - an update that sets `ephemeral: true` needs `incus.delete`: Incus deletes an ephemeral
-//!   instance, with its snapshots, when it stops (a guest's own power-off included);
-//! - guest-code config keys (see [`restricted`]) need `incus.exec`: the guest runs them as root;
-//! - restricted config keys and devices need the host's `allow_restricted`, which receives each
-//!   item with its value.
+//! - a create or an update that sets `ephemeral: true` needs `incus.delete`: Incus deletes an
+//!   ephemeral instance, with its snapshots, when it stops (a guest's own power-off included);
+//! - every config key and device of the input is judged by name and value ([`restricted`]): a value
+//!   outside its rule is `invalid_input`, guest-code and secret keys need `incus.exec`, restricted
+//!   items (host-impact values past their bound included) need the host's `allow_restricted`, which
+//!   receives each item with its value.
 //!
 //! After discovery, before the mutation, with documented reads in the call's project:
 //! - create without `profiles`: Incus would apply the source image's `profiles` (or `default`;
@@ -16,8 +17,16 @@
 //!   the image only; an empty instance or a host-approved remote: no read, `default`) and sends that
 //!   list explicitly, so Incus applies exactly the profiles checked;
 //! - create and update with profiles: `GET /1.0/profiles/{name}` for each; their effective config
-//!   and devices pass the same guest-code and restricted rules (update without `profiles` keeps the
-//!   instance's, and adds nothing);
+//!   and devices pass the same rules (update without `profiles` keeps the instance's, and adds
+//!   nothing);
+//! - the network of each plain nic, once per network (`GET /1.0/networks/{name}`): only a managed
+//!   bridge or OVN network is plain;
+//! - keys and fields of a newer Incus line are plain only where discovery's `api_extensions` lists
+//!   the extension that introduced them;
+//! - restore: `GET` of the snapshot, then its profiles: what Incus writes back is judged like a
+//!   create of it (`volatile.*` excepted);
+//! - snapshot create without a name: `GET /1.0/instances/{name}`; its `snapshots.pattern` must be of
+//!   the safe grammar;
 //! - stop, for a caller without `incus.delete`: `GET /1.0/instances/{name}`; stopping an ephemeral
 //!   instance deletes it, so it needs `incus.delete`. Restart does not delete (Incus clears the
 //!   flag for the restart), and start, freeze and unfreeze never do, so they read nothing.
