@@ -378,6 +378,21 @@ impl Tree {
         Ok(())
     }
 
+    /// Puts a copy of an entry (not a directory) at a new path, as a hard link's second name;
+    /// the parent must be a directory. The two are apart from then on (the tree has no inodes).
+    pub(crate) fn link(&mut self, path: &str, node: Node) -> Result<(), FileError> {
+        let path = clean(path);
+        if !self.parent_is_directory(&path) {
+            return Err(FileError::NotFound);
+        }
+        if node.kind == Kind::Directory {
+            return Err(FileError::IsDirectory(path));
+        }
+        self.fits(&path, &node)?;
+        self.insert(path, node);
+        Ok(())
+    }
+
     /// Removes a file, a symlink or an empty directory.
     pub(crate) fn remove(&mut self, path: &str) -> Result<(), FileError> {
         let path = clean(path);

@@ -29,14 +29,6 @@ pub(crate) struct Known {
 /// to fix unless its reason says otherwise.
 pub(crate) const KNOWN: &[Known] = &[
     Known {
-        request: "/sftp",
-        diff: "sftp VERSION extensions",
-        reason:
-            "the daemon's SFTP server announces hardlink@openssh.com, posix-rename@openssh.com and \
-             statvfs@openssh.com; the fake's implements none of them, and announcing them would \
-             lead clients to requests it cannot serve",
-    },
-    Known {
         request: "/websocket?secret=",
         diff: "vs fake 0 bytes",
         reason: "intermittent, about one live replay in four on a loaded machine: one exec output \
