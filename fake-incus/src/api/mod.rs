@@ -8,6 +8,7 @@ mod body;
 mod buckets;
 mod certificates;
 mod cluster;
+mod cluster_enable;
 mod cluster_groups;
 mod console;
 mod context;

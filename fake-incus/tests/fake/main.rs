@@ -17,6 +17,7 @@ mod faults;
 mod https;
 mod image_deletes;
 mod instances;
+mod last_differences;
 mod layers;
 mod listeners;
 mod named_snapshots;
@@ -26,6 +27,7 @@ mod publish_compression;
 mod refusals;
 mod resources;
 mod serve;
+mod sftp_extensions;
 #[path = "../tarball/mod.rs"]
 mod tarball;
 mod tokens;
