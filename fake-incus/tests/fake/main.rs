@@ -19,6 +19,7 @@ mod image_deletes;
 mod instances;
 mod last_differences;
 mod layers;
+mod lines;
 mod listeners;
 mod named_snapshots;
 mod persistence;
