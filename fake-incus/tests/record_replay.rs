@@ -416,7 +416,9 @@ fn the_replay_command_reports_as_text_and_json_and_fails_on_a_difference() {
     let stdout = String::from_utf8_lossy(&text.stdout);
     assert!(stdout.starts_with("replay: "), "{stdout}");
     assert!(
-        stdout.contains("/1.0/images/aliases/busybox?project=rec150f5109a5: HTTP status: real 200 vs fake 404"),
+        stdout.contains(
+            "/1.0/images/aliases/busybox?project=rec150f5109a5: HTTP status: real 200 vs fake 404"
+        ),
         "{stdout}"
     );
     let json = run(&["--json"]);

@@ -27,6 +27,7 @@ mod journaling;
 mod logs;
 mod metadata;
 mod migration;
+mod network_address_sets;
 mod network_objects;
 mod networks;
 mod operations;
@@ -188,6 +189,10 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             return volume_backups::route(ctx, &method, pool, name, rest, req.body());
         }
     }
+    if segs[1] == "network-address-sets" && !ctx.app.has_extension(network_address_sets::EXTENSION)
+    {
+        return Err(ApiError::not_found());
+    }
     if let Some((resource, parent, rest)) = resource::find(&segs[1..]) {
         // A pool's volumes other than its custom ones are the storage module's.
         let pool_volumes = segs[1] == "storage-pools" && segs.get(3) == Some(&"volumes");
@@ -271,6 +276,7 @@ fn declared() -> &'static [&'static dyn resource::Resource] {
         &network_objects::ZONES,
         &network_objects::RECORDS,
         &network_objects::INTEGRATIONS,
+        &network_address_sets::ADDRESS_SETS,
         &certificates::Certificates,
         &warnings::WARNINGS,
     ];

@@ -12,6 +12,7 @@ mod config;
 mod console;
 mod coverage;
 mod durable_writes;
+mod endpoints_7_0;
 mod exec;
 mod faults;
 mod https;
