@@ -23,6 +23,10 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
             ("::state::StateBody", "api.InstanceStatePut"),
             ("::state::InstancesPut", "api.InstancesPut"),
             ("::cluster_enable::ClusterPut", "api.ClusterPut"),
+            (
+                "::debug_repair::InstanceDebugRepairPost",
+                "api.InstanceDebugRepairPost",
+            ),
             ("::exec::ExecBody", "api.InstanceExecPost"),
             ("::console::ConsoleBody", "api.InstanceConsolePost"),
             ("::profiles::ProfileCreateBody", "api.ProfilesPost"),

@@ -4,6 +4,7 @@
 //! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
 
 mod backups;
+mod bitmaps;
 mod body;
 mod buckets;
 mod certificates;
@@ -12,6 +13,7 @@ mod cluster_enable;
 mod cluster_groups;
 mod console;
 mod context;
+mod debug_repair;
 mod evacuation;
 mod events;
 mod exec;
@@ -27,6 +29,7 @@ mod journaling;
 mod logs;
 mod metadata;
 mod migration;
+mod nbd;
 mod network_address_sets;
 mod network_objects;
 mod networks;
@@ -44,6 +47,8 @@ mod state;
 mod storage;
 mod validation;
 mod volume_backups;
+mod volume_files;
+mod volume_rebuild;
 mod volume_snapshots;
 mod volumes;
 mod warnings;
@@ -170,6 +175,29 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             return volume_backups::import(ctx, pool, req.headers(), req.body());
         }
     }
+    // What Incus 7.0 adds below a volume, each served by a line with its API extension.
+    if let ["storage-pools", pool, "volumes", kind, name, sub, rest @ ..] = &segs[1..] {
+        let volume = (*pool, *kind, *name);
+        let served = |extension: &str| ctx.app.has_extension(extension);
+        match (*sub, rest) {
+            ("files", []) if served(volume_files::FILES_EXTENSION) => {
+                return volume_files::files(ctx, &method, volume, req.headers(), req.body());
+            }
+            ("sftp", []) if served(volume_files::SFTP_EXTENSION) => {
+                return volume_files::sftp(ctx, volume, req);
+            }
+            ("nbd", []) if served(nbd::VOLUME_EXTENSION) => {
+                return nbd::volume_nbd(ctx, volume, &req);
+            }
+            ("bitmaps", bitmap) if served(bitmaps::EXTENSION) => {
+                return bitmaps::volume_bitmaps(ctx, &method, volume, bitmap);
+            }
+            ("rebuild", []) if served(volume_rebuild::EXTENSION) => {
+                return volume_rebuild::rebuild(ctx, &method, volume, req.body());
+            }
+            _ => {}
+        }
+    }
     // A custom volume's snapshots are served apart from its declaration.
     if let ["storage-pools", pool, "volumes", "custom", name, rest @ ..] = &segs[1..] {
         if rest.first() == Some(&"snapshots") {
@@ -232,6 +260,18 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             }
             Some(&"sftp") if segs.len() == 4 => sftp::route(ctx, segs[2], req),
             Some(&"access") if segs.len() == 4 => refusals::access(&method),
+            Some(&"nbd") if segs.len() == 4 && ctx.app.has_extension(nbd::INSTANCE_EXTENSION) => {
+                nbd::instance_nbd(ctx, segs[2], &req)
+            }
+            Some(&"bitmaps") if segs.len() == 4 && ctx.app.has_extension(bitmaps::EXTENSION) => {
+                bitmaps::instance_bitmaps(ctx, &method, segs[2])
+            }
+            Some(&"debug")
+                if segs[3..] == ["debug", "repair"]
+                    && ctx.app.has_extension(debug_repair::EXTENSION) =>
+            {
+                debug_repair::repair(ctx, &method, segs[2], req.body())
+            }
             Some(&"debug") if segs[3..] == ["debug", "memory"] => {
                 refusals::debug_memory(ctx, &method, segs[2])
             }

@@ -11,7 +11,7 @@
 use super::{instance_not_found, Ctx};
 use crate::app::App;
 use crate::envelope::{ApiError, ApiResult};
-use crate::state::files::{clean, Attrs, FileError, Kind, Node, TREE_LIMIT};
+use crate::state::files::{clean, Attrs, FileError, Kind, Node, Owner, TREE_LIMIT};
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -28,10 +28,27 @@ const HANDLE_LIMIT: usize = 64;
 /// Symlinks followed when resolving one path.
 const LINK_DEPTH: usize = 16;
 
-pub(super) fn route(ctx: &Ctx, name: &str, mut req: Request<Bytes>) -> ApiResult {
+pub(super) fn route(ctx: &Ctx, name: &str, req: Request<Bytes>) -> ApiResult {
     if req.method() != Method::GET {
         return Err(ApiError::not_implemented());
     }
+    // The daemon checks the upgrade before it looks the instance up.
+    if !wants_upgrade(&req) {
+        return Err(ApiError::bad_request("Missing or invalid upgrade header"));
+    }
+    let project = ctx.project();
+    if ctx.app.snapshot().instance(&project, name).is_none() {
+        return Err(instance_not_found(name, &project));
+    }
+    let owner = Owner::Instance {
+        project,
+        instance: name.to_string(),
+    };
+    Ok(upgrade(ctx, owner, req))
+}
+
+/// Whether the request asks for the SFTP upgrade (`Upgrade: sftp`, `Connection: upgrade`).
+pub(super) fn wants_upgrade(req: &Request<Bytes>) -> bool {
     // `Connection` is a list of tokens (`keep-alive, Upgrade`).
     let header_is = |name: header::HeaderName, value: &str| {
         req.headers().get(name).is_some_and(|v| {
@@ -40,19 +57,20 @@ pub(super) fn route(ctx: &Ctx, name: &str, mut req: Request<Bytes>) -> ApiResult
                 .any(|token| token.trim().eq_ignore_ascii_case(value))
         })
     };
-    // The daemon checks the upgrade before it looks the instance up.
-    if !header_is(header::UPGRADE, "sftp") || !header_is(header::CONNECTION, "upgrade") {
-        return Err(ApiError::bad_request("Missing or invalid upgrade header"));
-    }
-    let project = ctx.project();
-    if ctx.app.snapshot().instance(&project, name).is_none() {
-        return Err(instance_not_found(name, &project));
-    }
+    header_is(header::UPGRADE, "sftp") && header_is(header::CONNECTION, "upgrade")
+}
+
+/// Switches the connection to an SFTP session on the owner's tree (an instance's, or a
+/// custom volume's: [`super::volume_files`]).
+pub(super) fn upgrade(
+    ctx: &Ctx,
+    owner: Owner,
+    mut req: Request<Bytes>,
+) -> Response<crate::envelope::Body> {
     let on_upgrade = hyper::upgrade::on(&mut req);
     let session = Session {
         app: Arc::clone(&ctx.app),
-        project,
-        instance: name.to_string(),
+        owner,
         handles: HashMap::new(),
         next_handle: 0,
     };
@@ -81,7 +99,7 @@ pub(super) fn route(ctx: &Ctx, name: &str, mut req: Request<Bytes>) -> ApiResult
     response
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    Ok(response)
+    response
 }
 
 /// What an open handle refers to.
@@ -94,11 +112,10 @@ enum Open {
     Dir { entries: Vec<File>, sent: bool },
 }
 
-/// One SFTP session on one instance's tree.
+/// One SFTP session on one instance's (or custom volume's) tree.
 struct Session {
     app: Arc<App>,
-    project: String,
-    instance: String,
+    owner: Owner,
     handles: HashMap<String, Open>,
     next_handle: u64,
 }
@@ -270,12 +287,12 @@ impl Session {
 
     fn lookup(&self, path: &str, follow: bool) -> Result<(String, Node), Failure> {
         let files = self.app.files();
-        let skeleton;
-        let tree = match files.tree(&self.project, &self.instance) {
+        let fresh;
+        let tree = match files.tree_of_owner(&self.owner) {
             Some(tree) => tree,
             None => {
-                skeleton = crate::state::files::Tree::skeleton();
-                &skeleton
+                fresh = self.owner.fresh();
+                &fresh
             }
         };
         let mut current = clean(path);
@@ -301,7 +318,7 @@ impl Session {
         change: impl FnOnce(&mut crate::state::files::Tree) -> Result<T, FileError>,
     ) -> Result<T, Failure> {
         let mut files = self.app.files();
-        Ok(change(files.tree_mut(&self.project, &self.instance))?)
+        Ok(change(files.tree_of_owner_mut(&self.owner))?)
     }
 
     /// The success status of a change, sent once the change is durable (`--state-dir`), as every
@@ -344,12 +361,12 @@ impl Session {
             return Err(failure(Code::Failure, "not a directory"));
         }
         let files = self.app.files();
-        let skeleton;
-        let tree = match files.tree(&self.project, &self.instance) {
+        let fresh;
+        let tree = match files.tree_of_owner(&self.owner) {
             Some(tree) => tree,
             None => {
-                skeleton = crate::state::files::Tree::skeleton();
-                &skeleton
+                fresh = self.owner.fresh();
+                &fresh
             }
         };
         let base = if dir == "/" {
@@ -652,7 +669,7 @@ impl russh_sftp::server::Handler for Session {
         let removed = self
             .app
             .files()
-            .tree_mut(&self.project, &self.instance)
+            .tree_of_owner_mut(&self.owner)
             .remove(&path);
         match removed {
             Err(FileError::NotEmpty(_)) => Err(failure(

@@ -96,3 +96,164 @@ async fn a_network_address_set_is_created_patched_used_by_an_acl_and_deleted_as_
     let gone = call(&fake, "GET", "/1.0/network-address-sets/fe-as1", None).await;
     assert_native_error(&gone, 404, "Network_address_set not found");
 }
+
+/// A custom volume `v1` of the default pool in the default project.
+async fn with_volume(fake: &FakeIncus) {
+    let made = call(
+        fake,
+        "POST",
+        "/1.0/storage-pools/default/volumes/custom",
+        Some(json!({"name": "v1"})),
+    )
+    .await;
+    assert_eq!(made.status(), 200, "{}", made.json());
+}
+
+#[tokio::test]
+async fn a_custom_volume_has_files_of_its_own_served_only_by_a_line_with_file_storage_volume() {
+    let files = "/1.0/storage-pools/default/volumes/custom/v1/files";
+    let six = fake_of(IncusLine::V6_0).await;
+    with_volume(&six).await;
+    let unrouted = call(&six, "GET", &format!("{files}?path=/"), None).await;
+    assert_eq!(unrouted.status(), 404, "{}", unrouted.json());
+    let fake = fake_of(IncusLine::V7_0).await;
+    with_volume(&fake).await;
+    let root = call(&fake, "GET", &format!("{files}?path=/"), None).await;
+    assert_eq!((root.status(), root.metadata()), (200, &json!([])));
+    assert_eq!(root.header("x-incus-mode"), Some("0711"));
+    let written = fake
+        .call(
+            fake_incus::Request::post(&format!("{files}?path=/hello"))
+                .header("x-incus-type", "file")
+                .body("hi"),
+        )
+        .await;
+    assert_eq!(written.status(), 200, "{}", written.json());
+    let read = call(&fake, "GET", &format!("{files}?path=/hello"), None).await;
+    assert_eq!(read.bytes().as_ref(), b"hi");
+    // The volume's files are its own: not the instance's, and gone with the volume.
+    let missing = call(&fake, "GET", &format!("{files}?path=/nope"), None).await;
+    assert_native_error(&missing, 404, "Not Found");
+    let no_path = call(&fake, "GET", files, None).await;
+    assert_native_error(&no_path, 400, "Missing path argument");
+    call(
+        &fake,
+        "DELETE",
+        "/1.0/storage-pools/default/volumes/custom/v1",
+        None,
+    )
+    .await;
+    with_volume(&fake).await;
+    let fresh = call(&fake, "GET", &format!("{files}?path=/"), None).await;
+    assert_eq!(fresh.metadata(), &json!([]));
+    crate::common::launch(&fake, "c1", false).await;
+    let container = call(
+        &fake,
+        "GET",
+        "/1.0/storage-pools/default/volumes/container/c1/files?path=/",
+        None,
+    )
+    .await;
+    assert_native_error(
+        &container,
+        404,
+        "Storage volume \"c1\" in project \"default\" of type \"custom\" does not exist on pool \"default\": Storage volume not found",
+    );
+}
+
+#[tokio::test]
+async fn a_custom_volume_serves_sftp_on_its_files() {
+    let fake = fake_of(IncusLine::V7_0).await;
+    with_volume(&fake).await;
+    let stream = crate::common::sftp_upgrade(
+        fake.unix_socket(),
+        "/1.0/storage-pools/default/volumes/custom/v1/sftp",
+    )
+    .await;
+    let sftp = russh_sftp::client::SftpSession::new(stream)
+        .await
+        .expect("an SFTP session");
+    sftp.create_dir("/data").await.expect("made");
+    let listed = call(
+        &fake,
+        "GET",
+        "/1.0/storage-pools/default/volumes/custom/v1/files?path=/",
+        None,
+    )
+    .await;
+    assert_eq!(listed.metadata(), &json!(["data"]));
+}
+
+#[tokio::test]
+async fn nbd_bitmaps_rebuild_and_repair_answer_as_the_daemon_for_what_the_fake_has() {
+    let fake = fake_of(IncusLine::V7_0).await;
+    with_volume(&fake).await;
+    crate::common::launch(&fake, "c1", false).await;
+    let volume = "/1.0/storage-pools/default/volumes/custom/v1";
+    let nbd = fake
+        .call(fake_incus::Request::get(&format!("{volume}/nbd")).header("upgrade", "nbd"))
+        .await;
+    assert_native_error(
+        &nbd,
+        500,
+        "qemu-nbd failed: Failed when running qemu-nbd: Failed to run: qemu-img info -U --output=json /var/lib/incus/storage-pools/default/custom/default_v1/root.img: exec: \"qemu-img\": executable file not found in $PATH",
+    );
+    let no_upgrade = call(&fake, "GET", &format!("{volume}/nbd"), None).await;
+    assert_native_error(&no_upgrade, 400, "Missing or invalid upgrade header");
+    let instance_nbd = fake
+        .call(fake_incus::Request::get("/1.0/instances/c1/nbd").header("upgrade", "nbd"))
+        .await;
+    assert_native_error(
+        &instance_nbd,
+        400,
+        "NBD export of all disks is only supported on virtual machines",
+    );
+    let bitmaps = call(&fake, "GET", &format!("{volume}/bitmaps"), None).await;
+    assert_native_error(&bitmaps, 400, "Only block volumes are supported");
+    let instance_bitmaps = call(&fake, "POST", "/1.0/instances/c1/bitmaps", Some(json!({}))).await;
+    assert_native_error(
+        &instance_bitmaps,
+        400,
+        "Creating bitmaps requires the instance to be running",
+    );
+    let repair = call(
+        &fake,
+        "POST",
+        "/1.0/instances/c1/debug/repair",
+        Some(json!({"action": "rebuild-config-volume"})),
+    )
+    .await;
+    assert_native_error(
+        &repair,
+        500,
+        "Config volume rebuild is only possible on VMs",
+    );
+    let rebuilt = call(&fake, "POST", &format!("{volume}/rebuild"), None).await;
+    assert_eq!(
+        rebuilt.metadata()["description"],
+        "Rebuilding storage volume"
+    );
+    crate::common::completed(&fake, &rebuilt).await;
+    let snapshotted = call(
+        &fake,
+        "POST",
+        &format!("{volume}/snapshots"),
+        Some(json!({"name": "s1"})),
+    )
+    .await;
+    crate::common::completed(&fake, &snapshotted).await;
+    let refused = call(&fake, "POST", &format!("{volume}/rebuild"), None).await;
+    let failed = crate::common::wait(&fake, &refused).await;
+    assert_native_error(&failed, 500, "Cannot rebuild custom volume with snapshots");
+    // None of them is served by a line without their extensions.
+    let six = fake_of(IncusLine::V6_0).await;
+    crate::common::launch(&six, "c1", false).await;
+    for (method, path) in [
+        ("POST", "/1.0/instances/c1/bitmaps"),
+        ("POST", "/1.0/instances/c1/debug/repair"),
+        ("GET", "/1.0/instances/c1/nbd"),
+    ] {
+        let reply = call(&six, method, path, None).await;
+        assert_native_error(&reply, 404, "not found");
+    }
+}
