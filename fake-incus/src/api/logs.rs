@@ -10,6 +10,11 @@ use crate::envelope::{self, ApiError, ApiResult};
 use http::{header, HeaderValue, Method, Response};
 use serde_json::Value;
 
+/// The log handlers load the instance before they read its log directory (Incus commit
+/// "incusd/instance_logs: Use LogPath", 6.x, which landed after `daemon_storage_logs`): the
+/// log list of an unknown instance is the instance's 404.
+const LOGS_LOAD_THE_INSTANCE: &str = "daemon_storage_logs";
+
 pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
     // A method the route has no handler for is the daemon's 501, before anything is looked up.
     let handled = match rest {
@@ -30,8 +35,9 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
         project => format!("{project}_{name}"),
     };
     if ctx.app.state().instance(&project, name).is_none() {
-        // The log list reads the instance's log directory before anything else.
-        if matches!(rest, [_, "logs"]) {
+        // The log list read the instance's log directory before anything else until the
+        // handlers loaded the instance first.
+        if matches!(rest, [_, "logs"]) && !ctx.app.has_extension(LOGS_LOAD_THE_INSTANCE) {
             return Err(ApiError::new(
                 404,
                 format!("open /var/log/incus/{dir}: no such file or directory"),
