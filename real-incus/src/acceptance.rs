@@ -12,6 +12,7 @@ use crate::cli::{Cli, OPT_IN_REFUSAL};
 use crate::cluster::ClusterInfo;
 use crate::compare;
 use crate::endpoint::Endpoint;
+use crate::extensions;
 use crate::plan;
 use crate::portable;
 use crate::recorder::CheckSink;
@@ -85,11 +86,17 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
     );
     match admin.server().await {
         Ok(server) => {
-            report.server = Some(server_info(&server));
+            let info = server_info(&server);
             match discover_cluster(admin, &server).await {
                 Ok(found) => report.cluster = found,
                 Err(e) => report.errors.push(e),
             }
+            report.extensions_relied_on =
+                extensions::relied_on(&info.api_extensions, report.cluster.is_some());
+            report
+                .errors
+                .extend(extensions::missing(&report.extensions_relied_on));
+            report.server = Some(info);
         }
         Err(e) => {
             report
@@ -129,7 +136,10 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         if let Some(cluster) = &cluster {
             place_workload(admin, cluster, &mut sandbox).await?;
         }
-        let mut checks = plan::run_plan(&targets, &sandbox, "", Some(sink.clone())).await;
+        let plan::PlanRun {
+            mut checks,
+            mut answers,
+        } = plan::run_plan(&targets, &sandbox, "", Some(sink.clone())).await;
         let mut divergences = Vec::new();
         let mut errors = Vec::new();
         if cli.compare_fake {
@@ -148,22 +158,25 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         let scenarios = portable::run_all(cli, real, cli.compare_fake).await;
         checks.extend(scenarios.checks);
         divergences.extend(scenarios.divergences);
+        answers.extend(scenarios.answers);
         Ok::<_, String>((
             checks,
             scenarios.rows,
             divergences,
             errors,
             scenarios.clustered_answers,
+            answers,
         ))
     };
     tokio::select! {
         result = work => match result {
-            Ok((checks, scenarios, divergences, errors, clustered_answers)) => {
+            Ok((checks, scenarios, divergences, errors, clustered_answers, answers)) => {
                 report.checks = checks;
                 report.scenarios = scenarios;
                 report.divergences = divergences;
                 report.errors.extend(errors);
                 report.clustered_answers = clustered_answers;
+                report.server_answers = answers;
             }
             Err(e) => report.errors.push(e),
         },

@@ -105,7 +105,9 @@ pub(crate) async fn against_fake(
     };
     eprintln!("differential: the acceptance plan on {kind}");
     let fake = Fake::start(cli, cluster, real_sandbox).await?;
-    let on_fake = plan::run_plan(&fake.targets, &fake.sandbox, "fake: ", None).await;
+    let on_fake = plan::run_plan(&fake.targets, &fake.sandbox, "fake: ", None)
+        .await
+        .checks;
     Ok(divergences(real, &on_fake))
 }
 

@@ -18,7 +18,7 @@ use crate::cluster::{self, ClusterInfo};
 use crate::compare;
 use crate::plan::Sandbox;
 use crate::recorder::judged;
-use crate::report::{Check, Outcome, ScenarioRow};
+use crate::report::{Check, Outcome, ScenarioRow, ServerAnswer};
 use crate::sandbox::{self, ImageSource, SCENARIO_ALIAS};
 use crate::shape::shape_differences;
 use crate::targets::{self, Targets};
@@ -34,6 +34,8 @@ pub(crate) struct PortableRun {
     pub(crate) divergences: Vec<ScenarioRow>,
     /// Clustered: the steps whose answer was accepted as the cluster's by design, with the reason.
     pub(crate) clustered_answers: Vec<String>,
+    /// The steps with alternatives (`any_of`, where Incus lines differ): which one the server met.
+    pub(crate) answers: Vec<ServerAnswer>,
 }
 
 /// Everything the scenarios need on the real side.
@@ -130,6 +132,8 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
                 .iter()
                 .map(|step| step_check(&scenario.name, step)),
         );
+        run.answers
+            .extend(alternatives_met(&scenario.name, &on_real.steps));
         if compare {
             match on_fake(&fake, scenario, real.cluster, cli.timeout).await {
                 Ok(fake_steps) => run.divergences.extend(diverging_steps(
@@ -169,6 +173,22 @@ pub(crate) fn accept_clustered(
         "scenario::{}: {}: {why}",
         scenario.name, step.label
     ))
+}
+
+/// The steps whose result met one of their `any_of` alternatives: the server's answer where the
+/// Incus lines differ, named by the alternative it met.
+fn alternatives_met(scenario: &str, steps: &[StepOutcome]) -> Vec<ServerAnswer> {
+    steps
+        .iter()
+        .filter_map(|step| {
+            let alternative = step.alternative.as_ref()?;
+            Some(ServerAnswer {
+                question: format!("{}: {}", step.operation, step.label),
+                answer: alternative.clone(),
+                seen_in: format!("scenario::{scenario}"),
+            })
+        })
+        .collect()
 }
 
 /// A scenario step as a check of its operation.
@@ -305,6 +325,7 @@ mod tests {
                 result,
                 duration: Duration::from_millis(4),
                 problems: problems.iter().map(|p| (*p).to_owned()).collect(),
+                alternative: None,
             }],
         }
     }
