@@ -166,17 +166,18 @@ up() {
   need_root
   apt_install_host curl:curl busybox:busybox-static debootstrap:debootstrap
   build_tree
+  echo "INCUS7_SOCKET=$SOCKET"
+  echo "INCUS7_CLIENT=$CLIENT"
   STARTED=""
   if answers; then
     log "a daemon already answers on $SOCKET: starting nothing"
   else
     start_daemon
   fi
+  # Printed before anything else can fail, so that a caller can stop what was started.
+  echo "INCUS7_STARTED=$STARTED"
   prepare
   log "Incus $(I7 query /1.0 | sed -n 's/.*"server_version": *"\([^"]*\)".*/\1/p' | head -n 1) on $SOCKET"
-  echo "INCUS7_SOCKET=$SOCKET"
-  echo "INCUS7_CLIENT=$CLIENT"
-  echo "INCUS7_STARTED=$STARTED"
 }
 
 # The processes in the daemon's mount namespace (its instances' monitors, forkfile helpers, ...).

@@ -125,6 +125,15 @@ pub(crate) fn divergences(real: &[Check], fake: &[Check]) -> Vec<ScenarioRow> {
         }
         let name = format!("plan: {}: {}", real_check.operation, real_check.name);
         let Some(fake_check) = fake_by_key.get(&key) else {
+            // The plan chooses some checks by the server's answers (a running exec's `may_cancel`):
+            // the fake answered otherwise, so this check did not run there.
+            rows.push(ScenarioRow {
+                name,
+                outcome: Outcome::Failed,
+                problem: Some(
+                    "ran on the real daemon only: the fake's answers chose other checks".into(),
+                ),
+            });
             continue;
         };
         if fake_check.outcome == Outcome::Skipped {
@@ -200,6 +209,29 @@ mod tests {
             problem.contains("passes on the real daemon, fails on the fake"),
             "{problem}"
         );
+    }
+
+    /// A check the server's answers chose on the real daemon that the fake's answers did not (the
+    /// cancel of a cancellable exec, where the fake's exec cannot be cancelled) is a difference.
+    #[test]
+    fn a_check_that_ran_on_the_real_daemon_only_is_a_divergence() {
+        let real = vec![
+            check("get", Outcome::Passed, json!({"item": {}})),
+            check(
+                "cancellable",
+                Outcome::Passed,
+                json!({"status": "requested"}),
+            ),
+        ];
+        let fake = vec![check("get", Outcome::Passed, json!({"item": {}}))];
+        let rows = divergences(&real, &fake);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].name, "plan: incus_instance_get: cancellable");
+        assert!(rows[0]
+            .problem
+            .as_deref()
+            .unwrap_or_default()
+            .contains("real daemon only"));
     }
 
     #[test]
