@@ -121,6 +121,11 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         );
     }
     let cluster = report.cluster.clone();
+    let extensions = report
+        .server
+        .as_ref()
+        .map(|server| server.api_extensions.clone())
+        .unwrap_or_default();
     let catalogue = targets::catalogue();
     let sink: CheckSink = CheckSink::default();
     let work = async {
@@ -142,8 +147,10 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         } = plan::run_plan(&targets, &sandbox, "", Some(sink.clone())).await;
         let mut divergences = Vec::new();
         let mut errors = Vec::new();
+        let fake_line = compare::fake_line(&extensions);
         if cli.compare_fake {
-            match compare::against_fake(cli, &checks, cluster.as_ref(), &sandbox).await {
+            answers.push(compare::fake_line_answer(fake_line));
+            match compare::against_fake(cli, &checks, cluster.as_ref(), fake_line, &sandbox).await {
                 Ok(rows) => divergences = rows,
                 Err(e) => errors.push(format!("differential run of the plan: {e}")),
             }
@@ -154,6 +161,7 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
             sandbox: &sandbox,
             source: &source,
             cluster: cluster.as_ref(),
+            fake_line,
         };
         let scenarios = portable::run_all(cli, real, cli.compare_fake).await;
         checks.extend(scenarios.checks);
