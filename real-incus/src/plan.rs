@@ -188,6 +188,14 @@ async fn find_running_exec(
     None
 }
 
+/// The exec of `sleep SECONDS` on the workload, within a 30 s duration bound.
+fn sleeping(sb: &Sandbox, seconds: u32) -> Value {
+    exec_input(
+        sb,
+        json!({"command": ["sleep", seconds.to_string()], "timeout_seconds": 30}),
+    )
+}
+
 /// What the server answered about its running exec operations.
 const EXEC_CANCELLABLE: &str = "Can a running exec operation be cancelled? (its may_cancel, as \
      incus_operation_get of the plan's running exec read it; no API extension says so: Incus 7.0 made \
@@ -197,10 +205,7 @@ const EXEC_CANCELLABLE: &str = "Can a running exec operation be cancelled? (its 
 /// it; returns what the server answered that chose the checks.
 async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
     let target = &rec.targets().standard;
-    let slow_input = with_project(
-        sb,
-        json!({"name": sb.workload, "command": ["sleep", "6"], "timeout_seconds": 30}),
-    );
+    let slow_input = sleeping(sb, 6);
     let slow = timed_call(target, "incus_instance_exec", slow_input.clone());
     let probe = async {
         let (id, listed) = find_running_exec(target, sb).await?;
@@ -329,10 +334,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
 /// the exec is `failed` without one, and a wait on its operation sees it `failed`.
 async fn cancelled_exec(rec: &mut Recorder<'_>, sb: &Sandbox) {
     let target = &rec.targets().standard;
-    let input = with_project(
-        sb,
-        json!({"name": sb.workload, "command": ["sleep", "30"], "timeout_seconds": 30}),
-    );
+    let input = sleeping(sb, 30);
     let exec = timed_call(target, "incus_instance_exec", input.clone());
     let cancel = async {
         let (id, _) = find_running_exec(target, sb).await?;
