@@ -496,6 +496,10 @@ pub async fn capture_from(
         "instances": instances,
         "objects": objects,
     });
+    // The version read, so that the seed serves as the line of the daemon it was read from.
+    if let Some(version) = server["environment"]["server_version"].as_str() {
+        seed[crate::state::stored::INCUS_VERSION_KEY] = json!(version);
+    }
     if clustered {
         seed["cluster"] = cluster_records(&mut reader).await?;
     }

@@ -257,6 +257,7 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
     if source.kind == "copy" {
         return copy(ctx, name, source, req);
     }
+    refuse_existing(ctx, &project, &name)?;
     let instance_url = crate::state::url(&format!("/1.0/instances/{name}"), &project);
     let spec = OpSpec::task(&project, "Creating instance", instance_url);
     let location = ctx.location();
@@ -327,6 +328,22 @@ fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
     Ok(envelope::operation_created(op))
 }
 
+/// Since Incus 6.16 (7.0 LTS) a create whose name is taken is refused before any operation,
+/// `500 Instance "NAME" already exists` (`instances_post.go`, "Improve instance creation
+/// errors"); 6.0 accepts it and fails the operation.
+fn refuse_existing(ctx: &Ctx, project: &str, name: &str) -> Result<(), ApiError> {
+    if ctx
+        .app
+        .has_extension(crate::line::CREATE_REFUSES_EXISTING_NAME)
+        && ctx.app.snapshot().state.instance(project, name).is_some()
+    {
+        return Err(ApiError::internal(format!(
+            "Instance {name:?} already exists"
+        )));
+    }
+    Ok(())
+}
+
 /// `POST /1.0/instances` with `source.type: copy` on the same server: the source's local
 /// config (without its `volatile.` keys, except `volatile.base_image` and
 /// `volatile.last_state.idmap`) and devices under what the request sets, fresh identity keys,
@@ -374,6 +391,7 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
         }
         from
     };
+    refuse_existing(ctx, &project, &name)?;
     let source_url = crate::state::url(
         &format!(
             "/1.0/instances/{}",

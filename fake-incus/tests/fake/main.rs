@@ -18,6 +18,7 @@ mod https;
 mod image_deletes;
 mod instances;
 mod layers;
+mod lines;
 mod listeners;
 mod named_snapshots;
 mod persistence;
