@@ -158,7 +158,7 @@ pub fn operation(object: &mut Value) -> bool {
     let mut changed = false;
     for (key, value) in metadata.iter_mut() {
         if OPERATION_SECRET_KEYS.contains(&key.as_str()) || key == OPERATION_ENVIRONMENT_KEY {
-            changed |= strings(value);
+            changed |= values(value);
         }
     }
     changed
@@ -230,9 +230,16 @@ fn entries(object: &mut Value, field: &str, secret: impl Fn(&str, &Value) -> boo
     changed
 }
 
-/// Replaces every string (and number) inside `value`, keeping its structure (the names of an
-/// exec's websockets stay, their secrets go).
-fn strings(value: &mut Value) -> bool {
+/// Replaces every string and number inside `value`, keeping its structure (the names of an
+/// exec's websockets stay, their secrets go). Returns whether anything was replaced.
+///
+/// ```
+/// use incus_credentials::redact::{values, REDACTED};
+/// let mut command = serde_json::json!(["curl", "-H", "Authorization: t0k3n"]);
+/// assert!(values(&mut command));
+/// assert_eq!(command, serde_json::json!([REDACTED, REDACTED, REDACTED]));
+/// ```
+pub fn values(value: &mut Value) -> bool {
     match value {
         Value::String(text) if text == REDACTED => false,
         Value::String(_) | Value::Number(_) => {
@@ -241,10 +248,10 @@ fn strings(value: &mut Value) -> bool {
         }
         Value::Array(items) => items
             .iter_mut()
-            .fold(false, |changed, item| strings(item) | changed),
+            .fold(false, |changed, item| values(item) | changed),
         Value::Object(fields) => fields
             .values_mut()
-            .fold(false, |changed, item| strings(item) | changed),
+            .fold(false, |changed, item| values(item) | changed),
         Value::Null | Value::Bool(_) => false,
     }
 }

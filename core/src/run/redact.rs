@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::catalogue::Native;
 
-use incus_credentials::redact::{guest_data, operation as operation_secrets, storage_pool};
+use incus_credentials::redact::{guest_data, operation as operation_secrets, storage_pool, values};
 pub use incus_credentials::redact::{network, server, REDACTED};
 
 /// The project of a `used_by` entry that names none.
@@ -65,29 +65,8 @@ pub(crate) fn object(native: Native, reader: &Reader, result: &mut Value) {
 /// and an exec session's `command` for a reader without `incus.exec`.
 fn operation(reader: &Reader, object: &mut Value) -> bool {
     let secrets = operation_secrets(object);
-    let command = !reader.exec
-        && object
-            .pointer_mut("/metadata/command")
-            .is_some_and(redact_strings);
+    let command = !reader.exec && object.pointer_mut("/metadata/command").is_some_and(values);
     secrets | command
-}
-
-/// Replaces every string inside `value`, keeping its structure.
-fn redact_strings(value: &mut Value) -> bool {
-    match value {
-        Value::String(text) if text == REDACTED => false,
-        Value::String(_) => {
-            *value = Value::String(REDACTED.to_owned());
-            true
-        }
-        Value::Array(items) => items
-            .iter_mut()
-            .fold(false, |changed, item| redact_strings(item) | changed),
-        Value::Object(fields) => fields
-            .values_mut()
-            .fold(false, |changed, item| redact_strings(item) | changed),
-        Value::Null | Value::Bool(_) | Value::Number(_) => false,
-    }
 }
 
 /// Keeps the `used_by` entries whose every project is in `visible`. Returns whether any went.

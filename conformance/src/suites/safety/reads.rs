@@ -14,6 +14,7 @@ use std::sync::Arc;
 use incus_operations::{Binding, BindingContext, Connection, Host, HostError, REDACTED};
 use serde_json::{json, Value};
 
+use super::secrets::{carries, scopes, seeded, sent_besides_discovery};
 use crate::runner::Check;
 use crate::scenario::format::FakeSetup;
 use crate::scenario::target::TargetFactory;
@@ -83,46 +84,6 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
             || used_by_seen_from_default(&["other"], true),
         ),
     ]
-}
-
-/// A trial on a target started with `seed`.
-fn seeded(
-    name: &str,
-    factory: &Arc<dyn TargetFactory>,
-    seed: Value,
-    body: fn(&Session) -> Result<(), String>,
-) -> Check {
-    let factory = Arc::clone(factory);
-    Check::new(name.to_owned(), move || {
-        let setup = FakeSetup {
-            seed: Some(seed),
-            ..FakeSetup::default()
-        };
-        body(&Session::start(&factory, &setup)?)
-    })
-}
-
-fn scopes(scopes: &[&str]) -> Vec<String> {
-    scopes.iter().map(|s| (*s).to_owned()).collect()
-}
-
-/// Whether `text` appears anywhere in the result's JSON.
-fn carries(result: &Value, text: &str) -> bool {
-    result.to_string().contains(text)
-}
-
-/// The requests a call sent besides discovery, as `METHOD path[?query]` (the path as sent).
-fn sent_besides_discovery(called: &Called) -> Option<Vec<String>> {
-    called.requests.as_ref().map(|requests| {
-        requests
-            .iter()
-            .filter(|r| !(r.method == "GET" && r.path == "/1.0"))
-            .map(|r| match &r.query {
-                Some(query) => format!("{} {}?{query}", r.method, r.path),
-                None => format!("{} {}", r.method, r.path),
-            })
-            .collect()
-    })
 }
 
 /// Finding 7: `{"snapshot": "s%31", "confirm": "c1/s%31"}` deleted `c1/s1` on both real daemons.
@@ -206,7 +167,7 @@ fn names_decoded_once(session: &Session) -> Result<(), String> {
         if called.result.pointer("/error/http_status") != Some(&json!(404)) {
             return Err(called.failure("expected the native 404 of a missing object"));
         }
-        if let Some(sent) = sent_besides_discovery(&called) {
+        if let Some(sent) = called.requests.as_deref().map(sent_besides_discovery) {
             if sent != [request.to_owned()] {
                 return Err(called.failure(&format!("expected exactly {request}, sent {sent:?}")));
             }
