@@ -9,6 +9,8 @@
 //!   profiles the input implies, device keys, guest code, values for the host's decision);
 //! - [`secrets`]: what results never carry (credential config keys, token secrets) and which
 //!   operations a call may see (the authorized project's only);
+//! - [`reads`]: what reads hand an agent beyond credentials (names decoded twice in a path, exec
+//!   sessions' environment and command, the guest's data, URLs however spelled, `used_by`);
 //! - [`observed`]: results that say exactly what was observed when a fault hides the end.
 //!
 //! `SECURITY.md` at the workspace root has a hand-written half (the model, for an operator) and a
@@ -21,12 +23,14 @@ use crate::scenario::target::TargetFactory;
 
 mod grants;
 mod observed;
+mod reads;
 mod secrets;
 
 /// Every `safety::*` trial.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks = grants::checks(factory);
     checks.extend(secrets::checks(factory));
+    checks.extend(reads::checks(factory));
     checks.extend(observed::checks(factory));
     checks
 }
