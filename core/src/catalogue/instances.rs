@@ -29,6 +29,7 @@ fn list() -> Spec {
         description: concat!(
             "Lists the containers and virtual machines of a project (native instance objects: name, status, type, config, devices, profiles, ...).",
             list_returns!(),
+            guest_data_note!(),
             project_note!()
         ),
         example: json!({"project": "default", "limit": 20}),
@@ -49,6 +50,7 @@ fn get() -> Spec {
         description: concat!(
             "Reads one instance (container or virtual machine) by name, with its native ETag for a later conditional incus_instance_update.",
             " Returns {\"item\": <native instance>, \"etag\": <string or null>}. A missing instance is a native error with http_status 404. Results are at most 256 KiB of JSON (output_limit otherwise).",
+            guest_data_note!(),
             project_note!()
         ),
         example: json!({"name": "web"}),

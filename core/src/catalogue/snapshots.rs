@@ -14,7 +14,7 @@ fn instance() -> Value {
 }
 
 fn snapshot() -> Value {
-    schema::snapshot_name("Snapshot short name (for example snap0), without the instance part.")
+    schema::snapshot_name("Snapshot short name (for example snap0), without the instance part; no /, % or + (Incus decodes a snapshot name in a URL twice, so % and + would name another snapshot).")
 }
 
 fn list() -> Spec {
@@ -24,6 +24,7 @@ fn list() -> Spec {
         description: concat!(
             "Lists the snapshots of one instance (native snapshot objects: short name, created_at, expires_at, stateful, config, devices, size). An unknown instance gives an empty list, as in Incus.",
             list_returns!(),
+            guest_data_note!(),
             project_note!()
         ),
         example: json!({"instance": "web"}),
@@ -46,6 +47,7 @@ fn get() -> Spec {
         description: concat!(
             "Reads one snapshot of an instance by its short name.",
             item_returns!(),
+            guest_data_note!(),
             project_note!()
         ),
         example: json!({"instance": "web", "snapshot": "snap0"}),

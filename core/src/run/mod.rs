@@ -20,6 +20,7 @@ mod native;
 mod output;
 mod own_operation;
 mod pipeline;
+mod reader;
 mod redact;
 mod restricted;
 mod results;

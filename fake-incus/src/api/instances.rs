@@ -28,6 +28,7 @@ pub(super) fn route(
         ([], "GET") => list(ctx),
         ([], "POST") if is_backup_upload(headers) => super::backups::import(ctx, headers, body),
         ([], "POST") => create(ctx, body),
+        ([], "PUT") => super::state::put_all(ctx, body),
         ([], _) => Err(ApiError::not_implemented()),
         ([name], "GET") => get(ctx, name),
         ([name], "PUT") => put(ctx, name, headers, body),

@@ -160,8 +160,14 @@ impl Resource for Volumes {
         volume_snapshots::restore_request(body)
             .map(|_| volume_snapshots::restore(ctx, &at.parent, key, body))
     }
-    /// Its snapshots and backups go with it.
+    /// A new volume has no files, whatever a former namesake had.
+    fn created(&self, ctx: &Ctx, _: &mut State, at: &At, object: &Value) {
+        let name = object["name"].as_str().unwrap_or_default();
+        ctx.app.files().remove_volume(&at.project, &at.parent, name);
+    }
+    /// Its snapshots, backups and files go with it.
     fn deleted(&self, ctx: &Ctx, state: &mut State, at: &At, key: &str) {
+        ctx.app.files().remove_volume(&at.project, &at.parent, key);
         volume_snapshots::forget(state, &at.parent, &at.project, key);
         crate::state::volume_backups::forget(
             state,

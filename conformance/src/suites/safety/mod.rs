@@ -14,6 +14,8 @@
 //!   by an oracle written apart from the core (`ADVERSARY_LONG=1` for the long run);
 //! - [`secrets`]: what results never carry (credential config keys, token secrets) and which
 //!   operations a call may see (the authorized project's only);
+//! - [`reads`]: what reads hand an agent beyond credentials (names decoded twice in a path, exec
+//!   sessions' environment and command, the guest's data, URLs however spelled, `used_by`);
 //! - [`observed`]: results that say exactly what was observed when a fault hides the end.
 //!
 //! `SECURITY.md` at the workspace root has a hand-written half (the model, for an operator) and a
@@ -27,6 +29,7 @@ use crate::scenario::target::TargetFactory;
 mod adversary;
 mod grants;
 mod observed;
+mod reads;
 mod secrets;
 mod values;
 
@@ -36,6 +39,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     checks.extend(secrets::checks(factory));
     checks.extend(values::checks(factory));
     checks.extend(adversary::checks(factory));
+    checks.extend(reads::checks(factory));
     checks.extend(observed::checks(factory));
     checks
 }
