@@ -624,7 +624,8 @@ async fn https_call(
     (cert, key, server_cert): (&str, &str, &str),
     request: Request,
 ) -> client::Reply {
-    let config = incus_operations::tls_client_config(cert, key, server_cert).expect("credentials");
+    let config =
+        incus_credentials::tls::client_config(cert, key, server_cert).expect("credentials");
     let tcp = tokio::net::TcpStream::connect(address)
         .await
         .expect("connect");

@@ -24,7 +24,7 @@ macro_rules! project_note {
         " project selects the Incus project (the host's default when absent)."
     };
 }
-/// Operation objects in a result: their secrets are redacted (core/src/run/redact.rs).
+/// Operation objects in a result: their secrets are redacted (core/src/run/redact.rs, by incus-credentials' definition).
 macro_rules! operation_secrets_note {
     () => {
         " Secrets in an operation's metadata (secret of trust, cluster-join and image tokens; fds of exec and console websockets; control, fs and criu of migrations) are replaced by \"[redacted]\"."
