@@ -131,15 +131,39 @@ pub(crate) async fn run(
     }
 }
 
-/// The cases of the data, typed.
+/// What a case of the data may expect: a refusal before any request, or `sent`.
+const EXPECTED: [&str; 4] = ["invalid_input", "scope_missing", "restricted_input", "sent"];
+
+/// The cases of the data, typed and checked.
 fn cases() -> Result<Vec<Case>, String> {
     let cases: Vec<Case> = incus_conformance::safety_value_cases()
         .into_iter()
         .map(serde_json::from_value)
         .collect::<Result<_, _>>()
         .map_err(|e| format!("a case of safety-values.json does not parse: {e}"))?;
+    checked(cases)
+}
+
+/// The data as the section may use it: every case expects a known outcome, and none that is
+/// sent to the daemon carries a harm note (a mislabelled harmful value is never applied: the
+/// section then runs nothing).
+fn checked(cases: Vec<Case>) -> Result<Vec<Case>, String> {
     if cases.is_empty() {
         return Err("safety-values.json holds no case".to_owned());
+    }
+    for case in &cases {
+        if !EXPECTED.contains(&case.expect.as_str()) {
+            return Err(format!(
+                "case {:?} expects {:?}, not one of {EXPECTED:?}",
+                case.label, case.expect
+            ));
+        }
+        if !case.refused() && case.harm.is_some() {
+            return Err(format!(
+                "case {:?} is to be sent to the daemon but has a harm note: nothing was run",
+                case.label
+            ));
+        }
     }
     Ok(cases)
 }
@@ -1302,6 +1326,24 @@ mod tests {
                 case.label
             );
         }
+    }
+
+    #[test]
+    fn a_value_to_apply_that_carries_a_harm_note_stops_the_section_before_anything_runs() {
+        let case = |expect: &str, harm: Option<&str>| Case {
+            rule: "safety::r".into(),
+            label: "x".into(),
+            operation: "incus_instance_update".into(),
+            scopes: owned(&[WRITE]),
+            input: json!({"name": "c1"}),
+            expect: expect.into(),
+            harm: harm.map(str::to_owned),
+        };
+        assert!(checked(vec![case("invalid_input", Some("bad")), case("sent", None)]).is_ok());
+        let mislabelled = checked(vec![case("sent", Some("destroys"))]).unwrap_err();
+        assert!(mislabelled.contains("harm note"), "{mislabelled}");
+        assert!(checked(vec![case("completed", None)]).is_err());
+        assert!(checked(Vec::new()).is_err());
     }
 
     #[test]
