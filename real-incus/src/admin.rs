@@ -303,12 +303,7 @@ impl Admin {
         name: &str,
         target: Option<&str>,
     ) -> Result<(), AdminError> {
-        let path = format!(
-            "/1.0/storage-pools/{}/volumes/custom?project={}{}",
-            enc(pool),
-            enc(project),
-            target_query(target)
-        );
+        let path = custom_volumes(pool, None, project, target);
         let body = json!({"name": name, "content_type": "filesystem"});
         self.send(Method::POST, &path, Some(body)).await?;
         Ok(())
@@ -322,13 +317,7 @@ impl Admin {
         name: &str,
         target: Option<&str>,
     ) -> Result<(), AdminError> {
-        let path = format!(
-            "/1.0/storage-pools/{}/volumes/custom/{}?project={}{}",
-            enc(pool),
-            enc(name),
-            enc(project),
-            target_query(target)
-        );
+        let path = custom_volumes(pool, Some(name), project, target);
         self.send(Method::DELETE, &path, None).await?;
         Ok(())
     }
@@ -524,14 +513,21 @@ impl Admin {
     }
 }
 
-/// `&target=MEMBER` for a cluster member, nothing otherwise.
-fn target_query(target: Option<&str>) -> String {
-    match target {
+/// The custom volumes of a pool in a project, or one of them, with `&target=MEMBER` for a
+/// cluster member (none for an empty member or `none`, a standalone daemon's location).
+fn custom_volumes(pool: &str, name: Option<&str>, project: &str, target: Option<&str>) -> String {
+    let name = name.map(|n| format!("/{}", enc(n))).unwrap_or_default();
+    let target = match target {
         Some(member) if !member.is_empty() && member != "none" => {
             format!("&target={}", enc(member))
         }
         _ => String::new(),
-    }
+    };
+    format!(
+        "/1.0/storage-pools/{}/volumes/custom{name}?project={}{target}",
+        enc(pool),
+        enc(project)
+    )
 }
 
 /// An operation that ended in anything but success is an error of `call`.

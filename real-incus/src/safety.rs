@@ -117,6 +117,7 @@ pub(crate) async fn run(
                         source: Some(source),
                     };
                     run.all(&cases).await;
+                    run.late_requests();
                 }
                 Err(e) => section.errors.push(e),
             }
@@ -348,10 +349,7 @@ impl Section<'_, '_> {
     /// Sends a refused input to the core bound to the relay and judges it by the relay's notes.
     async fn refuse(&mut self, refusal: Refusal<'_>) -> RefusedCase {
         let relay = &self.guard.relay;
-        let stale = relay.take();
-        if !stale.is_empty() {
-            tracing::warn!("relay: requests before the case: {stale:?}");
-        }
+        self.late_requests();
         let (output, elapsed) = recorder::call_as(
             &self.guard.core,
             &refusal.scopes,
@@ -402,6 +400,31 @@ impl Section<'_, '_> {
             outcome: outcome(&verdict),
             problem: verdict.err(),
         }
+    }
+
+    /// Requests that reached the relay after the refused case before returned (none may: a
+    /// refused call sends nothing once it has answered) are an error of the section.
+    fn late_requests(&mut self) {
+        let late = self.guard.relay.take();
+        if !late.is_empty() {
+            let listed: Vec<String> = late.iter().map(ToString::to_string).collect();
+            self.out.errors.push(format!(
+                "requests reached the read-only relay after a refused call had answered: {}",
+                listed.join("; ")
+            ));
+        }
+    }
+
+    /// [`Section::refuse`], the row kept under its rule; its problem as the error.
+    async fn refuse_in_rule(&mut self, refusal: Refusal<'_>) -> Result<(), String> {
+        let rule = refusal.rule.to_owned();
+        let row = self.refuse(refusal).await;
+        let verdict = match row.outcome {
+            Outcome::Passed => Ok(()),
+            _ => Err(row.problem.clone().unwrap_or_default()),
+        };
+        rule_entry(&mut self.out.rules, &rule).refused.push(row);
+        verdict
     }
 
     /// After the refusals: the instance as it was, and no new instance.
@@ -559,16 +582,9 @@ impl Section<'_, '_> {
             harm: None,
             documented_reads: vec![format!("/1.0/instances/{name}")],
         };
-        let refused = self.refuse(refusal).await;
-        let outcome = refused.outcome;
-        let problem = refused.problem.clone();
-        rule_entry(&mut self.out.rules, rule).refused.push(refused);
-        if outcome != Outcome::Passed {
-            return Err(format!(
-                "its stop without incus.delete: {}",
-                problem.unwrap_or_default()
-            ));
-        }
+        self.refuse_in_rule(refusal)
+            .await
+            .map_err(|e| format!("its stop without incus.delete: {e}"))?;
         let (_, verdict) = self
             .core(
                 &[DELETE],
@@ -640,35 +656,27 @@ impl Section<'_, '_> {
             evidence
                 .push("its restore without incus.exec refused after reading it (relay)".to_owned());
         }
-        self.restore(rule, BASELINE).await?;
+        self.restore(rule, BASELINE, &[DELETE]).await?;
         let object = self.object(INSTANCE).await?;
         absent(&object, applied)?;
         evidence.push(format!("{BASELINE} restored: the values are gone"));
         let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
-        let (_, verdict) = self
-            .core(
-                &scopes,
-                "incus_instance_snapshot_restore",
-                &format!("safety values: {}: restore {snapshot}", short(rule)),
-                json!({"instance": INSTANCE, "snapshot": snapshot, "confirm": format!("{INSTANCE}/{snapshot}"), "wait_seconds": 60}),
-                Expect::status("completed"),
-            )
-            .await;
-        verdict?;
+        self.restore(rule, snapshot, &scopes).await?;
         let object = self.object(INSTANCE).await?;
         let read = holds(&object, &applied.as_input())?;
         evidence.push(format!(
             "{snapshot} restored: read back {}",
             read.join(", ")
         ));
-        self.restore(rule, BASELINE).await?;
+        self.restore(rule, BASELINE, &[DELETE]).await?;
         evidence.push(format!("{BASELINE} restored again"));
         Ok(())
     }
 
-    async fn restore(&mut self, rule: &str, snapshot: &str) -> Result<(), String> {
+    /// Restores a snapshot of the instance through the core bound to the daemon.
+    async fn restore(&mut self, rule: &str, snapshot: &str, scopes: &[&str]) -> Result<(), String> {
         self.core(
-            &[DELETE],
+            scopes,
             "incus_instance_snapshot_restore",
             &format!("safety values: {}: restore {snapshot}", short(rule)),
             json!({"instance": INSTANCE, "snapshot": snapshot, "confirm": format!("{INSTANCE}/{snapshot}"), "wait_seconds": 60}),
@@ -715,16 +723,9 @@ impl Section<'_, '_> {
             harm: None,
             documented_reads,
         };
-        let refused = self.refuse(refusal).await;
-        let verdict = match refused.outcome {
-            Outcome::Passed => Ok(()),
-            _ => Err(format!(
-                "its restore without incus.exec: {}",
-                refused.problem.clone().unwrap_or_default()
-            )),
-        };
-        rule_entry(&mut self.out.rules, rule).refused.push(refused);
-        verdict
+        self.refuse_in_rule(refusal)
+            .await
+            .map_err(|e| format!("its restore without incus.exec: {e}"))
     }
 }
 
