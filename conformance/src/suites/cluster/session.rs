@@ -56,7 +56,7 @@ impl Cluster {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start a runtime for the trial: {e}"))?;
-        let builder = FakeIncus::builder()
+        let builder = crate::scenario::fake::builder()
             .cluster(MEMBERS)
             .cluster_timings(ClusterTimings::fast());
         let fake = runtime
