@@ -26,7 +26,7 @@ mod differential;
 mod ignorable;
 
 use differential::{
-    answers, report, seed_with_project, short, wait_real, Known, Probe, Reply, Req, Side,
+    answers, line_of, report, seed_with_project, short, wait_real, Known, Probe, Reply, Req, Side,
 };
 use fake_incus::differ::normalised;
 use hyper::{Method, StatusCode};
@@ -220,13 +220,18 @@ async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
     let read = real.send(&read).await.expect("real answers");
     let config = read.metadata()["config"].clone();
 
+    // The fake answers as the daemon's line, chosen by the API extensions it advertises.
+    let line = line_of(&real).await;
+    println!("the fake answers as Incus {line} ({})", line.server_version());
     let blank = fake_incus::FakeIncus::builder()
+        .incus_version(line)
         .start()
         .await
         .expect("fake starts");
     let seed = seed_with_project(blank.dump_state(), &project, &owner_mark(), &config);
     drop(blank);
     let fake = fake_incus::FakeIncus::builder()
+        .incus_version(line)
         .state(seed)
         .start()
         .await
@@ -237,18 +242,23 @@ async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
         diffs: Vec::new(),
         steps: 0,
     };
-    run_sequence(&mut probe, &project, &name).await;
+    let endpoints = if line.has_extension("instances_debug_repair") {
+        ENDPOINTS_7_0
+    } else {
+        ENDPOINTS_6_0
+    };
+    run_sequence(&mut probe, &project, &name, endpoints).await;
     report(&probe, KNOWN);
     Completion::Completed
 }
 
 /// The request sequence. Paths are identical on both sides except operation and image ids.
-async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
+async fn run_sequence(p: &mut Probe, project: &str, name: &str, endpoints: &'static str) {
     let q = format!("project={project}");
     let inst = format!("/1.0/instances/{name}");
     server_and_errors(p).await;
-    every_get_of_an_unknown_name(p, project, ENDPOINTS_6_0).await;
-    every_mutation_of_an_unknown_name(p, project, ENDPOINTS_6_0).await;
+    every_get_of_an_unknown_name(p, project, endpoints).await;
+    every_mutation_of_an_unknown_name(p, project, endpoints).await;
 
     for recursion in 0..=2 {
         let path = format!("/1.0/instances?{q}&recursion={recursion}");

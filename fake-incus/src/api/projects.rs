@@ -116,6 +116,28 @@ impl Resource for Projects {
         }
         Ok(())
     }
+    /// `features.networks` needs OVN on a line that says so
+    /// ([`crate::line::PROJECT_NETWORKS_NEED_OVN`]); the fake has none. On an update, only when
+    /// the feature changes to on.
+    fn validate_for_line(
+        &self,
+        ctx: &Ctx,
+        _: &State,
+        _: &At,
+        object: &Value,
+        current: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let wanted = is_true(&object["config"], "features.networks");
+        let changed = current.is_none_or(|current| {
+            current["config"].get("features.networks") != object["config"].get("features.networks")
+        });
+        if wanted && changed && ctx.app.has_extension(crate::line::PROJECT_NETWORKS_NEED_OVN) {
+            return Err(ApiError::bad_request(
+                "OVN is required for projects with \"features.networks\" enabled",
+            ));
+        }
+        Ok(())
+    }
     /// PATCH keeps the description when absent; the config, when sent, replaces the current
     /// one whole, as Incus 6.0.4 does (its merge goes into a copy it then ignores).
     fn merge(&self, current: &Value, body: &Map<String, Value>, patch: bool) -> Value {
