@@ -131,6 +131,11 @@ pub(crate) const OPERATION_METADATA_ALWAYS_AN_OBJECT: &str = "ovn_nic_limits";
 /// (7.0.0), which landed after `metrics_project_resources`.
 pub(crate) const EXEC_CANCELLABLE: &str = "metrics_project_resources";
 
+/// An exec with websockets waits 10 s for them to connect, where 6.0 waited 5 s. Incus commit
+/// "incusd/instance_exec: Relax connection timeout" (6.16), which landed after
+/// `storage_driver_truenas`.
+pub(crate) const EXEC_CONNECT_TIMEOUT_10S: &str = "storage_driver_truenas";
+
 /// A snapshot of an instance has the `description` its instance had when it was taken. Incus
 /// commits "shared/api: Add missing Description field to InstanceSnapshots" and "incusd:
 /// Correctly fill in the instance snapshot description" (6.16), after `container_disk_tmpfs`.
