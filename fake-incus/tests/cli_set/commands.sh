@@ -184,9 +184,9 @@ incus config set c1 user.long="$(printf 'x%.0s' $(seq 100))"
 incus config get c1 user.long | wc -c
 
 ## devices
-incus config device list c1
+incus config device list c1 | sort
 incus config device add c1 d1 none
-incus config device list c1
+incus config device list c1 | sort
 incus config device show c1
 incus config device add c1 d1 none
 incus config device add c1 a/b none
@@ -199,7 +199,7 @@ incus config device set c1 d1 user.x=1
 incus config device set c1 d1 nope=1
 incus config device remove c1 d1
 incus config device remove c1 d1
-incus config device list c1
+incus config device list c1 | sort
 incus config device override c1 root size=1GiB
 incus config device show c1
 incus config device override c1 root size=2GiB
@@ -242,7 +242,7 @@ incus profile assign c1 default
 incus profile device add p1 d1 none
 incus profile device add p1 d1 none
 incus profile device add p1 x/y none
-incus profile device list p1
+incus profile device list p1 | sort
 incus profile device show p1
 incus profile device get p1 d1 type
 incus profile device set p1 d1 user.a=b
