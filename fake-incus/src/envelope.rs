@@ -63,8 +63,7 @@ impl ApiError {
 
     /// The error response as the daemon of `line` sends it.
     pub(crate) fn into_response(self, line: IncusLine) -> Response<Body> {
-        let status =
-            StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = bytes_response(status, self.body_bytes(line));
         resp.headers_mut().insert(
             "x-content-type-options",

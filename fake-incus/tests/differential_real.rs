@@ -222,7 +222,10 @@ async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
 
     // The fake answers as the daemon's line, chosen by the API extensions it advertises.
     let line = line_of(&real).await;
-    println!("the fake answers as Incus {line} ({})", line.server_version());
+    println!(
+        "the fake answers as Incus {line} ({})",
+        line.server_version()
+    );
     let blank = fake_incus::FakeIncus::builder()
         .incus_version(line)
         .start()

@@ -561,11 +561,7 @@ async fn finish(
 ) -> ApiResult {
     let status = response.status();
     if kind == Kind::OperationWait && status == StatusCode::OK && location != here {
-        return Ok(cut_with_member(
-            response,
-            owner_life,
-            ctx.app.settings.line,
-        ));
+        return Ok(cut_with_member(response, owner_life, ctx.app.settings.line));
     }
     let patch: fn(&Ctx, &Cluster, &str, &mut Value) = match kind {
         Kind::ForwardedOperation if status == StatusCode::ACCEPTED && location != here => {

@@ -46,7 +46,8 @@ fn server_keys(line: IncusLine) -> &'static [(String, String)] {
 
 /// Whether a key of the metadata (`logging.NAME.types`) names this key (`logging.a.types`).
 fn key_matches(pattern: &str, key: &str) -> bool {
-    let (pattern, key): (Vec<&str>, Vec<&str>) = (pattern.split('.').collect(), key.split('.').collect());
+    let (pattern, key): (Vec<&str>, Vec<&str>) =
+        (pattern.split('.').collect(), key.split('.').collect());
     pattern.len() == key.len()
         && pattern
             .iter()
@@ -57,14 +58,38 @@ fn key_matches(pattern: &str, key: &str) -> bool {
 /// The deprecated server keys of 7.0 ([`crate::line::LOKI_DEPRECATED`]): their default and what
 /// replaces them.
 const DEPRECATED: &[(&str, &str, &str)] = &[
-    ("loki.auth.username", "", "Use 'logging.*.target.username' instead"),
-    ("loki.auth.password", "", "Use 'logging.*.target.password' instead"),
-    ("loki.api.ca_cert", "", "Use 'logging.*.target.ca_cert' instead"),
+    (
+        "loki.auth.username",
+        "",
+        "Use 'logging.*.target.username' instead",
+    ),
+    (
+        "loki.auth.password",
+        "",
+        "Use 'logging.*.target.password' instead",
+    ),
+    (
+        "loki.api.ca_cert",
+        "",
+        "Use 'logging.*.target.ca_cert' instead",
+    ),
     ("loki.api.url", "", "Use 'logging.*.target.address' instead"),
-    ("loki.instance", "", "Use 'logging.*.target.instance' instead"),
+    (
+        "loki.instance",
+        "",
+        "Use 'logging.*.target.instance' instead",
+    ),
     ("loki.labels", "", "Use 'logging.*.target.labels' instead"),
-    ("loki.loglevel", "info", "Use 'logging.*.logging.level' instead"),
-    ("loki.types", "lifecycle,logging", "Use 'logging.*.types' instead"),
+    (
+        "loki.loglevel",
+        "info",
+        "Use 'logging.*.logging.level' instead",
+    ),
+    (
+        "loki.types",
+        "lifecycle,logging",
+        "Use 'logging.*.types' instead",
+    ),
 ];
 
 /// A server config value rule of the daemon beyond its key's type (`internal/server/cluster/config`
@@ -291,10 +316,7 @@ fn check_server_key(
     if key.starts_with("user.") {
         return Ok(());
     }
-    let Some((_, kind)) = server_keys(line)
-        .iter()
-        .find(|(k, _)| key_matches(k, key))
-    else {
+    let Some((_, kind)) = server_keys(line).iter().find(|(k, _)| key_matches(k, key)) else {
         return refuse("unknown key");
     };
     if value.is_empty() {
@@ -381,7 +403,9 @@ fn resources(ctx: &Ctx) -> ApiResult {
     if ctx.app.cluster().is_none() && ctx.param("target").is_some_and(|t| !t.is_empty()) {
         return Err(ApiError::new(404, "Cluster member not found"));
     }
-    Ok(envelope::sync(super::resources::host(ctx.app.settings.line)))
+    Ok(envelope::sync(super::resources::host(
+        ctx.app.settings.line,
+    )))
 }
 
 /// `GET /1.0/metrics`: Prometheus text of what the fake holds: one `incus_procs_total` and

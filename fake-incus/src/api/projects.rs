@@ -131,7 +131,12 @@ impl Resource for Projects {
         let changed = current.is_none_or(|current| {
             current["config"].get("features.networks") != object["config"].get("features.networks")
         });
-        if wanted && changed && ctx.app.has_extension(crate::line::PROJECT_NETWORKS_NEED_OVN) {
+        if wanted
+            && changed
+            && ctx
+                .app
+                .has_extension(crate::line::PROJECT_NETWORKS_NEED_OVN)
+        {
             return Err(ApiError::bad_request(
                 "OVN is required for projects with \"features.networks\" enabled",
             ));

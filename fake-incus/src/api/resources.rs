@@ -13,8 +13,7 @@ use serde_json::{json, Map, Value};
 /// sizes (`resources_cpu_address_sizes`, the host's 48 bits) and each core's cluster
 /// (`resources_cpu_cluster`), in the daemon's key order.
 pub(super) fn host(line: IncusLine) -> Value {
-    let mut host: Value =
-        serde_json::from_str(include_str!("resources.json")).unwrap_or_default();
+    let mut host: Value = serde_json::from_str(include_str!("resources.json")).unwrap_or_default();
     let sockets = host["cpu"]["sockets"].as_array_mut().into_iter().flatten();
     for socket in sockets {
         if line.has_extension("resources_cpu_cluster") {

@@ -122,7 +122,11 @@ impl Operation {
     /// The operation as the answer that created it, and its events, show it.
     pub(crate) fn to_json(&self) -> Value {
         let metadata = match &self.metadata {
-            Value::Null if self.line.has_extension(line::OPERATION_METADATA_ALWAYS_AN_OBJECT) => {
+            Value::Null
+                if self
+                    .line
+                    .has_extension(line::OPERATION_METADATA_ALWAYS_AN_OBJECT) =>
+            {
                 json!({})
             }
             metadata => metadata.clone(),

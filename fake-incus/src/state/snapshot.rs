@@ -368,8 +368,14 @@ mod tests {
         let view = snapshot.instance("default", "a").expect("a");
         let instance = state.instance("default", "a").expect("a");
         assert_eq!(view.url_json(), &to_bytes(&Value::String(instance.url())));
-        assert_eq!(view.full_json(), &to_bytes(&instance.to_full_json(&state)));
-        assert_eq!(view.state_json(), &to_bytes(&instance.state_json()));
+        assert_eq!(
+            view.full_json(),
+            &to_bytes(&instance.to_full_json(&state, IncusLine::V6_0))
+        );
+        assert_eq!(
+            view.state_json(),
+            &to_bytes(&instance.state_json(IncusLine::V6_0))
+        );
         assert_eq!(view.etag(), instance.etag(&state));
     }
 }

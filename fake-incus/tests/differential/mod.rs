@@ -224,7 +224,10 @@ pub(crate) async fn answers(socket: &Path) -> bool {
 /// The Incus line the fake imitates against this daemon: the newest whose every API extension
 /// the daemon advertises (its `GET /1.0`), as the acceptance runner chooses it.
 pub(crate) async fn line_of(side: &Side) -> fake_incus::IncusLine {
-    let server = side.send(&Req::get("/1.0")).await.expect("the daemon answers");
+    let server = side
+        .send(&Req::get("/1.0"))
+        .await
+        .expect("the daemon answers");
     let advertised: Vec<&str> = server.metadata()["api_extensions"]
         .as_array()
         .into_iter()

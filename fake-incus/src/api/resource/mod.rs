@@ -655,7 +655,11 @@ pub(crate) fn api_name_first(
     field: &str,
 ) -> Result<(), ApiError> {
     let noun = resource.decl().api_name;
-    if noun.is_empty() || !ctx.app.has_extension(crate::line::OBJECT_NAMES_ARE_API_NAMES) {
+    if noun.is_empty()
+        || !ctx
+            .app
+            .has_extension(crate::line::OBJECT_NAMES_ARE_API_NAMES)
+    {
         return Ok(());
     }
     let sent = body_object(body)?;
