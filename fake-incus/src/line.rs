@@ -154,6 +154,12 @@ pub(crate) const LOKI_DEPRECATED: &str = "server_logging";
 /// `server_logging_webhook`.
 pub(crate) const OBJECT_NAMES_ARE_API_NAMES: &str = "server_logging_webhook";
 
+/// A create whose name is taken fails in the database layer with 409 `This "Project" entry
+/// already exists`, where 6.0 answered 500 with SQLite's `UNIQUE constraint failed` (measured
+/// for projects). Incus commit "generate-database: Fix sqlite3 error detection" (6.16), which
+/// landed after `server_logging_webhook`.
+pub(crate) const GENERATED_CONFLICTS_ARE_409: &str = "server_logging_webhook";
+
 /// The delete of a network integration looks its id up first and says so when it is not found
 /// (`Failed to get network integration ID: Network_integration not found`). Incus commit
 /// "incusd: Update for new network peer functions" (6.14), which landed after

@@ -180,6 +180,23 @@ impl Resource for Projects {
             _ => ApiError::new(404, DECL.not_found),
         }
     }
+    /// A create onto a taken name, on a line whose database layer maps the conflict
+    /// ([`crate::line::GENERATED_CONFLICTS_ARE_409`]): 409 `This "Project" entry already exists`.
+    fn intercept_create(&self, ctx: &Ctx, _: &At, body: &[u8]) -> Option<ApiResult> {
+        if !ctx
+            .app
+            .has_extension(crate::line::GENERATED_CONFLICTS_ARE_409)
+        {
+            return None;
+        }
+        let sent = super::resource::body_object(body).ok()?;
+        let name = sent.get("name")?.as_str()?;
+        ctx.app.snapshot().state.project(name)?;
+        Some(Err(ApiError::new(
+            409,
+            format!("Failed creating project \"{name}\": Failed adding database record: This \"Project\" entry already exists"),
+        )))
+    }
     fn exists(&self, verb: Verb, key: &str) -> ApiError {
         match verb {
             Verb::Rename => ApiError::internal(format!("A project named \"{key}\" already exists")),

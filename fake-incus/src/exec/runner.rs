@@ -122,7 +122,8 @@ impl Runner {
         }
         let command = run_command(self.plan(), ends, req, Arc::clone(&self.exec));
         tokio::pin!(command);
-        let cancelled = self.cancel_signal();
+        // Fused: once the cancel is handled, the loop goes on waiting for the command.
+        let cancelled = futures_util::FutureExt::fuse(self.cancel_signal());
         tokio::pin!(cancelled);
         let code = loop {
             tokio::select! {

@@ -266,3 +266,42 @@ async fn seven_refuses_features_networks_without_ovn_acl_rules_naming_unknown_se
     .await;
     assert_native_error(&put, 400, "Unknown action: 'bogus'");
 }
+
+#[tokio::test]
+async fn a_cancel_of_a_running_exec_on_7_0_kills_its_command_and_the_operation_ends_failed() {
+    let fake = fake_of(IncusLine::V7_0).await;
+    launch(&fake, "c1", true).await;
+    let exec = json!({"command": ["sleep", "30"], "wait-for-websocket": true});
+    let started = call(&fake, "POST", "/1.0/instances/c1/exec", Some(exec)).await;
+    let id = started.metadata()["id"].as_str().expect("an id").to_owned();
+    let fds = started.metadata()["metadata"]["fds"].clone();
+    let secret = |fd: &str| fds[fd].as_str().expect("a secret").to_owned();
+    let _control = crate::common::ws_unix(&fake, &id, &secret("control")).await;
+    let _stdin = crate::common::ws_unix(&fake, &id, &secret("0")).await;
+    let _stdout = crate::common::ws_unix(&fake, &id, &secret("1")).await;
+    let _stderr = crate::common::ws_unix(&fake, &id, &secret("2")).await;
+    let op = format!("/1.0/operations/{id}");
+    // The command starts once every socket is attached (after the fake's start delay).
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let cancel = call(&fake, "DELETE", &op, None).await;
+    assert_eq!(cancel.status(), 200, "{}", cancel.json());
+    let waited = call(&fake, "GET", &format!("{op}/wait?timeout=10"), None).await;
+    assert!(waited.metadata()["status"] == "Cancelled" || waited.metadata()["status"] == "Failure");
+    let mut failed = json!(null);
+    for _ in 0..500 {
+        failed = call(&fake, "GET", &op, None).await.metadata().clone();
+        if failed["status"] == "Failure" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        failed["status"], "Failure",
+        "long before the 30 s command would end"
+    );
+    assert_eq!(
+        failed["err"],
+        "Only pending or running operations can be updated"
+    );
+    assert!(failed["metadata"].get("return").is_none());
+}
