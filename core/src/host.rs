@@ -259,6 +259,40 @@ pub trait Host: Send + Sync {
     ) -> impl Future<Output = bool> + Send {
         async { false }
     }
+
+    /// Whether the caller may see which resources of `project` exist. A result's `used_by` lists
+    /// name resources of every project that uses the object (a network or a shared profile is used
+    /// from other projects); an entry of a project other than the call's own is kept only when this
+    /// answers `true`. It is asked at most once per project and call, under the callback bound; no
+    /// answer hides the entries. By default no other project is visible.
+    ///
+    /// ```
+    /// use incus_operations::{Binding, Connection, Host, HostError, BindingContext};
+    /// use serde_json::Value;
+    ///
+    /// /// A caller sees the projects of its team.
+    /// struct Teams { connection: Connection }
+    ///
+    /// impl Host for Teams {
+    ///     type Caller = Vec<String>;
+    ///     async fn binding(&self, _: &Vec<String>, _: &str) -> Result<Binding, HostError> {
+    ///         Ok(Binding::connection(self.connection.clone(), BindingContext::default()))
+    ///     }
+    ///     async fn authorize(&self, _: &Vec<String>, _: &str, _: &Value) -> Result<(), HostError> {
+    ///         Ok(())
+    ///     }
+    ///     async fn may_see_project(&self, projects: &Vec<String>, project: &str) -> bool {
+    ///         projects.iter().any(|granted| granted == project)
+    ///     }
+    /// }
+    /// ```
+    fn may_see_project(
+        &self,
+        _caller: &Self::Caller,
+        _project: &str,
+    ) -> impl Future<Output = bool> + Send {
+        async { false }
+    }
 }
 
 /// The dyn-compatible form of [`Host`] that [`run`](crate::run) takes. Every [`Host`] is a
@@ -295,6 +329,13 @@ pub trait DynHost: Send + Sync {
         caller: &'a Self::Caller,
         operation: &'a str,
         items: &'a [RestrictedItem],
+    ) -> BoxFuture<'a, bool>;
+
+    /// See [`Host::may_see_project`].
+    fn may_see_project<'a>(
+        &'a self,
+        caller: &'a Self::Caller,
+        project: &'a str,
     ) -> BoxFuture<'a, bool>;
 }
 
@@ -333,5 +374,13 @@ impl<H: Host> DynHost for H {
         items: &'a [RestrictedItem],
     ) -> BoxFuture<'a, bool> {
         Box::pin(Host::allow_restricted(self, caller, operation, items))
+    }
+
+    fn may_see_project<'a>(
+        &'a self,
+        caller: &'a Self::Caller,
+        project: &'a str,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(Host::may_see_project(self, caller, project))
     }
 }

@@ -46,6 +46,16 @@ pub(crate) struct Settings {
     pub(crate) header_read_timeout: Duration,
     /// How long a connection may stay open with no request in flight and nothing sent.
     pub(crate) idle_timeout: Duration,
+    /// The Incus line the fake answers as.
+    pub(crate) line: crate::line::IncusLine,
+}
+
+impl Settings {
+    /// Whether the Incus line the fake answers as has this API extension: how every behaviour
+    /// that differs between lines is chosen (as Incus's clients do, by `HasExtension`).
+    pub(crate) fn has_extension(&self, name: &str) -> bool {
+        self.line.has_extension(name)
+    }
 }
 
 impl Default for Settings {
@@ -58,6 +68,7 @@ impl Default for Settings {
             journal_limit: crate::journal::DEFAULT_LIMIT,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
+            line: crate::line::IncusLine::DEFAULT,
         }
     }
 }
@@ -192,6 +203,7 @@ impl App {
                 state: state.clone(),
                 files: files.clone(),
                 operations: Vec::new(),
+                incus_version: None,
             },
             snapshot: RwLock::new(Arc::new(Snapshot::new(state.clone()))),
             state: Mutex::new(state),
@@ -209,6 +221,12 @@ impl App {
         });
         app.trust_store(&app.initial.state);
         app
+    }
+
+    /// Whether the Incus line the fake answers as has this API extension (see
+    /// [`Settings::has_extension`]).
+    pub(crate) fn has_extension(&self, name: &str) -> bool {
+        self.settings.has_extension(name)
     }
 
     /// The cluster, when the fake simulates one.
@@ -324,6 +342,7 @@ impl App {
             state: State::clone(&state),
             files,
             operations,
+            incus_version: Some(self.settings.line.server_version().to_string()),
         };
         drop(state);
         (generation + stored.files.version(), stored)

@@ -9,8 +9,8 @@
 //! and the cluster's records (each member's config, own roles, description, failure domain,
 //! groups and whether it is evacuated; the cluster groups).
 //!
-//! Credentials are replaced by `[redacted]` by the core's one definition of them (server config
-//! keys, network BGP passwords); certificates are public parts only, as the API shows them.
+//! Credentials are replaced by `[redacted]` by the one definition of them that the core uses too
+//! (`incus-credentials`: server config keys and URLs, network BGP passwords); certificates are public parts only, as the API shows them.
 //! With `with_instance_files`, each captured instance's file tree too, read through the file
 //! API (`GET /1.0/instances/{name}/files?path=`), within a byte budget: a capture that would hold
 //! more file bytes fails and says where. The API shows a symbolic link's target made absolute,
@@ -302,7 +302,7 @@ pub async fn capture_from(
 ) -> Result<Value, CaptureError> {
     let mut reader = Reader::new(source)?;
     let mut server = reader.get("/1.0").await?.unwrap_or_default();
-    incus_operations::redact_server_credentials(&mut server);
+    incus_credentials::redact::server(&mut server);
     let clustered = server["environment"]["server_clustered"] == json!(true);
     let server_config = server["config"].as_object().cloned().unwrap_or_default();
 
@@ -471,7 +471,7 @@ pub async fn capture_from(
         .into_iter()
         .map(|network| {
             let mut network = Value::Object(network);
-            incus_operations::redact_network_credentials(&mut network);
+            incus_credentials::redact::network(&mut network);
             let network = network.as_object().cloned().unwrap_or_default();
             pick(
                 &network,
@@ -496,6 +496,10 @@ pub async fn capture_from(
         "instances": instances,
         "objects": objects,
     });
+    // The version read, so that the seed serves as the line of the daemon it was read from.
+    if let Some(version) = server["environment"]["server_version"].as_str() {
+        seed[crate::state::stored::INCUS_VERSION_KEY] = json!(version);
+    }
     if clustered {
         seed["cluster"] = cluster_records(&mut reader).await?;
     }

@@ -401,7 +401,7 @@ impl Dialer {
                 server_cert_pem,
                 ..
             } => Some(
-                incus_operations::tls_client_config(
+                incus_credentials::tls::client_config(
                     client_cert_pem,
                     client_key_pem,
                     server_cert_pem,

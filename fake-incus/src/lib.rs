@@ -43,7 +43,7 @@
 //! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
 //! | 5 | `exec`, `lifecycle` | exec sessions over websockets and the built-in interpreter; operations' registration, events, waits and expiry (`exec` settles through `lifecycle`) |
 //! | 6 | `faults`, `verify`, `journal`, `persist` | the fault rules and their verdicts; verification of the journal (`POST /verify`); the request journal and its queries; the state directory (`--state-dir`) and its group committer |
-//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls`, `differ`, `transcript` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client) and how to reach any Incus (`Source`: its socket, or HTTPS with the client certificate presented and the server's pinned), how two answers are compared (`differ`), the record/replay transcript format, the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates (made, or loaded from a `--tls-dir`) |
+//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls`, `differ`, `transcript`, `line` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client) and how to reach any Incus (`Source`: its socket, or HTTPS with the client certificate presented and the server's pinned), how two answers are compared (`differ`), the record/replay transcript format, the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates (made, or loaded from a `--tls-dir`), the Incus line the fake imitates (server version and API extensions; handlers ask `has_extension`) |
 //!
 //! Where to add things: an endpoint is a function in its resource's module under `api/` (state
 //! it changes in `state/`); a fault is a variant in `faults/`; a test of API semantics asks the
@@ -62,6 +62,7 @@ mod exec;
 mod faults;
 mod journal;
 mod lifecycle;
+mod line;
 mod members;
 mod pattern;
 mod persist;
@@ -82,6 +83,7 @@ pub use journal::{
     Answer, ControlMessage, Expectation, ExpectationError, JournalEntry, JournalPage, Listener,
     BODY_KEPT, CONTROL_MESSAGES_KEPT, DEFAULT_LIMIT as DEFAULT_JOURNAL_LIMIT,
 };
+pub use line::{IncusLine, UnknownLine};
 
 use app::{App, Settings};
 
@@ -171,6 +173,7 @@ pub struct FakeIncusBuilder {
     idle_timeout: Option<Duration>,
     cluster: Vec<String>,
     cluster_timings: Option<ClusterTimings>,
+    line: Option<IncusLine>,
 }
 
 impl FakeIncusBuilder {
@@ -202,6 +205,24 @@ impl FakeIncusBuilder {
     /// (default: the real daemon's, [`ClusterTimings::default`]).
     pub fn cluster_timings(mut self, timings: ClusterTimings) -> Self {
         self.cluster_timings = Some(timings);
+        self
+    }
+
+    /// Answer as this Incus line: its `GET /1.0` (server version, API extensions) and its
+    /// behaviour wherever the lines differ. Default: the line of the seed's `incus_version` (a
+    /// capture records the version it read), else [`IncusLine::DEFAULT`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use fake_incus::{FakeIncus, IncusLine, Request};
+    /// let fake = FakeIncus::builder().incus_version(IncusLine::V7_0).start().await?;
+    /// let reply = fake.call(Request::get("/1.0")).await;
+    /// assert_eq!(reply.metadata()["environment"]["server_version"], "7.0.2");
+    /// assert_eq!(reply.metadata()["api_extensions"].as_array().unwrap().len(), 562);
+    /// # Ok(()) }
+    /// ```
+    pub fn incus_version(mut self, line: IncusLine) -> Self {
+        self.line = Some(line);
         self
     }
 
@@ -375,8 +396,18 @@ impl FakeIncusBuilder {
             ),
             None => None,
         };
+        let line = match (self.line, &stored.incus_version) {
+            (Some(line), _) => line,
+            (None, Some(version)) => IncusLine::of_server_version(version).map_err(|e| {
+                Error::State(format!(
+                    "the seed was read from Incus {version}: {e}; choose a line to serve it as"
+                ))
+            })?,
+            (None, None) => IncusLine::DEFAULT,
+        };
         let defaults = Settings::default();
         let settings = Settings {
+            line,
             retention: self.retention.unwrap_or(defaults.retention),
             exec_connect_timeout: self
                 .exec_connect_timeout

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// A scriptable fake Incus daemon (Incus 6.0.4 API) for tests.
+/// A scriptable fake Incus daemon (the API of Incus 6.0 or 7.0) for tests.
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
@@ -119,6 +119,10 @@ struct Serve {
     /// Path of the Incus Unix socket (trusted, like /var/lib/incus/unix.socket).
     #[arg(long, value_name = "PATH")]
     unix: PathBuf,
+    /// The Incus line to answer as (its /1.0, API extensions and behaviour). Default: the
+    /// line of the --state seed's `incus_version` (a capture records it), else 6.0.
+    #[arg(long, value_name = "6.0|7.0")]
+    incus_version: Option<fake_incus::IncusLine>,
     /// Also serve HTTPS with mutual TLS at this address; port 0 picks a free port. Without
     /// ADDR: 127.0.0.1:0. On a cluster, the first member's address (the others get free
     /// ports on the same IP).
@@ -229,6 +233,9 @@ async fn serve(args: Serve) -> Result<(), String> {
         .exec_start_delay(Duration::from_millis(args.exec_start_delay_ms));
     if let Some(addr) = args.https {
         builder = builder.https_address(addr);
+    }
+    if let Some(line) = args.incus_version {
+        builder = builder.incus_version(line);
     }
     if !args.cluster.is_empty() {
         builder = builder

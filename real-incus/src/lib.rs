@@ -20,6 +20,7 @@
 //! | `sandbox` | the acceptance project, its root disk and test image |
 //! | `plan` | what data cannot say: the workload, a small-stream exec, a running exec probed, a mutation outlasting its wait, the image remote |
 //! | `recorder` | checks judged by the scenario engine's matcher, recorded for the report |
+//! | `extensions` | the API extensions the checks rely on, listed in the report (one the server lacks is an error) |
 //! | [`report`], [`cleanup`] | the Markdown and JSON report; the cleanup planner and its run |
 //! | `targets`, `admin`, [`cluster`] | the core bound to the daemon; the admin client for setup; the cluster's members and answers |
 //! | `cli`, `endpoint`, `image`, `shape` | flags, the daemon's address, the test image, result shapes compared |
@@ -38,6 +39,7 @@ mod cli;
 pub mod cluster;
 mod compare;
 mod endpoint;
+mod extensions;
 mod image;
 pub mod member_down;
 mod plan;

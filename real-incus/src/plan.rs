@@ -12,6 +12,7 @@ use incus_conformance::scenario::target::Target as _;
 use serde_json::{json, Value};
 
 use crate::recorder::{CheckSink, Recorder};
+use crate::report::{Check, ServerAnswer};
 use crate::targets::Targets;
 
 /// The isolated world the plan runs in.
@@ -36,6 +37,13 @@ pub(crate) struct Sandbox {
 /// The workload of a standalone daemon (created and started by the plan).
 pub(crate) const C1: &str = "c1";
 
+/// What the plan did: its checks, and the server's answers that chose which checks ran.
+#[derive(Debug, Default)]
+pub(crate) struct PlanRun {
+    pub(crate) checks: Vec<Check>,
+    pub(crate) answers: Vec<ServerAnswer>,
+}
+
 /// Runs the whole plan. Checks that depend on an earlier step that failed still run: they then fail
 /// or are skipped with a reason, so that the report shows the whole picture.
 /// `prefix` marks the progress lines (empty for the real daemon).
@@ -44,14 +52,17 @@ pub(crate) async fn run_plan(
     sandbox: &Sandbox,
     prefix: &'static str,
     sink: Option<CheckSink>,
-) -> Vec<crate::report::Check> {
+) -> PlanRun {
     let mut rec = Recorder::new(targets, prefix, sink);
     let sb = sandbox;
     workload(&mut rec, sb).await;
     small_streams(&mut rec, sb).await;
-    operations(&mut rec, sb).await;
+    let answers = operations(&mut rec, sb).await;
     remote(&mut rec, sb).await;
-    rec.checks
+    PlanRun {
+        checks: rec.checks,
+        answers,
+    }
 }
 
 fn with_project(sb: &Sandbox, fields: Value) -> Value {
@@ -141,50 +152,83 @@ struct Probed {
     listed: (Value, Duration),
     got: (Value, Duration),
     waited: (Value, Duration),
-    cancelled: (Value, Duration),
+    /// The server's `may_cancel` of the running exec operation, as `incus_operation_get` read it.
+    cancellable: bool,
+    /// The cancel of the running exec, asked only when the server said it cannot be cancelled
+    /// (asked of a cancellable one, it would end the command the check waits on).
+    cancelled: Option<(Value, Duration)>,
 }
 
-/// Finds the running exec operation while a slow command runs, and exercises the operation calls on it.
-async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
-    let target = &rec.targets().standard;
-    let scopes = crate::recorder::all_scopes();
-    let call = |operation: &'static str, input: Value| {
-        let scopes = &scopes;
-        async move {
-            let asked = Instant::now();
-            let output = target.call(operation, scopes, input).await;
-            (output, asked.elapsed())
+/// A call of one operation with every scope, timed.
+async fn timed_call(
+    target: &crate::targets::Target,
+    operation: &'static str,
+    input: Value,
+) -> (Value, Duration) {
+    let asked = Instant::now();
+    let output = target
+        .call(operation, &crate::recorder::all_scopes(), input)
+        .await;
+    (output, asked.elapsed())
+}
+
+/// Lists the project's operations until a running exec shows (at most 5 s): its id and the listing.
+async fn find_running_exec(
+    target: &crate::targets::Target,
+    sb: &Sandbox,
+) -> Option<(String, (Value, Duration))> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let listed = timed_call(target, "incus_operation_list", with_project(sb, json!({}))).await;
+        if let Some(id) = running_exec(&listed.0) {
+            return Some((id, listed));
         }
-    };
-    let slow_input = with_project(
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
+/// The exec of `sleep SECONDS` on the workload, within a 30 s duration bound.
+fn sleeping(sb: &Sandbox, seconds: u32) -> Value {
+    exec_input(
         sb,
-        json!({"name": sb.workload, "command": ["sleep", "6"], "timeout_seconds": 30}),
-    );
-    let slow = call("incus_instance_exec", slow_input.clone());
+        json!({"command": ["sleep", seconds.to_string()], "timeout_seconds": 30}),
+    )
+}
+
+/// What the server answered about its running exec operations.
+const EXEC_CANCELLABLE: &str = "Can a running exec operation be cancelled? (its may_cancel, as \
+     incus_operation_get of the plan's running exec read it; no API extension says so: Incus 7.0 made \
+     exec operations cancellable, a cancel closing the command's control channel, which kills it)";
+
+/// Finds the running exec operation while a slow command runs, and exercises the operation calls on
+/// it; returns what the server answered that chose the checks.
+async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
+    let target = &rec.targets().standard;
+    let slow_input = sleeping(sb, 6);
+    let slow = timed_call(target, "incus_instance_exec", slow_input.clone());
     let probe = async {
-        let mut found = None;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while found.is_none() && Instant::now() < deadline {
-            let listed = call("incus_operation_list", with_project(sb, json!({}))).await;
-            found = running_exec(&listed.0).map(|id| (id, listed));
-            if found.is_none() {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-        let (id, listed) = found?;
+        let (id, listed) = find_running_exec(target, sb).await?;
         let by_id = json!({"operation_id": id});
-        let got = call("incus_operation_get", by_id.clone()).await;
-        let waited = call(
+        let got = timed_call(target, "incus_operation_get", by_id.clone()).await;
+        let waited = timed_call(
+            target,
             "incus_operation_wait",
             json!({"operation_id": id, "wait_seconds": 1}),
         )
         .await;
-        let cancelled = call("incus_operation_cancel", by_id).await;
+        let cancellable = got.0["item"]["may_cancel"] == Value::Bool(true);
+        let cancelled = if cancellable {
+            None
+        } else {
+            Some(timed_call(target, "incus_operation_cancel", by_id).await)
+        };
         Some(Probed {
             id,
             listed,
             got,
             waited,
+            cancellable,
             cancelled,
         })
     };
@@ -213,7 +257,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
             rec.skip(op, "the running exec operation", &why);
         }
         mutation_outlasting_wait(rec, sb).await;
-        return;
+        return Vec::new();
     };
     let id = probed.id;
     let by_id = json!({"operation_id": id});
@@ -239,15 +283,29 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
             probed.waited,
             Expect::status("running").equals("/waited_seconds", 1),
         ),
-        (
-            "incus_operation_cancel",
-            "not cancellable (may_cancel false): unsupported",
-            by_id.clone(),
-            probed.cancelled,
-            Expect::status("unsupported"),
-        ),
     ] {
         rec.record_external(operation, name, input, output, elapsed, expect);
+    }
+    let answer = ServerAnswer {
+        question: EXEC_CANCELLABLE.to_owned(),
+        answer: if probed.cancellable {
+            "yes (may_cancel true): the cancel is checked on an exec of its own, so that the slow \
+             command still completes"
+        } else {
+            "no (may_cancel false): the cancel of the running exec is unsupported"
+        }
+        .to_owned(),
+        seen_in: "incus_operation_get: success: the running operation".to_owned(),
+    };
+    if let Some((output, elapsed)) = probed.cancelled {
+        rec.record_external(
+            "incus_operation_cancel",
+            "not cancellable (the server's may_cancel is false): unsupported",
+            by_id.clone(),
+            output,
+            elapsed,
+            Expect::status("unsupported"),
+        );
     }
     rec.check(
         "incus_operation_wait",
@@ -263,7 +321,75 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) {
         Expect::status("already_final"),
     )
     .await;
+    if probed.cancellable {
+        cancelled_exec(rec, sb).await;
+    }
     mutation_outlasting_wait(rec, sb).await;
+    vec![answer]
+}
+
+/// Where the server's exec operations can be cancelled (`may_cancel` true), the cancel of a running
+/// exec is `requested` (one DELETE accepted), and the command ends then, long before its own end:
+/// Incus kills it and records no exit code (the operation is `Cancelled`, and later `Failure`), so
+/// the exec is `failed` without one, and a wait on its operation sees it `failed`.
+async fn cancelled_exec(rec: &mut Recorder<'_>, sb: &Sandbox) {
+    let target = &rec.targets().standard;
+    let input = sleeping(sb, 30);
+    let exec = timed_call(target, "incus_instance_exec", input.clone());
+    let cancel = async {
+        let (id, _) = find_running_exec(target, sb).await?;
+        let cancelled = timed_call(
+            target,
+            "incus_operation_cancel",
+            json!({"operation_id": id}),
+        )
+        .await;
+        Some((id, cancelled))
+    };
+    let ((exec_output, exec_elapsed), cancelled) = tokio::join!(exec, cancel);
+    let Some((id, (cancel_output, cancel_elapsed))) = cancelled else {
+        rec.record_external(
+            "incus_instance_exec",
+            "a cancelled command ends: failed, no exit code",
+            input,
+            exec_output,
+            exec_elapsed,
+            Expect::status("failed"),
+        );
+        rec.skip(
+            "incus_operation_cancel",
+            "cancellable (the server's may_cancel is true): requested",
+            "the running exec operation was not found in incus_operation_list within 5 s",
+        );
+        return;
+    };
+    rec.record_external(
+        "incus_operation_cancel",
+        "cancellable (the server's may_cancel is true): requested",
+        json!({"operation_id": id}),
+        cancel_output,
+        cancel_elapsed,
+        Expect::status("requested").equals("/operation_id", id.as_str()),
+    );
+    rec.record_external(
+        "incus_instance_exec",
+        "a cancelled command ends: failed, no exit code",
+        input,
+        exec_output,
+        exec_elapsed,
+        Expect::status("failed")
+            .equals("/exit_code", Value::Null)
+            .equals("/operation_id", id.as_str())
+            .present("/reason")
+            .at_most("/duration_ms", 19_999.0),
+    );
+    rec.check(
+        "incus_operation_wait",
+        "the cancelled exec's operation is failed",
+        json!({"operation_id": id, "wait_seconds": 10}),
+        Expect::status("failed"),
+    )
+    .await;
 }
 
 /// A mutation with `wait_seconds: 0` reports running; a later operation wait sees it complete.

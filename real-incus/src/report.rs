@@ -50,6 +50,29 @@ pub struct ServerInfo {
     pub api_extensions: Vec<String>,
 }
 
+/// An API extension the run's checks need, and whether the server advertises it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtensionUse {
+    /// The extension's name, as `api_extensions` lists it.
+    pub name: String,
+    /// What in the run needs it.
+    pub needed_for: String,
+    /// Whether the server's `api_extensions` holds it.
+    pub advertised: bool,
+}
+
+/// Where Incus lines differ and no API extension tells them apart: what this server answered, which
+/// chose how the run judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerAnswer {
+    /// What was asked of the server.
+    pub question: String,
+    /// What it answered, and what the run did with that.
+    pub answer: String,
+    /// The check whose result carried the answer.
+    pub seen_in: String,
+}
+
 /// One call made through `run()` and what came back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
@@ -138,6 +161,13 @@ pub struct Report {
     /// accepted as the cluster's, each with the reason.
     #[serde(default)]
     pub clustered_answers: Vec<String>,
+    /// The API extensions the run's checks rely on, each with whether the server advertises it
+    /// (one it lacks is an error of the run).
+    #[serde(default)]
+    pub extensions_relied_on: Vec<ExtensionUse>,
+    /// Where Incus lines differ without an API extension: what this server answered.
+    #[serde(default)]
+    pub server_answers: Vec<ServerAnswer>,
 }
 
 impl Report {
@@ -189,6 +219,7 @@ impl Report {
         self.render_header(&mut md);
         self.render_operations(&mut md);
         self.render_failures(&mut md);
+        self.render_relied_on(&mut md);
         self.render_cluster(&mut md);
         render_rows(&mut md, "Portable scenarios", &self.scenarios);
         render_rows(
@@ -317,6 +348,51 @@ impl Report {
             let _ = writeln!(md, "{}\n", check.problem.as_deref().unwrap_or("failed"));
             let _ = writeln!(md, "Call:\n\n```json\n{}\n```\n", pretty(&check.input));
             let _ = writeln!(md, "Answer:\n\n```json\n{}\n```\n", pretty(&check.output));
+        }
+    }
+
+    /// The server facts the judgement rested on: the API extensions it needs, and the answers that
+    /// chose between the behaviours of Incus lines where no extension tells them apart.
+    fn render_relied_on(&self, md: &mut String) {
+        if self.extensions_relied_on.is_empty() && self.server_answers.is_empty() {
+            return;
+        }
+        let version = self.server.as_ref().map_or("?", |s| s.version.as_str());
+        let _ = writeln!(
+            md,
+            "## What the judgement relied on (Incus {version})
+"
+        );
+        if !self.extensions_relied_on.is_empty() {
+            let _ = writeln!(md, "| API extension | Advertised | Needed for |");
+            let _ = writeln!(md, "|---|---|---|");
+            for used in &self.extensions_relied_on {
+                let _ = writeln!(
+                    md,
+                    "| `{}` | {} | {} |",
+                    used.name,
+                    if used.advertised { "yes" } else { "**NO**" },
+                    cell(&used.needed_for)
+                );
+            }
+            md.push('\n');
+        }
+        if !self.server_answers.is_empty() {
+            let _ = writeln!(
+                md,
+                "Where the Incus lines differ with no API extension to tell them apart, the server's \
+                 own answers decided:\n"
+            );
+            for answer in &self.server_answers {
+                let _ = writeln!(
+                    md,
+                    "- {} **{}** (in {})",
+                    one_line(&answer.question),
+                    one_line(&answer.answer),
+                    one_line(&answer.seen_in)
+                );
+            }
+            md.push('\n');
         }
     }
 

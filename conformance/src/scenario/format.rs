@@ -111,6 +111,12 @@ pub struct Expect {
     /// The result validates against the operation's output schema (default true).
     #[serde(default = "yes")]
     pub schema_valid: bool,
+    /// Alternatives, by name: the result also meets every expectation of at least one of them.
+    /// For an answer that differs between Incus lines without an API extension to tell them apart
+    /// (the answer itself says which line's behaviour the server has); empty: no alternatives.
+    /// An alternative's own `schema_valid` is not used: this one's decides.
+    #[serde(default)]
+    pub any_of: BTreeMap<String, Expect>,
 }
 
 impl Default for Expect {
@@ -126,6 +132,7 @@ impl Default for Expect {
             at_most: BTreeMap::new(),
             contains: BTreeMap::new(),
             schema_valid: true,
+            any_of: BTreeMap::new(),
         }
     }
 }
@@ -209,16 +216,44 @@ impl Expect {
         self
     }
 
-    /// Every JSON pointer the expectations name.
-    pub fn pointers(&self) -> impl Iterator<Item = &String> {
-        self.equals
+    /// Also: the result meets at least one of these alternatives, each named.
+    pub fn any_of<'a>(mut self, alternatives: impl IntoIterator<Item = (&'a str, Expect)>) -> Self {
+        self.any_of.extend(
+            alternatives
+                .into_iter()
+                .map(|(name, expect)| (name.to_owned(), expect)),
+        );
+        self
+    }
+
+    /// Every JSON pointer the expectations name, those of the alternatives included.
+    pub fn pointers(&self) -> Vec<&String> {
+        let own = self
+            .equals
             .keys()
             .chain(self.lengths.keys())
             .chain(self.at_least.keys())
             .chain(self.at_most.keys())
             .chain(self.contains.keys())
             .chain(&self.present)
-            .chain(&self.absent)
+            .chain(&self.absent);
+        own.chain(self.any_of.values().flat_map(Expect::pointers))
+            .collect()
+    }
+
+    /// The values that may name variables (`equals` and `contains`), those of the alternatives
+    /// included.
+    pub fn values(&self) -> Vec<&Value> {
+        let own = self.equals.values().chain(self.contains.values());
+        own.chain(self.any_of.values().flat_map(Expect::values))
+            .collect()
+    }
+
+    /// The same, to substitute variables in place.
+    pub fn values_mut(&mut self) -> Vec<&mut Value> {
+        let own = self.equals.values_mut().chain(self.contains.values_mut());
+        own.chain(self.any_of.values_mut().flat_map(Expect::values_mut))
+            .collect()
     }
 }
 

@@ -163,7 +163,7 @@ pub fn validate(scenario: &Scenario, stem: &str) -> Result<(), String> {
         return Err("no step".into());
     }
     for (index, step) in scenario.steps.iter().enumerate() {
-        let pointers = step.expect.pointers().chain(step.save.values());
+        let pointers = step.expect.pointers().into_iter().chain(step.save.values());
         if let Some(bad) = pointers
             .into_iter()
             .find(|p| !p.is_empty() && !p.starts_with('/'))
@@ -179,9 +179,7 @@ pub fn validate(scenario: &Scenario, stem: &str) -> Result<(), String> {
 fn known_variables(scenario: &Scenario) -> Result<(), String> {
     let mut known: BTreeSet<&str> = RUNNER_VARIABLES.into_iter().collect();
     for (index, step) in scenario.steps.iter().enumerate() {
-        let values = std::iter::once(&step.input)
-            .chain(step.expect.equals.values())
-            .chain(step.expect.contains.values());
+        let values = std::iter::once(&step.input).chain(step.expect.values());
         let mut named = Vec::new();
         for value in values {
             variables_in(value, &mut named);
@@ -299,8 +297,19 @@ mod tests {
             ),
             "{error}"
         );
-        // A value saved by a later step is not known yet.
+        // The alternatives of `any_of` are checked too, pointers included.
         uses["steps"][1]["expect"]["contains"] = json!({});
+        uses["steps"][1]["expect"]["any_of"] = json!({"a": {"equals": {"/item/name": "${nope}"}}});
+        let error = validate(&scenario(uses.clone()).unwrap(), "list_instances").unwrap_err();
+        assert!(error.contains("unknown variable ${nope}"), "{error}");
+        uses["steps"][1]["expect"]["any_of"] = json!({"a": {"present": ["item"]}});
+        let error = validate(&scenario(uses.clone()).unwrap(), "list_instances").unwrap_err();
+        assert!(error.contains("\"item\" is not a JSON pointer"), "{error}");
+        uses["steps"][1]["expect"]
+            .as_object_mut()
+            .unwrap()
+            .remove("any_of");
+        // A value saved by a later step is not known yet.
         uses["steps"][0]["input"]["name"] = json!("${first}");
         let error = validate(&scenario(uses).unwrap(), "list_instances").unwrap_err();
         assert!(

@@ -31,6 +31,26 @@ fn error_schema() -> Value {
 /// Checks `result` against `expect`; `schema` is the operation's output schema, if known.
 /// Returns one line per mismatch.
 pub fn mismatches(expect: &Expect, result: &Value, schema: Option<&Value>) -> Vec<String> {
+    let mut out = own_mismatches(expect, result);
+    if expect.schema_valid {
+        out.extend(schema_errors(result, schema));
+    }
+    out
+}
+
+/// The name of the first alternative of `expect.any_of` (in name order) that `result` meets; `None`
+/// when it meets none of them, or when there are none. An alternative's `schema_valid` is not
+/// used: the step's own says whether the result is checked against the schema.
+pub fn matching_alternative<'e>(expect: &'e Expect, result: &Value) -> Option<&'e str> {
+    expect
+        .any_of
+        .iter()
+        .find(|(_, alternative)| own_mismatches(alternative, result).is_empty())
+        .map(|(name, _)| name.as_str())
+}
+
+/// The mismatches of the expectations themselves, without the schema (alternatives nest).
+fn own_mismatches(expect: &Expect, result: &Value) -> Vec<String> {
     let mut out = Vec::new();
     if !result.is_object() {
         out.push(format!("the result is not a JSON object: {result}"));
@@ -86,8 +106,14 @@ pub fn mismatches(expect: &Expect, result: &Value, schema: Option<&Value>) -> Ve
     for (pointer, item) in &expect.contains {
         contains(&mut out, result, pointer, item);
     }
-    if expect.schema_valid {
-        out.extend(schema_errors(result, schema));
+    if !expect.any_of.is_empty() && matching_alternative(expect, result).is_none() {
+        let each = expect.any_of.iter().map(|(name, alternative)| {
+            format!("{name}: {}", own_mismatches(alternative, result).join(", "))
+        });
+        out.push(format!(
+            "meets none of the alternatives ({})",
+            each.collect::<Vec<_>>().join("; ")
+        ));
     }
     out
 }
@@ -267,6 +293,56 @@ mod tests {
         assert!(problems[1].contains("holds no item"), "{problems:?}");
         assert!(problems[2].contains("not an array"), "{problems:?}");
         assert!(problems[3].contains("is absent"), "{problems:?}");
+    }
+
+    /// An answer that differs between Incus lines: one of the alternatives must hold, and a
+    /// result that meets none of them names each alternative with what it missed.
+    #[test]
+    fn any_of_holds_when_one_alternative_holds() {
+        let e = expect(json!({
+            "schema_valid": false,
+            "any_of": {
+                "accepted, then failed": {"status": "failed", "present": ["/operation_id"]},
+                "refused before acceptance": {"error_kind": "native", "equals": {"/error/http_status": 500}}
+            }
+        }));
+        let failed = json!({"status": "failed", "operation_id": "x"});
+        let refused = json!({"error": {"kind": "native", "message": "m", "http_status": 500}});
+        assert!(mismatches(&e, &failed, None).is_empty());
+        assert!(mismatches(&e, &refused, None).is_empty());
+        assert_eq!(
+            matching_alternative(&e, &failed),
+            Some("accepted, then failed")
+        );
+        assert_eq!(
+            matching_alternative(&e, &refused),
+            Some("refused before acceptance")
+        );
+        let completed = json!({"status": "completed", "operation_id": "x"});
+        let problems = mismatches(&e, &completed, None);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0]
+                .starts_with("meets none of the alternatives (accepted, then failed: /status"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[0].contains("refused before acceptance: /error/kind is absent"),
+            "{problems:?}"
+        );
+        assert_eq!(matching_alternative(&e, &completed), None);
+    }
+
+    /// The alternatives come on top of the step's own expectations, which hold whichever matches.
+    #[test]
+    fn any_of_adds_to_the_own_expectations() {
+        let e = expect(json!({
+            "absent": ["/item"],
+            "schema_valid": false,
+            "any_of": {"a": {"status": "failed"}, "b": {"status": "completed"}}
+        }));
+        let problems = mismatches(&e, &json!({"status": "failed", "item": 1}), None);
+        assert_eq!(problems, ["/item should be absent, found 1"]);
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct StepOutcome {
     pub duration: Duration,
     /// Every expectation of the step that did not hold (empty when the step passed).
     pub problems: Vec<String>,
+    /// The alternative of the step's `any_of` that the result met, by name (`None` when the step
+    /// has none, or the result met none).
+    pub alternative: Option<String>,
 }
 
 /// What a scenario run did: the steps that ran, in order. The run stops after the first
@@ -174,11 +177,7 @@ async fn run_step(
 ) -> StepOutcome {
     let input = substitute(&step.input, saved);
     let mut expect = step.expect.clone();
-    for value in expect
-        .equals
-        .values_mut()
-        .chain(expect.contains.values_mut())
-    {
+    for value in expect.values_mut() {
         *value = substitute(value, saved);
     }
     let before = target.journal().map(|j| j.len());
@@ -211,6 +210,7 @@ async fn run_step(
             None => problems.push(format!("cannot save {name}: {pointer} is absent")),
         }
     }
+    let alternative = matcher::matching_alternative(&expect, &result).map(str::to_owned);
     StepOutcome {
         label: step.label.clone().unwrap_or_else(|| step.operation.clone()),
         operation: step.operation.clone(),
@@ -219,6 +219,7 @@ async fn run_step(
         result,
         duration,
         problems,
+        alternative,
     }
 }
 

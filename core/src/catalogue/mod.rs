@@ -24,10 +24,22 @@ macro_rules! project_note {
         " project selects the Incus project (the host's default when absent)."
     };
 }
-/// Operation objects in a result: their secrets are redacted (core/src/run/redact.rs).
+/// Operation objects in a result: their secrets are redacted (core/src/run/redact.rs, by incus-credentials' definition).
 macro_rules! operation_secrets_note {
     () => {
-        " Secrets in an operation's metadata (secret of trust, cluster-join and image tokens; fds of exec and console websockets; control, fs and criu of migrations) are replaced by \"[redacted]\"."
+        " Secrets in an operation's metadata (secret of trust, cluster-join and image tokens; fds of exec and console websockets; control, fs and criu of migrations; the values of an exec session's environment) are replaced by \"[redacted]\", and so is each argument of an exec session's command unless the caller holds incus.exec."
+    };
+}
+/// Instance, snapshot and profile reads: the guest's data is redacted (run/redact.rs).
+macro_rules! guest_data_note {
+    () => {
+        " The values of environment.* and cloud-init data keys (cloud-init.user-data, cloud-init.vendor-data, cloud-init.network-config, user.user-data, user.vendor-data, user.network-config, user.meta-data) in config and expanded_config are replaced by \"[redacted]\" unless the caller holds incus.exec (which can read them in the guest)."
+    };
+}
+/// Reads whose objects carry used_by: entries of other projects only if the host allows.
+macro_rules! used_by_note {
+    () => {
+        " used_by keeps the entries of the call's project, and those of another project only when the host lets the caller see that project."
     };
 }
 /// Operation get, wait and cancel: only operations of the call's project (run/own_operation.rs).

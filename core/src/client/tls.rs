@@ -1,34 +1,33 @@
-//! Mutual TLS with a pinned server certificate.
-//!
-//! The client presents its own certificate. The server is accepted only if its end-entity
-//! certificate is byte-for-byte the pinned one; no CA chain or host name is consulted. The
-//! handshake signatures are still verified (with the ring provider), so a server that merely
-//! replays the pinned certificate without its key cannot complete the handshake. A mismatch
-//! fails the handshake, so no HTTP request is ever written.
+//! Mutual TLS with a pinned server certificate: the configuration is `incus-credentials`'
+//! (shared with the fake's capture and recorder), its errors are the core's [`ConnectionError`].
 
 use std::sync::Arc;
-
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use super::error::ConnectionError;
 
 /// The rustls client configuration the core uses for an HTTPS endpoint: it presents the client
 /// certificate and accepts exactly the pinned server certificate (no CA chain, no host name check;
 /// handshake signatures are still verified). Tools that talk to the same Incus over their own
-/// connections (an admin client, a test runner) can use it so that trust is decided in one place.
+/// connections (an admin client, a test runner) can use it so that trust is decided in one place;
+/// it is [`incus_credentials::tls::client_config`] with the core's error type.
 ///
-/// ```no_run
-/// let config = incus_operations::tls_client_config(
-///     &std::fs::read_to_string("client.crt")?,
-///     &std::fs::read_to_string("client.key")?,
-///     &std::fs::read_to_string("server.crt")?,
-/// )?;
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let pair = |name: &str| {
+/// #     let made = rcgen::generate_simple_self_signed(vec![name.to_owned()]).expect("generated");
+/// #     (made.cert.pem(), made.signing_key.serialize_pem())
+/// # };
+/// // The client's certificate and key, and the server certificate to pin (files, in practice).
+/// let (client_cert, client_key) = pair("agent");
+/// let (server_cert, _) = pair("incus");
+/// let config = incus_operations::tls_client_config(&client_cert, &client_key, &server_cert)?;
 /// let connector = tokio_rustls::TlsConnector::from(config);
 /// # let _ = connector;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// assert!(matches!(
+///     incus_operations::tls_client_config("", &client_key, &server_cert),
+///     Err(incus_operations::ConnectionError::InvalidPem { what: "client certificate", .. })
+/// ));
+/// # Ok(()) }
 /// ```
 ///
 /// # Errors
@@ -39,111 +38,24 @@ pub fn client_config(
     client_key_pem: &str,
     server_cert_pem: &str,
 ) -> Result<Arc<rustls::ClientConfig>, ConnectionError> {
-    let chain = certificates(client_cert_pem, "client certificate")?;
-    let key = private_key(client_key_pem)?;
-    let pinned = certificates(server_cert_pem, "server certificate")?
-        .into_iter()
-        .next()
-        .ok_or_else(|| no_certificate("server certificate"))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = PinnedServerCert {
-        pinned,
-        algorithms: provider.signature_verification_algorithms,
-    };
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(tls_error)?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_client_auth_cert(chain, key)
-        .map_err(tls_error)?;
-    Ok(Arc::new(config))
+    Ok(incus_credentials::tls::client_config(
+        client_cert_pem,
+        client_key_pem,
+        server_cert_pem,
+    )?)
 }
 
-fn certificates(
-    pem: &str,
-    what: &'static str,
-) -> Result<Vec<CertificateDer<'static>>, ConnectionError> {
-    let certs = rustls_pemfile::certs(&mut pem.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ConnectionError::InvalidPem {
-            what,
-            reason: e.to_string(),
-        })?;
-    if certs.is_empty() {
-        return Err(no_certificate(what));
-    }
-    Ok(certs)
-}
-
-fn private_key(pem: &str) -> Result<PrivateKeyDer<'static>, ConnectionError> {
-    let invalid = |reason: String| ConnectionError::InvalidPem {
-        what: "client key",
-        reason,
-    };
-    rustls_pemfile::private_key(&mut pem.as_bytes())
-        .map_err(|e| invalid(e.to_string()))?
-        .ok_or_else(|| invalid("no private key found".to_owned()))
-}
-
-fn no_certificate(what: &'static str) -> ConnectionError {
-    ConnectionError::InvalidPem {
-        what,
-        reason: "no certificate found".to_owned(),
-    }
-}
-
-fn tls_error(error: rustls::Error) -> ConnectionError {
-    ConnectionError::Tls {
-        reason: error.to_string(),
-    }
-}
-
-/// Accepts exactly one server certificate.
-#[derive(Debug)]
-struct PinnedServerCert {
-    pinned: CertificateDer<'static>,
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for PinnedServerCert {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        if end_entity.as_ref() == self.pinned.as_ref() {
-            Ok(ServerCertVerified::assertion())
-        } else {
-            tracing::warn!("Incus presented a certificate that is not the pinned one");
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::ApplicationVerificationFailure,
-            ))
+impl From<incus_credentials::tls::Error> for ConnectionError {
+    fn from(error: incus_credentials::tls::Error) -> Self {
+        match error {
+            incus_credentials::tls::Error::InvalidPem { what, reason } => {
+                Self::InvalidPem { what, reason }
+            }
+            incus_credentials::tls::Error::Tls { reason } => Self::Tls { reason },
+            // The enum is non-exhaustive: a kind added later is a TLS refusal all the same.
+            other => Self::Tls {
+                reason: other.to_string(),
+            },
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
     }
 }

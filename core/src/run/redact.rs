@@ -1,158 +1,118 @@
-//! What results never carry: credentials, each replaced by the one marker [`REDACTED`].
+//! What results never carry: credentials, each replaced by the one marker [`REDACTED`]; the guest's
+//! data and other sessions' commands for a caller that cannot read them in the guest; and the
+//! `used_by` entries of projects the host does not let the caller see.
 //!
-//! Incus 6.0.4 marks no configuration key as hidden (its config schema,
-//! `internal/server/config/schema.go`, has no such attribute, and `GET /1.0` dumps every key
-//! that is set, `loki.auth.password` included, as the daemon shows). The lists below are read
-//! from the schemas and the code that creates the values, key by key:
-//!
-//! - server configuration (`internal/server/cluster/config/config.go`, `ConfigSchema`): the keys
-//!   whose value is a credential ([`SERVER_CREDENTIAL_KEYS`]), and the URL keys whose value may
-//!   carry `user:password@` ([`SERVER_URL_KEYS`]; redacted when it does). The member keys
-//!   (`internal/server/node/config.go`) are addresses and paths only;
-//! - network configuration: `bgp.peers.<peer>.password`, the one credential among the network
-//!   drivers' keys (`internal/server/network/driver_common.go`, `bgpValidationRules`);
-//! - operation metadata ([`OPERATION_SECRET_KEYS`]): `secret`, the token of trust tokens
-//!   (`cmd/incusd/certificates.go`), cluster-join tokens (`cmd/incusd/api_cluster.go`) and image
-//!   tokens (`cmd/incusd/images.go`); `fds`, the websocket secrets of exec and console sessions
-//!   (`cmd/incusd/instance_exec.go`, `instance_console.go`); `control`, `fs` and `criu`, the
-//!   websocket secrets of migrations (`shared/api/migration.go`, `cmd/incusd/migrate.go`).
-//!
-//! Instance, profile, project, image, storage pool and volume configuration hold no credential key
-//! in 6.0.4 (their schemas have no password, token or private key), so their results pass
-//! unchanged.
+//! Which values are credentials is defined once, in `incus-credentials` (shared with the fake's
+//! capture); this module says which results of which operation hold them, and what depends on the
+//! reader ([`Reader`]): a caller with `incus.exec` sees `environment.*` and cloud-init values
+//! (it could read them in the guest) and exec sessions' commands; every caller sees `used_by`
+//! entries of the call's project and of the projects the host answered
+//! [`Host::may_see_project`](crate::Host::may_see_project) for.
+use std::collections::BTreeSet;
+
 use serde_json::Value;
 
 use crate::catalogue::Native;
 
-/// The value every credential is replaced by, wherever a result would carry it.
-pub const REDACTED: &str = "[redacted]";
+use incus_credentials::redact::{guest_data, operation as operation_secrets, storage_pool, values};
+pub use incus_credentials::redact::{network, server, REDACTED};
 
-/// Server configuration keys whose value is a credential (Incus 6.0.4,
-/// `internal/server/cluster/config/config.go`): the Loki password, the OpenFGA API token, the OVN
-/// client private key, and the ACME DNS provider's environment (its API credentials).
-pub(crate) const SERVER_CREDENTIAL_KEYS: &[&str] = &[
-    "loki.auth.password",
-    "openfga.api.token",
-    "network.ovn.client_key",
-    "acme.provider.environment",
-];
+/// The project of a `used_by` entry that names none.
+const DEFAULT_PROJECT: &str = "default";
 
-/// Server configuration keys whose value is a URL, redacted when it carries `user:password@`.
-pub(crate) const SERVER_URL_KEYS: &[&str] = &[
-    "core.proxy_http",
-    "core.proxy_https",
-    "loki.api.url",
-    "openfga.api.url",
-];
-
-/// Network configuration keys `bgp.peers.<peer>.password`: this prefix, one peer name, this suffix.
-const BGP_PEER_PREFIX: &str = "bgp.peers.";
-const BGP_PASSWORD_SUFFIX: &str = ".password";
-
-/// Operation metadata keys whose value is a secret (every string inside it is redacted).
-pub(crate) const OPERATION_SECRET_KEYS: &[&str] = &["secret", "fds", "control", "fs", "criu"];
-
-/// How each item of `native`'s list result is redacted, if it holds credentials.
-pub(crate) fn list_item(native: Native) -> Option<fn(&mut Value) -> bool> {
-    match native {
-        Native::NetworkList => Some(network),
-        Native::OperationList => Some(operation),
-        _ => None,
-    }
+/// Who reads a result, as far as what it may carry depends on the caller.
+#[derive(Debug, Default)]
+pub(crate) struct Reader {
+    /// The caller holds `incus.exec`: it may read what the guest holds (`environment.*`,
+    /// cloud-init data) and the commands of exec sessions.
+    pub(crate) exec: bool,
+    /// The projects whose resources `used_by` may name: the call's own, and those the host said
+    /// the caller may see.
+    pub(crate) projects: BTreeSet<String>,
 }
 
-/// Replaces the credentials in any other result of `native`: its `item`, and the `operation`
-/// that mutations, waits, cancels and execs report.
-pub(crate) fn object(native: Native, result: &mut Value) {
-    let redact_item: Option<fn(&mut Value) -> bool> = match native {
-        Native::ServerGet => Some(server),
-        Native::NetworkGet => Some(network),
-        Native::OperationGet => Some(operation),
-        _ => None,
+/// Replaces what `reader` may not see in one native object of `native`'s result (a list item or
+/// the `item` of a read). Returns whether anything changed.
+pub(crate) fn item(native: Native, reader: &Reader, item: &mut Value) -> bool {
+    let changed = match native {
+        Native::ServerGet => server(item),
+        Native::NetworkList | Native::NetworkGet => network(item),
+        Native::StoragePoolList | Native::StoragePoolGet => storage_pool(item),
+        Native::OperationList | Native::OperationGet => operation(reader, item),
+        Native::InstanceList
+        | Native::InstanceGet
+        | Native::InstanceSnapshotList
+        | Native::InstanceSnapshotGet
+        | Native::ProfileList
+        | Native::ProfileGet => !reader.exec && guest_data(item),
+        _ => false,
     };
-    if let (Some(redact), Some(item)) = (redact_item, result.get_mut("item")) {
-        redact(item);
+    used_by(&reader.projects, item) | changed
+}
+
+/// Replaces what `reader` may not see in any other result of `native`: its `item`, and the
+/// `operation` that mutations, waits, cancels and execs report.
+pub(crate) fn object(native: Native, reader: &Reader, result: &mut Value) {
+    if let Some(read) = result.get_mut("item") {
+        item(native, reader, read);
     }
     if let Some(observed) = result.get_mut("operation") {
-        operation(observed);
+        operation(reader, observed);
     }
 }
 
-/// The server object (`GET /1.0`): its credential keys, and URL keys that carry a password.
-/// Returns whether anything was replaced. Public as `redact_server_credentials`: the one
-/// definition of the server's credentials, which the fake's capture applies too.
-pub fn server(object: &mut Value) -> bool {
-    config_entries(object, |key, value| {
-        SERVER_CREDENTIAL_KEYS.contains(&key)
-            || (SERVER_URL_KEYS.contains(&key) && value.as_str().is_some_and(has_userinfo))
-    })
+/// An operation object: its secrets and an exec session's environment values for every reader,
+/// and an exec session's `command` for a reader without `incus.exec`.
+fn operation(reader: &Reader, object: &mut Value) -> bool {
+    let secrets = operation_secrets(object);
+    let command = !reader.exec && object.pointer_mut("/metadata/command").is_some_and(values);
+    secrets | command
 }
 
-/// A network object: its `bgp.peers.<peer>.password` keys. Public as
-/// `redact_network_credentials`.
-pub fn network(object: &mut Value) -> bool {
-    config_entries(object, |key, _| is_bgp_password(key))
-}
-
-/// An operation object: the secrets of its metadata.
-pub(crate) fn operation(object: &mut Value) -> bool {
-    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+/// Keeps the `used_by` entries whose every project is in `visible`. Returns whether any went.
+fn used_by(visible: &BTreeSet<String>, object: &mut Value) -> bool {
+    let Some(entries) = object.get_mut("used_by").and_then(Value::as_array_mut) else {
         return false;
     };
-    let mut changed = false;
-    for (key, value) in metadata.iter_mut() {
-        if OPERATION_SECRET_KEYS.contains(&key.as_str()) {
-            changed |= strings(value);
-        }
+    let before = entries.len();
+    entries.retain(|entry| {
+        entry
+            .as_str()
+            .is_some_and(|entry| entry_projects(entry).all(|p| visible.contains(p.as_ref())))
+    });
+    entries.len() != before
+}
+
+/// The projects a `used_by` entry (`/1.0/instances/c1?project=other`) names, as Incus reads its
+/// query (`project`, form-decoded; none or empty is project `default`). Every `project` parameter
+/// counts, so an entry is kept only when all of them are visible.
+pub(crate) fn entry_projects(entry: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    let query = entry
+        .split_once('?')
+        .map_or("", |(_, query)| query)
+        .split('#')
+        .next()
+        .unwrap_or_default();
+    let named: Vec<_> = url::form_urlencoded::parse(query.as_bytes())
+        .filter(|(key, _)| key == "project")
+        .map(|(_, value)| {
+            if value.is_empty() {
+                DEFAULT_PROJECT.into()
+            } else {
+                value
+            }
+        })
+        .collect();
+    let default = named.is_empty().then(|| DEFAULT_PROJECT.into());
+    named.into_iter().chain(default)
+}
+
+/// Every project named by a `used_by` entry of `object`.
+pub(crate) fn used_by_projects(object: &Value, into: &mut BTreeSet<String>) {
+    let entries = object.get("used_by").and_then(Value::as_array);
+    for entry in entries.into_iter().flatten().filter_map(Value::as_str) {
+        into.extend(entry_projects(entry).map(std::borrow::Cow::into_owned));
     }
-    changed
-}
-
-/// Replaces `config` entries chosen by `secret(key, value)`.
-fn config_entries(object: &mut Value, secret: impl Fn(&str, &Value) -> bool) -> bool {
-    let Some(config) = object.get_mut("config").and_then(Value::as_object_mut) else {
-        return false;
-    };
-    let mut changed = false;
-    for (key, value) in config.iter_mut() {
-        if secret(key, value) && value.as_str() != Some(REDACTED) {
-            *value = Value::String(REDACTED.to_owned());
-            changed = true;
-        }
-    }
-    changed
-}
-
-/// Replaces every string (and number) inside `value`, keeping its structure (the names of an
-/// exec's websockets stay, their secrets go).
-fn strings(value: &mut Value) -> bool {
-    match value {
-        Value::String(text) if text == REDACTED => false,
-        Value::String(_) | Value::Number(_) => {
-            *value = Value::String(REDACTED.to_owned());
-            true
-        }
-        Value::Array(items) => items
-            .iter_mut()
-            .fold(false, |changed, item| strings(item) | changed),
-        Value::Object(fields) => fields
-            .values_mut()
-            .fold(false, |changed, item| strings(item) | changed),
-        Value::Null | Value::Bool(_) => false,
-    }
-}
-
-fn is_bgp_password(key: &str) -> bool {
-    key.strip_prefix(BGP_PEER_PREFIX)
-        .and_then(|rest| rest.strip_suffix(BGP_PASSWORD_SUFFIX))
-        .is_some_and(|peer| !peer.is_empty() && !peer.contains('.'))
-}
-
-/// Whether a URL names a user (`scheme://user[:password]@host`).
-fn has_userinfo(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    authority.contains('@')
 }
 
 #[cfg(test)]
@@ -160,102 +120,82 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn server_credential_keys_are_replaced_and_other_keys_kept() {
-        let mut object = json!({"config": {
-            "loki.auth.password": "s3cret", "openfga.api.token": "tok",
-            "network.ovn.client_key": "-----BEGIN EC PRIVATE KEY-----",
-            "acme.provider.environment": "CLOUDFLARE_DNS_API_TOKEN=abc",
-            "loki.auth.username": "incus", "core.https_address": "127.0.0.1:8443",
-            "user.note": "kept"
-        }, "environment": {"server_version": "6.0.4"}});
-        assert!(server(&mut object));
-        let config = &object["config"];
-        for key in SERVER_CREDENTIAL_KEYS {
-            assert_eq!(config[key], REDACTED, "{key}");
+    fn reader(exec: bool, projects: &[&str]) -> Reader {
+        Reader {
+            exec,
+            projects: projects.iter().map(|p| (*p).to_owned()).collect(),
         }
-        assert_eq!(config["loki.auth.username"], "incus");
-        assert_eq!(config["core.https_address"], "127.0.0.1:8443");
-        assert_eq!(config["user.note"], "kept");
-        assert_eq!(object["environment"]["server_version"], "6.0.4");
-    }
-
-    #[test]
-    fn server_urls_are_replaced_only_when_they_carry_a_user() {
-        let mut object = json!({"config": {
-            "core.proxy_http": "http://u:pw@proxy:3128",
-            "core.proxy_https": "http://proxy:3128/a@b",
-            "loki.api.url": "https://user@loki.example",
-            "openfga.api.url": "https://openfga.example"
-        }});
-        server(&mut object);
-        assert_eq!(object["config"]["core.proxy_http"], REDACTED);
-        assert_eq!(
-            object["config"]["core.proxy_https"],
-            "http://proxy:3128/a@b"
-        );
-        assert_eq!(object["config"]["loki.api.url"], REDACTED);
-        assert_eq!(
-            object["config"]["openfga.api.url"],
-            "https://openfga.example"
-        );
-    }
-
-    #[test]
-    fn network_bgp_peer_passwords_are_replaced() {
-        let mut net = json!({"name": "br0", "config": {
-            "bgp.peers.r1.password": "pw", "bgp.peers.r1.address": "10.0.0.1",
-            "bgp.peers.password": "not a peer key", "ipv4.address": "10.0.0.1/24"
-        }});
-        assert!(network(&mut net));
-        assert_eq!(net["config"]["bgp.peers.r1.password"], REDACTED);
-        assert_eq!(net["config"]["bgp.peers.r1.address"], "10.0.0.1");
-        assert_eq!(net["config"]["bgp.peers.password"], "not a peer key");
-        assert_eq!(net["config"]["ipv4.address"], "10.0.0.1/24");
-        assert!(!network(&mut net), "a second pass changes nothing");
-    }
-
-    #[test]
-    fn operation_secrets_are_replaced_and_their_shape_kept() {
-        let mut token = json!({"class": "token", "metadata": {
-            "secret": "8fffd4c5", "fingerprint": "018c2fbf", "addresses": ["127.0.0.1:8443"],
-            "request": {"name": "agent", "token": true}
-        }});
-        assert!(operation(&mut token));
-        assert_eq!(token["metadata"]["secret"], REDACTED);
-        assert_eq!(token["metadata"]["fingerprint"], "018c2fbf");
-        assert_eq!(token["metadata"]["request"]["name"], "agent");
-
-        let mut exec = json!({"class": "websocket", "metadata": {
-            "command": ["sh"], "fds": {"0": "a1", "control": "c1"}, "interactive": true
-        }});
-        operation(&mut exec);
-        assert_eq!(
-            exec["metadata"]["fds"],
-            json!({"0": REDACTED, "control": REDACTED})
-        );
-        assert_eq!(exec["metadata"]["command"], json!(["sh"]));
-
-        let mut migration = json!({"metadata": {"control": "x", "fs": "y", "criu": "z"}});
-        operation(&mut migration);
-        assert_eq!(
-            migration["metadata"],
-            json!({"control": REDACTED, "fs": REDACTED, "criu": REDACTED})
-        );
-        let mut plain = json!({"metadata": {"return": 0}});
-        assert!(!operation(&mut plain));
-        assert!(!operation(&mut json!({"metadata": null})));
     }
 
     #[test]
     fn every_result_that_reports_an_operation_is_redacted() {
         let mut result = json!({"status": "running", "operation": {"metadata": {"secret": "s"}}});
-        object(Native::OperationWait, &mut result);
+        object(Native::OperationWait, &Reader::default(), &mut result);
         assert_eq!(result["operation"]["metadata"]["secret"], REDACTED);
         let mut item = json!({"item": {"config": {"loki.auth.password": "p"}}});
-        object(Native::ServerGet, &mut item);
+        object(Native::ServerGet, &Reader::default(), &mut item);
         assert_eq!(item["item"]["config"]["loki.auth.password"], REDACTED);
-        assert!(list_item(Native::NetworkList).is_some());
-        assert!(list_item(Native::InstanceList).is_none());
+    }
+
+    #[test]
+    fn an_exec_sessions_command_is_shown_only_to_a_caller_with_exec() {
+        let session = json!({"metadata": {"command": ["curl", "-H", "token: t"],
+            "environment": {"TOKEN": "t"}, "fds": {"0": "s"}, "return": 0}});
+        for (exec, command) in [
+            (false, json!([REDACTED, REDACTED, REDACTED])),
+            (true, json!(["curl", "-H", "token: t"])),
+        ] {
+            let mut result = json!({"operation": session.clone()});
+            object(Native::InstanceExec, &reader(exec, &[]), &mut result);
+            let metadata = &result["operation"]["metadata"];
+            assert_eq!(metadata["command"], command);
+            assert_eq!(metadata["environment"]["TOKEN"], REDACTED);
+            assert_eq!(metadata["return"], 0);
+        }
+    }
+
+    #[test]
+    fn guest_data_is_shown_only_to_a_caller_with_exec() {
+        let instance = json!({"config": {"environment.TOKEN": "t"}});
+        let mut shown = instance.clone();
+        assert!(!item(Native::InstanceGet, &reader(true, &[]), &mut shown));
+        assert_eq!(shown, instance);
+        let mut hidden = instance.clone();
+        assert!(item(Native::ProfileList, &reader(false, &[]), &mut hidden));
+        assert_eq!(hidden["config"]["environment.TOKEN"], REDACTED);
+    }
+
+    #[test]
+    fn used_by_keeps_only_entries_of_visible_projects() {
+        let mut network = json!({"used_by": [
+            "/1.0/instances/c1", "/1.0/instances/c2?project=team-a",
+            "/1.0/instances/c3?project=other", "/1.0/profiles/p?project=",
+            "/1.0/instances/c4?project=team-a&project=other", "/1.0/instances/c5?project=team%2Da",
+            "/1.0/instances/c6?project=team-a#project=other", 7
+        ]});
+        let mut projects = BTreeSet::new();
+        used_by_projects(&network, &mut projects);
+        assert_eq!(
+            projects,
+            ["default", "other", "team-a"]
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        );
+        assert!(item(
+            Native::NetworkGet,
+            &reader(false, &["default", "team-a"]),
+            &mut network
+        ));
+        assert_eq!(
+            network["used_by"],
+            json!([
+                "/1.0/instances/c1",
+                "/1.0/instances/c2?project=team-a",
+                "/1.0/profiles/p?project=",
+                "/1.0/instances/c5?project=team%2Da",
+                "/1.0/instances/c6?project=team-a#project=other"
+            ])
+        );
     }
 }

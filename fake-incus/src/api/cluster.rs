@@ -25,9 +25,10 @@ pub(super) fn route(
     body: &[u8],
 ) -> ApiResult {
     let Some(cluster) = ctx.app.cluster() else {
-        return standalone(ctx, method, rest);
+        return standalone(ctx, method, rest, body);
     };
     match rest {
+        [] if method == Method::PUT => super::cluster_enable::put(ctx, true, body),
         [] => {
             only(method, Method::GET)?;
             let member = this_member(ctx, cluster);
@@ -90,8 +91,9 @@ pub(super) fn route(
 }
 
 /// What a standalone daemon answers on `/1.0/cluster*`.
-fn standalone(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
+fn standalone(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> ApiResult {
     match rest {
+        [] if method == Method::PUT => super::cluster_enable::put(ctx, false, body),
         [] => {
             only(method, Method::GET)?;
             let metadata = cluster_object(ctx, "", false);

@@ -4,13 +4,16 @@
 //! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
 
 mod backups;
+mod bitmaps;
 mod body;
 mod buckets;
 mod certificates;
 mod cluster;
+mod cluster_enable;
 mod cluster_groups;
 mod console;
 mod context;
+mod debug_repair;
 mod evacuation;
 mod events;
 mod exec;
@@ -26,6 +29,8 @@ mod journaling;
 mod logs;
 mod metadata;
 mod migration;
+mod nbd;
+mod network_address_sets;
 mod network_objects;
 mod networks;
 mod operations;
@@ -42,6 +47,8 @@ mod state;
 mod storage;
 mod validation;
 mod volume_backups;
+mod volume_files;
+mod volume_rebuild;
 mod volume_snapshots;
 mod volumes;
 mod warnings;
@@ -168,6 +175,29 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             return volume_backups::import(ctx, pool, req.headers(), req.body());
         }
     }
+    // What Incus 7.0 adds below a volume, each served by a line with its API extension.
+    if let ["storage-pools", pool, "volumes", kind, name, sub, rest @ ..] = &segs[1..] {
+        let volume = (*pool, *kind, *name);
+        let served = |extension: &str| ctx.app.has_extension(extension);
+        match (*sub, rest) {
+            ("files", []) if served(volume_files::FILES_EXTENSION) => {
+                return volume_files::files(ctx, &method, volume, req.headers(), req.body());
+            }
+            ("sftp", []) if served(volume_files::SFTP_EXTENSION) => {
+                return volume_files::sftp(ctx, volume, req);
+            }
+            ("nbd", []) if served(nbd::VOLUME_EXTENSION) => {
+                return nbd::volume_nbd(ctx, volume, &req);
+            }
+            ("bitmaps", bitmap) if served(bitmaps::EXTENSION) => {
+                return bitmaps::volume_bitmaps(ctx, &method, volume, bitmap);
+            }
+            ("rebuild", []) if served(volume_rebuild::EXTENSION) => {
+                return volume_rebuild::rebuild(ctx, &method, volume, req.body());
+            }
+            _ => {}
+        }
+    }
     // A custom volume's snapshots are served apart from its declaration.
     if let ["storage-pools", pool, "volumes", "custom", name, rest @ ..] = &segs[1..] {
         if rest.first() == Some(&"snapshots") {
@@ -186,6 +216,10 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
             return volume_backups::route(ctx, &method, pool, name, rest, req.body());
         }
+    }
+    if segs[1] == "network-address-sets" && !ctx.app.has_extension(network_address_sets::EXTENSION)
+    {
+        return Err(ApiError::not_found());
     }
     if let Some((resource, parent, rest)) = resource::find(&segs[1..]) {
         // A pool's volumes other than its custom ones are the storage module's.
@@ -226,6 +260,18 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             }
             Some(&"sftp") if segs.len() == 4 => sftp::route(ctx, segs[2], req),
             Some(&"access") if segs.len() == 4 => refusals::access(&method),
+            Some(&"nbd") if segs.len() == 4 && ctx.app.has_extension(nbd::INSTANCE_EXTENSION) => {
+                nbd::instance_nbd(ctx, segs[2], &req)
+            }
+            Some(&"bitmaps") if segs.len() == 4 && ctx.app.has_extension(bitmaps::EXTENSION) => {
+                bitmaps::instance_bitmaps(ctx, &method, segs[2])
+            }
+            Some(&"debug")
+                if segs[3..] == ["debug", "repair"]
+                    && ctx.app.has_extension(debug_repair::EXTENSION) =>
+            {
+                debug_repair::repair(ctx, &method, segs[2], req.body())
+            }
             Some(&"debug") if segs[3..] == ["debug", "memory"] => {
                 refusals::debug_memory(ctx, &method, segs[2])
             }
@@ -270,6 +316,7 @@ fn declared() -> &'static [&'static dyn resource::Resource] {
         &network_objects::ZONES,
         &network_objects::RECORDS,
         &network_objects::INTEGRATIONS,
+        &network_address_sets::ADDRESS_SETS,
         &certificates::Certificates,
         &warnings::WARNINGS,
     ];

@@ -12,8 +12,15 @@ pub(super) fn host() -> Value {
     serde_json::from_str(include_str!("resources.json")).unwrap_or_default()
 }
 
+/// The filesystem the member's `dir` pool (and so every instance's root) lives on: bytes and
+/// inodes, in use and in all. SFTP's `statvfs@openssh.com` reports the same numbers.
+pub(super) const SPACE_USED: u64 = 34_389_626_880;
+pub(super) const SPACE_TOTAL: u64 = 270_553_174_016;
+pub(super) const INODES_USED: u64 = 480_375;
+pub(super) const INODES_TOTAL: u64 = 16_777_216;
+
 /// A pool's space and inodes as the member's `dir` pool reports them.
 pub(super) fn pool_usage() -> Value {
-    json!({"space": {"used": 34_389_626_880_u64, "total": 270_553_174_016_u64},
-           "inodes": {"used": 480_375, "total": 16_777_216}})
+    json!({"space": {"used": SPACE_USED, "total": SPACE_TOTAL},
+           "inodes": {"used": INODES_USED, "total": INODES_TOTAL}})
 }

@@ -10,14 +10,10 @@ use http::Method;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
-/// The API extensions of Incus 6.0.4, in the daemon's order.
-fn api_extensions() -> &'static [String] {
-    static EXTENSIONS: OnceLock<Vec<String>> = OnceLock::new();
-    EXTENSIONS.get_or_init(|| {
-        serde_json::from_str(include_str!("../../data/api-extensions.json")).unwrap_or_default()
-    })
+/// The API extensions of the Incus line the fake answers as, in the daemon's order.
+fn api_extensions(ctx: &Ctx) -> &'static [&'static str] {
+    ctx.app.settings.line.api_extensions()
 }
 
 /// The trusted server object, in the daemon's key order. Discovery asks for it before every
@@ -25,7 +21,7 @@ fn api_extensions() -> &'static [String] {
 #[derive(Serialize)]
 struct TrustedServer<'a> {
     config: &'a BTreeMap<String, String>,
-    api_extensions: &'static [String],
+    api_extensions: &'static [&'static str],
     api_status: &'static str,
     api_version: &'static str,
     auth: &'static str,
@@ -105,7 +101,7 @@ fn trusted_object(ctx: &Ctx) -> Value {
     let (user, method) = user(ctx);
     let object = TrustedServer {
         config: &config,
-        api_extensions: api_extensions(),
+        api_extensions: api_extensions(ctx),
         api_status: "stable",
         api_version: "1.0",
         auth: "trusted",
@@ -136,7 +132,7 @@ fn rendered_parts(ctx: &Ctx, config: &BTreeMap<String, String>) -> Derived {
         .map(|(k, v)| (k.clone(), json!(v)))
         .collect();
     let untrusted = json!({
-        "config": ui, "api_extensions": api_extensions(), "api_status": "stable",
+        "config": ui, "api_extensions": api_extensions(ctx), "api_status": "stable",
         "api_version": "1.0", "auth": "untrusted", "public": false, "auth_methods": ["tls"],
     });
     // `auth_user_name` and `auth_user_method` are the last fields before `environment`, and
@@ -160,7 +156,7 @@ fn rendered_parts(ctx: &Ctx, config: &BTreeMap<String, String>) -> Derived {
     }
     let head = TrustedServer {
         config,
-        api_extensions: api_extensions(),
+        api_extensions: api_extensions(ctx),
         api_status: "stable",
         api_version: "1.0",
         auth: "trusted",
@@ -203,24 +199,23 @@ fn environment(ctx: &Ctx, project: &str) -> Value {
     let identity = &ctx.app.identity;
     let (cert, fingerprint) = (&identity.server_cert_pem, &identity.server_fingerprint);
     let addresses: Vec<String> = ctx.app.settings.https_address.iter().cloned().collect();
+    let line = ctx.app.settings.line;
+    let features = |pairs: &[(&str, &str)]| -> serde_json::Map<String, Value> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), json!(v)))
+            .collect()
+    };
     json!({
         "addresses": addresses, "architectures": ["x86_64", "i686"], "certificate": cert,
-        "certificate_fingerprint": fingerprint, "driver": "lxc", "driver_version": "5.0.2",
-        "firewall": "nftables", "kernel": "Linux", "kernel_architecture": "x86_64",
-        "kernel_features": {"idmapped_mounts": "true", "netnsid_getifaddrs": "false",
-            "seccomp_listener": "true", "seccomp_listener_continue": "true",
-            "uevent_injection": "true", "unpriv_binfmt": "true", "unpriv_fscaps": "true"},
-        "kernel_version": "6.1.0", "lxc_features": {
-            "cgroup2": "true", "core_scheduling": "true", "devpts_fd": "true",
-            "idmapped_mounts_v2": "true", "mount_injection_file": "true",
-            "network_gateway_device_route": "true", "network_ipvlan": "true",
-            "network_l2proxy": "true", "network_phys_macvlan_mtu": "true",
-            "network_veth_router": "true", "pidfd": "true", "seccomp_allow_deny_syntax": "true",
-            "seccomp_notify": "true", "seccomp_proxy_send_notify_fd": "true",
-        },
-        "os_name": "Debian GNU/Linux", "os_version": "12", "project": project,
+        "certificate_fingerprint": fingerprint, "driver": "lxc",
+        "driver_version": line.driver_version(), "firewall": "nftables", "kernel": "Linux",
+        "kernel_architecture": "x86_64", "kernel_features": features(line.kernel_features()),
+        "kernel_version": "6.1.0", "lxc_features": features(line.lxc_features()),
+        "os_name": "Debian GNU/Linux", "os_version": line.os_version(), "project": project,
         "server": "incus", "server_clustered": false, "server_event_mode": "full-mesh",
-        "server_name": "fake-incus", "server_pid": std::process::id(), "server_version": "6.0.4",
+        "server_name": "fake-incus", "server_pid": std::process::id(),
+        "server_version": line.server_version(),
         "storage": "dir", "storage_version": "1",
         "storage_supported_drivers": [{"Name": "dir", "Version": "1", "Remote": false}],
     })

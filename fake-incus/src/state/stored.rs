@@ -8,6 +8,9 @@
 //! * `format_version`: [`FORMAT_VERSION`]. A file of another version is refused with a message
 //!   that says which versions differ, never read as this one. A seed written by hand may leave
 //!   it out (it is then read as this version); the `--state-dir` file must have it.
+//! * `incus_version`: the server version of the Incus the state was read from (a capture) or
+//!   the fake served it as (a dump); a fake started on the seed answers as that version's line
+//!   unless it is told another. Optional.
 //! * `files`: the instances' file trees and the images' rootfs trees ([`StoredFiles`]).
 //! * `operations`: the operations as `GET /1.0/operations/{id}` shows them. They are written
 //!   for the record and never loaded: a restarted Incus has no operations (at start it deletes
@@ -24,9 +27,11 @@ use serde_json::Value;
 pub(crate) const FORMAT_VERSION: u64 = 2;
 /// The key that holds it.
 const VERSION_KEY: &str = "format_version";
+/// The key of the Incus server version the state comes from.
+pub(crate) const INCUS_VERSION_KEY: &str = "incus_version";
 /// The keys of the format that are not [`State`]'s.
 #[cfg(test)]
-const OWN_KEYS: [&str; 3] = [VERSION_KEY, "files", "operations"];
+const OWN_KEYS: [&str; 4] = [VERSION_KEY, INCUS_VERSION_KEY, "files", "operations"];
 
 /// The whole state of a fake: resources, files and operations.
 #[derive(Debug, Clone, Default)]
@@ -35,12 +40,16 @@ pub(crate) struct Stored {
     pub(crate) files: Files,
     /// The operations' JSON (never loaded; see the module's documentation).
     pub(crate) operations: Vec<Value>,
+    /// The server version of the Incus the state comes from, when known.
+    pub(crate) incus_version: Option<String>,
 }
 
 /// What is written, borrowing the state.
 #[derive(Serialize)]
 struct Written<'a> {
     format_version: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    incus_version: Option<&'a str>,
     #[serde(flatten)]
     state: &'a State,
     files: StoredFiles,
@@ -60,6 +69,7 @@ impl Stored {
     fn written(&self) -> Written<'_> {
         Written {
             format_version: FORMAT_VERSION,
+            incus_version: self.incus_version.as_deref(),
             state: &self.state,
             files: StoredFiles::of(&self.files),
             operations: &self.operations,
@@ -90,6 +100,15 @@ impl Stored {
             return Err(SeedError("the state must be a JSON object".into()));
         };
         check_version(object.remove(VERSION_KEY), versioned)?;
+        let incus_version = match object.remove(INCUS_VERSION_KEY) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(version)) => Some(version),
+            Some(other) => {
+                return Err(SeedError(format!(
+                "{INCUS_VERSION_KEY}: expected a server version such as \"7.0.2\", found {other}"
+            )))
+            }
+        };
         let files = match object.remove("files") {
             None | Some(Value::Null) => Files::default(),
             Some(files) => serde_json::from_value::<StoredFiles>(files)
@@ -103,6 +122,7 @@ impl Stored {
             state,
             files,
             operations: Vec::new(),
+            incus_version,
         })
     }
 }
@@ -163,6 +183,7 @@ mod tests {
             state,
             files,
             operations: vec![json!({"id": "x", "status": "Running"})],
+            incus_version: Some("7.0.2".into()),
         }
     }
 

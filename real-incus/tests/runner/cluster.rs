@@ -72,7 +72,7 @@ fn the_clustered_unknown_alias_answer_is_accepted_for_its_scenario_only() {
     assert!(why.contains("placement"), "{why}");
     assert_eq!(
         accepts_clustered_answer(
-            "instance_create_existing_fails_in_the_operation",
+            "instance_create_existing_name_fails",
             "incus_instance_create",
             &answer,
             Some(&schema),

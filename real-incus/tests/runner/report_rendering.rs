@@ -1,6 +1,6 @@
 //! Report rendering on sample data.
 use real_incus::cleanup::CleanupOutcome;
-use real_incus::report::{Check, Outcome, Report, ServerInfo};
+use real_incus::report::{Check, ExtensionUse, Outcome, Report, ServerAnswer, ServerInfo};
 use serde_json::json;
 
 fn check(operation: &str, name: &str, outcome: Outcome) -> Check {
@@ -137,4 +137,47 @@ fn table_cells_escape_pipes_and_newlines() {
     report.summarize(&catalogue());
     let md = report.to_markdown();
     assert!(md.contains("a \\| b c"), "{md}");
+}
+
+/// The report names the server version and what the judgement relied on: the API extensions the
+/// checks need (one the server lacks marked), and the server's answers where the Incus lines differ
+/// with no extension to tell them apart; the JSON twin holds both.
+#[test]
+fn the_report_names_the_extensions_and_the_answers_the_judgement_relied_on() {
+    let mut report = sample(Outcome::Passed);
+    report.extensions_relied_on = vec![
+        ExtensionUse {
+            name: "etag".into(),
+            needed_for: "conditional PATCH".into(),
+            advertised: true,
+        },
+        ExtensionUse {
+            name: "operation_wait".into(),
+            needed_for: "every wait_seconds".into(),
+            advertised: false,
+        },
+    ];
+    report.server_answers = vec![ServerAnswer {
+        question: "Can a running exec operation be cancelled?".into(),
+        answer: "no (may_cancel false)".into(),
+        seen_in: "incus_operation_get: success: the running operation".into(),
+    }];
+    let md = report.to_markdown();
+    assert!(
+        md.contains("## What the judgement relied on (Incus 6.0.4)"),
+        "{md}"
+    );
+    assert!(md.contains("| `etag` | yes | conditional PATCH |"), "{md}");
+    assert!(
+        md.contains("| `operation_wait` | **NO** | every wait_seconds |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- Can a running exec operation be cancelled? **no (may_cancel false)** (in incus_operation_get: success: the running operation)"),
+        "{md}"
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["extensions_relied_on"][1]["advertised"], false);
+    assert_eq!(json["server_answers"][0]["answer"], "no (may_cancel false)");
+    assert_eq!(json["server"]["version"], "6.0.4");
 }

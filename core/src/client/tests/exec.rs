@@ -384,3 +384,68 @@ async fn exec_whose_first_wait_breaks_is_not_killed_and_completes() {
     );
     assert_eq!(outcome.to_json()["stdout"]["data"], "done\n");
 }
+
+/// Incus 7.0 made exec operations cancellable: the running exec's operation says
+/// `may_cancel: true`, and a cancel (`DELETE /1.0/operations/{id}`, from anyone allowed to) closes
+/// the command's control channel, which kills it; Incus then records no exit code. The exec whose
+/// operation is cancelled that way is `failed`, its reason the operation's `Cancelled` and no exit
+/// code: the end was observed, an exit was not. It is reported when the cancel lands, not at the
+/// duration bound, and the exec sends nothing of its own (no `SIGKILL`, one exec request). Here the
+/// fake's operation fault makes the exec operation cancellable, as 7.0's are.
+#[tokio::test]
+async fn exec_whose_operation_is_cancelled_is_failed_without_an_exit_code() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let _cancellable = fake
+        .add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::OperationCancellable));
+    let request = shell("sleep 30", 30);
+    let exec = client.exec_instance(PROJECT, "c1", &request);
+    let cancel = async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let operations = client.get_operations(PROJECT).await.unwrap();
+            let running = operations.iter().find(|op| {
+                op.value["description"] == "Executing command" && op.value["status"] == "Running"
+            });
+            // Once the exec's four websockets are attached: the command runs.
+            let attached = fake.journal().iter().filter(|e| e.websocket).count() == 4;
+            if let Some(op) = running.filter(|_| attached) {
+                assert_eq!(op.value["may_cancel"], true, "{}", op.value);
+                let id = op.value["id"].as_str().unwrap().to_owned();
+                client.delete_operation(PROJECT, &id).await.unwrap();
+                return id;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no running exec operation with its streams attached within 5 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let (outcome, cancelled) = tokio::join!(exec, cancel);
+    let outcome = outcome.unwrap();
+    assert_eq!(outcome.status, ExecStatus::Failed, "{outcome:?}");
+    assert_eq!(outcome.exit_code, None);
+    assert_eq!(outcome.reason.as_deref(), Some("Cancelled"));
+    assert_eq!(outcome.operation_id.as_deref(), Some(cancelled.as_str()));
+    assert!(
+        !outcome.killed,
+        "the command was ended by the cancel, not by the exec"
+    );
+    assert!(
+        outcome.duration < Duration::from_secs(10),
+        "reported when the cancel landed, not at the 30 s bound: {:?}",
+        outcome.duration
+    );
+    let result = outcome.to_json();
+    assert_eq!(result["status"], "failed");
+    assert_eq!(result["exit_code"], serde_json::Value::Null);
+    assert_eq!(result["operation"]["status"], "Cancelled", "{result}");
+    let journal = requests(&fake);
+    let posts = journal
+        .iter()
+        .filter(|e| e.method == "POST" && e.path == "/1.0/instances/c1/exec")
+        .count();
+    assert_eq!(posts, 1);
+}

@@ -1,0 +1,326 @@
+//! The Incus line the fake imitates: plain data, no behaviour.
+//!
+//! A line is a release of Incus the fake answers as: its server version, its API extensions (in
+//! the daemon's order, from a data file under `data/lines/`) and the few facts of its
+//! `GET /1.0` environment that come with the release (the liblxc and OS of the distribution
+//! that ships it). Where two lines behave differently, the handler asks
+//! [`IncusLine::has_extension`] for the extension that introduced the behaviour, as Incus's own
+//! clients do (`HasExtension`), never for a version number: adding a release is a row of
+//! [`LINES`] and its data file, plus the behaviour behind each extension it adds.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+/// One row of the table.
+struct Line {
+    /// What `--incus-version` takes: the release's major.minor.
+    name: &'static str,
+    /// `environment.server_version`.
+    server_version: &'static str,
+    /// The data file: one extension per line, `#` comments.
+    extensions: &'static str,
+    /// `environment.driver_version` (the distribution's liblxc).
+    driver_version: &'static str,
+    /// `environment.os_version` (the distribution the release ships in).
+    os_version: &'static str,
+    /// `environment.kernel_features`.
+    kernel_features: &'static [(&'static str, &'static str)],
+    /// `environment.lxc_features`.
+    lxc_features: &'static [(&'static str, &'static str)],
+}
+
+/// The lines the fake imitates, oldest first. Each was measured on the real daemon of that
+/// release (Debian's packages: 6.0.4 in bookworm, 7.0.2 in trixie-backports).
+static LINES: [Line; 2] = [
+    Line {
+        name: "6.0",
+        server_version: "6.0.4",
+        extensions: include_str!("../data/lines/incus-6.0.4-api-extensions.txt"),
+        driver_version: "5.0.2",
+        os_version: "12",
+        kernel_features: &[
+            ("idmapped_mounts", "true"),
+            ("netnsid_getifaddrs", "false"),
+            ("seccomp_listener", "true"),
+            ("seccomp_listener_continue", "true"),
+            ("uevent_injection", "true"),
+            ("unpriv_binfmt", "true"),
+            ("unpriv_fscaps", "true"),
+        ],
+        lxc_features: &[
+            ("cgroup2", "true"),
+            ("core_scheduling", "true"),
+            ("devpts_fd", "true"),
+            ("idmapped_mounts_v2", "true"),
+            ("mount_injection_file", "true"),
+            ("network_gateway_device_route", "true"),
+            ("network_ipvlan", "true"),
+            ("network_l2proxy", "true"),
+            ("network_phys_macvlan_mtu", "true"),
+            ("network_veth_router", "true"),
+            ("pidfd", "true"),
+            ("seccomp_allow_deny_syntax", "true"),
+            ("seccomp_notify", "true"),
+            ("seccomp_proxy_send_notify_fd", "true"),
+        ],
+    },
+    Line {
+        name: "7.0",
+        server_version: "7.0.2",
+        extensions: include_str!("../data/lines/incus-7.0.2-api-extensions.txt"),
+        driver_version: "6.0.4",
+        os_version: "13",
+        // 7.0 reports no kernel features (`cmd/incusd/api_1.0.go`) and probes one liblxc
+        // extension, which trixie's liblxc lacks.
+        kernel_features: &[],
+        lxc_features: &[("environment_runtime_hooks", "false")],
+    },
+];
+
+// The behaviours that differ between lines, each by the API extension that introduced it. A
+// behaviour that came with no extension of its own is keyed on the newest extension of the
+// source tree the change landed in (any daemon that has that extension has the change), and
+// its constant says which change it was.
+
+/// A create (image, none, copy) whose name is taken is refused before any operation (`500
+/// Instance "NAME" already exists`); before, the operation failed. Incus commit "Improve
+/// instance creation errors" (6.16), which landed after `server_logging_webhook`.
+pub(crate) const CREATE_REFUSES_EXISTING_NAME: &str = "server_logging_webhook";
+
+/// Device names must be API names (`validate.IsAPIName`: no `/`, no white space, at most 64
+/// characters, ...): `Invalid device name "a/b": Name contains invalid character "/"`. Incus
+/// commit "Apply standard API object name checks" (7.0.1), which landed after
+/// `instance_limits_cpu_topology` (7.0.0 has neither).
+pub(crate) const DEVICE_NAMES_ARE_API_NAMES: &str = "instance_limits_cpu_topology";
+
+/// A container's environment holds `CREDENTIALS_DIRECTORY=/dev/.incus-systemd-credentials`
+/// (systemd credentials), which exec shows.
+pub(crate) const SYSTEMD_CREDENTIALS: &str = "instance_systemd_credentials";
+
+/// A custom volume's state always has a `usage` (`{"total": SIZE}`, `used` left out when the
+/// driver cannot tell) where 6.0 answered `null` (`storage volume info` then shows `Usage`).
+/// Incus commit "Return -1 as disk usage when the driver doesn't support it" (7.0.1), which
+/// landed after `network_address_set_ip_ranges`.
+pub(crate) const VOLUME_USAGE_ALWAYS: &str = "network_address_set_ip_ranges";
+
+/// The parsed extension lists, one per row of [`LINES`].
+struct Extensions {
+    list: Vec<&'static str>,
+    set: HashSet<&'static str>,
+}
+
+fn extensions(index: usize) -> &'static Extensions {
+    static PARSED: OnceLock<Vec<Extensions>> = OnceLock::new();
+    &PARSED.get_or_init(|| {
+        LINES
+            .iter()
+            .map(|line| {
+                let list: Vec<&'static str> = line
+                    .extensions
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .collect();
+                let set = list.iter().copied().collect();
+                Extensions { list, set }
+            })
+            .collect()
+    })[index]
+}
+
+/// An Incus line the fake imitates (`fake-incus serve --incus-version 6.0|7.0`,
+/// `FakeIncusBuilder::incus_version`).
+///
+/// ```
+/// use fake_incus::IncusLine;
+/// let line: IncusLine = "7.0".parse()?;
+/// assert_eq!(line.server_version(), "7.0.2");
+/// assert!(line.has_extension("instances_debug_repair"));
+/// assert!(!IncusLine::V6_0.has_extension("instances_debug_repair"));
+/// assert!("6.1".parse::<IncusLine>().is_err());
+/// # Ok::<(), fake_incus::UnknownLine>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IncusLine(usize);
+
+impl IncusLine {
+    /// Incus 6.0 LTS, as 6.0.4 answers.
+    pub const V6_0: Self = Self(0);
+    /// Incus 7.0 LTS, as 7.0.2 answers.
+    pub const V7_0: Self = Self(1);
+    /// The line a fake imitates when none is asked for: the newest it matches with no known
+    /// difference (the fake's README names it).
+    pub const DEFAULT: Self = Self::V6_0;
+
+    /// Every line the fake imitates, oldest first.
+    pub fn all() -> impl Iterator<Item = Self> {
+        (0..LINES.len()).map(Self)
+    }
+
+    fn row(self) -> &'static Line {
+        &LINES[self.0]
+    }
+
+    /// The line's name, what `--incus-version` takes (`"6.0"`, `"7.0"`).
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+
+    /// The server version `GET /1.0` answers (`"6.0.4"`, `"7.0.2"`).
+    pub fn server_version(self) -> &'static str {
+        self.row().server_version
+    }
+
+    /// The API extensions `GET /1.0` answers, in the daemon's order.
+    pub fn api_extensions(self) -> &'static [&'static str] {
+        &extensions(self.0).list
+    }
+
+    /// Whether the line's daemon has this API extension: how a behaviour that differs
+    /// between lines is chosen.
+    pub fn has_extension(self, name: &str) -> bool {
+        extensions(self.0).set.contains(name)
+    }
+
+    /// The line of a daemon that reported this server version (`"7.0.2"`, `"6.0.4"`): the line
+    /// of its major.minor, if the fake imitates it.
+    pub fn of_server_version(version: &str) -> Result<Self, UnknownLine> {
+        let mut parts = version.trim().split('.');
+        let major_minor = match (parts.next(), parts.next()) {
+            (Some(major), Some(minor)) => format!("{major}.{minor}"),
+            _ => version.trim().to_string(),
+        };
+        major_minor.parse().map_err(|_| UnknownLine {
+            given: version.to_string(),
+        })
+    }
+
+    /// `environment.driver_version`.
+    pub(crate) fn driver_version(self) -> &'static str {
+        self.row().driver_version
+    }
+
+    /// `environment.os_version`.
+    pub(crate) fn os_version(self) -> &'static str {
+        self.row().os_version
+    }
+
+    /// `environment.kernel_features`.
+    pub(crate) fn kernel_features(self) -> &'static [(&'static str, &'static str)] {
+        self.row().kernel_features
+    }
+
+    /// `environment.lxc_features`.
+    pub(crate) fn lxc_features(self) -> &'static [(&'static str, &'static str)] {
+        self.row().lxc_features
+    }
+}
+
+impl Default for IncusLine {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl fmt::Debug for IncusLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IncusLine({})", self.server_version())
+    }
+}
+
+impl fmt::Display for IncusLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for IncusLine {
+    type Err = UnknownLine;
+
+    /// A line by its name (`"6.0"`, `"7.0"`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::all()
+            .find(|line| line.name() == s.trim())
+            .ok_or_else(|| UnknownLine {
+                given: s.to_string(),
+            })
+    }
+}
+
+/// A version the fake does not imitate; its message lists the ones it does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the fake does not imitate Incus {given:?}; it imitates {}",
+    known_lines()
+)]
+pub struct UnknownLine {
+    given: String,
+}
+
+impl UnknownLine {
+    /// The version asked for.
+    pub fn given(&self) -> &str {
+        &self.given
+    }
+}
+
+/// `"6.0 (6.0.4), 7.0 (7.0.2)"`.
+fn known_lines() -> String {
+    IncusLine::all()
+        .map(|line| format!("{} ({})", line.name(), line.server_version()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_line_serves_its_daemons_extension_count() {
+        assert_eq!(IncusLine::V6_0.api_extensions().len(), 450);
+        assert_eq!(IncusLine::V7_0.api_extensions().len(), 562);
+        assert_eq!(
+            IncusLine::V7_0.api_extensions()[0],
+            "storage_zfs_remove_snapshots"
+        );
+    }
+
+    #[test]
+    fn a_later_line_keeps_every_extension_of_an_earlier_one() {
+        // Extensions are only ever added; a later line that lost one would be a typo in a data
+        // file, and a behaviour keyed on it would silently flip.
+        let lines: Vec<IncusLine> = IncusLine::all().collect();
+        for pair in lines.windows(2) {
+            for extension in pair[0].api_extensions() {
+                assert!(
+                    pair[1].has_extension(extension),
+                    "{extension} lost in {}",
+                    pair[1]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_version_not_imitated_is_refused_naming_the_ones_that_are() {
+        let err = "6.1".parse::<IncusLine>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the fake does not imitate Incus \"6.1\"; it imitates 6.0 (6.0.4), 7.0 (7.0.2)"
+        );
+        assert!("7".parse::<IncusLine>().is_err());
+        assert!("".parse::<IncusLine>().is_err());
+    }
+
+    #[test]
+    fn a_server_version_maps_to_its_line() {
+        assert_eq!(IncusLine::of_server_version("7.0.2"), Ok(IncusLine::V7_0));
+        assert_eq!(IncusLine::of_server_version("6.0.4"), Ok(IncusLine::V6_0));
+        assert_eq!(IncusLine::of_server_version("7.0"), Ok(IncusLine::V7_0));
+        assert!(IncusLine::of_server_version("7.3.0").is_err());
+        assert!(IncusLine::of_server_version("x").is_err());
+    }
+}
