@@ -58,7 +58,7 @@ pub fn run_conformance(args: &RunArgs) -> ExitCode {
         Arc::new(|connection| (ReferenceHost::new(connection), ()));
     let factory: Arc<dyn scenario::target::TargetFactory> =
         Arc::new(scenario::fake::HostTargets::new(hosts));
-    runner::execute(args, suites::registry(&factory, suites::Subject::Core))
+    certify::run_suites(args, &factory, suites::Subject::Core)
 }
 
 /// `RELIABILITY.md`: runs every reliability measurement (each mutation under each fault on both
