@@ -192,7 +192,7 @@ fn alternatives_met(scenario: &str, steps: &[StepOutcome]) -> Vec<ServerAnswer> 
 }
 
 /// A scenario step as a check of its operation.
-fn step_check(scenario: &str, step: &StepOutcome) -> Check {
+pub(crate) fn step_check(scenario: &str, step: &StepOutcome) -> Check {
     let verdict = if step.problems.is_empty() {
         Ok(())
     } else {

@@ -51,6 +51,9 @@ fn matches(rule: &RequestCount, request: &Request) -> bool {
         && rule
             .conditional
             .is_none_or(|conditional| conditional == request.if_match.is_some())
+        && rule
+            .applied
+            .is_none_or(|applied| applied == request.applied)
 }
 
 #[cfg(test)]
@@ -65,6 +68,7 @@ mod tests {
             query: None,
             body: String::new(),
             if_match: None,
+            applied: false,
         }
     }
 
@@ -75,6 +79,7 @@ mod tests {
             count,
             body: None,
             conditional: None,
+            applied: None,
         }
     }
 

@@ -379,9 +379,13 @@ mod tests {
             ("project".to_owned(), json!("default")),
             ("pool".to_owned(), json!("default")),
             ("alias".to_owned(), json!("busybox")),
+            (
+                "exec_op".to_owned(),
+                json!("00000000-0000-4000-8000-000000000000"),
+            ),
         ]);
         let mut problems = Vec::new();
-        for file in load::builtin() {
+        for file in load::builtin().into_iter().chain(load::builtin_cluster()) {
             let scenario = file.scenario.unwrap();
             for (i, step) in scenario.steps.iter().enumerate() {
                 let kind = step.expect.error_kind.clone().flatten();
