@@ -14,7 +14,7 @@
 //! |---|---|
 //! | `profile` | the `tama-operations/1` document of the exported operations, from the catalogue |
 //! | `run` | `run()`: the export gate and the call's bound (`pipeline`), every check in order, the input parsed once into its typed form (`checks`, with the write rules of `writes`), the host callbacks under their bound, the typed inputs (`input`), each operation's typed input and the one dispatch from it to its client request (`native`), the executors (`inspect`, `mutate`, `update`, `cancel`, `exec`) and the result shapes (`output`, `results`, `redact`, with its `reader`: the caller's exec scope and the projects the host lets it see) |
-//! | `host` | the [`Host`] trait a host implements and what its callbacks return ([`Binding`], [`ImageRemote`], [`RestrictedItem`]) |
+//! | `host` | the [`Host`] trait a host implements and what its callbacks return ([`Binding`], [`ImageRemote`], [`RestrictedItem`]); [`AllowAll`], the example host |
 //! | `client` | the Incus client: connection and TLS, three transport helpers (`query`), one file per resource, exec over websockets |
 //! | `catalogue` | the 32 descriptors, one file per resource: name, schemas, scope, confirmation, bounds, evidence and the native call (`Native`) |
 //! | `evidence` | which client requirements have evidence (the gate behind [`all`]) |
@@ -62,7 +62,9 @@ pub use client::{
 };
 pub use error::ErrorKind;
 pub use evidence::MissingRequirement;
-pub use host::{Binding, BindingContext, DynHost, Host, HostError, ImageRemote, RestrictedItem};
+pub use host::{
+    AllowAll, Binding, BindingContext, DynHost, Host, HostError, ImageRemote, RestrictedItem,
+};
 pub use profile::{tama_document, tama_document_all};
 pub use run::{
     redact_network_credentials, redact_server_credentials, run, RunOptions,

@@ -8,7 +8,7 @@ use crate::run_support;
 use std::time::Duration;
 
 use fake_incus::{FakeIncus, Fault, Rule};
-use incus_operations::{Binding, Client, Host, HostError, RunOptions};
+use incus_operations::{AllowAll, Client, RunOptions};
 use run_support::{assert_valid, kind, Bench, ALL};
 use serde_json::{json, Value};
 
@@ -266,26 +266,6 @@ async fn a_native_rejection_before_acceptance_is_a_native_error() {
     assert_eq!(bench.count("DELETE", "/1.0/instances/up"), 1);
 }
 
-/// A host bound to an already discovered client.
-struct ClientHost(Client);
-
-impl Host for ClientHost {
-    type Caller = ();
-
-    async fn binding(&self, _caller: &(), _operation: &str) -> Result<Binding, HostError> {
-        Ok(Binding::client(self.0.clone()))
-    }
-
-    async fn authorize(
-        &self,
-        _caller: &(),
-        _operation: &str,
-        _input: &Value,
-    ) -> Result<(), HostError> {
-        Ok(())
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_client_binding_is_used_as_discovered_and_a_mutation_surely_not_sent_is_transport() {
     let bench = Bench::start().await;
@@ -293,7 +273,7 @@ async fn a_client_binding_is_used_as_discovered_and_a_mutation_surely_not_sent_i
         .await
         .expect("discovered");
     // A discovered client binding is used as it is: no second discovery.
-    let bound = ClientHost(client.clone());
+    let bound = AllowAll::client(client.clone());
     let listed = incus_operations::run(
         "incus_instance_list",
         json!({}),
@@ -308,7 +288,7 @@ async fn a_client_binding_is_used_as_discovered_and_a_mutation_surely_not_sent_i
         "only the host's own discovery"
     );
     drop(bench);
-    let host = ClientHost(client);
+    let host = AllowAll::client(client);
     let result = incus_operations::run(
         "incus_instance_create",
         create("web"),

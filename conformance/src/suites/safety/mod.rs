@@ -89,14 +89,7 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../SECURITY.md");
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         let expected = with_rules(&current, &rules);
-        if std::env::var("BLESS").as_deref() == Ok("1") {
-            std::fs::write(&path, expected).unwrap();
-            return;
-        }
-        assert!(
-            current == expected,
-            "SECURITY.md is out of date: run `BLESS=1 cargo test -p incus-conformance --lib security_md`"
-        );
+        crate::suites::generated_file_is_current("../SECURITY.md", &expected, "security_md");
     }
 
     #[test]
