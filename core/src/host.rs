@@ -306,9 +306,11 @@ pub trait Host: Send + Sync {
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let host = AllowAll::new(Connection::unix("/nonexistent/incus.socket")).default_project("dev");
-/// // The caller's scopes still decide: without `incus.delete`, refused before any request.
-/// let input = json!({"name": "c1", "confirm": "c1"});
-/// let refused = run("incus_instance_delete", input, RunOptions::new(&host, &(), [Scope::Read])).await;
+/// // The caller's scopes still decide: a destructive operation needs more than `incus.read`,
+/// // and is refused before any request.
+/// let delete = incus_operations::all().into_iter().find(|d| d.destructive()).unwrap();
+/// let options = RunOptions::new(&host, &(), [Scope::Read]);
+/// let refused = run(delete.name(), json!({}), options).await;
 /// assert_eq!(refused["error"]["kind"], "scope_missing");
 /// # });
 /// ```

@@ -288,6 +288,9 @@ fn diverging_steps(name: &str, real: &[StepOutcome], fake: &[StepOutcome]) -> Ve
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the portable scenarios on the real daemon);
+    //! a test through the runner's public API or binary goes in `tests/runner`.
+
     use std::time::Duration;
 
     use incus_conformance::scenario::load;

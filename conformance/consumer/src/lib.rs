@@ -173,6 +173,9 @@ impl Host for TeamHost {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (an example host); its certification, every
+    //! suite through it, is `tests/certify.rs`.
+
     use incus_operations::{run, RunOptions};
     use serde_json::json;
 

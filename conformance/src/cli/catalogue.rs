@@ -37,6 +37,10 @@ fn catalogue() -> Value {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`incus-conformance catalogue`); a promise
+    //! of the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
 
     #[test]

@@ -82,6 +82,9 @@ pub(crate) fn is_snake_segment(segment: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (A check); a promise of the harness seen
+    //! from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     #[test]

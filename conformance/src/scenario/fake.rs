@@ -231,6 +231,9 @@ pub(crate) fn add_fault(fake: &FakeIncus, fault: &Value) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the fake backend); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::super::load;
     use super::*;
     use serde_json::json;

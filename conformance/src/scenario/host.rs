@@ -289,6 +289,10 @@ impl Host for ScriptedHost {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the host a trial needs, as data); a promise
+    //! of the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
 
     #[test]

@@ -58,6 +58,10 @@ fn matches(rule: &RequestCount, request: &Request) -> bool {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (fake-only expectations on the requests a
+    //! step sent to the backend); a promise of the harness seen from outside (its command line,
+    //! certification, the wire) goes in `tests/harness`.
+
     use super::*;
     use fake_incus::path_matches;
 

@@ -292,6 +292,10 @@ fn variables_in(value: &Value, names: &mut Vec<String>) {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (loading and validating scenario files); a
+    //! promise of the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
     use serde_json::json;
 

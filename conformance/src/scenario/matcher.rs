@@ -258,6 +258,10 @@ pub fn short(value: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (matching a result against a step's
+    //! expectations); a promise of the harness seen from outside (its command line, certification,
+    //! the wire) goes in `tests/harness`.
+
     use super::*;
     use serde_json::json;
 

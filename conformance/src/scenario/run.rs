@@ -442,6 +442,10 @@ fn substitute_text(text: &str, saved: &BTreeMap<String, Value>) -> Value {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (running a scenario against a target); a
+    //! promise of the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
     use serde_json::json;
 

@@ -352,6 +352,10 @@ fn verdict(problems: Vec<String>) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the catalogue against the spec's table); a
+    //! promise of the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
     use crate::scenario::load;
 

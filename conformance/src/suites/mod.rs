@@ -98,6 +98,9 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
 
 #[cfg(test)]
 mod registry_tests {
+    //! What goes here: tests of this module on its own (the suites); a promise of the harness seen
+    //! from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
     use crate::runner::check::{clause_of, is_snake_segment, CONTEXTS};
     use std::collections::BTreeSet;

@@ -627,6 +627,10 @@ impl fmt::Display for UnavailableReason {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the operation catalogue); a promise of the
+    //! whole `run()` or of the client against a fake Incus, seen through the public API, goes in
+    //! `tests/integration`.
+
     use super::*;
 
     #[test]

@@ -71,11 +71,7 @@ impl Bench {
 
     fn execs(&self, name: &str) -> usize {
         let path = format!("/1.0/instances/{name}/exec");
-        self.fake
-            .journal()
-            .iter()
-            .filter(|e| e.method == "POST" && e.path == path)
-            .count()
+        self.fake.requests("POST", &path).len()
     }
 }
 

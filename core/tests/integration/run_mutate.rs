@@ -228,12 +228,7 @@ async fn a_request_that_may_have_been_applied_without_an_answer_is_uncertain() {
         assert_eq!(result["operation_id"], Value::Null);
         assert_eq!(result["operation"], Value::Null);
         assert_eq!(result["waited_seconds"], 0);
-        let posts: Vec<_> = bench
-            .fake
-            .journal()
-            .into_iter()
-            .filter(|entry| entry.method == "POST" && entry.path == "/1.0/instances")
-            .collect();
+        let posts = bench.fake.requests("POST", "/1.0/instances");
         assert_eq!(posts.len(), 1, "{label}: never resent");
         assert!(posts[0].applied, "{label}");
     }
@@ -745,11 +740,10 @@ async fn member_down_during_the_wait_on_a_cluster_is_running_not_failed() {
     let down = async {
         // Bounded: the wait through m1 on m2's operation comes within the call's first steps.
         for _ in 0..2500 {
-            let waiting = bench.fake.journal().iter().any(|entry| {
-                entry.method == "GET"
-                    && entry.path.starts_with("/1.0/operations/")
-                    && entry.path.ends_with("/wait")
-            });
+            let waiting = !bench
+                .fake
+                .requests("GET", "/1.0/operations/*/wait")
+                .is_empty();
             if waiting {
                 bench.fake.member_down("m2").expect("m2 goes down");
                 return;

@@ -60,6 +60,9 @@ pub(crate) fn render_rules<'a>(tests: impl IntoIterator<Item = (&'a str, &'a [St
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the safety model); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     /// `SECURITY.md` (at the workspace root) with its generated half replaced by `rules`.
