@@ -3,7 +3,7 @@
 //! A fixed catalogue of 32 bounded operations (`incus_<resource>_<verb>`), each defined once with its
 //! JSON Schemas (2020-12), scope, destructive confirmation rule, bounds and the client evidence it needs.
 //! Only operations whose evidence is complete are exported by [`all`]; the others are listed by
-//! [`unavailable`] with what is missing. [`tama_document`] publishes the exported operations as a
+//! [`not_exported`] with what is missing. [`tama_document`] publishes the exported operations as a
 //! `tama-operations/1` profile document.
 //!
 //! # How the code is laid out
@@ -33,7 +33,7 @@
 //!     assert_eq!(described["name"], descriptor.name());
 //! }
 //! // Operations whose client evidence is incomplete are listed with what they lack.
-//! for entry in incus_operations::unavailable() {
+//! for entry in incus_operations::not_exported() {
 //!     println!("{}: {}", entry.name(), entry.reason());
 //! }
 //! ```
@@ -53,8 +53,8 @@ mod profile;
 mod run;
 
 pub use catalogue::{
-    all, describe, fetch, unavailable, Bounds, Confirmation, Descriptor, Scope, Unavailable,
-    UnavailableReason,
+    all, describe, fetch, not_exported, Bounds, Confirmation, Descriptor, NotExported,
+    NotExportedReason, Scope,
 };
 pub use client::{
     tls_client_config, Client, ClientError, Connection, ConnectionBuilder, ConnectionError,

@@ -15,7 +15,7 @@ pub(super) fn run(_args: Args) -> ExitCode {
 
 /// `{"operations": [describe() + "exported"], "unavailable": [{"name", "reason"}]}`.
 fn catalogue() -> Value {
-    let unavailable = incus_operations::unavailable();
+    let unavailable = incus_operations::not_exported();
     let mut operations: Vec<Value> = incus_operations::all()
         .into_iter()
         .map(|descriptor| (descriptor, true))
@@ -54,7 +54,7 @@ mod tests {
             assert_eq!(operation["exported"], exported, "{name}");
         }
         let unavailable = printed["unavailable"].as_array().unwrap();
-        assert_eq!(unavailable.len(), incus_operations::unavailable().len());
+        assert_eq!(unavailable.len(), incus_operations::not_exported().len());
         for entry in unavailable {
             assert!(
                 entry["name"].is_string() && entry["reason"]["kind"].is_string(),

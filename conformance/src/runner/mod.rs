@@ -277,6 +277,7 @@ fn trial(check: Check, baseline: Arc<Baseline>, recorder: Arc<Recorder>) -> Tria
         name,
         clauses,
         body,
+        in_process_only: _,
     } = check;
     Trial::ignorable_test(name.clone(), move || {
         recorder.started(&name);
