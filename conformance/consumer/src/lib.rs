@@ -16,6 +16,17 @@
 //! ```
 use std::collections::BTreeSet;
 
+/// The workspace README's Rust examples, compiled as doctests here: they use this example host.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct WorkspaceReadmeDoctests;
+
+/// `conformance/README.md`'s Rust examples, compiled and run as doctests here: they use this
+/// example host, which the conformance crate cannot depend on.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ConformanceReadmeDoctests;
+
 use incus_operations::{Binding, BindingContext, Connection, Host, HostError, RunOptions, Scope};
 use serde_json::Value;
 

@@ -8,6 +8,7 @@ mod catalogue_fixture;
 mod client_connect;
 mod common;
 mod profile;
+mod readme;
 mod run_cancel;
 mod run_checks;
 mod run_exec;
