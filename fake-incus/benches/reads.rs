@@ -746,7 +746,7 @@ impl NginxProcess {
              http {{\n  access_log off;\n  client_body_temp_path {d}/bodies/tmp;\n\
              proxy_temp_path {d}/bodies/tmp;\n  fastcgi_temp_path {d}/bodies/tmp;\n\
              uwsgi_temp_path {d}/bodies/tmp;\n  scgi_temp_path {d}/bodies/tmp;\n\
-             map $request_uri $answer {{\n    default /missing;\n{map}  }}\n\
+             map_hash_bucket_size 256;\n  map $request_uri $answer {{\n    default /missing;\n{map}  }}\n\
              server {{\n    listen unix:{socket};\n    root {d}/bodies;\n\
              default_type application/json;\n    location / {{ try_files $answer =404; }}\n  }}\n}}\n",
             socket = socket.display()
@@ -766,7 +766,12 @@ impl NginxProcess {
             .spawn()
             .unwrap_or_else(|e| panic!("nginx does not start: {e}"));
         let until = Instant::now() + Duration::from_secs(30);
+        let mut child = child;
         while tokio::net::UnixStream::connect(&socket).await.is_err() {
+            assert!(
+                matches!(child.try_wait(), Ok(None)),
+                "nginx exited (its error is above)"
+            );
             assert!(Instant::now() < until, "nginx did not listen within 30 s");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

@@ -89,6 +89,22 @@ static LINES: [Line; 2] = [
 /// instance creation errors" (6.16), which landed after `server_logging_webhook`.
 pub(crate) const CREATE_REFUSES_EXISTING_NAME: &str = "server_logging_webhook";
 
+/// Device names must be API names (`validate.IsAPIName`: no `/`, no white space, at most 64
+/// characters, ...): `Invalid device name "a/b": Name contains invalid character "/"`. Incus
+/// commit "Apply standard API object name checks" (7.0.1), which landed after
+/// `instance_limits_cpu_topology` (7.0.0 has neither).
+pub(crate) const DEVICE_NAMES_ARE_API_NAMES: &str = "instance_limits_cpu_topology";
+
+/// A container's environment holds `CREDENTIALS_DIRECTORY=/dev/.incus-systemd-credentials`
+/// (systemd credentials), which exec shows.
+pub(crate) const SYSTEMD_CREDENTIALS: &str = "instance_systemd_credentials";
+
+/// A custom volume's state always has a `usage` (`{"total": SIZE}`, `used` left out when the
+/// driver cannot tell) where 6.0 answered `null` (`storage volume info` then shows `Usage`).
+/// Incus commit "Return -1 as disk usage when the driver doesn't support it" (7.0.1), which
+/// landed after `network_address_set_ip_ranges`.
+pub(crate) const VOLUME_USAGE_ALWAYS: &str = "network_address_set_ip_ranges";
+
 /// The parsed extension lists, one per row of [`LINES`].
 struct Extensions {
     list: Vec<&'static str>,

@@ -164,7 +164,14 @@ impl Shell {
 
     /// Writes a line to fd 2.
     pub(crate) async fn err_line(&self, line: &str) -> Flow {
-        self.err(format!("{line}\n")).await
+        // The shell's own messages are written `sh: ...`; a shell run by its path names itself
+        // so, as busybox's ash does with its `$0` (`/bin/sh: /usr/bin/python3: not found`).
+        match line.strip_prefix("sh: ") {
+            Some(rest) if self.arg0.contains('/') => {
+                self.err(format!("{}: {rest}\n", self.arg0)).await
+            }
+            _ => self.err(format!("{line}\n")).await,
+        }
     }
 
     /// `NAME: message` on stderr, and status 1: the usual failure of an applet.

@@ -145,6 +145,30 @@ async fn command_not_found_and_not_executable_are_silent_127_and_126_like_incus(
 }
 
 #[tokio::test]
+async fn a_shell_run_by_its_path_names_itself_by_that_path_as_busybox_does() {
+    // Measured on the busybox image: `incus exec c1 -- /bin/sh -c /usr/bin/python3`.
+    let out = exec(&["/bin/sh", "-c", "/usr/bin/python3; echo $0"]).await;
+    assert_outcome(
+        &out,
+        0,
+        "/bin/sh\n",
+        "/bin/sh: /usr/bin/python3: not found\n",
+    );
+    let out = exec(&["/bin/sh", "-c", "/usr/bin/python3"]).await;
+    assert_outcome(&out, 127, "", "/bin/sh: /usr/bin/python3: not found\n");
+    let out = exec(&["sh", "-c", "nosuch; echo $0"]).await;
+    assert_outcome(&out, 0, "sh\n", "sh: nosuch: not found\n");
+}
+
+#[tokio::test]
+async fn ls_of_a_missing_file_fails_with_1_as_busybox_does() {
+    let out = exec(&["ls", "/nope"]).await;
+    assert_outcome(&out, 1, "", "ls: /nope: No such file or directory\n");
+    let out = sh("ls / /nope >/dev/null; echo $?").await;
+    assert_outcome(&out, 0, "1\n", "ls: /nope: No such file or directory\n");
+}
+
+#[tokio::test]
 async fn the_shell_names_what_it_cannot_run_as_busybox_does() {
     let out = sh("/tmp; echo $?; nosuch; echo $?; /nope; echo $?; /etc/inittab; echo $?").await;
     assert_outcome(

@@ -45,7 +45,9 @@ const EXIT_FAILED: u8 = 101;
 /// `--test-threads`, `--format pretty|terse|json`, `-q`, `--color`, ...), plus:
 /// - `--junit FILE`: also write a JUnit XML report;
 /// - `--expected-failures FILE`: a baseline of tests known to fail (text, one name per line, or
-///   a JSON list); the run fails on a failure that is not listed and on a listed test that passes.
+///   a JSON list); the run fails on a failure that is not listed and on a listed test that passes;
+/// - `--incus-version 6.0|7.0`: the Incus line the fakes answer as, so that a producer certifies
+///   against the Incus its users run.
 ///
 /// Without `--test-threads`, trials run on four threads per CPU (they mostly wait on their fake).
 ///
@@ -81,6 +83,11 @@ pub struct RunArgs {
     /// trials pass on real time; CI runs the time-dependent ones both ways.
     #[arg(long = "real-time")]
     real_time: bool,
+
+    /// The Incus line the fake answers as in every suite and scenario: 6.0 or 7.0 (its
+    /// server version, API extensions and behaviour). Default: the fake's default line.
+    #[arg(long = "incus-version", value_name = "6.0|7.0")]
+    incus_version: Option<fake_incus::IncusLine>,
 
     #[command(flatten)]
     libtest: Arguments,
@@ -156,6 +163,7 @@ pub(crate) fn execute_to(
     if args.real_time {
         REAL_TIME.store(true, Ordering::Relaxed);
     }
+    crate::scenario::fake::use_incus_line(args.incus_version.unwrap_or_default());
     match prepare(args, &checks) {
         Ok(baseline) => run_checks(args, checks, baseline, events),
         Err(message) => {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_incus::{FakeIncus, Rule};
+use fake_incus::{FakeIncus, FakeIncusBuilder, IncusLine, Rule};
 use incus_operations::{Connection, Endpoint, Host};
 use serde_json::Value;
 
@@ -29,6 +29,30 @@ pub enum Listener {
     Https,
 }
 
+/// The Incus line the fakes of this run answer as (`--incus-version`).
+static LINE: std::sync::RwLock<Option<IncusLine>> = std::sync::RwLock::new(None);
+
+/// Makes every fake this process starts from now on answer as `line` (the runner sets it from
+/// `--incus-version`; unset, a fake answers as [`IncusLine::DEFAULT`]).
+pub fn use_incus_line(line: IncusLine) {
+    *LINE
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(line);
+}
+
+/// The Incus line the fakes of this run answer as.
+pub fn incus_line() -> IncusLine {
+    LINE.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .unwrap_or_default()
+}
+
+/// A fake's builder, answering as the run's Incus line ([`incus_line`]): every fake a suite or
+/// scenario starts comes from here.
+pub fn builder() -> FakeIncusBuilder {
+    FakeIncus::builder().incus_version(incus_line())
+}
+
 /// Starts a fake Incus with the seed state and fault rules of `setup`.
 pub async fn start(setup: &FakeSetup) -> Result<FakeIncus, String> {
     start_with(setup, false).await
@@ -36,7 +60,7 @@ pub async fn start(setup: &FakeSetup) -> Result<FakeIncus, String> {
 
 /// Starts a fake Incus with `setup`, also on HTTPS with mutual TLS when `https` is true.
 pub async fn start_with(setup: &FakeSetup, https: bool) -> Result<FakeIncus, String> {
-    let mut builder = FakeIncus::builder().https(https);
+    let mut builder = builder().https(https);
     if let Some(seed) = &setup.seed {
         builder = builder.state(seed.clone());
     }

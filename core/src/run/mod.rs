@@ -14,6 +14,7 @@ mod deadline;
 mod exec;
 mod input;
 mod inspect;
+mod keys;
 mod mutate;
 mod native;
 mod output;
@@ -28,6 +29,7 @@ mod spelling_tests;
 #[cfg(test)]
 mod tests;
 mod update;
+mod values;
 mod writes;
 
 pub use redact::{

@@ -655,6 +655,9 @@ fn put(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiRes
         image.public = req.public;
         image.auto_update = req.auto_update;
         image.properties = req.properties;
+        // The database keeps no property with an empty value (`UpdateImage`): that is how
+        // `incus image unset-property` (a PUT of the key with "") removes one.
+        image.properties.retain(|_, value| !value.is_empty());
         image.profiles = profiles;
         if let Some(expires) = expires {
             image.expires_at = expires;
@@ -684,6 +687,7 @@ fn patch(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiR
                     .or_insert_with(|| value.clone());
             }
             image.properties = properties;
+            image.properties.retain(|_, value| !value.is_empty());
         }
     })
 }

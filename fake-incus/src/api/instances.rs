@@ -4,8 +4,8 @@
 use super::filter::{FieldValue, Fields, Filter};
 use super::resource::check_etag;
 use super::validation::{
-    check_name, config_problem, devices_problem, duplicate_profile, has_root_disk, is_root_disk,
-    missing_volume, validate_config, validate_devices,
+    check_name, config_problem, device_names_problem, devices_problem, duplicate_profile,
+    has_root_disk, is_root_disk, missing_volume, validate_config, validate_devices,
 };
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
@@ -551,10 +551,11 @@ fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     }
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
+    let names = ctx.app.has_extension(DEVICE_NAMES);
     let (description, work): (&'static str, crate::app::Work) = if req.restore.is_empty() {
         (
             "Updating instance",
-            Box::new(move |state: &mut State| update(state, &project, &name, req)),
+            Box::new(move |state: &mut State| update(state, &project, &name, req, names)),
         )
     } else {
         (
@@ -585,8 +586,12 @@ fn update(
     project: &str,
     name: &str,
     req: PutBody,
+    device_names: bool,
 ) -> Result<Option<Value>, ApiError> {
     let instance = super::found_instance(state, project, name)?;
+    // The config's keys and values are checked before its volatile keys (measured: an edit
+    // that drops the idmap keys and adds an unknown key is refused for the unknown key).
+    validate_config(&req.config).map_err(ApiError::internal)?;
     let idmap_dropped = instance
         .config
         .keys()
@@ -597,7 +602,7 @@ fn update(
             "Volatile idmap keys can't be deleted by the user",
         ));
     }
-    validate_config(&req.config).map_err(ApiError::internal)?;
+    check_device_names(device_names, &req.devices)?;
     validate_devices(&req.devices).map_err(ApiError::internal)?;
     // The daemon checks the expanded devices: the new profiles' ones, then the local ones.
     let expanded = expanded_devices(
@@ -623,6 +628,18 @@ fn update(
     instance.ephemeral = req.ephemeral;
     instance.stateful = req.stateful;
     Ok(None)
+}
+
+/// The extension since which device names must be API names (`Invalid device name "a/b"`).
+const DEVICE_NAMES: &str = crate::line::DEVICE_NAMES_ARE_API_NAMES;
+
+/// On a line whose devices' names must be API names, the first that is not, as the daemon
+/// refuses it when it loads the instance's devices (`instance/drivers/load.go`).
+fn check_device_names(api_names: bool, devices: &Devices) -> Result<(), ApiError> {
+    match device_names_problem(devices).filter(|_| api_names) {
+        Some(why) => Err(ApiError::internal(format!("Invalid devices: {why}"))),
+        None => Ok(()),
+    }
 }
 
 /// The daemon's update error for an instance left without a root disk.
@@ -708,6 +725,7 @@ fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     validate_config(&config).map_err(ApiError::internal)?;
     let mut devices = current.devices.clone();
     devices.extend(req.devices.unwrap_or_default());
+    check_device_names(ctx.app.has_extension(DEVICE_NAMES), &devices)?;
     validate_devices(&devices).map_err(ApiError::internal)?;
     check_profiles(&state, &project, req.profiles.iter().flatten())?;
     let profiles = req.profiles.as_ref().unwrap_or(&current.profiles);

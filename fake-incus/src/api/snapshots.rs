@@ -103,9 +103,19 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
         };
         let snap_url =
             crate::state::url(&format!("/1.0/instances/{name}/snapshots/{snap}"), &project);
-        (instance.url(), (snap, req), snap_url)
+        // Without an expiry in the request, the instance's `snapshots.expiry` from now.
+        let expires = match req.expires_at.clone().filter(|e| !e.is_empty()) {
+            Some(at) => Some(at),
+            None => {
+                let config = instance.expanded_config(&state);
+                let expression = config.get("snapshots.expiry").map_or("", String::as_str);
+                crate::state::expiry::expiry(&crate::state::clock::now(), expression)
+                    .map_err(ApiError::bad_request)?
+            }
+        };
+        (instance.url(), (snap, req, expires), snap_url)
     };
-    let (snap, req) = snap_name;
+    let (snap, req, expires) = snap_name;
     let spec = snapshot_spec(&project, "Snapshotting instance", instance_url, snap_url);
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
@@ -128,7 +138,6 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
                     "Stateful snapshots require that the instance has migration.stateful be set to true",
                 ));
             }
-            let expires = req.expires_at.filter(|e| !e.is_empty());
             let snapshot = instance.take_snapshot(&snap, req.stateful, expires);
             instance.snapshots.push(snapshot);
             // The snapshot keeps the instance's files, as the daemon snapshots its rootfs.

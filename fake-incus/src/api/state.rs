@@ -101,15 +101,21 @@ impl Action {
 
 fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
-    let instance_url = {
+    let (instance_url, status) = {
         let state = ctx.app.state();
-        super::found_instance(&state, &project, name)?.url()
+        let instance = super::found_instance(&state, &project, name)?;
+        (instance.url(), instance.status)
     };
     let req: StateBody = parse_body(body)?;
     let action = Action::parse(&req.action)?;
     let name = name.to_string();
-    let spec =
-        OpSpec::task(&project, action.description(), instance_url).lasting(action.duration());
+    // A transition the daemon refuses fails at once (before the client has subscribed to the
+    // operation, so the official client shows the bare error, without its `--show-log` hint).
+    let duration = match refusal(action, status) {
+        Some(_) => Duration::ZERO,
+        None => action.duration(),
+    };
+    let spec = OpSpec::task(&project, action.description(), instance_url).lasting(duration);
     let op = ctx.start_task(
         spec,
         Box::new(move |state: &mut State| apply(state, &project, &name, action).map(|()| None)),
@@ -180,38 +186,48 @@ pub(super) fn put_all(ctx: &Ctx, body: &[u8]) -> ApiResult {
     Ok(envelope::operation_created(op))
 }
 
+/// Why the daemon refuses `action` on an instance in `status` (its texts and codes), if it does.
+fn refusal(action: Action, status: PowerState) -> Option<ApiError> {
+    match (action, status) {
+        (Action::Start, PowerState::Stopped)
+        | (Action::Stop | Action::Restart, PowerState::Running | PowerState::Frozen)
+        | (Action::Freeze, PowerState::Running)
+        | (Action::Unfreeze, PowerState::Frozen) => None,
+        (Action::Start, _) => Some(ApiError::internal("The instance is already running")),
+        (Action::Stop | Action::Restart, PowerState::Stopped) => {
+            Some(ApiError::bad_request("The instance is already stopped"))
+        }
+        (Action::Freeze, PowerState::Frozen) => {
+            Some(ApiError::internal("The container is already frozen"))
+        }
+        (Action::Freeze, PowerState::Stopped) => {
+            Some(ApiError::internal("The instance isn't running"))
+        }
+        (Action::Unfreeze, PowerState::Stopped) => {
+            Some(ApiError::internal("The container isn't running"))
+        }
+        (Action::Unfreeze, PowerState::Running) => {
+            Some(ApiError::internal("The container is already running"))
+        }
+    }
+}
+
 /// The power transition with the daemon's failure texts and codes.
 fn apply(state: &mut State, project: &str, name: &str, action: Action) -> Result<(), ApiError> {
     let instance = super::found_instance_mut(state, project, name)?;
-    match (action, instance.status) {
-        (Action::Start, PowerState::Stopped) => instance.power_on(),
-        (Action::Start, _) => return Err(ApiError::internal("The instance is already running")),
-        (Action::Stop, PowerState::Stopped) => {
-            return Err(ApiError::bad_request("The instance is already stopped"))
-        }
-        (Action::Stop, _) => instance.power_off(),
-        (Action::Restart, PowerState::Stopped) => {
-            return Err(ApiError::bad_request("The instance is already stopped"))
-        }
-        (Action::Restart, _) => {
+    if let Some(refused) = refusal(action, instance.status) {
+        return Err(refused);
+    }
+    match action {
+        Action::Start => instance.power_on(),
+        Action::Stop => instance.power_off(),
+        Action::Restart => {
             // The stop records that the instance has not reported ready yet.
             instance.power_off();
             instance.power_on();
         }
-        (Action::Freeze, PowerState::Running) => instance.status = PowerState::Frozen,
-        (Action::Freeze, PowerState::Frozen) => {
-            return Err(ApiError::internal("The container is already frozen"))
-        }
-        (Action::Freeze, PowerState::Stopped) => {
-            return Err(ApiError::internal("The instance isn't running"))
-        }
-        (Action::Unfreeze, PowerState::Frozen) => instance.status = PowerState::Running,
-        (Action::Unfreeze, PowerState::Stopped) => {
-            return Err(ApiError::internal("The container isn't running"))
-        }
-        (Action::Unfreeze, PowerState::Running) => {
-            return Err(ApiError::internal("The container is already running"))
-        }
+        Action::Freeze => instance.status = PowerState::Frozen,
+        Action::Unfreeze => instance.status = PowerState::Running,
     }
     if matches!(action, Action::Stop) && instance.ephemeral {
         // Ephemeral instances are deleted when they stop.

@@ -269,7 +269,52 @@ fn state(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
             ),
         ));
     }
-    Ok(envelope::sync(json!({"usage": null})))
+    // 6.0's `dir` driver cannot tell a volume's usage: `null`. Since 7.0 the usage is always
+    // there, `used` left out when the driver cannot tell and `total` the volume's `size` (0
+    // without one).
+    if !ctx.app.has_extension(crate::line::VOLUME_USAGE_ALWAYS) {
+        return Ok(envelope::sync(json!({"usage": null})));
+    }
+    let size = ctx
+        .app
+        .snapshot()
+        .state
+        .custom_volume(&at.parent, &at.project, key)
+        .and_then(|v| v.config.get("size").cloned())
+        .unwrap_or_default();
+    Ok(envelope::sync(
+        json!({"usage": {"total": byte_size(&size)}}),
+    ))
+}
+
+/// Incus's `units.ParseByteSizeString` for a well-formed size (`10MiB`, `1GB`, `512`); 0 for
+/// anything else.
+fn byte_size(text: &str) -> i64 {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, suffix) = text.split_at(split);
+    let Ok(number) = digits.parse::<i64>() else {
+        return 0;
+    };
+    let multiplier: i64 = match suffix {
+        "" | "B" => 1,
+        "kB" | "KB" => 1000,
+        "MB" => 1000_i64.pow(2),
+        "GB" => 1000_i64.pow(3),
+        "TB" => 1000_i64.pow(4),
+        "PB" => 1000_i64.pow(5),
+        "EB" => 1000_i64.pow(6),
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        "PiB" => 1 << 50,
+        "EiB" => 1 << 60,
+        _ => return 0,
+    };
+    number.saturating_mul(multiplier)
 }
 
 /// A volume of any type of a pool, as seen from the request's project (snapshots as

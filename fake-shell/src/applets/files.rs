@@ -145,7 +145,8 @@ pub(super) async fn ls(process: &mut Shell, args: &[String]) -> Status {
                 process
                     .err_line(&format!("ls: {operand}: {}", error.text()))
                     .await?;
-                status = 2;
+                // Busybox's ls fails with 1 (coreutils' with 2).
+                status = 1;
             }
             Ok(meta) if meta.kind == Kind::Directory && !ls.directory => dirs.push(operand.clone()),
             Ok(_) if !ls.directory && !ls.long && process.m.fs.is_dir(&path) => {
@@ -177,7 +178,7 @@ pub(super) async fn ls(process: &mut Shell, args: &[String]) -> Status {
                 process
                     .err_line(&format!("ls: can't open '{dir}': {}", error.text()))
                     .await?;
-                status = 2;
+                status = 1;
                 continue;
             }
         };

@@ -55,7 +55,7 @@ impl Cluster {
         setup: impl FnOnce(fake_incus::FakeIncusBuilder) -> fake_incus::FakeIncusBuilder,
     ) -> Result<Self, String> {
         let runtime = crate::suites::session::trial_runtime(factory.virtual_time())?;
-        let builder = FakeIncus::builder()
+        let builder = crate::scenario::fake::builder()
             .cluster(MEMBERS)
             .cluster_timings(ClusterTimings::fast());
         let fake = runtime

@@ -7,6 +7,11 @@
 //!
 //! - [`grants`]: what create, update and state changes may write (deletion through `ephemeral`,
 //!   profiles the input implies, device keys, guest code, values for the host's decision);
+//! - [`values`]: what each config value, device name and device field may be, the writes that do
+//!   not look like writes (restore, ephemeral on create), a nic's network, and the keys of a newer
+//!   Incus line (the cases as data in `conformance/data/safety-values.json`);
+//! - [`adversary`]: attacks generated from both Incus lines' key lists and hostile values, judged
+//!   by an oracle written apart from the core (`ADVERSARY_LONG=1` for the long run);
 //! - [`secrets`]: what results never carry (credential config keys, token secrets) and which
 //!   operations a call may see (the authorized project's only);
 //! - [`reads`]: what reads hand an agent beyond credentials (names decoded twice in a path, exec
@@ -21,15 +26,19 @@ use std::sync::Arc;
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 
+mod adversary;
 mod grants;
 mod observed;
 mod reads;
 mod secrets;
+mod values;
 
 /// Every `safety::*` trial.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks = grants::checks(factory);
     checks.extend(secrets::checks(factory));
+    checks.extend(values::checks(factory));
+    checks.extend(adversary::checks(factory));
     checks.extend(reads::checks(factory));
     checks.extend(observed::checks(factory));
     checks

@@ -352,7 +352,7 @@ fn trust_token_secret(session: &Session) -> Result<(), String> {
 /// to `m1`, then the operation is listed and read through the core.
 fn join_token_secret() -> Result<(), String> {
     block_on_value(async {
-        let fake = fake_incus::FakeIncus::builder()
+        let fake = crate::scenario::fake::builder()
             .cluster(["m1", "m2", "m3"])
             .cluster_timings(fake_incus::ClusterTimings::fast())
             .start()

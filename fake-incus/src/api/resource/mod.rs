@@ -708,9 +708,11 @@ fn rename(
     };
     let decl = resource.decl();
     if let Answer::Operation(description) = decl.rename {
+        // The operation belongs to no project (`OperationCreate(s, "", ...)` of a project
+        // rename): its events reach every listener, whatever project it watches.
         let spec = OpSpec {
             resources: Default::default(),
-            ..OpSpec::task("default", description, String::new())
+            ..OpSpec::task("", description, String::new())
         };
         let op = ctx.start_task(
             spec,
