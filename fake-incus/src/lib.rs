@@ -300,7 +300,8 @@ impl FakeIncusBuilder {
         self
     }
 
-    /// How long exec waits for its websockets (default 5 s, as Incus).
+    /// How long exec waits for its websockets (default: as the Incus line does, 5 s on 6.0,
+    /// 10 s on 7.0).
     pub fn exec_connect_timeout(mut self, timeout: Duration) -> Self {
         self.exec_connect_timeout = Some(timeout);
         self
@@ -409,9 +410,13 @@ impl FakeIncusBuilder {
         let settings = Settings {
             line,
             retention: self.retention.unwrap_or(defaults.retention),
-            exec_connect_timeout: self
-                .exec_connect_timeout
-                .unwrap_or(defaults.exec_connect_timeout),
+            exec_connect_timeout: self.exec_connect_timeout.unwrap_or(
+                if line.has_extension(crate::line::EXEC_CONNECT_TIMEOUT_10S) {
+                    Duration::from_secs(10)
+                } else {
+                    defaults.exec_connect_timeout
+                },
+            ),
             exec_start_delay: self.exec_start_delay.unwrap_or(defaults.exec_start_delay),
             https_address: https_addr.map(|a| a.to_string()),
             journal_limit: self.journal_limit.unwrap_or(defaults.journal_limit),
