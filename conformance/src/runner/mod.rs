@@ -129,9 +129,9 @@ pub(crate) fn real_time() -> bool {
     REAL_TIME.load(Ordering::Relaxed)
 }
 
-/// Panics whose message contains this marker are part of a check (a host callback scripted to
-/// panic); the runner does not print them.
-pub(crate) const EXPECTED_PANIC: &str = "(a panic scripted by the conformance run)";
+/// The marker of the panics that are part of a check (defined with the scripted host, below the
+/// runner); the runner does not print them.
+pub(crate) use crate::scenario::host::EXPECTED_PANIC;
 
 /// Installs, once, a panic hook that keeps quiet about [`EXPECTED_PANIC`]s and passes every
 /// other panic to the previous hook.

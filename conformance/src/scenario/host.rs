@@ -195,9 +195,13 @@ pub struct ScriptedHost {
     log: Arc<Mutex<HostLog>>,
 }
 
+/// Panics whose message contains this marker are part of a check (a host callback scripted to
+/// panic); the runner does not print them.
+pub(crate) const EXPECTED_PANIC: &str = "(a panic scripted by the conformance run)";
+
 /// The text of a scripted crash (the runner keeps quiet about it).
 pub(crate) fn crash_message(callback: &str) -> String {
-    format!("host callback {callback} {}", crate::runner::EXPECTED_PANIC)
+    format!("host callback {callback} {EXPECTED_PANIC}")
 }
 
 async fn act(callback: &'static str, answer: Answer) -> Result<(), HostError> {
