@@ -223,6 +223,10 @@ behaviour is the `Host` trait, a raising or exiting callback is one that panics 
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the clause registry); a promise of the
+    //! harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
     use crate::runner::check::is_snake_segment;
     use std::collections::BTreeSet;

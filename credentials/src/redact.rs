@@ -264,6 +264,10 @@ fn is_bgp_password(key: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (which values in Incus's answers are
+    //! credentials, each replaced by the one marker [`REDACTED`]); what the core and the fake make
+    //! of it goes in their own tests.
+
     use super::*;
     use serde_json::json;
 

@@ -381,17 +381,7 @@ impl Admin {
         body: Option<Value>,
     ) -> Result<Answer, AdminError> {
         let call = format!("{method} {path}");
-        let mut builder = Request::builder().method(method).uri(path);
-        let bytes = match body {
-            Some(body) => {
-                builder = builder.header("Content-Type", "application/json");
-                Bytes::from(body.to_string())
-            }
-            None => Bytes::new(),
-        };
-        let request = builder
-            .body(Full::new(bytes))
-            .map_err(|e| AdminError::Http(e.to_string()))?;
+        let request = request(method, path, body)?;
         let answer = self.exchange(&call, request).await?;
         if answer.kind == "async" {
             let operation = self.settle(&call, answer).await?;
@@ -401,6 +391,26 @@ impl Admin {
             });
         }
         Ok(answer)
+    }
+
+    /// Sends one request as it is and returns the HTTP status and the envelope, whatever they
+    /// say (a scenario's operator request, which the scenario engine judges).
+    pub(crate) async fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), AdminError> {
+        let method =
+            Method::from_bytes(method.as_bytes()).map_err(|e| AdminError::Http(e.to_string()))?;
+        let call = format!("{method} {path}");
+        let request = request(method, path, body)?;
+        let Raw { status, body, .. } = tokio::time::timeout(self.timeout, self.roundtrip(request))
+            .await
+            .map_err(|_| AdminError::Timeout(self.timeout))??;
+        let envelope = serde_json::from_slice(&body)
+            .map_err(|e| AdminError::Invalid(format!("{call}: HTTP {status}: {e}")))?;
+        Ok((status, envelope))
     }
 
     /// Waits for the operation of an async answer and returns the final operation object.
@@ -625,6 +635,25 @@ const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'.')
     .remove(b'_')
     .remove(b'~');
+
+/// A request with a JSON body, if any.
+fn request(
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Request<Full<Bytes>>, AdminError> {
+    let mut builder = Request::builder().method(method).uri(path);
+    let bytes = match body {
+        Some(body) => {
+            builder = builder.header("Content-Type", "application/json");
+            Bytes::from(body.to_string())
+        }
+        None => Bytes::new(),
+    };
+    builder
+        .body(Full::new(bytes))
+        .map_err(|e| AdminError::Http(e.to_string()))
+}
 
 /// Percent-encodes one path segment or query value.
 pub(crate) fn enc(value: &str) -> String {

@@ -14,7 +14,7 @@
 //! | module | what it does |
 //! |---|---|
 //! | `acceptance` | the run: discovery, setup, the plan, the scenarios, the report, cleanup |
-//! | [`member_down`] | on a real cluster: a member taken down during and before calls |
+//! | [`member_down`] | on a real cluster: the cluster scenarios (`scenarios/cluster/`), a member taken down and brought back |
 //! | `safety` | the core's value rules on the daemon: the refused inputs of `conformance/data/safety-values.json` through a read-only relay, the benign ones applied, read back, snapshotted and restored |
 //! | `portable` | the portable scenarios (`scenarios/`, the lifecycle among them) on the daemon with the runner's variables, and on the fake in differential mode |
 //! | `compare` | the differential run of the plan against the fake |

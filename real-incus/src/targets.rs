@@ -105,7 +105,7 @@ pub(crate) struct OperationInfo {
 /// Every operation of the catalogue, exported or not, sorted by name.
 pub(crate) fn catalogue() -> Vec<OperationInfo> {
     let exported = incus_operations::all().into_iter().map(|d| (d, true));
-    let review = incus_operations::unavailable()
+    let review = incus_operations::not_exported()
         .into_iter()
         .filter_map(|u| u.descriptor())
         .map(|d| (d, false));

@@ -135,7 +135,7 @@ pub(crate) fn real_time() -> bool {
 }
 
 /// Panics whose message contains this marker are part of a check (a host callback scripted to
-/// panic); the runner does not print them.
+/// panic, by the scenario engine's host); the runner does not print them.
 pub(crate) const EXPECTED_PANIC: &str = "(a panic scripted by the conformance run)";
 
 /// Installs, once, a panic hook that keeps quiet about [`EXPECTED_PANIC`]s and passes every
@@ -289,6 +289,7 @@ fn trial(check: Check, baseline: Arc<Baseline>, recorder: Arc<Recorder>) -> Tria
         name,
         clauses,
         body,
+        in_process_only: _,
     } = check;
     Trial::ignorable_test(name.clone(), move || {
         recorder.started(&name);

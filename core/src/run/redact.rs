@@ -117,6 +117,10 @@ pub(crate) fn used_by_projects(object: &Value, into: &mut BTreeSet<String>) {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (what results never carry); a promise of the
+    //! whole `run()` or of the client against a fake Incus, seen through the public API, goes in
+    //! `tests/integration`.
+
     use super::*;
     use serde_json::json;
 

@@ -382,6 +382,10 @@ pub(crate) fn item_name(item: &RestrictedItem) -> &str {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (what create and update may write into an
+    //! instance without the host's say); a promise of the whole `run()` or of the client against a
+    //! fake Incus, seen through the public API, goes in `tests/integration`.
+
     use serde_json::json;
 
     use super::super::input::Update;

@@ -71,6 +71,9 @@ pub(crate) fn render_rules<'a>(tests: impl IntoIterator<Item = (&'a str, &'a [St
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the safety model); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     /// `SECURITY.md` (at the workspace root) with its generated half replaced by `rules`.
@@ -100,14 +103,7 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../SECURITY.md");
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         let expected = with_rules(&current, &rules);
-        if std::env::var("BLESS").as_deref() == Ok("1") {
-            std::fs::write(&path, expected).unwrap();
-            return;
-        }
-        assert!(
-            current == expected,
-            "SECURITY.md is out of date: run `BLESS=1 cargo test -p incus-conformance --lib security_md`"
-        );
+        crate::suites::generated_file_is_current("../SECURITY.md", &expected, "security_md");
     }
 
     #[test]
