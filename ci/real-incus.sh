@@ -11,17 +11,18 @@
 # When a daemon is already running it starts and stops nothing.
 #
 # The 7.0 leg: ci/incus7.sh up (idempotent: builds the tree and starts its daemon only when missing), then
-# the acceptance run, its differential run (the fake as Incus 7.0) and the runner's real-daemon tests
-# against the 7.0 socket; the daemon is stopped at the end only when this run started it. While the fake's
-# 7.0 mode is being completed, the 7.0 differential's differences are reported but not counted
-# (REAL_INCUS7_COMPARE_GATES=1 counts them). The raw probe and the recorded CLI sessions are left out on 7.0,
-# with a line that says so, until they start their fake as the daemon's line. The leg reuses the runner and
-# test binaries of the 6.0 leg.
+# the acceptance run, its differential run (the fake as Incus 7.0), the runner's real-daemon tests, the raw
+# differential probe (both its trials: the request sequence with the fake as the daemon's line, and every
+# endpoint of 7.0's list) and the recorded CLI sessions with the 7.0 client, against the 7.0 socket; the
+# daemon is stopped at the end only when this run started it. The 7.0 differential's differences count as
+# the 6.0 leg's do (REAL_INCUS7_COMPARE_GATES=0 reports them without counting). The leg reuses the runner
+# and test binaries of the 6.0 leg.
 #
 # Environment: INCUS_DIR (default /var/lib/incus; the daemon started here uses it), INCUS_SOCKET
 # (default $INCUS_DIR/unix.socket; a daemon is started only for that default), REAL_INCUS_REPORT_DIR (default
 # target/real-incus; the 7.0 leg writes into its incus7/), REAL_INCUS_SKIP_COMPARE=1 to leave out the
-# differential run, REAL_INCUS_SKIP_INCUS7=1 to leave out the 7.0 leg, INCUS7_ROOT (the 7.0 tree, see
+# differential run, REAL_INCUS_SKIP_INCUS7=1 to leave out the 7.0 leg, REAL_INCUS7_COMPARE_GATES (default 1;
+# 0 reports the 7.0 differential's differences without counting them), INCUS7_ROOT (the 7.0 tree, see
 # ci/incus7.sh), REAL_INCUS_CARGO_PROFILE (default release; dev for a quick local check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -162,6 +163,7 @@ if [ "${REAL_INCUS_SKIP_INCUS7:-0}" != 1 ]; then
   up=$(bash ci/incus7.sh up) || up_status=$?
   INCUS7_SOCKET=$(sed -n 's/^INCUS7_SOCKET=//p' <<<"$up")
   INCUS7_STARTED=$(sed -n 's/^INCUS7_STARTED=//p' <<<"$up")
+  INCUS7_CLIENT=$(sed -n 's/^INCUS7_CLIENT=//p' <<<"$up")
   if [ "$up_status" = 0 ]; then
     log "Incus 7.0 daemon ready on $INCUS7_SOCKET after $(($(date +%s) - leg_started)) s"
     acceptance "$INCUS7_SOCKET" "$REPORT_DIR/incus7"
@@ -170,17 +172,21 @@ if [ "${REAL_INCUS_SKIP_INCUS7:-0}" != 1 ]; then
       if cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$INCUS7_SOCKET" \
         --compare-fake --report-dir "$REPORT_DIR/incus7/compare-fake"; then
         :
-      elif [ "${REAL_INCUS7_COMPARE_GATES:-0}" = 1 ]; then
+      elif [ "${REAL_INCUS7_COMPARE_GATES:-1}" = 1 ]; then
         status=1
       else
-        log "the 7.0 differential found differences: reported, not yet counted, while the fake's 7.0 mode is" \
-          "being completed (REAL_INCUS7_COMPARE_GATES=1 counts them)"
+        log "the 7.0 differential found differences: reported, not counted (REAL_INCUS7_COMPARE_GATES=0)"
       fi
     fi
     log "the tests that need a real daemon, on Incus 7.0"
     INCUS_SOCKET="$INCUS7_SOCKET" cargo test -q -p real-incus --test runner -- --ignored --skip cluster:: || status=1
-    log "left out on Incus 7.0 until they start their fake as the daemon's line: the raw differential probe" \
-      "(differential_real) and the recorded CLI sessions (record_real, with the 7.0 client)"
+    INCUS_SOCKET="$INCUS7_SOCKET" ensure_busybox_alias
+    log "raw differential probe on Incus 7.0: the request sequence (the fake as the daemon's line) and every endpoint"
+    INCUS_SOCKET="$INCUS7_SOCKET" INCUS7_SOCKET="$INCUS7_SOCKET" \
+      cargo test -q -p fake-incus --test differential_real -- --nocapture || status=1
+    log "record and replay on Incus 7.0: the CLI sessions with the 7.0 client ($INCUS7_CLIENT)"
+    INCUS_SOCKET="$INCUS7_SOCKET" INCUS_CLIENT="$INCUS7_CLIENT" \
+      cargo test -q -p fake-incus --test record_real -- --nocapture || status=1
     summary "$REPORT_DIR/incus7"
   else
     log "ci/incus7.sh up failed: no Incus 7.0 leg"

@@ -1,6 +1,6 @@
 //! Differential mode: the same plan on an in-process fake Incus, compared by shape with what the real
 //! daemon answered.
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use fake_incus::IncusLine;
@@ -31,16 +31,8 @@ struct Fake {
 /// 7.x, is compared with the fake's 7.0 and a 6.0.4 one with its 6.0), the oldest when the server
 /// advertises too few for any. The server's list decides, never its version number.
 pub(crate) fn fake_line(extensions: &[String]) -> IncusLine {
-    let advertised: HashSet<&str> = extensions.iter().map(String::as_str).collect();
-    IncusLine::all()
-        .filter(|line| {
-            line.api_extensions()
-                .iter()
-                .all(|name| advertised.contains(name))
-        })
-        .last()
-        .or_else(|| IncusLine::all().next())
-        .unwrap_or(IncusLine::DEFAULT)
+    let advertised: Vec<&str> = extensions.iter().map(String::as_str).collect();
+    IncusLine::newest_advertised(&advertised)
 }
 
 /// What the report says about the line chosen for the differential run.

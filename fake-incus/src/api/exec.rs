@@ -95,6 +95,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
     let op = if req.wait_for_websocket {
         let spec = OpSpec {
             class: "websocket",
+            may_cancel: ctx.app.has_extension(crate::line::EXEC_CANCELLABLE),
             ..OpSpec::task(&project, "Executing command", instance_url)
         };
         let (id, _) = ctx.create_operation(spec);

@@ -866,6 +866,7 @@ mod tests {
     use crate::api::{serve, Outcome, Peer};
     use crate::app::{App, Identity, Settings};
     use crate::journal::Listener;
+    use crate::line::IncusLine;
     use crate::state::Project;
     use bytes::Bytes;
     use http::Request;
@@ -945,7 +946,7 @@ mod tests {
             out.push(match recursion {
                 0 => json!(instance.url()),
                 1 => object,
-                _ => instance.to_full_json(state),
+                _ => instance.to_full_json(state, IncusLine::V6_0),
             });
         }
         body_of(
@@ -1042,7 +1043,9 @@ mod tests {
                 )
             );
             let (_, tag, body) = get(&app, &format!("{base}&recursion=1")).await;
-            let full = body_of(envelope::sync_envelope(instance.to_full_json(&state)));
+            let full = body_of(envelope::sync_envelope(
+                instance.to_full_json(&state, IncusLine::V6_0),
+            ));
             assert_eq!((tag, body), (etag, full));
             let state_path = format!(
                 "/1.0/instances/{}/state?project={}",
@@ -1053,7 +1056,9 @@ mod tests {
                 (tag, body),
                 (
                     None,
-                    body_of(envelope::sync_envelope(instance.state_json()))
+                    body_of(envelope::sync_envelope(
+                        instance.state_json(IncusLine::V6_0)
+                    ))
                 )
             );
         }
@@ -1080,7 +1085,7 @@ mod tests {
     #[test]
     fn fields_read_from_the_instance_equal_the_fields_of_its_rendered_object() {
         let state = state();
-        let snapshot = crate::state::Snapshot::new(state.clone());
+        let snapshot = crate::state::Snapshot::new(state.clone(), IncusLine::V6_0);
         let projects: Vec<String> = state.projects.iter().map(|p| p.name.clone()).collect();
         let paths = [
             "name",

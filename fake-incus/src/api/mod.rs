@@ -62,7 +62,7 @@ use crate::app::App;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::journal::Listener;
 use bytes::Bytes;
-use http::{Method, Request, Response};
+use http::{Method, Request};
 use journaling::journal_entry;
 use std::sync::Arc;
 
@@ -85,7 +85,7 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
     }
     if let Some(outcome) = plan
         .transport
-        .before(&app.journal, seq, &app.shutdown)
+        .before(&app.journal, seq, &app.shutdown, app.settings.line)
         .await
     {
         return outcome;
@@ -113,11 +113,11 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
         Some(cluster) => cluster::serve(&mut ctx, cluster, req).await,
         None => route(&ctx, req).await,
     }
-    .unwrap_or_else(Response::from);
+    .unwrap_or_else(|err| err.into_response(app.settings.line));
     // With --state-dir, nothing is answered before what it reports is on disk.
     let response = match app.durable().await {
         Ok(()) => response,
-        Err(message) => Response::from(ApiError::internal(message)),
+        Err(message) => ApiError::internal(message).into_response(app.settings.line),
     };
     plan.transport.after(&app.journal, seq, response).await
 }
@@ -173,6 +173,11 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
         if method == Method::POST && volume_backups::is_import(req.headers()) {
             ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
             return volume_backups::import(ctx, pool, req.headers(), req.body());
+        }
+    }
+    if let ["storage-pools", pool, "buckets", _, "backups"] = &segs[1..] {
+        if method == Method::GET && ctx.app.has_extension(crate::line::BUCKET_BACKUPS_LISTED) {
+            return buckets::listed_backups(ctx, pool);
         }
     }
     // What Incus 7.0 adds below a volume, each served by a line with its API extension.

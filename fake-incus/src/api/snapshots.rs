@@ -52,7 +52,7 @@ fn list(ctx: &Ctx, name: &str) -> ApiResult {
             if ctx.recursion() == 0 {
                 json!(s.url(instance))
             } else {
-                s.to_json(instance, state)
+                s.to_json(instance, state, ctx.app.settings.line)
             }
         })
         .collect();
@@ -70,7 +70,7 @@ fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
         .snapshot(snap)
         .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
     Ok(envelope::sync_etag(
-        snapshot.to_json(instance, state),
+        snapshot.to_json(instance, state, ctx.app.settings.line),
         &snapshot.etag(),
     ))
 }
@@ -116,6 +116,7 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
         (instance.url(), (snap, req, expires), snap_url)
     };
     let (snap, req, expires) = snap_name;
+    let records_description = ctx.app.has_extension(crate::line::SNAPSHOT_DESCRIPTION);
     let spec = snapshot_spec(&project, "Snapshotting instance", instance_url, snap_url);
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
@@ -138,7 +139,10 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
                     "Stateful snapshots require that the instance has migration.stateful be set to true",
                 ));
             }
-            let snapshot = instance.take_snapshot(&snap, req.stateful, expires);
+            let mut snapshot = instance.take_snapshot(&snap, req.stateful, expires);
+            if records_description {
+                snapshot.description = instance.description.clone();
+            }
             instance.snapshots.push(snapshot);
             // The snapshot keeps the instance's files, as the daemon snapshots its rootfs.
             app.files().take_snapshot(&project, &name, &snap);

@@ -130,6 +130,12 @@ fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
 /// unfreeze the frozen ones), chosen when the request comes, as the daemon chooses them. The
 /// operation fails with every instance's failure, one line each, when any fails.
 pub(super) fn put_all(ctx: &Ctx, body: &[u8]) -> ApiResult {
+    if ctx
+        .app
+        .has_extension(crate::line::INSTANCES_PUT_NEEDS_PROJECT)
+    {
+        ctx.require_project(|_| "Project not found".into())?;
+    }
     let req: InstancesPut = parse_body(body)?;
     let action = Action::parse(&req.state.action)?;
     let project = ctx.project();

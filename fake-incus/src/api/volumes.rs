@@ -26,6 +26,7 @@ static DECL: Decl = Decl {
     rename: Answer::Location,
     first: First::Name,
     not_found: "Storage pool volume not found",
+    api_name: "storage volume",
     exists: (409, "Volume by that name already exists"),
     project_not_found: [
         "Project not found",
@@ -70,6 +71,7 @@ pub(super) fn create_typed(ctx: &Ctx, pool: &str, headers: &HeaderMap, body: &[u
         kind: String,
     }
     let req: Typed = parse_body(body)?;
+    resource::api_name_first(&VOLUMES, ctx, body, "name")?;
     VOLUMES.check_key(&req.name)?;
     if req.kind != "custom" {
         return Err(ApiError::bad_request(format!(

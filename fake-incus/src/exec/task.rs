@@ -185,7 +185,11 @@ mod tests {
     /// the cancel must end its command.
     #[tokio::test]
     async fn cancel_of_a_cancellable_task_exec_stops_its_endless_command() {
-        let lifecycle = Lifecycle::new(Duration::from_secs(5), CancellationToken::new());
+        let lifecycle = Lifecycle::new(
+            Duration::from_secs(5),
+            CancellationToken::new(),
+            crate::line::IncusLine::V6_0,
+        );
         let exec = Exec::new(
             Arc::clone(&lifecycle),
             Journal::new(16),

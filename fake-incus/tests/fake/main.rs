@@ -20,6 +20,7 @@ mod image_deletes;
 mod instances;
 mod last_differences;
 mod layers;
+mod line_differences;
 mod lines;
 mod listeners;
 mod named_snapshots;
