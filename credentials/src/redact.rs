@@ -131,7 +131,8 @@ pub const OPERATION_ENVIRONMENT_KEY: &str = "environment";
 /// ```
 pub fn server(object: &mut Value) -> bool {
     config_entries(object, |key, value| {
-        let url = SERVER_URL_KEYS.contains(&key) || logging_field(key) == Some(LOGGING_ADDRESS_FIELD);
+        let url =
+            SERVER_URL_KEYS.contains(&key) || logging_field(key) == Some(LOGGING_ADDRESS_FIELD);
         SERVER_CREDENTIAL_KEYS.contains(&key)
             || is_logging_password(key)
             || (url && value.as_str().is_some_and(url_userinfo))
@@ -374,7 +375,10 @@ mod tests {
         assert_eq!(config["logging.siem.target.password"], REDACTED);
         assert_eq!(config["logging.hook.target.address"], REDACTED);
         assert_eq!(config["logging.siem.target.username"], "incus");
-        assert_eq!(config["logging.plain.target.address"], "https://hooks.example/x");
+        assert_eq!(
+            config["logging.plain.target.address"],
+            "https://hooks.example/x"
+        );
     }
 
     #[test]

@@ -584,7 +584,9 @@ mod tests {
         assert!(reach(json!({"snapshots.expiry": "100y"})).is_some());
         assert!(reach(json!({"snapshots.expiry": "1d 1H"})).is_some());
         assert!(reach(json!({"snapshots.expiry": "1d"})).is_none());
-        assert!(reach(json!({"snapshots.expiry": "100y", "snapshots.schedule": "@daily"})).is_none());
+        assert!(
+            reach(json!({"snapshots.expiry": "100y", "snapshots.schedule": "@daily"})).is_none()
+        );
         assert!(reach(json!({"snapshots.expiry": "", "snapshots.schedule": ""})).is_none());
     }
 

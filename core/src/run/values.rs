@@ -61,7 +61,9 @@ pub(crate) fn snapshot_name(name: &str) -> Result<(), String> {
     let why = if name.is_empty() || name.len() > NAME_MAX {
         Some(format!("must be 1 to {NAME_MAX} bytes long"))
     } else if let Some(bad) = name.chars().find(|c| c.is_whitespace() || c.is_control()) {
-        Some(format!("must not contain white space or control characters (found {bad:?})"))
+        Some(format!(
+            "must not contain white space or control characters (found {bad:?})"
+        ))
     } else if let Some(bad) = name
         .chars()
         .find(|c| API_NAME_RESERVED.contains(c) || *c == '%')
@@ -627,12 +629,33 @@ mod tests {
 
     #[test]
     fn new_snapshot_names_follow_incus_7() {
-        for good in ["s1", "before-upgrade", "a.b_c", "s-ѕnap-1", "x".repeat(64).as_str()] {
+        for good in [
+            "s1",
+            "before-upgrade",
+            "a.b_c",
+            "s-ѕnap-1",
+            "x".repeat(64).as_str(),
+        ] {
             assert!(snapshot_name(good).is_ok(), "{good}");
         }
         for bad in [
-            "-rf", ".x", "x.", "..", "ѕnap", "a$b", "a*b", "a'b", "a`id`", "a\u{1}b", "..\u{0}", "a b",
-            "a%31", "a+b", "a/b", "", &"x".repeat(65),
+            "-rf",
+            ".x",
+            "x.",
+            "..",
+            "ѕnap",
+            "a$b",
+            "a*b",
+            "a'b",
+            "a`id`",
+            "a\u{1}b",
+            "..\u{0}",
+            "a b",
+            "a%31",
+            "a+b",
+            "a/b",
+            "",
+            &"x".repeat(65),
         ] {
             assert!(snapshot_name(bad).is_err(), "{bad:?}");
         }

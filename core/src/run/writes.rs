@@ -112,7 +112,9 @@ pub(crate) async fn check_applied<C: Send + Sync>(
             reads
                 .applied(update.writes(), Origin::Input, Findings::default())
                 .await?;
-            reads.what_an_update_leaves(&update.name, update.writes()).await
+            reads
+                .what_an_update_leaves(&update.name, update.writes())
+                .await
         }
         Input::InstanceStateUpdate(state) => check_stop(client, project, state, options).await,
         Input::InstanceSnapshotRestore(restore) => reads.restore(restore).await,
@@ -359,7 +361,8 @@ impl<C: Send + Sync> Reads<'_, '_, C> {
                     .all(|trigger| trigger.eq_ignore_ascii_case("@never"))
         });
         let pattern_stated = text("snapshots.pattern").is_some_and(|p| !p.is_empty());
-        if !unsets && !(fires && !pattern_stated) {
+        let names_by_pattern = fires && !pattern_stated;
+        if !unsets && !names_by_pattern {
             return Ok(());
         }
         let object = self
@@ -401,7 +404,11 @@ impl<C: Send + Sync> Reads<'_, '_, C> {
             }
             let revealed: serde_json::Map<String, Value> = unset
                 .iter()
-                .filter_map(|key| fallback.get(*key).map(|value| ((*key).clone(), value.clone())))
+                .filter_map(|key| {
+                    fallback
+                        .get(*key)
+                        .map(|value| ((*key).clone(), value.clone()))
+                })
                 .filter(|(_, value)| value.as_str() != Some(""))
                 .collect();
             found.extend(Findings::scan(Some(&revealed), None, Origin::Applied));
@@ -411,7 +418,12 @@ impl<C: Send + Sync> Reads<'_, '_, C> {
                 .any(|key| config.contains_key(*key));
             if touched {
                 let mut effective = fallback.clone();
-                effective.extend(local.into_iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
+                effective.extend(
+                    local
+                        .into_iter()
+                        .flatten()
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                );
                 for (key, value) in &config {
                     match value.as_str() {
                         Some("") => match fallback.get(key) {
@@ -430,7 +442,7 @@ impl<C: Send + Sync> Reads<'_, '_, C> {
                 }
             }
         }
-        if fires && !pattern_stated {
+        if names_by_pattern {
             // The pattern after the update: the instance's own, else (unset, or none) the
             // profiles' it falls back to, else what the instance expands to now.
             let pattern = if text("snapshots.pattern") == Some("") && unsets {

@@ -210,7 +210,10 @@ fn empty_value_in_create(session: &Session) -> Result<(), String> {
         called.error_is("restricted_input")?;
         sent_exactly(
             &called,
-            &[("GET", "/1.0/profiles/default"), ("GET", "/1.0/profiles/hp")],
+            &[
+                ("GET", "/1.0/profiles/default"),
+                ("GET", "/1.0/profiles/hp"),
+            ],
         )?;
         let message = called.result["error"]["message"]
             .as_str()
@@ -401,7 +404,10 @@ fn guest_credentials(session: &Session) -> Result<(), String> {
     let reads = [
         ("incus_instance_get", json!({"name": "v1"})),
         ("incus_instance_list", json!({})),
-        ("incus_instance_snapshot_get", json!({"instance": "v1", "snapshot": "s1"})),
+        (
+            "incus_instance_snapshot_get",
+            json!({"instance": "v1", "snapshot": "s1"}),
+        ),
         ("incus_instance_snapshot_list", json!({"instance": "v1"})),
         ("incus_profile_get", json!({"name": "creds"})),
         ("incus_profile_list", json!({})),
@@ -425,7 +431,9 @@ fn guest_credentials(session: &Session) -> Result<(), String> {
         json!({"name": "v1"}),
     );
     if !carries(&with_exec.result, SECRET) {
-        return Err(with_exec.failure("a caller with incus.exec was not shown the guest's credentials"));
+        return Err(
+            with_exec.failure("a caller with incus.exec was not shown the guest's credentials")
+        );
     }
     Ok(())
 }
@@ -442,7 +450,10 @@ fn logging_targets(session: &Session) -> Result<(), String> {
         ("logging.siem.target.password", "[redacted]"),
         ("logging.hook.target.address", "[redacted]"),
         ("logging.siem.target.username", "incus"),
-        ("logging.plain.target.address", "https://hooks.example/incus"),
+        (
+            "logging.plain.target.address",
+            "https://hooks.example/incus",
+        ),
     ] {
         if config[key] != expected {
             return Err(called.failure(&format!("{key} is not {expected:?}")));
@@ -468,7 +479,10 @@ fn image_update_source(session: &Session) -> Result<(), String> {
         .to_string()
     };
     for (path, body) in [
-        (format!("/1.0/images/{fingerprint}"), envelope(image.clone())),
+        (
+            format!("/1.0/images/{fingerprint}"),
+            envelope(image.clone()),
+        ),
         ("/1.0/images".to_owned(), envelope(json!([image]))),
     ] {
         session.add_fault(&json!({"method": "GET", "path": path, "fault": {
