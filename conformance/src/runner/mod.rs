@@ -98,6 +98,11 @@ impl RunArgs {
     pub(crate) fn listing(&self) -> bool {
         self.libtest.list
     }
+
+    /// The Incus line the fakes of this run answer as (`--incus-version`, else the default).
+    pub(crate) fn incus_line(&self) -> fake_incus::IncusLine {
+        self.incus_version.unwrap_or_default()
+    }
 }
 
 /// How a run ended.
@@ -163,7 +168,6 @@ pub(crate) fn execute_to(
     if args.real_time {
         REAL_TIME.store(true, Ordering::Relaxed);
     }
-    crate::scenario::fake::use_incus_line(args.incus_version.unwrap_or_default());
     match prepare(args, &checks) {
         Ok(baseline) => run_checks(args, checks, baseline, events),
         Err(message) => {

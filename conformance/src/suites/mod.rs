@@ -26,6 +26,7 @@ mod property;
 pub(crate) mod reliability;
 mod restricted;
 mod safety;
+pub(crate) use safety::value_cases;
 mod scenarios;
 mod scopes;
 mod session;

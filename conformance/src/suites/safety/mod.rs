@@ -38,6 +38,8 @@ mod reads;
 mod secrets;
 mod values;
 
+pub(crate) use values::value_cases;
+
 /// Every `safety::*` trial.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     let mut checks = grants::checks(factory);
