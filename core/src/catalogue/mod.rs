@@ -33,7 +33,7 @@ macro_rules! operation_secrets_note {
 /// Instance, snapshot and profile reads: the guest's data is redacted (run/redact.rs).
 macro_rules! guest_data_note {
     () => {
-        " The values of environment.* and cloud-init data keys (cloud-init.user-data, cloud-init.vendor-data, cloud-init.network-config, user.user-data, user.vendor-data, user.network-config, user.meta-data) in config and expanded_config are replaced by \"[redacted]\" unless the caller holds incus.exec (which can read them in the guest)."
+        " The values of environment.*, of cloud-init data keys (cloud-init.user-data, cloud-init.vendor-data, cloud-init.network-config, user.user-data, user.vendor-data, user.network-config, user.meta-data) and of the guest's credentials (smbios11.*, systemd.credential.*, systemd.credential-binary.*) in config and expanded_config are replaced by \"[redacted]\" unless the caller holds incus.exec (which can read them in the guest)."
     };
 }
 /// Reads whose objects carry used_by: entries of other projects only if the host allows.

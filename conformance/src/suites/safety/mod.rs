@@ -16,7 +16,11 @@
 //!   operations a call may see (the authorized project's only);
 //! - [`reads`]: what reads hand an agent beyond credentials (names decoded twice in a path, exec
 //!   sessions' environment and command, the guest's data, URLs however spelled, `used_by`);
-//! - [`observed`]: results that say exactly what was observed when a fault hides the end.
+//! - [`observed`]: results that say exactly what was observed when a fault hides the end;
+//! - [`in_force`]: the third round: what a call leaves in force beyond what it writes (a
+//!   schedule's triggers together, an expiry behind a schedule, a profile's value under an unset
+//!   key, the pattern of a schedule turned on, the ID map a restore writes back), new snapshot
+//!   names, and the credentials results still carried.
 //!
 //! `SECURITY.md` at the workspace root has a hand-written half (the model, for an operator) and a
 //! generated half between the markers below: every `safety` clause with the trials that prove it.
@@ -28,6 +32,7 @@ use crate::scenario::target::TargetFactory;
 
 mod adversary;
 mod grants;
+mod in_force;
 mod observed;
 mod reads;
 mod secrets;
@@ -43,6 +48,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     checks.extend(adversary::checks(factory));
     checks.extend(reads::checks(factory));
     checks.extend(observed::checks(factory));
+    checks.extend(in_force::checks(factory));
     checks
 }
 
