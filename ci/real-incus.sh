@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real-Incus acceptance for CI: runs real-incus-acceptance (every operation against a real daemon, in a
-# throw-away project) and its differential mode (portable scenarios on the real daemon and on the fake).
+# throw-away project) and its differential mode (portable scenarios on the real daemon and on the fake),
+# on Incus 6.0 (the system daemon) and on Incus 7.0 (ci/incus7.sh: a daemon from a trixie tree beside it).
 #
 # Works from a clean clone, as root, on Debian 12:
 #   - installs incus-base/incus-client (ci/install-incus.sh) and busybox-static when missing;
@@ -9,10 +10,20 @@
 #   - makes sure a storage pool "default" (dir) and a root disk in profile "default" exist.
 # When a daemon is already running it starts and stops nothing.
 #
+# The 7.0 leg: ci/incus7.sh up (idempotent: builds the tree and starts its daemon only when missing), then
+# the acceptance run, its differential run (the fake as Incus 7.0), the runner's real-daemon tests, the raw
+# differential probe (both its trials: the request sequence with the fake as the daemon's line, and every
+# endpoint of 7.0's list) and the recorded CLI sessions with the 7.0 client, against the 7.0 socket; the
+# daemon is stopped at the end only when this run started it. The 7.0 differential's differences count as
+# the 6.0 leg's do (REAL_INCUS7_COMPARE_GATES=0 reports them without counting). The leg reuses the runner
+# and test binaries of the 6.0 leg.
+#
 # Environment: INCUS_DIR (default /var/lib/incus; the daemon started here uses it), INCUS_SOCKET
 # (default $INCUS_DIR/unix.socket; a daemon is started only for that default), REAL_INCUS_REPORT_DIR (default
-# target/real-incus), REAL_INCUS_SKIP_COMPARE=1 to leave out the differential run,
-# REAL_INCUS_CARGO_PROFILE (default release; dev for a quick local check).
+# target/real-incus; the 7.0 leg writes into its incus7/), REAL_INCUS_SKIP_COMPARE=1 to leave out the
+# differential run, REAL_INCUS_SKIP_INCUS7=1 to leave out the 7.0 leg, REAL_INCUS7_COMPARE_GATES (default 1;
+# 0 reports the 7.0 differential's differences without counting them), INCUS7_ROOT (the 7.0 tree, see
+# ci/incus7.sh), REAL_INCUS_CARGO_PROFILE (default release; dev for a quick local check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,10 +33,15 @@ REPORT_DIR=${REAL_INCUS_REPORT_DIR:-target/real-incus}
 PROFILE=${REAL_INCUS_CARGO_PROFILE:-release}
 STATE=$(mktemp -d)
 STARTED_PID=""
+INCUS7_STARTED=""
 
 log() { echo "== real-incus: $*" >&2; }
 
 stop_started_daemon() {
+  if [ -n "$INCUS7_STARTED" ]; then
+    log "stopping the Incus 7.0 daemon this run started (pid $INCUS7_STARTED)"
+    bash ci/incus7.sh down || true
+  fi
   if [ -n "$STARTED_PID" ] && kill -0 "$STARTED_PID" 2>/dev/null; then
     log "stopping the incusd this script started (pid $STARTED_PID)"
     kill -TERM "$STARTED_PID" 2>/dev/null || true
@@ -108,11 +124,25 @@ mkdir -p "$REPORT_DIR"
 status=0
 log "building the runner"
 cargo build --profile "$PROFILE" -p real-incus
-log "removing leftovers of earlier runs"
-cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" --cleanup-only || status=1
-log "acceptance run (report in $REPORT_DIR)"
-cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" \
-  --report-dir "$REPORT_DIR" || status=1
+
+# The acceptance run against one daemon: leftovers of earlier runs removed, then the run (report in $2).
+acceptance() {
+  local socket=$1 report_dir=$2
+  log "removing leftovers of earlier runs on $socket"
+  cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$socket" --cleanup-only || status=1
+  log "acceptance run on $socket (report in $report_dir)"
+  cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$socket" \
+    --report-dir "$report_dir" || status=1
+}
+
+summary() {
+  if [ -f "$1/real-incus-acceptance.md" ]; then
+    grep -E '^(# |- Server|\| `incus_|## Safety values)' "$1/real-incus-acceptance.md" >&2 || true
+  fi
+}
+
+log "Incus 6.0 leg: $SOCKET"
+acceptance "$SOCKET" "$REPORT_DIR"
 if [ "${REAL_INCUS_SKIP_COMPARE:-0}" != 1 ]; then
   log "differential run against the fake (report in $REPORT_DIR/compare-fake)"
   cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" --compare-fake \
@@ -124,9 +154,47 @@ log "raw differential probe: the same requests on the real daemon and on the fak
 INCUS_SOCKET="$SOCKET" cargo test -q -p fake-incus --test differential_real -- --nocapture || status=1
 log "record and replay: incus CLI sessions recorded through fake-incus record, replayed on a fresh fake"
 INCUS_SOCKET="$SOCKET" cargo test -q -p fake-incus --test record_real -- --nocapture || status=1
-if [ -f "$REPORT_DIR/real-incus-acceptance.md" ]; then
-  grep -E '^(# |- Server|\| `incus_)' "$REPORT_DIR/real-incus-acceptance.md" >&2 || true
+summary "$REPORT_DIR"
+
+if [ "${REAL_INCUS_SKIP_INCUS7:-0}" != 1 ]; then
+  leg_started=$(date +%s)
+  log "Incus 7.0 leg: ci/incus7.sh up"
+  up_status=0
+  up=$(bash ci/incus7.sh up) || up_status=$?
+  INCUS7_SOCKET=$(sed -n 's/^INCUS7_SOCKET=//p' <<<"$up")
+  INCUS7_STARTED=$(sed -n 's/^INCUS7_STARTED=//p' <<<"$up")
+  INCUS7_CLIENT=$(sed -n 's/^INCUS7_CLIENT=//p' <<<"$up")
+  if [ "$up_status" = 0 ]; then
+    log "Incus 7.0 daemon ready on $INCUS7_SOCKET after $(($(date +%s) - leg_started)) s"
+    acceptance "$INCUS7_SOCKET" "$REPORT_DIR/incus7"
+    if [ "${REAL_INCUS_SKIP_COMPARE:-0}" != 1 ]; then
+      log "differential run against the fake as Incus 7.0 (report in $REPORT_DIR/incus7/compare-fake)"
+      if cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$INCUS7_SOCKET" \
+        --compare-fake --report-dir "$REPORT_DIR/incus7/compare-fake"; then
+        :
+      elif [ "${REAL_INCUS7_COMPARE_GATES:-1}" = 1 ]; then
+        status=1
+      else
+        log "the 7.0 differential found differences: reported, not counted (REAL_INCUS7_COMPARE_GATES=0)"
+      fi
+    fi
+    log "the tests that need a real daemon, on Incus 7.0"
+    INCUS_SOCKET="$INCUS7_SOCKET" cargo test -q -p real-incus --test runner -- --ignored --skip cluster:: || status=1
+    INCUS_SOCKET="$INCUS7_SOCKET" ensure_busybox_alias
+    log "raw differential probe on Incus 7.0: the request sequence (the fake as the daemon's line) and every endpoint"
+    INCUS_SOCKET="$INCUS7_SOCKET" INCUS7_SOCKET="$INCUS7_SOCKET" \
+      cargo test -q -p fake-incus --test differential_real -- --nocapture || status=1
+    log "record and replay on Incus 7.0: the CLI sessions with the 7.0 client ($INCUS7_CLIENT)"
+    INCUS_SOCKET="$INCUS7_SOCKET" INCUS_CLIENT="$INCUS7_CLIENT" \
+      cargo test -q -p fake-incus --test record_real -- --nocapture || status=1
+    summary "$REPORT_DIR/incus7"
+  else
+    log "ci/incus7.sh up failed: no Incus 7.0 leg"
+    status=1
+  fi
+  log "Incus 7.0 leg took $(($(date +%s) - leg_started)) s (the daemon's stop at exit not included)"
 fi
+
 if [ "$status" != 0 ] && [ -n "$STARTED_PID" ] && [ -f "$STATE/incusd.log" ]; then
   log "last lines of the log of the incusd this script started:"
   tail -n 40 "$STATE/incusd.log" >&2 || true

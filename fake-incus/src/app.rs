@@ -191,7 +191,7 @@ impl App {
         let Stored { state, files, .. } = stored;
         let shutdown = CancellationToken::new();
         let journal = Journal::new(settings.journal_limit);
-        let lifecycle = Lifecycle::new(settings.retention, shutdown.clone());
+        let lifecycle = Lifecycle::new(settings.retention, shutdown.clone(), settings.line);
         let exec = Exec::new(
             Arc::clone(&lifecycle),
             journal.clone(),
@@ -205,7 +205,7 @@ impl App {
                 operations: Vec::new(),
                 incus_version: None,
             },
-            snapshot: RwLock::new(Arc::new(Snapshot::new(state.clone()))),
+            snapshot: RwLock::new(Arc::new(Snapshot::new(state.clone(), settings.line))),
             state: Mutex::new(state),
             lifecycle,
             exec,

@@ -6,6 +6,8 @@ use http::{header, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
+use crate::line::IncusLine;
+
 /// The response body type of every handler.
 pub(crate) type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>;
 
@@ -47,20 +49,22 @@ impl ApiError {
         error_envelope(self.status, &self.message)
     }
 
-    /// The error envelope as the daemon writes it: the JSON and two newlines (its error
-    /// response prints the encoder's newline-terminated output with `fmt.Fprintln`), where a
-    /// sync answer has one.
-    pub(crate) fn body_bytes(&self) -> Vec<u8> {
+    /// The error envelope as the daemon of `line` writes it: the JSON and its newline, and on
+    /// 6.0 a second one (its error response printed the encoder's newline-terminated output with
+    /// `fmt.Fprintln`; [`crate::line::ERROR_BODY_ONE_NEWLINE`]), where a sync answer has one.
+    pub(crate) fn body_bytes(&self, line: IncusLine) -> Vec<u8> {
         let mut bytes = serde_json::to_vec(&self.envelope()).unwrap_or_default();
-        bytes.extend_from_slice(b"\n\n");
+        bytes.push(b'\n');
+        if !line.has_extension(crate::line::ERROR_BODY_ONE_NEWLINE) {
+            bytes.push(b'\n');
+        }
         bytes
     }
-}
 
-impl From<ApiError> for Response<Body> {
-    fn from(err: ApiError) -> Self {
-        let status = StatusCode::from_u16(err.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut resp = bytes_response(status, err.body_bytes());
+    /// The error response as the daemon of `line` sends it.
+    pub(crate) fn into_response(self, line: IncusLine) -> Response<Body> {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = bytes_response(status, self.body_bytes(line));
         resp.headers_mut().insert(
             "x-content-type-options",
             HeaderValue::from_static("nosniff"),

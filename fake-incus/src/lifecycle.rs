@@ -4,6 +4,7 @@
 
 use crate::envelope::ApiError;
 use crate::faults::operation::OperationFault;
+use crate::line::{self, IncusLine};
 use crate::state::operations::{OpSpec, OpStatus, Operation};
 use crate::state::Operations;
 use serde_json::Value;
@@ -20,16 +21,28 @@ pub(crate) struct Lifecycle {
     retention: Duration,
     /// Cancelled when the fake stops.
     pub(crate) shutdown: CancellationToken,
+    /// The Incus line whose operations these are.
+    line: IncusLine,
 }
 
 impl Lifecycle {
-    pub(crate) fn new(retention: Duration, shutdown: CancellationToken) -> Arc<Self> {
+    pub(crate) fn new(
+        retention: Duration,
+        shutdown: CancellationToken,
+        line: IncusLine,
+    ) -> Arc<Self> {
         Arc::new(Self {
             ops: Mutex::new(Operations::default()),
             events: tokio::sync::broadcast::channel(1024).0,
             retention,
             shutdown,
+            line,
         })
+    }
+
+    /// Whether the Incus line of these operations has this API extension.
+    pub(crate) fn has_extension(&self, name: &str) -> bool {
+        self.line.has_extension(name)
     }
 
     /// The operations, locked. Never hold it across an `.await`.
@@ -59,7 +72,7 @@ impl Lifecycle {
         if fault.is_some_and(OperationFault::may_cancel) {
             spec.may_cancel = true;
         }
-        let op = Operation::new(spec, location);
+        let op = Operation::new(spec, location, self.line);
         let out = (op.id.clone(), op.to_json());
         self.emit(&op);
         self.ops().list.push(op);
@@ -90,6 +103,24 @@ impl Lifecycle {
         if settled {
             self.expire_later(id);
         }
+    }
+
+    /// Fails an operation a cancel made final, once its work ended (see
+    /// [`Operation::fail_after_cancel`]).
+    pub(crate) fn fail_after_cancel(self: &Arc<Self>, id: &str, err: ApiError) {
+        let mut ops = self.ops();
+        if let Some(op) = ops.get_mut(id) {
+            if op.fail_after_cancel(err.status, err.message) {
+                self.emit(op);
+            }
+        }
+    }
+
+    /// Whether an operation was cancelled (and its work has not ended since).
+    pub(crate) fn is_cancelled(&self, id: &str) -> bool {
+        self.ops()
+            .get(id)
+            .is_some_and(|op| op.status == OpStatus::Cancelled)
     }
 
     /// Replaces an operation's metadata (exec adds `return` before it settles).
@@ -137,7 +168,9 @@ impl Lifecycle {
     }
 
     /// Waits until the operation is final or `timeout` passes (`None`: no limit).
-    /// `Ok(json)` = final operation; `Err` = the wait's error envelope content.
+    /// `Ok(json)` = the operation as the wait shows it; `Err` = the wait's error envelope
+    /// content (a failure or the timeout, on a line whose wait did not show the operation
+    /// then: [`line::WAIT_ANSWERS_THE_OPERATION`]).
     pub(crate) async fn wait_operation(
         &self,
         id: &str,
@@ -159,12 +192,15 @@ impl Lifecycle {
         };
         let ops = self.ops();
         let op = ops.get(id).ok_or_else(op_not_found)?;
+        if self.has_extension(line::WAIT_ANSWERS_THE_OPERATION) {
+            return Ok(op.to_json_read());
+        }
         if !finished || !op.status.is_final() {
             return Err(ApiError::internal("context deadline exceeded"));
         }
         match op.status {
             OpStatus::Failure => Err(ApiError::new(op.err_code, op.err.clone())),
-            _ => Ok(op.to_json()),
+            _ => Ok(op.to_json_read()),
         }
     }
 

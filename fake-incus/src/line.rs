@@ -29,6 +29,8 @@ struct Line {
     kernel_features: &'static [(&'static str, &'static str)],
     /// `environment.lxc_features`.
     lxc_features: &'static [(&'static str, &'static str)],
+    /// `GET /1.0/metadata/configuration`'s metadata, as the daemon answers it (JSON).
+    configuration: &'static str,
 }
 
 /// The lines the fake imitates, oldest first. Each was measured on the real daemon of that
@@ -65,6 +67,7 @@ static LINES: [Line; 2] = [
             ("seccomp_notify", "true"),
             ("seccomp_proxy_send_notify_fd", "true"),
         ],
+        configuration: include_str!("../data/metadata-configuration.json"),
     },
     Line {
         name: "7.0",
@@ -76,6 +79,7 @@ static LINES: [Line; 2] = [
         // extension, which trixie's liblxc lacks.
         kernel_features: &[],
         lxc_features: &[("environment_runtime_hooks", "false")],
+        configuration: include_str!("../data/lines/incus-7.0.2-metadata-configuration.json"),
     },
 ];
 
@@ -88,6 +92,113 @@ static LINES: [Line; 2] = [
 /// Instance "NAME" already exists`); before, the operation failed. Incus commit "Improve
 /// instance creation errors" (6.16), which landed after `server_logging_webhook`.
 pub(crate) const CREATE_REFUSES_EXISTING_NAME: &str = "server_logging_webhook";
+
+/// Device names must be API names (`validate.IsAPIName`: no `/`, no white space, at most 64
+/// characters, ...): `Invalid device name "a/b": Name contains invalid character "/"`. Incus
+/// commit "Apply standard API object name checks" (7.0.1), which landed after
+/// `instance_limits_cpu_topology` (7.0.0 has neither).
+pub(crate) const DEVICE_NAMES_ARE_API_NAMES: &str = "instance_limits_cpu_topology";
+
+/// A container's environment holds `CREDENTIALS_DIRECTORY=/dev/.incus-systemd-credentials`
+/// (systemd credentials), which exec shows.
+pub(crate) const SYSTEMD_CREDENTIALS: &str = "instance_systemd_credentials";
+
+/// A custom volume's state always has a `usage` (`{"total": SIZE}`, `used` left out when the
+/// driver cannot tell) where 6.0 answered `null` (`storage volume info` then shows `Usage`).
+/// Incus commit "Return -1 as disk usage when the driver doesn't support it" (7.0.1), which
+/// landed after `network_address_set_ip_ranges`.
+pub(crate) const VOLUME_USAGE_ALWAYS: &str = "network_address_set_ip_ranges";
+
+/// An error body ends with one newline (the JSON encoder's), where 6.0 wrote a second one
+/// (`fmt.Fprintln`). Incus commit "incusd/response: Remove redundant line break in error"
+/// (6.12), which landed after `instance_oci_entrypoint`.
+pub(crate) const ERROR_BODY_ONE_NEWLINE: &str = "instance_oci_entrypoint";
+
+/// A wait on an operation answers the operation as it is when the wait ends, failed or still
+/// running at the timeout (a sync answer), where 6.0 answered the failure, or `context deadline
+/// exceeded`, as an error. Incus commit "incusd/operations: Fix WaitGet on op failure" (6.12),
+/// which landed after `instance_oci_entrypoint`.
+pub(crate) const WAIT_ANSWERS_THE_OPERATION: &str = "instance_oci_entrypoint";
+
+/// An operation without metadata shows `{}`, where 6.0 showed `null` (the rendered operation
+/// holds a copy of its metadata map). Incus commit "incusd/operations: Return a copy of the
+/// metadata to avoid concurrent access" (6.20), which landed after `ovn_nic_limits`.
+pub(crate) const OPERATION_METADATA_ALWAYS_AN_OBJECT: &str = "ovn_nic_limits";
+
+/// A running exec operation with websockets may be cancelled: the cancel closes its control
+/// websocket (which kills the command) and the operation, `Cancelled` at once, ends `Failure`
+/// when its command ends. Incus commit "incusd/instances: Implement cancelation in exec logic"
+/// (7.0.0), which landed after `metrics_project_resources`.
+pub(crate) const EXEC_CANCELLABLE: &str = "metrics_project_resources";
+
+/// An exec with websockets waits 10 s for them to connect, where 6.0 waited 5 s. Incus commit
+/// "incusd/instance_exec: Relax connection timeout" (6.16), which landed after
+/// `storage_driver_truenas`.
+pub(crate) const EXEC_CONNECT_TIMEOUT_10S: &str = "storage_driver_truenas";
+
+/// A snapshot of an instance has the `description` its instance had when it was taken. Incus
+/// commits "shared/api: Add missing Description field to InstanceSnapshots" and "incusd:
+/// Correctly fill in the instance snapshot description" (6.16), after `container_disk_tmpfs`.
+pub(crate) const SNAPSHOT_DESCRIPTION: &str = "container_disk_tmpfs";
+
+/// An image lists the cluster members that hold it (`locations`; `["none"]` standalone).
+pub(crate) const IMAGE_LOCATIONS: &str = "image_locations";
+
+/// The `loki.*` server keys are deprecated: a value other than the key's default is refused
+/// (`deprecated: Use 'logging.*…' instead`) before the key's own rule.
+pub(crate) const LOKI_DEPRECATED: &str = "server_logging";
+
+/// The name of a new or renamed object is checked first as an API name (`validate.IsAPIName`:
+/// `Invalid storage volume name: Names must start and end with an alphanumeric character`).
+/// Incus commit "incusd: Consistently validate object names" (6.16), which landed after
+/// `server_logging_webhook`.
+pub(crate) const OBJECT_NAMES_ARE_API_NAMES: &str = "server_logging_webhook";
+
+/// A create whose name is taken fails in the database layer with 409 `This "Project" entry
+/// already exists`, where 6.0 answered 500 with SQLite's `UNIQUE constraint failed` (measured
+/// for projects). Incus commit "generate-database: Fix sqlite3 error detection" (6.16), which
+/// landed after `server_logging_webhook`.
+pub(crate) const GENERATED_CONFLICTS_ARE_409: &str = "server_logging_webhook";
+
+/// The delete of a network integration looks its id up first and says so when it is not found
+/// (`Failed to get network integration ID: Network_integration not found`). Incus commit
+/// "incusd: Update for new network peer functions" (6.14), which landed after
+/// `backup_s3_upload`.
+pub(crate) const INTEGRATION_DELETE_BY_ID: &str = "backup_s3_upload";
+
+/// A bucket's backup list lists its backups (a pool that does not exist: `Storage pool not
+/// found`; a bucket that does not exist: no backups), where 6.0 answered the bucket itself.
+/// Incus commit "incusd/storage/bucket: Fix backup listing endpoint" (6.19), which landed after
+/// `network_hwaddr_pattern`.
+pub(crate) const BUCKET_BACKUPS_LISTED: &str = "network_hwaddr_pattern";
+
+/// The network state of a running container comes from netlink with network namespace ids
+/// only; the fake's host kernel lacks them (its 6.0 line reports `netnsid_getifaddrs: false`),
+/// so the state shows no interface, where 6.0 fell back to `forknet info`. Incus commits
+/// "incusd: Remove kernel feature detection" and "incusd/instance/lxc: Update kernel baseline"
+/// (7.0.0), which landed after `projects_restricted_storage_pool_access`.
+pub(crate) const NETWORK_STATE_NEEDS_NETNSID: &str = "projects_restricted_storage_pool_access";
+
+/// A project with `features.networks` needs OVN (`OVN is required for projects with
+/// "features.networks" enabled`); the fake has none. Incus commit "incusd/project: Require OVN
+/// for features.networks" (7.0.2), which landed after `network_ovn_multicast`.
+pub(crate) const PROJECT_NETWORKS_NEED_OVN: &str = "network_ovn_multicast";
+
+/// A network ACL rule that names an address set (`$NAME`) needs that set to exist (404 `Failed
+/// getting network address set "NAME" for subject validation: …`).
+pub(crate) const ACL_NAMES_ADDRESS_SETS: &str = "network_address_set";
+
+// Two behaviours measured on the 7.0.2 daemon come from changes that are not in the Incus
+// source available here (its newest tree ends at `qemu_scriptlet_nvram`, which 7.0.2 follows with
+// 13 more extensions): they are keyed on the newest extension 7.0.2 advertises.
+
+/// A read of an operation (`GET`, a list, a wait) leaves out its websocket secrets
+/// (`metadata.fds`), which only the answer that created it shows.
+pub(crate) const OPERATION_READS_HIDE_SECRETS: &str = "internal_debug_pprof";
+
+/// `PUT /1.0/instances` in a project that does not exist is `404 Project not found` before its
+/// body is read (6.0 read the body, then failed to record the operation).
+pub(crate) const INSTANCES_PUT_NEEDS_PROJECT: &str = "internal_debug_pprof";
 
 /// The parsed extension lists, one per row of [`LINES`].
 struct Extensions {
@@ -168,6 +279,30 @@ impl IncusLine {
         extensions(self.0).set.contains(name)
     }
 
+    /// The line a fake imitates for a daemon that advertises these API extensions: the newest
+    /// line whose every extension the daemon advertises (a 7.0.2 daemon, or a later 7.x, gets 7.0;
+    /// a 6.0.4 one 6.0), the oldest when it advertises too few for any. The daemon's list
+    /// decides, never its version number.
+    ///
+    /// ```
+    /// use fake_incus::IncusLine;
+    /// let seven: Vec<&str> = IncusLine::V7_0.api_extensions().to_vec();
+    /// assert_eq!(IncusLine::newest_advertised(&seven), IncusLine::V7_0);
+    /// assert_eq!(IncusLine::newest_advertised(&seven[..500]), IncusLine::V6_0);
+    /// assert_eq!(IncusLine::newest_advertised(&[]), IncusLine::V6_0);
+    /// ```
+    pub fn newest_advertised(extensions: &[&str]) -> Self {
+        let advertised: HashSet<&str> = extensions.iter().copied().collect();
+        Self::all()
+            .filter(|line| {
+                line.api_extensions()
+                    .iter()
+                    .all(|name| advertised.contains(name))
+            })
+            .last()
+            .unwrap_or(Self(0))
+    }
+
     /// The line of a daemon that reported this server version (`"7.0.2"`, `"6.0.4"`): the line
     /// of its major.minor, if the fake imitates it.
     pub fn of_server_version(version: &str) -> Result<Self, UnknownLine> {
@@ -199,6 +334,17 @@ impl IncusLine {
     /// `environment.lxc_features`.
     pub(crate) fn lxc_features(self) -> &'static [(&'static str, &'static str)] {
         self.row().lxc_features
+    }
+
+    /// The configuration metadata (`GET /1.0/metadata/configuration`), parsed once.
+    pub(crate) fn configuration(self) -> &'static serde_json::Value {
+        static PARSED: OnceLock<Vec<serde_json::Value>> = OnceLock::new();
+        &PARSED.get_or_init(|| {
+            LINES
+                .iter()
+                .map(|line| serde_json::from_str(line.configuration).unwrap_or_default())
+                .collect()
+        })[self.0]
     }
 }
 

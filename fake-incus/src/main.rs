@@ -169,9 +169,10 @@ struct Serve {
     /// How long finished operations stay visible, in milliseconds (Incus: 5000).
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     operation_retention_ms: u64,
-    /// How long exec waits for its websockets to connect, in milliseconds (Incus: 5000).
-    #[arg(long, value_name = "MS", default_value_t = 5000)]
-    exec_connect_timeout_ms: u64,
+    /// How long exec waits for its websockets to connect, in milliseconds (default: the Incus
+    /// line's, 5000 on 6.0, 10000 on 7.0).
+    #[arg(long, value_name = "MS")]
+    exec_connect_timeout_ms: Option<u64>,
     /// How long exec waits once its websockets are attached before the command starts, in
     /// milliseconds (Incus takes 25-50).
     #[arg(long, value_name = "MS", default_value_t = fake_incus::DEFAULT_EXEC_START_DELAY.as_millis() as u64)]
@@ -229,8 +230,10 @@ async fn serve(args: Serve) -> Result<(), String> {
         .tls_dir(&tls_dir)
         .journal_limit(args.journal_limit)
         .operation_retention(Duration::from_millis(args.operation_retention_ms))
-        .exec_connect_timeout(Duration::from_millis(args.exec_connect_timeout_ms))
         .exec_start_delay(Duration::from_millis(args.exec_start_delay_ms));
+    if let Some(ms) = args.exec_connect_timeout_ms {
+        builder = builder.exec_connect_timeout(Duration::from_millis(ms));
+    }
     if let Some(addr) = args.https {
         builder = builder.https_address(addr);
     }

@@ -18,13 +18,15 @@
 //! bodies of the matching steps.
 //!
 //! When no real daemon answers on `INCUS_SOCKET` (default `/var/lib/incus/unix.socket`) the
-//! test is reported as ignored, with that reason.
+//! test is reported as ignored, with that reason. A second trial compares the fake as Incus 7.0
+//! with a real 7.0 daemon on `INCUS7_SOCKET` (ignored, with its reason, when unset or silent):
+//! every endpoint of 7.0's list, and the resources 7.0 adds.
 
 mod differential;
 mod ignorable;
 
 use differential::{
-    answers, report, seed_with_project, short, wait_real, Known, Probe, Reply, Req, Side,
+    answers, line_of, report, seed_with_project, short, wait_real, Known, Probe, Reply, Req, Side,
 };
 use fake_incus::differ::normalised;
 use hyper::{Method, StatusCode};
@@ -43,6 +45,9 @@ struct Cleanup {
     socket: PathBuf,
     project: String,
     instance: String,
+    /// What else to delete first, best effort (objects outside the project: the 7.0 probe's
+    /// network address set lives in `default`'s networks).
+    leftovers: Vec<String>,
 }
 
 impl Drop for Cleanup {
@@ -52,12 +57,19 @@ impl Drop for Cleanup {
             self.project.clone(),
             self.instance.clone(),
         );
+        let leftovers = std::mem::take(&mut self.leftovers);
         let cleaned = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .expect("a runtime for the cleanup");
-            runtime.block_on(clean(&socket, &project, &instance))
+            runtime.block_on(async {
+                let side = Side::new("real", &socket);
+                for path in &leftovers {
+                    let _ = side.send(&Req::new(Method::DELETE, path)).await;
+                }
+                clean(&socket, &project, &instance).await
+            })
         })
         .join();
         if let Ok(Err(e)) | Err(e) = cleaned.map_err(|_| "cleanup panicked".to_string()) {
@@ -196,6 +208,7 @@ async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
         socket: socket.clone(),
         project: project.clone(),
         instance: name.clone(),
+        leftovers: Vec::new(),
     };
     assert!(
         created.is_success(),
@@ -207,13 +220,21 @@ async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
     let read = real.send(&read).await.expect("real answers");
     let config = read.metadata()["config"].clone();
 
+    // The fake answers as the daemon's line, chosen by the API extensions it advertises.
+    let line = line_of(&real).await;
+    println!(
+        "the fake answers as Incus {line} ({})",
+        line.server_version()
+    );
     let blank = fake_incus::FakeIncus::builder()
+        .incus_version(line)
         .start()
         .await
         .expect("fake starts");
     let seed = seed_with_project(blank.dump_state(), &project, &owner_mark(), &config);
     drop(blank);
     let fake = fake_incus::FakeIncus::builder()
+        .incus_version(line)
         .state(seed)
         .start()
         .await
@@ -224,18 +245,23 @@ async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
         diffs: Vec::new(),
         steps: 0,
     };
-    run_sequence(&mut probe, &project, &name).await;
+    let endpoints = if line.has_extension("instances_debug_repair") {
+        ENDPOINTS_7_0
+    } else {
+        ENDPOINTS_6_0
+    };
+    run_sequence(&mut probe, &project, &name, endpoints).await;
     report(&probe, KNOWN);
     Completion::Completed
 }
 
 /// The request sequence. Paths are identical on both sides except operation and image ids.
-async fn run_sequence(p: &mut Probe, project: &str, name: &str) {
+async fn run_sequence(p: &mut Probe, project: &str, name: &str, endpoints: &'static str) {
     let q = format!("project={project}");
     let inst = format!("/1.0/instances/{name}");
     server_and_errors(p).await;
-    every_get_of_an_unknown_name(p, project).await;
-    every_mutation_of_an_unknown_name(p, project).await;
+    every_get_of_an_unknown_name(p, project, endpoints).await;
+    every_mutation_of_an_unknown_name(p, project, endpoints).await;
 
     for recursion in 0..=2 {
         let path = format!("/1.0/instances?{q}&recursion={recursion}");
@@ -378,13 +404,18 @@ async fn server_config_refusals(p: &mut Probe) {
     }
 }
 
-/// Every `GET` endpoint of Incus 6.0.4 that names an object (`tests/data/`'s endpoint list), asked
+/// Every endpoint of Incus 6.0.4, from its `doc/rest-api.yaml` (`tests/data/`).
+const ENDPOINTS_6_0: &str = include_str!("data/incus-6.0.4-endpoints.tsv");
+/// Every endpoint of Incus 7.0 (the 6.0.4 ones and 21 more).
+const ENDPOINTS_7_0: &str = include_str!("data/incus-7.0-endpoints.tsv");
+
+/// Every `GET` endpoint of an endpoint list (`tests/data/`) that names an object, asked
 /// about names that exist on neither side: the same status and error text. Only those two are
 /// compared here (the answers are errors, or empty answers such as a project's `access`);
 /// websocket, event and console endpoints are left to their own steps.
-async fn every_get_of_an_unknown_name(p: &mut Probe, project: &str) {
+async fn every_get_of_an_unknown_name(p: &mut Probe, project: &str, list: &'static str) {
     let streams = ["websocket", "events", "sftp", "console"];
-    for (_, path) in endpoints_naming_an_object(|method| method == "GET") {
+    for (_, path) in endpoints_naming_an_object(list, |method| method == "GET") {
         if streams.iter().any(|s| path.contains(s)) {
             continue;
         }
@@ -393,16 +424,16 @@ async fn every_get_of_an_unknown_name(p: &mut Probe, project: &str) {
     }
 }
 
-/// Every `POST`, `PUT`, `PATCH`, `DELETE` and `HEAD` endpoint of Incus 6.0.4 that names an object,
+/// Every `POST`, `PUT`, `PATCH`, `DELETE` and `HEAD` endpoint of a list that names an object,
 /// asked about names that exist on neither side with the smallest body (`{}`), compared as
 /// [`every_get_of_an_unknown_name`] compares: status and error text.
 ///
 /// Nothing is left out: every path names an object that exists on neither side (a fresh project,
 /// names no test creates), so each request fails before it can act, on the daemon as on the fake.
-async fn every_mutation_of_an_unknown_name(p: &mut Probe, project: &str) {
+async fn every_mutation_of_an_unknown_name(p: &mut Probe, project: &str, list: &'static str) {
     let mut asked = 0;
     let mut equal = 0;
-    for path in endpoints_naming_an_object(|method| method != "GET") {
+    for path in endpoints_naming_an_object(list, |method| method != "GET") {
         let (method, path) = path;
         let method = Method::from_bytes(method.as_bytes()).expect("a method of the endpoint list");
         let mut req = Req::new(method.clone(), unknown_names(path, project));
@@ -417,14 +448,13 @@ async fn every_mutation_of_an_unknown_name(p: &mut Probe, project: &str) {
     println!("non-GET endpoints naming unknown objects: {equal} of {asked} answer as the daemon");
 }
 
-/// The endpoints of Incus 6.0.4 (`tests/data/`'s endpoint list) whose method passes `wanted` and
-/// whose path names an object (`{...}`), as (method, path).
+/// The endpoints of an endpoint list (`tests/data/`) whose method passes `wanted` and whose path
+/// names an object (`{...}`), as (method, path).
 fn endpoints_naming_an_object(
+    list: &'static str,
     wanted: impl Fn(&str) -> bool,
 ) -> impl Iterator<Item = (&'static str, &'static str)> {
-    const ENDPOINTS: &str = include_str!("data/incus-6.0.4-endpoints.tsv");
-    ENDPOINTS
-        .lines()
+    list.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|line| {
             let mut cells = line.split('\t');
@@ -1319,11 +1349,236 @@ async fn read_only_resources(p: &mut Probe, project: &str, name: &str) {
     p.step("get instance after delete", Req::get(inst)).await;
 }
 
+/// Known divergences of the fake in 7.0 mode from Incus 7.0.2, each with its reason. Every
+/// difference of the two lines is the fake's line table's (`fake_incus::IncusLine`, keyed on API
+/// extensions); what is left is a property of the host the daemon runs on, not of its line.
+const KNOWN_7_0: &[Known] = &[Known {
+    step: "GET /1.0/resources",
+    diff: "metadata.system.type: value real \"virtual-machine\" vs fake \"container\"",
+    reason: "a property of this host, not of the line: both lines ask `systemd-detect-virt \
+             --container` (6.0.4 on this machine answers `container`, as the fake's host does); \
+             the 7.0 daemon here runs from a trixie tree in a mount namespace of its own, where \
+             nothing marks the container, so it answers `virtual-machine`",
+}];
+
+/// The fake as Incus 7.0 against a real 7.0 daemon (`INCUS7_SOCKET`, as `ci/incus7.sh` prints
+/// it): every endpoint of 7.0's list, `GET`s without a name compared whole, every other endpoint
+/// asked about names that exist on neither side (status and error text), then the resources 7.0
+/// adds with objects of their own. In a project of its own (and, for the network address set
+/// that lives in `default`'s networks, a name of its own), removed at the end.
+async fn fake_as_incus_7_0_answers_like_the_real_7_0_daemon_endpoint_by_endpoint() -> Completion {
+    let Some(socket) = std::env::var_os("INCUS7_SOCKET").map(PathBuf::from) else {
+        return Completion::ignored_with(
+            "needs a real Incus 7.0 daemon on INCUS7_SOCKET (unset; ci/incus7.sh prints it)",
+        );
+    };
+    if !answers(&socket).await {
+        return Completion::ignored_with(format!(
+            "needs a real Incus 7.0 daemon on INCUS7_SOCKET (none answers at {})",
+            socket.display()
+        ));
+    }
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let project = format!("diff-{}", &unique[..8]);
+    let set = format!("diff-set-{}", &unique[..8]);
+    let real = Side::new("real", &socket);
+    remove_stale_projects(&real).await;
+    let features = json!({"features.images": "false", "features.profiles": "false"});
+    let create_project = Req::new(Method::POST, "/1.0/projects")
+        .json(&json!({"name": project, "config": features, "description": owner_mark()}));
+    let created = real.send(&create_project).await.expect("real answers");
+    let _cleanup = Cleanup {
+        socket: socket.clone(),
+        project: project.clone(),
+        instance: format!("dp{}", &unique[..8]),
+        leftovers: vec![
+            format!("/1.0/storage-pools/default/volumes/custom/v1?project={project}"),
+            format!("/1.0/network-address-sets/{set}?project={project}"),
+        ],
+    };
+    assert!(
+        created.is_success(),
+        "creating project {project} on the real daemon: {}",
+        created.body
+    );
+    let read = real
+        .send(&Req::get(format!("/1.0/projects/{project}")))
+        .await
+        .expect("real answers");
+    let config = read.metadata()["config"].clone();
+    let blank = fake_incus::FakeIncus::builder()
+        .incus_version(fake_incus::IncusLine::V7_0)
+        .start()
+        .await
+        .expect("fake starts");
+    let seed = seed_with_project(blank.dump_state(), &project, &owner_mark(), &config);
+    drop(blank);
+    let fake = fake_incus::FakeIncus::builder()
+        .incus_version(fake_incus::IncusLine::V7_0)
+        .state(seed)
+        .start()
+        .await
+        .expect("fake starts with the probe project");
+    let mut probe = Probe {
+        real,
+        fake: Side::new("fake", fake.unix_socket()),
+        diffs: Vec::new(),
+        steps: 0,
+    };
+    let p = &mut probe;
+    every_get_without_a_name(p, &project, ENDPOINTS_7_0).await;
+    every_get_of_an_unknown_name(p, &project, ENDPOINTS_7_0).await;
+    every_mutation_of_an_unknown_name(p, &project, ENDPOINTS_7_0).await;
+    what_7_0_adds(p, &project, &set).await;
+    report(&probe, KNOWN_7_0);
+    Completion::Completed
+}
+
+/// Every `GET` endpoint of a list that names no object, compared whole (streams left out).
+async fn every_get_without_a_name(p: &mut Probe, project: &str, list: &'static str) {
+    let endpoints = list
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|line| {
+            let mut cells = line.split('\t');
+            Some((cells.next()?, cells.next()?))
+        })
+        .filter(|(method, path)| *method == "GET" && !path.contains('{'));
+    for (_, path) in endpoints {
+        if path == "/1.0/events" {
+            continue;
+        }
+        p.step(
+            &format!("GET {path}"),
+            Req::get(format!("{path}?project={project}")),
+        )
+        .await;
+    }
+}
+
+/// The resources Incus 7.0 adds, with objects: a network address set (created, read, listed,
+/// patched, deleted) and a custom volume's files, bitmaps, NBD and rebuild.
+async fn what_7_0_adds(p: &mut Probe, project: &str, set: &str) {
+    let q = format!("project={project}");
+    let sets = format!("/1.0/network-address-sets?{q}");
+    let one = format!("/1.0/network-address-sets/{set}?{q}");
+    let body = json!({"name": set, "addresses": ["10.0.0.1", "10.0.1.0/24", "10.0.0.120-10.0.0.130"],
+                      "description": "probe", "config": {"user.a": "b"}});
+    p.step(
+        "create network address set",
+        Req::new(Method::POST, &sets).json(&body),
+    )
+    .await;
+    p.step(
+        "create network address set again",
+        Req::new(Method::POST, &sets).json(&body),
+    )
+    .await;
+    p.step("get network address set", Req::get(&one)).await;
+    p.step(
+        "list network address sets",
+        Req::get(format!("{sets}&recursion=1")),
+    )
+    .await;
+    let patch = json!({"config": {"user.c": "d"}});
+    p.step(
+        "patch network address set",
+        Req::new(Method::PATCH, &one).json(&patch),
+    )
+    .await;
+    p.step("get patched network address set", Req::get(&one))
+        .await;
+    p.step("delete network address set", Req::new(Method::DELETE, &one))
+        .await;
+    // Refused on 7.0, so nothing is made: an ACL rule naming a set that does not exist, a
+    // project with its own networks (OVN needed), a state change of a project that does not
+    // exist (refused before its body is read).
+    for (direction, field) in [("ingress", "source"), ("egress", "destination")] {
+        let rule = json!({"action": "allow", "state": "enabled", field: format!("${set}-none")});
+        let acl = json!({"name": format!("{set}-acl"), direction: [rule]});
+        p.step(
+            &format!("ACL {direction} rule naming an unknown address set"),
+            Req::new(Method::POST, format!("/1.0/network-acls?{q}")).json(&acl),
+        )
+        .await;
+    }
+    let networks = json!({"name": format!("{project}-n"), "config": {"features.networks": "true"}});
+    p.step(
+        "project with features.networks",
+        Req::new(Method::POST, "/1.0/projects").json(&networks),
+    )
+    .await;
+    for body in [json!({"state": {"action": "bogus"}}), json!({})] {
+        p.step(
+            &format!("PUT /1.0/instances in an unknown project, body {body}"),
+            Req::new(Method::PUT, "/1.0/instances?project=nosuchproject").json(&body),
+        )
+        .await;
+    }
+    let volumes = format!("/1.0/storage-pools/default/volumes/custom?{q}");
+    let volume = "/1.0/storage-pools/default/volumes/custom/v1";
+    p.step(
+        "create custom volume",
+        Req::new(Method::POST, &volumes).json(&json!({"name": "v1"})),
+    )
+    .await;
+    p.step(
+        "volume files /",
+        Req::get(format!("{volume}/files?path=/&{q}")),
+    )
+    .await;
+    p.step(
+        "volume file push",
+        Req::new(Method::POST, format!("{volume}/files?path=/hello&{q}")).raw("hi"),
+    )
+    .await;
+    p.step(
+        "volume files / after a push",
+        Req::get(format!("{volume}/files?path=/&{q}")),
+    )
+    .await;
+    p.step(
+        "volume file missing",
+        Req::get(format!("{volume}/files?path=/nope&{q}")),
+    )
+    .await;
+    p.step("volume bitmaps", Req::get(format!("{volume}/bitmaps?{q}")))
+        .await;
+    p.step(
+        "volume nbd",
+        Req::get(format!("{volume}/nbd?{q}")).header("upgrade", "nbd"),
+    )
+    .await;
+    let started = p
+        .step(
+            "volume rebuild",
+            Req::new(Method::POST, format!("{volume}/rebuild?{q}")),
+        )
+        .await;
+    p.wait("volume rebuild", &started).await;
+    p.step(
+        "volume files / after a rebuild",
+        Req::get(format!("{volume}/files?path=/&{q}")),
+    )
+    .await;
+    p.step(
+        "delete custom volume",
+        Req::new(Method::DELETE, format!("{volume}?{q}")),
+    )
+    .await;
+}
+
 fn main() -> std::process::ExitCode {
     let args = libtest_mimic::Arguments::from_args();
-    let trials = vec![trial(
-        "fake_answers_like_the_real_daemon_request_by_request",
-        fake_answers_like_the_real_daemon_request_by_request,
-    )];
+    let trials = vec![
+        trial(
+            "fake_answers_like_the_real_daemon_request_by_request",
+            fake_answers_like_the_real_daemon_request_by_request,
+        ),
+        trial(
+            "fake_as_incus_7_0_answers_like_the_real_7_0_daemon_endpoint_by_endpoint",
+            fake_as_incus_7_0_answers_like_the_real_7_0_daemon_endpoint_by_endpoint,
+        ),
+    ];
     libtest_mimic::run(&args, trials).exit_code()
 }

@@ -2,7 +2,9 @@
 //! errors) runs with `INCUS_SOCKET` pointed at a recorder in front of the daemon on
 //! `INCUS_SOCKET` (default `/var/lib/incus/unix.socket`), in a throw-away project; the
 //! transcript then replays against a fresh fake seeded with the capture taken when the
-//! recording began. Every difference must be a known gap of the fake
+//! recording began (which serves as the Incus line the capture read). The client is `incus` on
+//! `PATH`, or `INCUS_CLIENT` (the daemon's own line's client: `ci/incus7.sh` prints the 7.0
+//! one as `INCUS7_CLIENT`). Every difference must be a known gap of the fake
 //! (`tests/transcripts/mod.rs`). Without a daemon or the `incus` client, each trial is reported
 //! as ignored, with the reason.
 //!
@@ -24,6 +26,11 @@ const DEFAULT_SOCKET: &str = "/var/lib/incus/unix.socket";
 
 fn socket() -> PathBuf {
     std::env::var_os("INCUS_SOCKET").map_or_else(|| PathBuf::from(DEFAULT_SOCKET), PathBuf::from)
+}
+
+/// The `incus` client the sessions run: `INCUS_CLIENT`, else `incus` on `PATH`.
+fn client() -> PathBuf {
+    std::env::var_os("INCUS_CLIENT").map_or_else(|| PathBuf::from("incus"), PathBuf::from)
 }
 
 /// One CLI session: `incus` argument lists, `{p}` standing for the project and `{dir}` for a
@@ -127,7 +134,7 @@ const SESSIONS: &[Session] = &[
 /// Runs `incus ARGS` against `socket` with its own configuration directory; returns whether it
 /// succeeded.
 async fn incus(socket: &Path, conf: &Path, args: &[String]) -> Result<bool, String> {
-    let out = tokio::process::Command::new("incus")
+    let out = tokio::process::Command::new(client())
         .args(args)
         .env("INCUS_SOCKET", socket)
         .env("INCUS_CONF", conf)
@@ -144,7 +151,7 @@ struct Cleanup(String);
 impl Drop for Cleanup {
     fn drop(&mut self) {
         let run = |args: &[&str]| {
-            let _ = std::process::Command::new("incus")
+            let _ = std::process::Command::new(client())
                 .args(args)
                 .env("INCUS_SOCKET", socket())
                 .output();
@@ -164,13 +171,16 @@ async fn unavailable() -> Option<String> {
         Ok(Ok(reply)) if reply.status() == 200 => {}
         _ => return Some(format!("no Incus daemon answers on {}", socket.display())),
     }
-    match tokio::process::Command::new("incus")
+    match tokio::process::Command::new(client())
         .arg("--version")
         .output()
         .await
     {
         Ok(out) if out.status.success() => None,
-        _ => Some("the incus client is not installed".into()),
+        _ => Some(format!(
+            "the incus client ({}) is not installed",
+            client().display()
+        )),
     }
 }
 
@@ -242,7 +252,13 @@ async fn record_and_replay(session: &Session) -> Completion {
     };
     print!("{}", report.text());
     assert_eq!(report.replayed, exchanges.len(), "every exchange replayed");
-    let unexpected = transcripts::unexpected(&report);
+    // A capture of a 7.0 daemon serves as 7.0 (it records the version it read).
+    let server = fake.call(fake_incus::Request::get("/1.0")).await;
+    let seven = server.metadata()["environment"]["server_version"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("7."));
+    let more = if seven { transcripts::KNOWN_7_0 } else { &[] };
+    let unexpected = transcripts::unexpected_beside(&report, more);
     assert!(
         unexpected.is_empty(),
         "unexpected differences:\n{}",

@@ -392,23 +392,35 @@ async fn transcripts_recorded_from_the_real_daemon_replay_with_only_known_differ
 fn the_replay_command_reports_as_text_and_json_and_fails_on_a_difference() {
     let bin = env!("CARGO_BIN_EXE_fake-incus");
     let dir = Path::new(transcripts::DIR);
+    // The kept session replayed against its capture without the image it launched from.
+    let temp = tempfile::tempdir().unwrap();
+    let capture = std::fs::read(dir.join("cli-session.state.json")).expect("the capture");
+    let mut state: serde_json::Value = serde_json::from_slice(&capture).expect("JSON");
+    state["images"] = json!([]);
+    let imageless = temp.path().join("imageless.state.json");
+    std::fs::write(&imageless, state.to_string()).expect("written");
     let run = |extra: &[&str]| {
         std::process::Command::new(bin)
             .arg("replay")
             .arg(dir.join("cli-session.jsonl"))
             .arg("--state")
-            .arg(dir.join("cli-session.state.json"))
+            .arg(&imageless)
             .args(["--max-pause-ms", "20"])
             .args(extra)
             .output()
             .expect("fake-incus runs")
     };
-    // The kept session has known differences (the SFTP extensions): exit status 1.
+    // The image's alias is unknown where the daemon knew it: exit status 1.
     let text = run(&[]);
     assert_eq!(text.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&text.stdout);
     assert!(stdout.starts_with("replay: "), "{stdout}");
-    assert!(stdout.contains("sftp VERSION extensions"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "/1.0/images/aliases/busybox?project=rec150f5109a5: HTTP status: real 200 vs fake 404"
+        ),
+        "{stdout}"
+    );
     let json = run(&["--json"]);
     assert_eq!(json.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");

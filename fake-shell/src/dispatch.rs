@@ -63,7 +63,9 @@ impl Shell {
     /// Runs an applet as a program of its own (its own variables and directory).
     async fn run_applet(&mut self, applet: applets::Applet, argv: &[String]) -> Status {
         let mut process = self.program(self.environ());
-        process.arg0 = fs::base_name(&argv[0]).to_owned();
+        let base = fs::base_name(&argv[0]);
+        // The shell keeps its `argv[0]` whole as `$0` (see `applets::busybox_called`).
+        process.arg0 = if base == "sh" { &argv[0] } else { base }.to_owned();
         applet.run(&mut process, &argv[1..]).await
     }
 
@@ -153,10 +155,9 @@ impl Shell {
                 .fs
                 .resolve(path, true)
                 .unwrap_or_else(|_| path.to_owned());
-            let called = fs::base_name(&argv[0]).to_owned();
             if fs::base_name(&real) == "busybox" {
                 let mut program = self.program(self.environ());
-                return applets::busybox_called(&mut program, &called, &argv[1..]).await;
+                return applets::busybox_called(&mut program, &argv[0], &argv[1..]).await;
             }
             let content = match self.m.fs.read(&real) {
                 Ok(content) => content,

@@ -47,7 +47,7 @@ pub(crate) async fn sh(process: &mut Shell, args: &[String]) -> Status {
         };
         let (arg0, positional) = match tail.split_first() {
             Some((name, args)) => (name.clone(), args.to_vec()),
-            None => ("sh".to_owned(), Vec::new()),
+            None => (process.arg0.clone(), Vec::new()),
         };
         (line.clone(), arg0, positional)
     } else if let Some((file, tail)) = rest.split_first() {
@@ -66,7 +66,7 @@ pub(crate) async fn sh(process: &mut Shell, args: &[String]) -> Status {
         }
     } else {
         match read_script(process).await {
-            Some(source) => (source, "sh".to_owned(), Vec::new()),
+            Some(source) => (source, process.arg0.clone(), Vec::new()),
             None => {
                 process
                     .err_line("sh: script on stdin is too long or not UTF-8")

@@ -19,9 +19,9 @@ use crate::Machine;
 /// Status of a command killed by SIGPIPE.
 pub(crate) const BROKEN_PIPE_STATUS: i32 = 128 + 13;
 /// "command not found".
-pub(crate) const NOT_FOUND_STATUS: i32 = 127;
+pub const NOT_FOUND_STATUS: i32 = 127;
 /// "found but cannot be executed".
-pub(crate) const NOT_EXECUTABLE_STATUS: i32 = 126;
+pub const NOT_EXECUTABLE_STATUS: i32 = 126;
 /// Status of a shell usage or syntax error.
 pub(crate) const USAGE_STATUS: i32 = 2;
 /// How many pipes a pipeline's channel holds before its writer waits.
@@ -164,7 +164,14 @@ impl Shell {
 
     /// Writes a line to fd 2.
     pub(crate) async fn err_line(&self, line: &str) -> Flow {
-        self.err(format!("{line}\n")).await
+        // The shell's own messages are written `sh: ...`; a shell run by its path names itself
+        // so, as busybox's ash does with its `$0` (`/bin/sh: /usr/bin/python3: not found`).
+        match line.strip_prefix("sh: ") {
+            Some(rest) if self.arg0.contains('/') => {
+                self.err(format!("{}: {rest}\n", self.arg0)).await
+            }
+            _ => self.err(format!("{line}\n")).await,
+        }
     }
 
     /// `NAME: message` on stderr, and status 1: the usual failure of an applet.

@@ -12,10 +12,12 @@ use crate::cli::{Cli, OPT_IN_REFUSAL};
 use crate::cluster::ClusterInfo;
 use crate::compare;
 use crate::endpoint::Endpoint;
+use crate::extensions;
 use crate::plan;
 use crate::portable;
 use crate::recorder::CheckSink;
 use crate::report::{Report, ServerInfo};
+use crate::safety;
 use crate::sandbox::{self, ImageSource};
 use crate::targets::{self, Targets};
 
@@ -85,11 +87,17 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
     );
     match admin.server().await {
         Ok(server) => {
-            report.server = Some(server_info(&server));
+            let info = server_info(&server);
             match discover_cluster(admin, &server).await {
                 Ok(found) => report.cluster = found,
                 Err(e) => report.errors.push(e),
             }
+            report.extensions_relied_on =
+                extensions::relied_on(&info.api_extensions, report.cluster.is_some());
+            report
+                .errors
+                .extend(extensions::missing(&report.extensions_relied_on));
+            report.server = Some(info);
         }
         Err(e) => {
             report
@@ -114,6 +122,11 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         );
     }
     let cluster = report.cluster.clone();
+    let extensions = report
+        .server
+        .as_ref()
+        .map(|server| server.api_extensions.clone())
+        .unwrap_or_default();
     let catalogue = targets::catalogue();
     let sink: CheckSink = CheckSink::default();
     let work = async {
@@ -129,11 +142,16 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         if let Some(cluster) = &cluster {
             place_workload(admin, cluster, &mut sandbox).await?;
         }
-        let mut checks = plan::run_plan(&targets, &sandbox, "", Some(sink.clone())).await;
+        let plan::PlanRun {
+            mut checks,
+            mut answers,
+        } = plan::run_plan(&targets, &sandbox, "", Some(sink.clone())).await;
         let mut divergences = Vec::new();
         let mut errors = Vec::new();
+        let fake_line = compare::fake_line(&extensions);
         if cli.compare_fake {
-            match compare::against_fake(cli, &checks, cluster.as_ref(), &sandbox).await {
+            answers.push(compare::fake_line_answer(fake_line));
+            match compare::against_fake(cli, &checks, cluster.as_ref(), fake_line, &sandbox).await {
                 Ok(rows) => divergences = rows,
                 Err(e) => errors.push(format!("differential run of the plan: {e}")),
             }
@@ -144,26 +162,48 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
             sandbox: &sandbox,
             source: &source,
             cluster: cluster.as_ref(),
+            fake_line,
         };
         let scenarios = portable::run_all(cli, real, cli.compare_fake).await;
         checks.extend(scenarios.checks);
+        // The value rules need no fake to compare with: the conformance run checks them there.
+        let safety = if cli.compare_fake {
+            None
+        } else {
+            let run = safety::run(
+                admin,
+                &targets,
+                &sandbox,
+                &source,
+                cli.timeout,
+                Some(sink.clone()),
+            )
+            .await;
+            checks.extend(run.checks);
+            Some(run.section)
+        };
         divergences.extend(scenarios.divergences);
+        answers.extend(scenarios.answers);
         Ok::<_, String>((
             checks,
             scenarios.rows,
             divergences,
             errors,
             scenarios.clustered_answers,
+            answers,
+            safety,
         ))
     };
     tokio::select! {
         result = work => match result {
-            Ok((checks, scenarios, divergences, errors, clustered_answers)) => {
+            Ok((checks, scenarios, divergences, errors, clustered_answers, answers, safety)) => {
                 report.checks = checks;
                 report.scenarios = scenarios;
                 report.divergences = divergences;
                 report.errors.extend(errors);
                 report.clustered_answers = clustered_answers;
+                report.server_answers = answers;
+                report.safety_values = safety;
             }
             Err(e) => report.errors.push(e),
         },

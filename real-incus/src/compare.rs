@@ -3,12 +3,14 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use fake_incus::IncusLine;
+
 use crate::admin::Admin;
 use crate::cli::Cli;
 use crate::cluster::ClusterInfo;
 use crate::endpoint::Endpoint;
 use crate::plan::{self, Sandbox};
-use crate::report::{Check, Outcome, ScenarioRow};
+use crate::report::{Check, Outcome, ScenarioRow, ServerAnswer};
 use crate::shape::shape_differences;
 use crate::targets::Targets;
 
@@ -24,13 +26,38 @@ struct Fake {
     _fake: fake_incus::FakeIncus,
 }
 
-/// A fresh fake Incus with its default state: standalone, or, when the real target is a cluster, a
-/// fake cluster with the same member names; returns it and the Unix socket of the member that has
-/// the real target's name (the standalone fake's own socket otherwise).
+/// The Incus line the fake imitates when it is compared with a server that advertises `extensions`:
+/// the newest line whose every API extension the server advertises (so a 7.0.2 daemon, or a later
+/// 7.x, is compared with the fake's 7.0 and a 6.0.4 one with its 6.0), the oldest when the server
+/// advertises too few for any. The server's list decides, never its version number.
+pub(crate) fn fake_line(extensions: &[String]) -> IncusLine {
+    let advertised: Vec<&str> = extensions.iter().map(String::as_str).collect();
+    IncusLine::newest_advertised(&advertised)
+}
+
+/// What the report says about the line chosen for the differential run.
+pub(crate) fn fake_line_answer(line: IncusLine) -> ServerAnswer {
+    ServerAnswer {
+        question: "Which Incus line does the fake imitate in the differential run? (the newest \
+                   line whose every API extension the server advertises)"
+            .to_owned(),
+        answer: format!(
+            "Incus {} (the fake answers as {})",
+            line.name(),
+            line.server_version()
+        ),
+        seen_in: "GET /1.0: api_extensions".to_owned(),
+    }
+}
+
+/// A fresh fake Incus of `line` with its default state: standalone, or, when the real target is a
+/// cluster, a fake cluster with the same member names; returns it and the Unix socket of the member
+/// that has the real target's name (the standalone fake's own socket otherwise).
 pub(crate) async fn start_fake(
     cluster: Option<&ClusterInfo>,
+    line: IncusLine,
 ) -> Result<(fake_incus::FakeIncus, PathBuf), String> {
-    let mut builder = fake_incus::FakeIncus::builder();
+    let mut builder = fake_incus::FakeIncus::builder().incus_version(line);
     if let Some(cluster) = cluster {
         builder = builder.cluster(cluster.members.iter().map(|m| m.name.clone()));
     }
@@ -55,9 +82,10 @@ impl Fake {
     async fn start(
         cli: &Cli,
         cluster: Option<&ClusterInfo>,
+        line: IncusLine,
         real: &Sandbox,
     ) -> Result<Fake, String> {
-        let (fake, socket) = start_fake(cluster).await?;
+        let (fake, socket) = start_fake(cluster, line).await?;
         let endpoint = Endpoint::Unix(socket);
         let admin = Admin::new(endpoint.clone()).map_err(|e| e.to_string())?;
         let fingerprint = admin
@@ -96,6 +124,7 @@ pub(crate) async fn against_fake(
     cli: &Cli,
     real: &[Check],
     cluster: Option<&ClusterInfo>,
+    line: IncusLine,
     real_sandbox: &Sandbox,
 ) -> Result<Vec<ScenarioRow>, String> {
     let kind = if cluster.is_some() {
@@ -103,9 +132,14 @@ pub(crate) async fn against_fake(
     } else {
         "an in-process fake Incus"
     };
-    eprintln!("differential: the acceptance plan on {kind}");
-    let fake = Fake::start(cli, cluster, real_sandbox).await?;
-    let on_fake = plan::run_plan(&fake.targets, &fake.sandbox, "fake: ", None).await;
+    eprintln!(
+        "differential: the acceptance plan on {kind}, as Incus {}",
+        line.name()
+    );
+    let fake = Fake::start(cli, cluster, line, real_sandbox).await?;
+    let on_fake = plan::run_plan(&fake.targets, &fake.sandbox, "fake: ", None)
+        .await
+        .checks;
     Ok(divergences(real, &on_fake))
 }
 
@@ -123,6 +157,15 @@ pub(crate) fn divergences(real: &[Check], fake: &[Check]) -> Vec<ScenarioRow> {
         }
         let name = format!("plan: {}: {}", real_check.operation, real_check.name);
         let Some(fake_check) = fake_by_key.get(&key) else {
+            // The plan chooses some checks by the server's answers (a running exec's `may_cancel`):
+            // the fake answered otherwise, so this check did not run there.
+            rows.push(ScenarioRow {
+                name,
+                outcome: Outcome::Failed,
+                problem: Some(
+                    "ran on the real daemon only: the fake's answers chose other checks".into(),
+                ),
+            });
             continue;
         };
         if fake_check.outcome == Outcome::Skipped {
@@ -162,6 +205,9 @@ fn keyed(checks: &[Check]) -> Vec<((String, String, usize), &Check)> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (differential mode); a test through the
+    //! runner's public API or binary goes in `tests/runner`.
+
     use serde_json::{json, Value};
 
     use super::*;
@@ -198,6 +244,51 @@ mod tests {
             problem.contains("passes on the real daemon, fails on the fake"),
             "{problem}"
         );
+    }
+
+    /// A check the server's answers chose on the real daemon that the fake's answers did not (the
+    /// cancel of a cancellable exec, where the fake's exec cannot be cancelled) is a difference.
+    #[test]
+    fn a_check_that_ran_on_the_real_daemon_only_is_a_divergence() {
+        let real = vec![
+            check("get", Outcome::Passed, json!({"item": {}})),
+            check(
+                "cancellable",
+                Outcome::Passed,
+                json!({"status": "requested"}),
+            ),
+        ];
+        let fake = vec![check("get", Outcome::Passed, json!({"item": {}}))];
+        let rows = divergences(&real, &fake);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].name, "plan: incus_instance_get: cancellable");
+        assert!(rows[0]
+            .problem
+            .as_deref()
+            .unwrap_or_default()
+            .contains("real daemon only"));
+    }
+
+    fn names(line: IncusLine) -> Vec<String> {
+        line.api_extensions()
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    }
+
+    /// The fake is compared as the newest line whose extensions the server all advertises: a
+    /// server with 7.0's list (or more) is compared with the fake's 7.0, one with 6.0's with its 6.0.
+    #[test]
+    fn the_fake_imitates_the_newest_line_the_server_advertises_every_extension_of() {
+        assert_eq!(fake_line(&names(IncusLine::V6_0)), IncusLine::V6_0);
+        assert_eq!(fake_line(&names(IncusLine::V7_0)), IncusLine::V7_0);
+        let mut later = names(IncusLine::V7_0);
+        later.push("some_later_extension".to_owned());
+        assert_eq!(fake_line(&later), IncusLine::V7_0);
+        let mut short_of_7 = names(IncusLine::V7_0);
+        short_of_7.retain(|name| name != "instances_debug_repair");
+        assert_eq!(fake_line(&short_of_7), IncusLine::V6_0);
+        assert_eq!(fake_line(&[]), IncusLine::V6_0, "the oldest line at least");
     }
 
     #[test]

@@ -2,13 +2,12 @@
 //! (between scenarios the project's instances are removed and the `busybox` alias restored)
 //! and, in differential mode, each also on the engine's fake backend, compared step by step by
 //! shape. Every step is also a check of the report, under its operation.
-use std::sync::Arc;
 
-use incus_conformance::scenario::fake::{HostFactory, HostTargets};
-use incus_conformance::scenario::format::{FakeSetup, Scenario};
+use fake_incus::IncusLine;
+use incus_conformance::scenario::format::Scenario;
 use incus_conformance::scenario::load::{self, ScenarioFile};
 use incus_conformance::scenario::run::{self, Context, StepOutcome, Transcript};
-use incus_conformance::scenario::target::{HostTarget, Target, TargetFactory};
+use incus_conformance::scenario::target::{HostTarget, Target};
 use incus_conformance::ReferenceHost;
 
 use crate::admin::Admin;
@@ -18,7 +17,7 @@ use crate::cluster::{self, ClusterInfo};
 use crate::compare;
 use crate::plan::Sandbox;
 use crate::recorder::judged;
-use crate::report::{Check, Outcome, ScenarioRow};
+use crate::report::{Check, Outcome, ScenarioRow, ServerAnswer};
 use crate::sandbox::{self, ImageSource, SCENARIO_ALIAS};
 use crate::shape::shape_differences;
 use crate::targets::{self, Targets};
@@ -34,6 +33,8 @@ pub(crate) struct PortableRun {
     pub(crate) divergences: Vec<ScenarioRow>,
     /// Clustered: the steps whose answer was accepted as the cluster's by design, with the reason.
     pub(crate) clustered_answers: Vec<String>,
+    /// The steps with alternatives (`any_of`, where Incus lines differ): which one the server met.
+    pub(crate) answers: Vec<ServerAnswer>,
 }
 
 /// Everything the scenarios need on the real side.
@@ -45,6 +46,8 @@ pub(crate) struct RealSide<'a> {
     /// The cluster, when the target is one: its documented answers that differ by design are
     /// accepted, and the differential run compares with a fake cluster of the same members.
     pub(crate) cluster: Option<&'a ClusterInfo>,
+    /// The Incus line the fake imitates in the differential run ([`compare::fake_line`]).
+    pub(crate) fake_line: IncusLine,
 }
 
 /// The scenario files: `--scenarios DIR`, else the ones built into the harness.
@@ -87,7 +90,6 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
         "scenarios: {} portable (run here), {fake_only} fake-only (skipped) from {origin}",
         portable.len(),
     );
-    let fake = fake_targets(cli);
     for scenario in &portable {
         let name = format!("scenario::{}", scenario.name);
         if let Err(e) = reset(&real).await {
@@ -130,8 +132,10 @@ pub(crate) async fn run_all(cli: &Cli, real: RealSide<'_>, compare: bool) -> Por
                 .iter()
                 .map(|step| step_check(&scenario.name, step)),
         );
+        run.answers
+            .extend(alternatives_met(&scenario.name, &on_real.steps));
         if compare {
-            match on_fake(&fake, scenario, real.cluster, cli.timeout).await {
+            match on_fake(scenario, real.cluster, real.fake_line, cli.timeout).await {
                 Ok(fake_steps) => run.divergences.extend(diverging_steps(
                     &scenario.name,
                     &on_real.steps,
@@ -171,8 +175,24 @@ pub(crate) fn accept_clustered(
     ))
 }
 
+/// The steps whose result met one of their `any_of` alternatives: the server's answer where the
+/// Incus lines differ, named by the alternative it met.
+fn alternatives_met(scenario: &str, steps: &[StepOutcome]) -> Vec<ServerAnswer> {
+    steps
+        .iter()
+        .filter_map(|step| {
+            let alternative = step.alternative.as_ref()?;
+            Some(ServerAnswer {
+                question: format!("{}: {}", step.operation, step.label),
+                answer: alternative.clone(),
+                seen_in: format!("scenario::{scenario}"),
+            })
+        })
+        .collect()
+}
+
 /// A scenario step as a check of its operation.
-fn step_check(scenario: &str, step: &StepOutcome) -> Check {
+pub(crate) fn step_check(scenario: &str, step: &StepOutcome) -> Check {
     let verdict = if step.problems.is_empty() {
         Ok(())
     } else {
@@ -213,34 +233,23 @@ async fn reset(real: &RealSide<'_>) -> Result<(), String> {
     Ok(())
 }
 
-/// The engine's fake backend: a fresh fake Incus per scenario, the reference host bound to it
-/// with the run's request bound.
-fn fake_targets(cli: &Cli) -> HostTargets<ReferenceHost> {
-    let hosts: HostFactory<ReferenceHost> = Arc::new(|c| (ReferenceHost::new(c), ()));
-    let timeout = cli.timeout;
-    HostTargets::new(hosts).connection(Arc::new(move |socket| {
-        targets::connection(targets::unix(socket), timeout, None)
-    }))
-}
-
-/// The scenario on a fresh fake: the engine's fake backend, or for a cluster a fresh fake cluster
-/// with the same members, called through the member with the real target's name.
+/// The scenario on a fresh fake of `line` with its default state, or for a cluster a fresh fake
+/// cluster with the same members, called through the member with the real target's name; the
+/// reference host bound to it with the run's request bound.
 async fn on_fake(
-    fake: &HostTargets<ReferenceHost>,
     scenario: &Scenario,
     cluster: Option<&ClusterInfo>,
+    line: IncusLine,
     timeout: u64,
 ) -> Result<Vec<StepOutcome>, String> {
-    if let Some(cluster) = cluster {
-        let (_fake, socket) = compare::start_fake(Some(cluster)).await?;
-        let connection = targets::connection(targets::unix(&socket), timeout, None)?;
-        let target = HostTarget::new(ReferenceHost::new(connection), ());
-        let context = fake_context(&target).await.on_cluster();
-        return Ok(run::run_in(scenario, &target, &context).await.steps);
+    let (_fake, socket) = compare::start_fake(cluster, line).await?;
+    let connection = targets::connection(targets::unix(&socket), timeout, None)?;
+    let target = HostTarget::new(ReferenceHost::new(connection), ());
+    let mut context = fake_context(&target).await;
+    if cluster.is_some() {
+        context = context.on_cluster();
     }
-    let target: Box<dyn Target> = fake.start(&FakeSetup::default()).await?;
-    let context = fake_context(target.as_ref()).await;
-    Ok(run::run_in(scenario, target.as_ref(), &context).await.steps)
+    Ok(run::run_in(scenario, &target, &context).await.steps)
 }
 
 /// The runner's variables of the fake's default state.
@@ -279,6 +288,9 @@ fn diverging_steps(name: &str, real: &[StepOutcome], fake: &[StepOutcome]) -> Ve
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the portable scenarios on the real daemon);
+    //! a test through the runner's public API or binary goes in `tests/runner`.
+
     use std::time::Duration;
 
     use incus_conformance::scenario::load;
@@ -305,6 +317,7 @@ mod tests {
                 result,
                 duration: Duration::from_millis(4),
                 problems: problems.iter().map(|p| (*p).to_owned()).collect(),
+                alternative: None,
             }],
         }
     }

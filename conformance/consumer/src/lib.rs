@@ -1,7 +1,8 @@
 //! An example host: every caller's operations go to one Incus, and a caller may run an operation
 //! only when it was granted the operation's scope and every project its input names (the native
 //! `project`, and the project that `incus_project_get` reads). A caller limited to some projects
-//! lists projects only through [`TeamHost::run`], which keeps the granted ones.
+//! lists projects only through [`TeamHost::run`], which keeps the granted ones, and sees in a
+//! result's `used_by` only the resources of its granted projects ([`Host::may_see_project`]).
 //!
 //! `tests/certify.rs` certifies it with `incus_conformance::certify`.
 //!
@@ -14,6 +15,17 @@
 //! # let _ = (host, caller);
 //! ```
 use std::collections::BTreeSet;
+
+/// The workspace README's Rust examples, compiled as doctests here: they use this example host.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct WorkspaceReadmeDoctests;
+
+/// `conformance/README.md`'s Rust examples, compiled and run as doctests here: they use this
+/// example host, which the conformance crate cannot depend on.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ConformanceReadmeDoctests;
 
 use incus_operations::{Binding, BindingContext, Connection, Host, HostError, RunOptions, Scope};
 use serde_json::Value;
@@ -159,10 +171,22 @@ impl Host for TeamHost {
             None => Ok(()),
         }
     }
+
+    /// A result's `used_by` names resources of other projects only when the caller was granted
+    /// them (an administrator sees every project).
+    async fn may_see_project(&self, caller: &Grants, project: &str) -> bool {
+        caller
+            .projects
+            .as_ref()
+            .is_none_or(|allowed| allowed.contains(project))
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (an example host); its certification, every
+    //! suite through it, is `tests/certify.rs`.
+
     use incus_operations::{run, RunOptions};
     use serde_json::json;
 
@@ -233,6 +257,16 @@ mod tests {
             kind_of(&admin, PROJECT_LIST, json!({})).await,
             "discovery_failed"
         );
+    }
+
+    #[tokio::test]
+    async fn used_by_shows_the_granted_projects_only() {
+        let host = TeamHost::new(Connection::unix("/nonexistent/incus.socket"));
+        let caller = Grants::new("agent", [Scope::Read]).project("team-a");
+        assert!(host.may_see_project(&caller, "team-a").await);
+        assert!(!host.may_see_project(&caller, "team-b").await);
+        let admin = Grants::new("admin", [Scope::Read]).any_project();
+        assert!(host.may_see_project(&admin, "team-b").await);
     }
 
     #[tokio::test]

@@ -1,6 +1,6 @@
 //! `incus-conformance run` (and no arguments): the conformance run, with libtest's flags
 //! (`FILTER`, `--skip`, `--exact`, `--list`, `--test-threads`, `--format pretty|terse|json`, ...)
-//! plus `--junit FILE` and `--expected-failures FILE`.
+//! plus `--junit FILE`, `--expected-failures FILE` and `--incus-version 6.0|7.0`.
 
 use std::process::ExitCode;
 

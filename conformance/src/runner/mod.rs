@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -44,7 +45,9 @@ const EXIT_FAILED: u8 = 101;
 /// `--test-threads`, `--format pretty|terse|json`, `-q`, `--color`, ...), plus:
 /// - `--junit FILE`: also write a JUnit XML report;
 /// - `--expected-failures FILE`: a baseline of tests known to fail (text, one name per line, or
-///   a JSON list); the run fails on a failure that is not listed and on a listed test that passes.
+///   a JSON list); the run fails on a failure that is not listed and on a listed test that passes;
+/// - `--incus-version 6.0|7.0`: the Incus line the fakes answer as, so that a producer certifies
+///   against the Incus its users run.
 ///
 /// Without `--test-threads`, trials run on four threads per CPU (they mostly wait on their fake).
 ///
@@ -74,6 +77,18 @@ pub struct RunArgs {
     #[arg(long = "expected-failures", value_name = "FILE")]
     expected_failures: Option<PathBuf>,
 
+    /// Run every trial on real time. By default a trial whose fake Incus and host run in this
+    /// process waits on virtual time: its timers fire as soon as nothing else is left to do, so
+    /// a 5 s exec grace or a 10 s member-down stall takes the time its steps compute. The same
+    /// trials pass on real time; CI runs the time-dependent ones both ways.
+    #[arg(long = "real-time")]
+    real_time: bool,
+
+    /// The Incus line the fake answers as in every suite and scenario: 6.0 or 7.0 (its
+    /// server version, API extensions and behaviour). Default: the fake's default line.
+    #[arg(long = "incus-version", value_name = "6.0|7.0")]
+    incus_version: Option<fake_incus::IncusLine>,
+
     #[command(flatten)]
     libtest: Arguments,
 }
@@ -82,6 +97,11 @@ impl RunArgs {
     /// Whether these arguments only list the tests (`--list`).
     pub(crate) fn listing(&self) -> bool {
         self.libtest.list
+    }
+
+    /// The Incus line the fakes of this run answer as (`--incus-version`, else the default).
+    pub(crate) fn incus_line(&self) -> fake_incus::IncusLine {
+        self.incus_version.unwrap_or_default()
     }
 }
 
@@ -106,8 +126,16 @@ impl From<Verdict> for ExitCode {
     }
 }
 
+/// Whether the run was asked for real time (`--real-time`): trials' runtimes read it.
+static REAL_TIME: AtomicBool = AtomicBool::new(false);
+
+/// Whether trials must run on real time (`--real-time`), even where virtual time is possible.
+pub(crate) fn real_time() -> bool {
+    REAL_TIME.load(Ordering::Relaxed)
+}
+
 /// Panics whose message contains this marker are part of a check (a host callback scripted to
-/// panic); the runner does not print them.
+/// panic, by the scenario engine's host); the runner does not print them.
 pub(crate) const EXPECTED_PANIC: &str = "(a panic scripted by the conformance run)";
 
 /// Installs, once, a panic hook that keeps quiet about [`EXPECTED_PANIC`]s and passes every
@@ -137,6 +165,9 @@ pub(crate) fn execute_to(
     events: impl FnOnce() -> EventSink,
 ) -> Verdict {
     quiet_expected_panics();
+    if args.real_time {
+        REAL_TIME.store(true, Ordering::Relaxed);
+    }
     match prepare(args, &checks) {
         Ok(baseline) => run_checks(args, checks, baseline, events),
         Err(message) => {
@@ -258,6 +289,7 @@ fn trial(check: Check, baseline: Arc<Baseline>, recorder: Arc<Recorder>) -> Tria
         name,
         clauses,
         body,
+        in_process_only: _,
     } = check;
     Trial::ignorable_test(name.clone(), move || {
         recorder.started(&name);

@@ -251,3 +251,18 @@ fn scripted_panics_fail_like_any_panic_but_quietly() {
     let event = finished(&events, "binding::callback_failure_denies::quiet");
     assert!(event["message"].as_str().unwrap().contains(EXPECTED_PANIC));
 }
+
+#[test]
+fn incus_version_chooses_the_line_the_fakes_answer_as_and_refuses_others() {
+    assert_eq!(
+        args(&["--incus-version", "7.0"]).incus_version,
+        Some(fake_incus::IncusLine::V7_0)
+    );
+    assert_eq!(args(&[]).incus_version, None);
+    let argv = ["incus-conformance", "--incus-version", "6.1"];
+    let refused = Cli::try_parse_from(argv).err().unwrap().to_string();
+    assert!(
+        refused.contains("it imitates 6.0 (6.0.4), 7.0 (7.0.2)"),
+        "{refused}"
+    );
+}

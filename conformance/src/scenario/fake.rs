@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_incus::{FakeIncus, Rule};
+use fake_incus::{FakeIncus, FakeIncusBuilder, IncusLine, Rule};
 use incus_operations::{Connection, Endpoint, Host};
 use serde_json::Value;
 
@@ -29,6 +29,30 @@ pub enum Listener {
     Https,
 }
 
+/// The Incus line the fakes of this run answer as (`--incus-version`).
+static LINE: std::sync::RwLock<Option<IncusLine>> = std::sync::RwLock::new(None);
+
+/// Makes every fake this process starts from now on answer as `line` (the runner sets it from
+/// `--incus-version`; unset, a fake answers as [`IncusLine::DEFAULT`]).
+pub fn use_incus_line(line: IncusLine) {
+    *LINE
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(line);
+}
+
+/// The Incus line the fakes of this run answer as.
+pub fn incus_line() -> IncusLine {
+    LINE.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .unwrap_or_default()
+}
+
+/// A fake's builder, answering as the run's Incus line ([`incus_line`]): every fake a suite or
+/// scenario starts comes from here.
+pub fn builder() -> FakeIncusBuilder {
+    FakeIncus::builder().incus_version(incus_line())
+}
+
 /// Starts a fake Incus with the seed state and fault rules of `setup`.
 pub async fn start(setup: &FakeSetup) -> Result<FakeIncus, String> {
     start_with(setup, false).await
@@ -36,7 +60,7 @@ pub async fn start(setup: &FakeSetup) -> Result<FakeIncus, String> {
 
 /// Starts a fake Incus with `setup`, also on HTTPS with mutual TLS when `https` is true.
 pub async fn start_with(setup: &FakeSetup, https: bool) -> Result<FakeIncus, String> {
-    let mut builder = FakeIncus::builder().https(https);
+    let mut builder = builder().https(https);
     if let Some(seed) = &setup.seed {
         builder = builder.state(seed.clone());
     }
@@ -147,6 +171,10 @@ impl<H: Host + 'static> TargetFactory for HostTargets<H> {
     fn is_fake(&self) -> bool {
         true
     }
+
+    fn virtual_time(&self) -> bool {
+        true
+    }
 }
 
 impl<H: Host + 'static> Target for FakeTarget<H> {
@@ -202,16 +230,19 @@ pub(crate) async fn native_request(
 
 /// Every request `fake` has received so far, in order, as a target reports them.
 pub(crate) fn journal(fake: &FakeIncus) -> Vec<Request> {
-    fake.journal()
-        .into_iter()
-        .map(|entry| Request {
-            method: entry.method,
-            path: entry.path,
-            query: entry.query,
-            body: entry.body,
-            if_match: entry.if_match,
-        })
-        .collect()
+    fake.journal().iter().map(request).collect()
+}
+
+/// A journal entry of the fake as a target reports it.
+pub(crate) fn request(entry: &fake_incus::JournalEntry) -> Request {
+    Request {
+        method: entry.method.clone(),
+        path: entry.path.clone(),
+        query: entry.query.clone(),
+        body: entry.body.clone(),
+        if_match: entry.if_match.clone(),
+        applied: entry.applied,
+    }
 }
 
 /// Installs the fault rule `fault` (the fake's rule format) on `fake` from now on.
@@ -224,6 +255,10 @@ pub(crate) fn add_fault(fake: &FakeIncus, fault: &Value) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the fake backend); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
+    use super::super::load;
     use super::*;
     use serde_json::json;
 
@@ -237,7 +272,7 @@ mod tests {
 
     #[test]
     fn every_scenario_setup_is_accepted_by_the_fake() {
-        for file in super::super::load::builtin() {
+        for file in load::builtin().into_iter().chain(load::builtin_cluster()) {
             let scenario = file.scenario.unwrap();
             if let Some(setup) = &scenario.fake {
                 starts(setup).unwrap_or_else(|e| panic!("{}: {e}", file.origin));

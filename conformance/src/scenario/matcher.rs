@@ -31,6 +31,26 @@ fn error_schema() -> Value {
 /// Checks `result` against `expect`; `schema` is the operation's output schema, if known.
 /// Returns one line per mismatch.
 pub fn mismatches(expect: &Expect, result: &Value, schema: Option<&Value>) -> Vec<String> {
+    let mut out = own_mismatches(expect, result);
+    if expect.schema_valid {
+        out.extend(schema_errors(result, schema));
+    }
+    out
+}
+
+/// The name of the first alternative of `expect.any_of` (in name order) that `result` meets; `None`
+/// when it meets none of them, or when there are none. An alternative's `schema_valid` is not
+/// used: the step's own says whether the result is checked against the schema.
+pub fn matching_alternative<'e>(expect: &'e Expect, result: &Value) -> Option<&'e str> {
+    expect
+        .any_of
+        .iter()
+        .find(|(_, alternative)| own_mismatches(alternative, result).is_empty())
+        .map(|(name, _)| name.as_str())
+}
+
+/// The mismatches of the expectations themselves, without the schema (alternatives nest).
+fn own_mismatches(expect: &Expect, result: &Value) -> Vec<String> {
     let mut out = Vec::new();
     if !result.is_object() {
         out.push(format!("the result is not a JSON object: {result}"));
@@ -84,10 +104,26 @@ pub fn mismatches(expect: &Expect, result: &Value, schema: Option<&Value>) -> Ve
         }
     }
     for (pointer, item) in &expect.contains {
-        contains(&mut out, result, pointer, item);
+        for item in items(item) {
+            contains(&mut out, result, pointer, item);
+        }
     }
-    if expect.schema_valid {
-        out.extend(schema_errors(result, schema));
+    for (pointer, item) in &expect.lacks {
+        for item in items(item) {
+            lacks(&mut out, result, pointer, item);
+        }
+    }
+    for (pointer, pattern) in &expect.matches {
+        matches(&mut out, result, pointer, pattern);
+    }
+    if !expect.any_of.is_empty() && matching_alternative(expect, result).is_none() {
+        let each = expect.any_of.iter().map(|(name, alternative)| {
+            format!("{name}: {}", own_mismatches(alternative, result).join(", "))
+        });
+        out.push(format!(
+            "meets none of the alternatives ({})",
+            each.collect::<Vec<_>>().join("; ")
+        ));
     }
     out
 }
@@ -131,6 +167,50 @@ fn contains(out: &mut Vec<String>, result: &Value, pointer: &str, item: &Value) 
         )),
         Some(other) => out.push(format!("{pointer} is not an array: {}", short(other))),
         None => out.push(format!("{pointer} is absent, expected an item like {item}")),
+    }
+}
+
+/// The items of a `contains` or `lacks` value: the elements of an array, else the value itself.
+fn items(value: &Value) -> &[Value] {
+    match value {
+        Value::Array(items) => items,
+        item => std::slice::from_ref(item),
+    }
+}
+
+fn lacks(out: &mut Vec<String>, result: &Value, pointer: &str, item: &Value) {
+    match result.pointer(pointer) {
+        Some(Value::Array(items)) => {
+            if let Some(found) = items.iter().find(|found| holds(found, item)) {
+                out.push(format!(
+                    "{pointer} holds {}, expected no item like {item}",
+                    short(found)
+                ));
+            }
+        }
+        Some(other) => out.push(format!("{pointer} is not an array: {}", short(other))),
+        None => out.push(format!("{pointer} is absent, expected an array")),
+    }
+}
+
+fn matches(out: &mut Vec<String>, result: &Value, pointer: &str, pattern: &str) {
+    let regex = match regex::Regex::new(pattern) {
+        Ok(regex) => regex,
+        Err(e) => {
+            return out.push(format!(
+                "{pointer}: {pattern:?} is not a regular expression: {e}"
+            ))
+        }
+    };
+    match result.pointer(pointer) {
+        Some(Value::String(text)) if regex.is_match(text) => {}
+        Some(found) => out.push(format!(
+            "{pointer} is {}, which does not match {pattern:?}",
+            short(found)
+        )),
+        None => out.push(format!(
+            "{pointer} is absent, expected a match of {pattern:?}"
+        )),
     }
 }
 
@@ -178,6 +258,10 @@ pub fn short(value: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (matching a result against a step's
+    //! expectations); a promise of the harness seen from outside (its command line, certification,
+    //! the wire) goes in `tests/harness`.
+
     use super::*;
     use serde_json::json;
 
@@ -267,6 +351,98 @@ mod tests {
         assert!(problems[1].contains("holds no item"), "{problems:?}");
         assert!(problems[2].contains("not an array"), "{problems:?}");
         assert!(problems[3].contains("is absent"), "{problems:?}");
+    }
+
+    #[test]
+    fn contains_takes_several_items_lacks_refuses_them_and_matches_reads_text() {
+        let result = json!({"items": [{"name": "a", "status": "Error"}, {"name": "b"}],
+            "error": {"message": "Server isn't ready yet"}});
+        let holds = expect(json!({
+            "contains": {"/items": [{"name": "a", "status": "Error"}, {"name": "b"}]},
+            "lacks": {"/items": [{"name": "b", "status": "Error"}, {"name": "c"}]},
+            "matches": {"/error/message": "^Server isn't ready yet$|Unable to connect to"},
+            "schema_valid": false
+        }));
+        assert_eq!(mismatches(&holds, &result, None), Vec::<String>::new());
+        let fails = expect(json!({
+            "contains": {"/items": [{"name": "a"}, {"name": "c"}]},
+            "lacks": {"/items": {"status": "Error"}, "/error": {"x": 1}},
+            "matches": {"/error/message": "^Unable", "/nothing": "x", "/items": "("},
+            "schema_valid": false
+        }));
+        let problems = mismatches(&fails, &result, None);
+        assert_eq!(problems.len(), 6, "{problems:?}");
+        assert!(
+            problems[0].contains("holds no item like {\"name\":\"c\"}"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("/error is not an array"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[2].contains("expected no item like"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[3].contains("does not match \"^Unable\""),
+            "{problems:?}"
+        );
+        assert!(
+            problems[4].contains("not a regular expression"),
+            "{problems:?}"
+        );
+        assert!(problems[5].contains("/nothing is absent"), "{problems:?}");
+    }
+
+    /// An answer that differs between Incus lines: one of the alternatives must hold, and a
+    /// result that meets none of them names each alternative with what it missed.
+    #[test]
+    fn any_of_holds_when_one_alternative_holds() {
+        let e = expect(json!({
+            "schema_valid": false,
+            "any_of": {
+                "accepted, then failed": {"status": "failed", "present": ["/operation_id"]},
+                "refused before acceptance": {"error_kind": "native", "equals": {"/error/http_status": 500}}
+            }
+        }));
+        let failed = json!({"status": "failed", "operation_id": "x"});
+        let refused = json!({"error": {"kind": "native", "message": "m", "http_status": 500}});
+        assert!(mismatches(&e, &failed, None).is_empty());
+        assert!(mismatches(&e, &refused, None).is_empty());
+        assert_eq!(
+            matching_alternative(&e, &failed),
+            Some("accepted, then failed")
+        );
+        assert_eq!(
+            matching_alternative(&e, &refused),
+            Some("refused before acceptance")
+        );
+        let completed = json!({"status": "completed", "operation_id": "x"});
+        let problems = mismatches(&e, &completed, None);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0]
+                .starts_with("meets none of the alternatives (accepted, then failed: /status"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[0].contains("refused before acceptance: /error/kind is absent"),
+            "{problems:?}"
+        );
+        assert_eq!(matching_alternative(&e, &completed), None);
+    }
+
+    /// The alternatives come on top of the step's own expectations, which hold whichever matches.
+    #[test]
+    fn any_of_adds_to_the_own_expectations() {
+        let e = expect(json!({
+            "absent": ["/item"],
+            "schema_valid": false,
+            "any_of": {"a": {"status": "failed"}, "b": {"status": "completed"}}
+        }));
+        let problems = mismatches(&e, &json!({"status": "failed", "item": 1}), None);
+        assert_eq!(problems, ["/item should be absent, found 1"]);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use incus_operations::{Host, RunOptions, Scope};
 use serde_json::Value;
 
-use super::format::FakeSetup;
+use super::format::{FakeSetup, Moment};
 use super::host::{ConnectionLimits, HostBehaviour};
 
 /// A boxed future, as trait objects need.
@@ -31,6 +31,22 @@ pub struct Request {
     pub body: String,
     /// The `If-Match` header, if any.
     pub if_match: Option<String>,
+    /// Whether the backend accepted it: a change was made or an operation was created.
+    pub applied: bool,
+}
+
+/// What a cluster target can do to its members' daemons, for the steps that take a member down
+/// and bring it back ([`Moment`] says when during a call).
+pub trait Members: Send + Sync {
+    /// The member's daemon dies (as `SIGKILL` kills it).
+    fn down<'a>(&'a self, member: &'a str) -> BoxFuture<'a, Result<(), String>>;
+
+    /// The member's daemon starts again; resolves once the cluster serves it again.
+    fn up<'a>(&'a self, member: &'a str) -> BoxFuture<'a, Result<(), String>>;
+
+    /// Resolves once a call started after this was asked for reaches `moment`; an error when it
+    /// does not within the backend's bound.
+    fn moment(&self, moment: Moment) -> BoxFuture<'_, Result<(), String>>;
 }
 
 /// One system under test, set up for one trial.
@@ -65,6 +81,12 @@ pub trait Target: Send + Sync {
         let _ = (method, path, body);
         Box::pin(async { Err("this backend takes no direct native requests".to_owned()) })
     }
+
+    /// The cluster's members, when the target is a cluster whose members it can take down and
+    /// bring back; `None` (the default) otherwise.
+    fn members(&self) -> Option<&dyn Members> {
+        None
+    }
 }
 
 /// Builds one target per trial.
@@ -74,6 +96,14 @@ pub trait TargetFactory: Send + Sync {
 
     /// Whether this factory can apply fake-only setup and read a journal (false for a real Incus).
     fn is_fake(&self) -> bool;
+
+    /// Whether its trials may run on virtual time: everything a trial waits on runs on the
+    /// trial's runtime (a fake embedded in this process, and a host in this process that reaches
+    /// it through its sockets). False (the default) for a backend with a clock of its own: an
+    /// adapter in another process, a real Incus.
+    fn virtual_time(&self) -> bool {
+        false
+    }
 
     /// The same backend with the host following `host` and the connection bounded by `limits`,
     /// when this backend takes its host as data (an adapter over the wire); `None` otherwise

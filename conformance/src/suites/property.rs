@@ -32,9 +32,23 @@ where
     S: Strategy,
     S::Value: std::fmt::Debug,
 {
+    check_cases(trial, CASES, strategy, property)
+}
+
+/// [`check`] with `cases` cases.
+pub(crate) fn check_cases<S>(
+    trial: &str,
+    cases: u32,
+    strategy: S,
+    property: impl Fn(S::Value) -> Result<(), String>,
+) -> Result<(), String>
+where
+    S: Strategy,
+    S::Value: std::fmt::Debug,
+{
     let seed = base_seed();
     let config = Config {
-        cases: CASES,
+        cases,
         failure_persistence: None,
         ..Config::default()
     };
@@ -71,6 +85,10 @@ pub(crate) fn trial_seed(seed: u64, trial: &str) -> [u8; 32] {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (property tests inside trials); a promise of
+    //! the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
 
     #[test]

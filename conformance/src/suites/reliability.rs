@@ -12,7 +12,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_incus::FakeIncus;
 use incus_operations::{run, Connection, Endpoint, RunOptions, Scope};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -429,7 +428,7 @@ enum Identity {
 /// One call over HTTPS as `identity`: the result, the requests handled as trusted and the
 /// requests applied.
 async fn tls_case(identity: Identity, operation: &str) -> Result<(Value, usize, usize), String> {
-    let fake = FakeIncus::builder()
+    let fake = crate::scenario::fake::builder()
         .https(true)
         .start()
         .await
@@ -609,7 +608,7 @@ whole process (core, fake and journal) is read before and after.
 
 /// The load run: RSS before and after, errors, lost updates.
 async fn load_run(size: Size) -> Result<(u64, u64, usize, usize), String> {
-    let fake = FakeIncus::builder()
+    let fake = crate::scenario::fake::builder()
         .start()
         .await
         .map_err(|e| format!("the fake Incus did not start: {e}"))?;
@@ -714,6 +713,9 @@ fn finish(out: String, problems: Vec<String>) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`RELIABILITY.md`); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     #[test]

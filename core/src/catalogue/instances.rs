@@ -29,6 +29,7 @@ fn list() -> Spec {
         description: concat!(
             "Lists the containers and virtual machines of a project (native instance objects: name, status, type, config, devices, profiles, ...).",
             list_returns!(),
+            guest_data_note!(),
             project_note!()
         ),
         example: json!({"project": "default", "limit": 20}),
@@ -49,6 +50,7 @@ fn get() -> Spec {
         description: concat!(
             "Reads one instance (container or virtual machine) by name, with its native ETag for a later conditional incus_instance_update.",
             " Returns {\"item\": <native instance>, \"etag\": <string or null>}. A missing instance is a native error with http_status 404. Results are at most 256 KiB of JSON (output_limit otherwise).",
+            guest_data_note!(),
             project_note!()
         ),
         example: json!({"name": "web"}),
@@ -103,7 +105,7 @@ fn create() -> Spec {
         title: "Create an instance",
         description: concat!(
             "Creates a container or virtual machine from an image (source.alias or source.fingerprint, optionally on a host-approved source.remote named by the host) or empty (source.type none), with native config, devices, profiles, description and ephemeral. Set start to start it once created.",
-            " Safety (SECURITY.md): config keys outside Incus's plain instance keys (raw.*, volatile.*, security.privileged, security.idmap.*, security.syscalls.*, linux.kernel_modules, security.nesting, nvidia.*, unknown keys, ...) and devices other than a pool disk (no host-path source) or a managed-network nic, each with only its type's allowed keys (no ipv4.routes*, ipv6.routes*, host_name, hwaddr, vlan, security.*, limits.* on a nic), are refused with restricted_input unless the host allows them; guest-code keys (cloud-init.*, user.user-data, user.vendor-data, user.meta-data, user.network-config, smbios11.*) also need incus.exec (scope_missing). The same holds for the profiles the instance gets: without profiles, the source image's profiles (or default) are read, checked and sent explicitly.",
+            " Safety (SECURITY.md): every config value and device field is checked by its key's rule, and a value outside it (a device name Incus 7.0 refuses, a snapshots.pattern outside the safe grammar, a malformed number, ...) is invalid_input. Config keys outside Incus's plain instance keys (raw.*, volatile.*, security.privileged, security.idmap.*, security.syscalls.*, linux.kernel_modules, security.nesting, nvidia.*, unknown keys, keys of a newer Incus whose API extension the server does not report, ...), host-impact values past their bound (limits.kernel.* that raise a host limit, boot.host_shutdown_timeout over 300, a schedule more often than hourly without a short expiry, ...) and devices other than a pool disk (no host-path source) or a nic on a managed bridge or OVN network (read), each with only its type's allowed keys (no ipv4.routes*, ipv6.routes*, host_name, hwaddr, vlan, security.*, limits.* on a nic), are refused with restricted_input unless the host allows them; guest-code keys (cloud-init.*, environment.*, user.user-data, user.vendor-data, user.meta-data, user.network-config, smbios11.*, ...) also need incus.exec, and ephemeral true also needs incus.delete (scope_missing). The same holds for the profiles the instance gets: without profiles, the source image's profiles (or default) are read, checked and sent explicitly.",
             " A duplicate name or an unknown alias is reported by Incus inside the operation (status failed).",
             mutation_returns!(),
             project_note!()
@@ -155,9 +157,9 @@ fn update() -> Spec {
         name: "incus_instance_update",
         title: "Update an instance's config, devices, profiles, description or ephemeral flag",
         description: concat!(
-            "Sends one conditional PATCH of only the given fields: config keys are added or overwritten (a key set to \"\" is removed), devices are merged by name, profiles are replaced, description and ephemeral are set. The current description is kept when description is absent.",
+            "Sends one conditional PATCH of only the given fields: config keys are added or overwritten (a key set to \"\" is removed, so a profile's value for it applies, and is judged: without profiles in the input, the instance and its profiles are read first), devices are merged by name, profiles are replaced, description and ephemeral are set. The current description is kept when description is absent.",
             " Pass etag from incus_instance_get to refuse the update if the instance changed since (a native error with http_status 412); without etag the current ETag is read first.",
-            " Safety (SECURITY.md): the restricted config keys and devices of incus_instance_create, in the input or in the profiles it names, are refused with restricted_input unless the host allows them; guest-code keys (cloud-init.*, user.user-data, ...) also need incus.exec, and ephemeral true also needs incus.delete, since Incus deletes an ephemeral instance when it stops (scope_missing).",
+            " Safety (SECURITY.md): the value rules of incus_instance_create apply (invalid_input), and its restricted config keys, values and devices, in the input or in the profiles it names, are refused with restricted_input unless the host allows them; guest-code keys (cloud-init.*, environment.*, user.user-data, ...) also need incus.exec, and ephemeral true also needs incus.delete, since Incus deletes an ephemeral instance when it stops (scope_missing).",
             " Returns {\"status\": \"completed\"|\"uncertain\", \"etag_source\": \"input\"|\"read\", \"etag\": <the ETag sent>}; uncertain means the PATCH may have been applied but no response was decoded (nothing is resent), and then \"reason\" says why.",
             project_note!()
         ),

@@ -17,6 +17,7 @@ fn list() -> Spec {
             "Lists the networks visible in a project, managed bridges and unmanaged host interfaces alike (native network objects: name, type, managed, status, config, used_by).",
             list_returns!(),
             " The value of every bgp.peers.<peer>.password key (a BGP session password) is replaced by \"[redacted]\".",
+            used_by_note!(),
             project_note!()
         ),
         example: json!({}),
@@ -38,6 +39,7 @@ fn get() -> Spec {
             "Reads one network by name.",
             item_returns!(),
             " The value of every bgp.peers.<peer>.password key (a BGP session password) is replaced by \"[redacted]\".",
+            used_by_note!(),
             project_note!()
         ),
         example: json!({"name": "incusbr0"}),

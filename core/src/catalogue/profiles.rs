@@ -16,6 +16,8 @@ fn list() -> Spec {
         description: concat!(
             "Lists the profiles of a project (native profile objects: name, description, config, devices, used_by). A project without its own profiles shows those of project default.",
             list_returns!(),
+            guest_data_note!(),
+            used_by_note!(),
             project_note!()
         ),
         example: json!({"project": "default"}),
@@ -36,6 +38,8 @@ fn get() -> Spec {
         description: concat!(
             "Reads one profile by name.",
             item_returns!(),
+            guest_data_note!(),
+            used_by_note!(),
             project_note!()
         ),
         example: json!({"name": "default"}),

@@ -15,7 +15,8 @@ fn list() -> Spec {
         title: "List projects",
         description: concat!(
             "Lists the Incus projects (native project objects: name, description, config features, used_by). The project field, when given, only selects the request context.",
-            list_returns!()
+            list_returns!(),
+            used_by_note!()
         ),
         example: json!({"limit": 10}),
         resource: "project",
@@ -34,7 +35,8 @@ fn get() -> Spec {
         title: "Get a project",
         description: concat!(
             "Reads one project by name (the name field; project, when given, only selects the request context).",
-            item_returns!()
+            item_returns!(),
+            used_by_note!()
         ),
         example: json!({"name": "default"}),
         resource: "project",

@@ -102,9 +102,13 @@ pub(super) fn instance_name(description: &str) -> Value {
     text(description, "^[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?$", 63)
 }
 
-/// A snapshot's short name (no `/`).
+/// A snapshot's short name: no `/`, and no `%` or `+`, because Incus decodes a snapshot's path
+/// segment twice (`url.PathUnescape`, then `url.QueryUnescape`, in `cmd/incusd/instance_snapshot.go`
+/// of 6.0.4 and 7.0), so a name holding either would name another snapshot in the request
+/// (`s%31` is `s1` there, `a+b` is `a b`). Without them, the name means itself whether the daemon
+/// decodes once or twice.
 pub(super) fn snapshot_name(description: &str) -> Value {
-    let mut schema = text(description, "^[^/\\s]+$", 255);
+    let mut schema = text(description, "^[^/\\s%+]+$", 255);
     schema["not"] = json!({"enum": [".", ".."]});
     schema
 }

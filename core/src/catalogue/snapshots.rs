@@ -14,7 +14,7 @@ fn instance() -> Value {
 }
 
 fn snapshot() -> Value {
-    schema::snapshot_name("Snapshot short name (for example snap0), without the instance part.")
+    schema::snapshot_name("Snapshot short name (for example snap0), without the instance part; no /, % or + (Incus decodes a snapshot name in a URL twice, so % and + would name another snapshot).")
 }
 
 fn list() -> Spec {
@@ -24,6 +24,7 @@ fn list() -> Spec {
         description: concat!(
             "Lists the snapshots of one instance (native snapshot objects: short name, created_at, expires_at, stateful, config, devices, size). An unknown instance gives an empty list, as in Incus.",
             list_returns!(),
+            guest_data_note!(),
             project_note!()
         ),
         example: json!({"instance": "web"}),
@@ -46,6 +47,7 @@ fn get() -> Spec {
         description: concat!(
             "Reads one snapshot of an instance by its short name.",
             item_returns!(),
+            guest_data_note!(),
             project_note!()
         ),
         example: json!({"instance": "web", "snapshot": "snap0"}),
@@ -66,7 +68,7 @@ fn create() -> Spec {
         name: "incus_instance_snapshot_create",
         title: "Snapshot an instance",
         description: concat!(
-            "Takes a snapshot of an instance (running or stopped). Without snapshot, Incus names it snapN with the first free number. stateful also saves the runtime state where supported. A duplicate name fails inside the operation (status failed).",
+            "Takes a snapshot of an instance (running or stopped). A new snapshot's name follows Incus 7.0's rule (1 to 64 bytes, starting and ending with an ASCII letter or digit, none of $ ? & + \" ' ` * / %, no white space or control character; invalid_input otherwise, on every line). Without snapshot, Incus names it by the instance's snapshots.pattern (snapN with the first free number by default); the instance is read first, and a pattern outside the safe grammar of SECURITY.md is refused with restricted_input. stateful also saves the runtime state where supported. A duplicate name fails inside the operation (status failed).",
             mutation_returns!(),
             project_note!()
         ),
@@ -116,7 +118,7 @@ fn restore() -> Spec {
         name: "incus_instance_snapshot_restore",
         title: "Restore an instance from a snapshot",
         description: concat!(
-            "Restores an instance's filesystem, config, devices and profiles from one of its snapshots, replacing the current ones (a running container keeps running). Destructive: confirm must repeat <instance>/<snapshot> exactly (for instance web and snapshot snap0, confirm web/snap0); anything else, such as \"yes\", is refused before any request. A missing snapshot fails inside the operation (status failed).",
+            "Restores an instance's filesystem, config, devices and profiles from one of its snapshots, replacing the current ones (a running container keeps running). Destructive: confirm must repeat <instance>/<snapshot> exactly (for instance web and snapshot snap0, confirm web/snap0); anything else, such as \"yes\", is refused before any request. A missing snapshot fails inside the operation (status failed). Safety (SECURITY.md): the snapshot is read first and the config, devices and profiles it brings back are judged like incus_instance_create's (restricted_input unless the host allows them; guest-code keys also need incus.exec, scope_missing).",
             mutation_returns!(),
             project_note!()
         ),

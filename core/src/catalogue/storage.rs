@@ -20,6 +20,8 @@ fn pool_list() -> Spec {
         description: concat!(
             "Lists the storage pools (native pool objects: name, driver, status, config, used_by).",
             list_returns!(),
+            " The value of truenas.api_key (the TrueNAS API key of Incus 7.0's truenas driver) is replaced by \"[redacted]\".",
+            used_by_note!(),
             project_note!()
         ),
         example: json!({}),
@@ -40,6 +42,8 @@ fn pool_get() -> Spec {
         description: concat!(
             "Reads one storage pool by name.",
             item_returns!(),
+            " The value of truenas.api_key (the TrueNAS API key of Incus 7.0's truenas driver) is replaced by \"[redacted]\".",
+            used_by_note!(),
             project_note!()
         ),
         example: json!({"pool": "default"}),
@@ -60,6 +64,7 @@ fn volume_list() -> Spec {
         description: concat!(
             "Lists the volumes of one storage pool in a project: instance, image and custom volumes, and snapshot volumes named <volume>/<snapshot> (native volume objects: name, type, content_type, config, used_by).",
             list_returns!(),
+            used_by_note!(),
             project_note!()
         ),
         example: json!({"pool": "default", "limit": 100}),
@@ -82,6 +87,7 @@ fn volume_get() -> Spec {
         description: concat!(
             "Reads one volume of a storage pool by pool, type (container, virtual-machine, image or custom) and name.",
             item_returns!(),
+            used_by_note!(),
             project_note!()
         ),
         example: json!({"pool": "default", "type": "custom", "name": "data"}),

@@ -13,7 +13,7 @@
 //! Nothing is resent: the executors record, before each request that may change something, the
 //! result to report if the bound passes from then on.
 use std::sync::Mutex;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use serde_json::{json, Value};
 
@@ -82,6 +82,10 @@ impl Progress {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the bound on a whole call, and what a call
+    //! that hits it reports); a promise of the whole `run()` or of the client against a fake Incus,
+    //! seen through the public API, goes in `tests/integration`.
+
     use super::*;
 
     #[test]

@@ -11,7 +11,7 @@
 //!
 //! The client observes ([`ExecOutcome`], [`StreamCapture`]); this module alone shapes what it
 //! observed, and its uncertain twin, into the agent's result.
-use std::time::Instant;
+use tokio::time::Instant;
 
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -276,6 +276,10 @@ impl ExecOutcome {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`incus_instance_exec`); a promise of the
+    //! whole `run()` or of the client against a fake Incus, seen through the public API, goes in
+    //! `tests/integration`.
+
     use std::time::Duration;
 
     use super::*;

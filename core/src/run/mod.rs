@@ -14,11 +14,13 @@ mod deadline;
 mod exec;
 mod input;
 mod inspect;
+mod keys;
 mod mutate;
 mod native;
 mod output;
 mod own_operation;
 mod pipeline;
+mod reader;
 mod redact;
 mod restricted;
 mod results;
@@ -27,6 +29,7 @@ mod spelling_tests;
 #[cfg(test)]
 mod tests;
 mod update;
+mod values;
 mod writes;
 
 pub use redact::{

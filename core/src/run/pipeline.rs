@@ -6,6 +6,8 @@ use serde_json::Value;
 use super::call::Call;
 use super::deadline::Progress;
 use super::output::{self, Success};
+use super::reader;
+use super::redact::Reader;
 use super::results::RunError;
 use super::{checks, native, RunOptions};
 use crate::catalogue::{self, Descriptor};
@@ -18,7 +20,9 @@ pub(crate) async fn run<C: Send + Sync>(
 ) -> Result<Value, RunError> {
     let Some(descriptor) = catalogue::fetch(name) else {
         let reason = if catalogue::lookup(name).is_some() {
-            format!("{name} is not exported: its client evidence is incomplete (see unavailable())")
+            format!(
+                "{name} is not exported: its client evidence is incomplete (see not_exported())"
+            )
         } else {
             format!("{name:?} is not an operation")
         };
@@ -44,7 +48,15 @@ pub(crate) async fn run_operation<C: Send + Sync>(
                 bound.as_millis()
             );
             match progress.take(&reason) {
-                Some(result) => output::finish(descriptor.native(), Success::Object(result)),
+                // A mutation's or an exec's report: it names no `used_by`, and no project is
+                // asked about once the bound has passed.
+                Some(result) => {
+                    let reader = Reader {
+                        exec: reader::has_exec(&options.scopes),
+                        ..Reader::default()
+                    };
+                    output::finish(descriptor.native(), &reader, Success::Object(result))
+                }
                 None => Err(RunError::Timeout(format!(
                     "{reason}; nothing that changes state was sent"
                 ))),
@@ -67,5 +79,6 @@ async fn checked<C: Send + Sync>(
         progress,
     };
     let success = native::execute(&call, checked.input).await?;
-    output::finish(descriptor.native(), success)
+    let reader = reader::of(&success, &call.project, options).await;
+    output::finish(descriptor.native(), &reader, success)
 }

@@ -1,236 +1,336 @@
-//! What create and update may write into an instance without the host's say: an allowlist of
-//! config keys and, per device type, of device keys, derived from Incus 6.0.4's own key lists
-//! (`internal/instance/config.go` for instance config, the `validateConfig` of
-//! `internal/server/device/{disk,nic,nic_bridged,...}.go` for devices). Anything else is a
-//! restricted item, denied unless the host's `allow_restricted` callback says yes; a few keys are
-//! guest code, which needs the caller's `incus.exec` scope as well.
+//! What create, update and restore may write into an instance without the host's say: every
+//! config key judged by its class and its value ([`keys`], [`values`]), every device by its name,
+//! its type and each field's value. What fails is refused or handed to the host:
 //!
-//! Config keys (exact names, case-sensitive as Incus compares them):
-//! - plain: `boot.*`, `cluster.evacuate`, `agent.nic_config`, the `limits.*` of the instance's own
-//!   CPU, memory, disk priority, processes and kernel rlimits, `migration.*`, `snapshots.*`, the
-//!   VM firmware and protection keys (`security.csm`, `security.secureboot`, `security.iommu`,
-//!   `security.sev*`, `security.agent.metrics`, `security.guestapi`,
-//!   `security.protection.delete`, `security.protection.shift`), and the free-form families
-//!   `environment.*`, `image.*`, `linux.sysctl.*` (namespaced inside the container) and `user.*`;
-//! - guest code (plain, but needs `incus.exec`): `cloud-init.user-data`, `cloud-init.vendor-data`,
-//!   `cloud-init.network-config`, `user.user-data`, `user.vendor-data`, `user.network-config`,
-//!   `user.meta-data` (cloud-init runs them as root in the guest; meta-data carries `public-keys`)
-//!   and `smbios11.*` (systemd credentials of a VM guest);
-//! - restricted: everything else, among them the spec's `raw.*`, `volatile.*`,
-//!   `security.privileged`, `security.idmap.*`, `security.syscalls.*`, `linux.kernel_modules`,
-//!   and beyond it `security.nesting`, `security.guestapi.images`, `nvidia.*` (host driver files)
-//!   and any key Incus does not know (a different casing included).
+//! - in the caller's input ([`Origin::Input`]), a value outside its rule (a malformed or hostile
+//!   value, a device name 7.0 refuses) is `invalid_input`, with a pointer to it;
+//! - in what the call applies ([`Origin::Applied`]: the profiles, a snapshot being restored), the
+//!   same value is a restricted item with the reason, since the caller did not write it;
+//! - a restricted key (`raw.*`, `volatile.*`, `security.privileged`, unknown keys, ...), a
+//!   host-impact value past its bound, a device of another type than a pool disk or a nic on a
+//!   network, a device field outside its type's list, a disk's host path or Ceph source: a
+//!   restricted item, for the host's `allow_restricted`, which sees its value;
+//! - guest-code and secret keys need the caller's `incus.exec` as well.
 //!
-//! Devices: a `nic` with a non-empty `network` and no keys but [`NIC_KEYS`], and a `disk` with a
-//! non-empty `pool`, a `source` (when given) that names a volume (no host path: no leading `/`, no
-//! `ceph:`/`cephfs:` scheme) and no keys but [`DISK_KEYS`], are plain. Every other device is
-//! restricted: other types (`none` too, which hides a profile's device), a nic's
-//! `nictype`/`parent`, `ipv4.routes*`, `ipv6.routes*`, `host_name`, `hwaddr`, `vlan*`,
-//! `security.*`, `limits.*`, a disk's host path, `propagation`, `raw.mount.options`, `shift`,
-//! `recursive`, `ceph.*`, and any key not listed.
+//! Besides, a scan collects what only Incus can tell ([`Findings::gated`]: keys and fields that
+//! need an API extension the server may not report; [`Findings::nics`]: the networks plain nics
+//! attach to), which the check after discovery reads.
 //!
-//! The same rule covers the profiles that create or update applies: their effective config and
-//! devices (merged in the listed order, a later profile's key or device replacing an earlier one's,
-//! and the input's own keys and devices replacing both, as Incus expands them) must pass it too.
+//! Profiles are checked as Incus expands them: merged in the listed order, a later profile's key or
+//! device replacing an earlier one's, and the call's own keys and devices replacing both.
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 use super::input::InstanceWrites;
+use super::keys::{self, Class};
+use super::values::{self, Frequency, Reach};
 use crate::host::RestrictedItem;
 
-/// The keys a plain nic may carry (it attaches to a managed network of the project; Incus checks
-/// `ipv4.address`/`ipv6.address` against that network's subnet).
-pub(crate) const NIC_KEYS: &[&str] = &[
-    "type",
-    "network",
-    "name",
-    "ipv4.address",
-    "ipv6.address",
-    "mtu",
-    "boot.priority",
-    "queue.tx.length",
-    "io.bus",
-];
+/// The longest expiry (seconds) a schedule that fires more than once an hour may keep its
+/// snapshots: one day.
+pub(crate) const FREQUENT_EXPIRY_MAX: u64 = 86_400;
 
-/// The keys a plain disk may carry (a volume of a storage pool, mounted at `path`).
-pub(crate) const DISK_KEYS: &[&str] = &[
-    "type",
-    "pool",
-    "source",
-    "path",
-    "readonly",
-    "required",
-    "optional",
-    "size",
-    "size.state",
-    "boot.priority",
-    "io.bus",
-    "io.cache",
-    "limits.read",
-    "limits.write",
-    "limits.max",
-];
-
-/// Instance config keys that stay inside the instance's sandbox (exact names).
-const PLAIN_KEYS: &[&str] = &[
-    "agent.nic_config",
-    "boot.autorestart",
-    "boot.autostart",
-    "boot.autostart.delay",
-    "boot.autostart.priority",
-    "boot.host_shutdown_action",
-    "boot.host_shutdown_timeout",
-    "boot.stop.priority",
-    "cluster.evacuate",
-    "limits.cpu",
-    "limits.cpu.allowance",
-    "limits.cpu.nodes",
-    "limits.cpu.priority",
-    "limits.disk.priority",
-    "limits.memory",
-    "limits.memory.enforce",
-    "limits.memory.hugepages",
-    "limits.memory.swap",
-    "limits.memory.swap.priority",
-    "limits.processes",
-    "migration.incremental.memory",
-    "migration.incremental.memory.goal",
-    "migration.incremental.memory.iterations",
-    "migration.stateful",
-    "security.agent.metrics",
-    "security.csm",
-    "security.guestapi",
-    "security.iommu",
-    "security.protection.delete",
-    "security.protection.shift",
-    "security.secureboot",
-    "security.sev",
-    "security.sev.policy.es",
-    "security.sev.session.data",
-    "security.sev.session.dh",
-    "snapshots.expiry",
-    "snapshots.pattern",
-    "snapshots.schedule",
-    "snapshots.schedule.stopped",
-];
-
-/// Free-form key families that stay inside the sandbox (a key must be longer than the prefix).
-const PLAIN_PREFIXES: &[&str] = &[
-    "environment.",
-    "image.",
-    "limits.kernel.",
-    "linux.sysctl.",
-    "user.",
-];
-
-/// Keys whose value the guest runs or trusts as root: they need `incus.exec` as well.
-const GUEST_CODE_KEYS: &[&str] = &[
-    "cloud-init.network-config",
-    "cloud-init.user-data",
-    "cloud-init.vendor-data",
-    "user.meta-data",
-    "user.network-config",
-    "user.user-data",
-    "user.vendor-data",
-];
-
-/// Key families whose value the guest runs or trusts (`smbios11.*`: systemd credentials of a VM).
-const GUEST_CODE_PREFIXES: &[&str] = &["smbios11."];
-
-/// What the rule makes of one config key.
+/// Who wrote the config and devices being judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum KeyClass {
-    /// Inside the sandbox.
-    Plain,
-    /// Runs in the guest: needs `incus.exec`.
-    GuestCode,
-    /// Reaches past the sandbox, or unknown: needs the host's yes.
-    Restricted,
+pub(crate) enum Origin {
+    /// The caller's input: a value outside its rule is `invalid_input`.
+    Input,
+    /// What the call applies (profiles, a snapshot): a value outside its rule is restricted.
+    Applied,
 }
 
-/// The class of a config key.
-pub(crate) fn key_class(key: &str) -> KeyClass {
-    let family = |prefixes: &[&str]| {
-        prefixes
-            .iter()
-            .any(|prefix| key.len() > prefix.len() && key.starts_with(prefix))
-    };
-    if GUEST_CODE_KEYS.contains(&key) || family(GUEST_CODE_PREFIXES) {
-        KeyClass::GuestCode
-    } else if PLAIN_KEYS.contains(&key) || family(PLAIN_PREFIXES) {
-        KeyClass::Plain
-    } else {
-        KeyClass::Restricted
-    }
+/// A restricted item and, when its kind alone does not say it, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Restricted {
+    pub(crate) item: RestrictedItem,
+    pub(crate) why: Option<String>,
+}
+
+/// A value of the input outside its rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Invalid {
+    pub(crate) pointer: String,
+    pub(crate) message: String,
+}
+
+/// An item that is plain only where the server reports an API extension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Gated {
+    pub(crate) item: RestrictedItem,
+    pub(crate) extension: &'static str,
+}
+
+/// A plain nic, whose network must be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Nic {
+    pub(crate) name: String,
+    pub(crate) network: String,
+    pub(crate) device: Value,
 }
 
 /// What one scan of config and devices found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Findings {
-    /// Restricted items, config keys first, each in input order.
-    pub(crate) restricted: Vec<RestrictedItem>,
-    /// Guest-code config keys, in input order.
+    /// Restricted items, config keys first, each in order.
+    pub(crate) restricted: Vec<Restricted>,
+    /// Guest-code and secret config keys, in order.
     pub(crate) guest_code: Vec<String>,
+    /// Values of the input outside their rules.
+    pub(crate) invalid: Vec<Invalid>,
+    /// Items that need an API extension.
+    pub(crate) gated: Vec<Gated>,
+    /// Plain nics and the networks they name.
+    pub(crate) nics: Vec<Nic>,
+}
+
+/// A JSON pointer token (RFC 6901).
+fn token(text: &str) -> String {
+    text.replace('~', "~0").replace('/', "~1")
 }
 
 impl Findings {
-    /// Scans a config map and a device map.
-    pub(crate) fn of(
+    /// Scans a config map and a device map written by `origin`.
+    pub(crate) fn scan(
         config: Option<&Map<String, Value>>,
         devices: Option<&Map<String, Value>>,
+        origin: Origin,
     ) -> Self {
         let mut found = Findings::default();
         for (key, value) in config.into_iter().flatten() {
-            match key_class(key) {
-                KeyClass::Plain => {}
-                KeyClass::GuestCode => found.guest_code.push(key.clone()),
-                KeyClass::Restricted => found
-                    .restricted
-                    .push(RestrictedItem::config_key(key.clone(), value.clone())),
-            }
+            found.config_key(key, value, origin);
         }
         for (name, device) in devices.into_iter().flatten() {
-            if !device.as_object().is_some_and(is_plain_device) {
-                found
-                    .restricted
-                    .push(RestrictedItem::device(name.clone(), device.clone()));
-            }
+            found.device(name, device, origin);
         }
         found
     }
 
     /// Scans what a create or update writes.
     pub(crate) fn of_writes(writes: InstanceWrites<'_>) -> Self {
-        Findings::of(writes.config, writes.devices)
+        let mut found = Findings::scan(writes.config, writes.devices, Origin::Input);
+        if let Some(config) = writes.config {
+            if let Some((key, why)) = schedule_reach(config, true) {
+                found.restrict_key(&key, config.get(&key), Some(why));
+            }
+        }
+        found
     }
 
-    /// Whether nothing was found.
+    /// Whether nothing was found that needs a decision (gated items and nics are for later).
     pub(crate) fn is_empty(&self) -> bool {
-        self.restricted.is_empty() && self.guest_code.is_empty()
+        self.restricted.is_empty() && self.guest_code.is_empty() && self.invalid.is_empty()
+    }
+
+    /// Adds another scan's findings.
+    pub(crate) fn extend(&mut self, other: Findings) {
+        self.restricted.extend(other.restricted);
+        self.guest_code.extend(other.guest_code);
+        self.invalid.extend(other.invalid);
+        self.gated.extend(other.gated);
+        self.nics.extend(other.nics);
+    }
+
+    fn restrict_key(&mut self, key: &str, value: Option<&Value>, why: Option<String>) {
+        let value = value.cloned().unwrap_or(Value::Null);
+        self.restricted.push(Restricted {
+            item: RestrictedItem::config_key(key, value),
+            why,
+        });
+    }
+
+    fn restrict_device(&mut self, name: &str, device: &Value, why: Option<String>) {
+        self.restricted.push(Restricted {
+            item: RestrictedItem::device(name, device.clone()),
+            why,
+        });
+    }
+
+    /// A value outside its rule: invalid input, or restricted when applied.
+    fn outside(
+        &mut self,
+        origin: Origin,
+        pointer: String,
+        message: String,
+        restrict: impl FnOnce(&mut Self, String),
+    ) {
+        match origin {
+            Origin::Input => self.invalid.push(Invalid { pointer, message }),
+            Origin::Applied => restrict(self, message),
+        }
+    }
+
+    fn config_key(&mut self, key: &str, value: &Value, origin: Origin) {
+        let pointer = format!("/config/{}", token(key));
+        if let Err(why) = values::key_name(key) {
+            let restrict = |found: &mut Self, why| found.restrict_key(key, Some(value), Some(why));
+            return self.outside(origin, pointer, why, restrict);
+        }
+        let Some(spec) = keys::lookup(key) else {
+            return self.restrict_key(key, Some(value), None);
+        };
+        let (rule, bound) = match spec.class {
+            Class::Restricted => return self.restrict_key(key, Some(value), None),
+            Class::Plain(rule) => (rule, None),
+            Class::HostImpact(rule, bound) => (rule, Some(bound)),
+            Class::GuestCode(rule) | Class::Secret(rule) => {
+                self.guest_code.push(key.to_owned());
+                (rule, None)
+            }
+        };
+        let Some(text) = value.as_str() else {
+            let why = format!("config key {key:?} has a value that is not a string");
+            let restrict = |found: &mut Self, why| found.restrict_key(key, Some(value), Some(why));
+            return self.outside(origin, pointer, why, restrict);
+        };
+        // An empty value unsets the key (every rule is optional in Incus).
+        if !text.is_empty() {
+            if let Err(expected) = rule.check(text) {
+                let why = format!("config key {key:?}: {text:?} is not {expected}");
+                let restrict =
+                    |found: &mut Self, why| found.restrict_key(key, Some(value), Some(why));
+                return self.outside(origin, pointer, why, restrict);
+            }
+            if let Some(Reach::Beyond(why)) = bound.map(|bound| bound.reach(key, text)) {
+                return self.restrict_key(key, Some(value), Some(why));
+            }
+        }
+        if let Some(extension) = spec.since {
+            self.gated.push(Gated {
+                item: RestrictedItem::config_key(key, value.clone()),
+                extension,
+            });
+        }
+    }
+
+    fn device(&mut self, name: &str, device: &Value, origin: Origin) {
+        let pointer = format!("/devices/{}", token(name));
+        if let Err(why) = values::device_name(name) {
+            let restrict = |found: &mut Self, why| found.restrict_device(name, device, Some(why));
+            return self.outside(origin, pointer, why, restrict);
+        }
+        let Some(config) = device.as_object() else {
+            return self.restrict_device(name, device, None);
+        };
+        let text = |key: &str| config.get(key).and_then(Value::as_str);
+        let device_type = text("type").unwrap_or_default();
+        let Some(fields) = keys::device_fields(device_type) else {
+            return self.restrict_device(name, device, None);
+        };
+        let spec_of = |key: &str| fields.iter().find(|spec| spec.field == key);
+        let required = if device_type == "nic" {
+            "network"
+        } else {
+            "pool"
+        };
+        let host_source = device_type == "disk"
+            && text("source").is_some_and(|source| source.starts_with('/') || source.contains(':'));
+        let plain_shape = config.keys().all(|key| spec_of(key).is_some())
+            && text(required).is_some_and(|value| !value.is_empty())
+            && !host_source;
+        if !plain_shape {
+            return self.restrict_device(name, device, None);
+        }
+        let mut extensions = Vec::new();
+        for (key, value) in config {
+            let Some(spec) = spec_of(key) else { continue };
+            let checked = match value.as_str() {
+                Some("") => Ok(()),
+                Some(text) => spec.rule.check(text),
+                None => Err("a string".into()),
+            };
+            if let Err(expected) = checked {
+                let why = format!("device {name:?} field {key:?}: {value} is not {expected}");
+                let restrict =
+                    |found: &mut Self, why| found.restrict_device(name, device, Some(why));
+                return self.outside(origin, format!("{pointer}/{}", token(key)), why, restrict);
+            }
+            if let Some(extension) = spec.since {
+                if !extensions.contains(&extension) {
+                    extensions.push(extension);
+                }
+            }
+        }
+        for extension in extensions {
+            self.gated.push(Gated {
+                item: RestrictedItem::device(name, device.clone()),
+                extension,
+            });
+        }
+        if device_type == "nic" {
+            self.nics.push(Nic {
+                name: name.to_owned(),
+                network: text("network").unwrap_or_default().to_owned(),
+                device: device.clone(),
+            });
+        }
     }
 }
 
-/// The restricted items of create or update input, in input order.
-#[cfg(test)]
-pub(crate) fn restricted_items(input: &Value) -> Vec<RestrictedItem> {
-    let map = |field: &str| input.get(field).and_then(Value::as_object);
-    Findings::of(map("config"), map("devices")).restricted
+/// Whether a config's snapshot schedule reaches past the instance: one that fires more than once
+/// an hour with no expiry, or an expiry longer than [`FREQUENT_EXPIRY_MAX`] (a snapshot every
+/// minute, kept forever, fills the host's pool). With `stated`, the config is one write's: an
+/// expiry removed (`""`) or raised past [`FREQUENT_EXPIRY_MAX`] without the schedule stated in the
+/// same write counts too, since the instance's schedule is not known. The key to restrict and why.
+pub(crate) fn schedule_reach(
+    config: &Map<String, Value>,
+    stated: bool,
+) -> Option<(String, String)> {
+    let text = |key: &str| config.get(key).and_then(Value::as_str);
+    let expiry = text("snapshots.expiry");
+    match text("snapshots.schedule") {
+        Some(schedule) => {
+            if values::schedule(schedule) != Ok(Frequency::Frequent) {
+                return None;
+            }
+            let kept = expiry.map(values::expiry);
+            match kept {
+                Some(Ok(Some(seconds))) if seconds > 0 && seconds <= FREQUENT_EXPIRY_MAX => None,
+                // A malformed expiry is judged by its own rule.
+                Some(Err(_)) => None,
+                _ => Some((
+                    "snapshots.schedule".into(),
+                    format!(
+                        "snapshots.schedule {schedule:?} can fire more than once an hour: it needs snapshots.expiry of at most 1d in the same write"
+                    ),
+                )),
+            }
+        }
+        None if stated && expiry == Some("") => Some((
+            "snapshots.expiry".into(),
+            "removing snapshots.expiry needs snapshots.schedule, empty or at most hourly, in the same write".into(),
+        )),
+        // Raised past the bound behind a schedule this write does not state (the instance's own
+        // or a profile's may fire every minute): the same state as removing it.
+        None if stated
+            && expiry
+                .map(values::expiry)
+                .is_some_and(|kept| matches!(kept, Ok(Some(seconds)) if seconds > FREQUENT_EXPIRY_MAX)) =>
+        {
+            Some((
+                "snapshots.expiry".into(),
+                format!(
+                    "snapshots.expiry {:?} past 1d needs snapshots.schedule, empty or at most hourly, in the same write",
+                    expiry.unwrap_or_default()
+                ),
+            ))
+        }
+        None => None,
+    }
 }
 
 /// What the profiles a call applies bring into the instance: their effective config and devices,
-/// without the keys and devices that the input sets itself (the input check saw those, and they
-/// replace the profiles' ones), with a map from each config key and device name to the profile it
-/// comes from.
+/// without the keys and devices that `own` sets itself (judged on their own, and they replace the
+/// profiles' ones; a key `own` sets to `""` is unset, so the profile's value applies and is
+/// judged), with a map from each config key and device name to the profile it comes from. Also
+/// the merged config of the profiles and `own`, as Incus expands it.
 pub(crate) fn profile_findings(
     profiles: &[(String, Value)],
-    input: InstanceWrites<'_>,
-) -> (Findings, HashMap<String, String>) {
-    // Each key and device with its value and the profile it came from; a later profile replaces.
+    own: InstanceWrites<'_>,
+) -> (Findings, HashMap<String, String>, Map<String, Value>) {
     let mut config: Map<String, Value> = Map::new();
     let mut devices: Map<String, Value> = Map::new();
-    let mut config_from: HashMap<String, String> = HashMap::new();
-    let mut device_from: HashMap<String, String> = HashMap::new();
+    let mut from: HashMap<String, String> = HashMap::new();
     for (profile, object) in profiles {
         let fields = |key: &str| {
             object
@@ -241,75 +341,73 @@ pub(crate) fn profile_findings(
         };
         for (key, value) in fields("config") {
             config.insert(key.clone(), value.clone());
-            config_from.insert(key.clone(), profile.clone());
+            from.insert(key.clone(), profile.clone());
         }
         for (name, device) in fields("devices") {
             devices.insert(name.clone(), device.clone());
-            device_from.insert(name.clone(), profile.clone());
+            from.insert(name.clone(), profile.clone());
         }
     }
-    for key in input.config.into_iter().flat_map(Map::keys) {
+    let mut merged = config.clone();
+    for (key, value) in own.config.into_iter().flatten() {
+        // An empty value unsets the instance's own key: Incus stores no empty value
+        // (`CreateConfig`: "An empty value means we are unsetting this key"), so the profile's
+        // value is the one that applies, and stays judged.
+        if value.as_str() == Some("") {
+            continue;
+        }
         config.remove(key);
+        from.remove(key);
+        merged.insert(key.clone(), value.clone());
     }
-    for name in input.devices.into_iter().flat_map(Map::keys) {
+    for name in own.devices.into_iter().flat_map(Map::keys) {
         devices.remove(name);
     }
-    let found = Findings::of(Some(&config), Some(&devices));
-    let mut from = HashMap::new();
-    for item in &found.restricted {
-        let (key, origin) = match item {
-            RestrictedItem::ConfigKey { key, .. } => (key, config_from.get(key)),
-            RestrictedItem::Device { name, .. } => (name, device_from.get(name)),
-        };
-        from.insert(key.clone(), origin.cloned().unwrap_or_default());
-    }
-    for key in &found.guest_code {
-        from.insert(
-            key.clone(),
-            config_from.get(key).cloned().unwrap_or_default(),
-        );
-    }
-    (found, from)
+    let found = Findings::scan(Some(&config), Some(&devices), Origin::Applied);
+    (found, from, merged)
 }
 
-/// A disk on a pool whose source names a volume, or a nic on a managed network, with no keys
-/// beyond its type's allowlist.
-fn is_plain_device(device: &Map<String, Value>) -> bool {
-    let text = |key: &str| device.get(key).and_then(Value::as_str);
-    let non_empty = |key: &str| text(key).is_some_and(|v| !v.is_empty());
-    let only = |allowed: &[&str]| device.keys().all(|key| allowed.contains(&key.as_str()));
-    match text("type") {
-        Some("disk") => {
-            let volume_source = match device.get("source") {
-                None | Some(Value::Null) => true,
-                Some(Value::String(source)) => is_volume_name(source),
-                Some(_) => false,
-            };
-            non_empty("pool") && volume_source && only(DISK_KEYS)
-        }
-        Some("nic") => non_empty("network") && only(NIC_KEYS),
-        _ => false,
-    }
+/// The restricted items of create or update input, in input order.
+#[cfg(test)]
+pub(crate) fn restricted_items(input: &Value) -> Vec<RestrictedItem> {
+    let map = |field: &str| input.get(field).and_then(Value::as_object);
+    Findings::scan(map("config"), map("devices"), Origin::Input)
+        .restricted
+        .into_iter()
+        .map(|found| found.item)
+        .collect()
 }
 
-/// A disk `source` that names a volume of the disk's pool: not a host path, not a Ceph URI.
-fn is_volume_name(source: &str) -> bool {
-    !source.starts_with('/') && !source.contains(':')
-}
-
-/// A short description of one restricted item for an error message (values are not repeated).
-pub(crate) fn describe_item(item: &RestrictedItem) -> String {
-    match item {
+/// A short description of one restricted item for an error message (values are not repeated,
+/// except in `why`, which names the value that reaches too far).
+pub(crate) fn describe(found: &Restricted) -> String {
+    let kind = match &found.item {
         RestrictedItem::ConfigKey { key, .. } => format!("config key {key:?}"),
-        RestrictedItem::Device { name, .. } => {
+        item @ RestrictedItem::Device { name, .. } => {
             let device_type = item.device_type().unwrap_or_default();
             format!("device {name:?} of type {device_type:?}")
         }
+    };
+    match &found.why {
+        Some(why) => format!("{kind} ({why})"),
+        None => kind,
+    }
+}
+
+/// The name a restricted item is known by (a config key or a device name).
+pub(crate) fn item_name(item: &RestrictedItem) -> &str {
+    match item {
+        RestrictedItem::ConfigKey { key, .. } => key,
+        RestrictedItem::Device { name, .. } => name,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (what create and update may write into an
+    //! instance without the host's say); a promise of the whole `run()` or of the client against a
+    //! fake Incus, seen through the public API, goes in `tests/integration`.
+
     use serde_json::json;
 
     use super::super::input::Update;
@@ -344,9 +442,10 @@ mod tests {
                        "devices": {"eth0": {"type": "nic", "network": "incusbr0"}}}),
             ),
         ];
-        let (found, from) = profile_findings(&profiles, update(json!({"name": "web"})).writes());
+        let (found, from, _) = profile_findings(&profiles, update(json!({"name": "web"})).writes());
+        let items: Vec<RestrictedItem> = found.restricted.iter().map(|r| r.item.clone()).collect();
         assert_eq!(
-            found.restricted,
+            items,
             [
                 RestrictedItem::config_key("raw.lxc", json!("x")),
                 RestrictedItem::config_key("security.privileged", json!("true")),
@@ -366,13 +465,40 @@ mod tests {
             "config": {"cloud-init.user-data": "#cloud-config"},
             "devices": {"data": {"type": "disk", "pool": "default", "path": "/srv"}}
         }));
-        let (found, _) = profile_findings(&profiles, own.writes());
+        let (found, _, merged) = profile_findings(&profiles, own.writes());
+        assert_eq!(merged["cloud-init.user-data"], "#cloud-config");
         assert_eq!(found.restricted.len(), 2, "{found:?}");
         assert!(found.guest_code.is_empty());
+        // An empty value unsets the call's own key: the profile's value applies, and is judged.
+        let unset = update(json!({"name": "web", "config": {"security.privileged": ""}}));
+        let (found, _, merged) = profile_findings(&profiles, unset.writes());
+        assert_eq!(merged["security.privileged"], "true");
+        assert!(found
+            .restricted
+            .iter()
+            .any(|r| r.item == RestrictedItem::config_key("security.privileged", json!("true"))));
+    }
+
+    fn class(key: &str, value: &str) -> &'static str {
+        let config = json!({ key: value });
+        let found = Findings::of_writes(InstanceWrites {
+            config: config.as_object(),
+            devices: None,
+            profiles: None,
+        });
+        if !found.invalid.is_empty() {
+            "invalid"
+        } else if !found.restricted.is_empty() {
+            "restricted"
+        } else if !found.guest_code.is_empty() {
+            "guest-code"
+        } else {
+            "plain"
+        }
     }
 
     #[test]
-    fn config_keys_are_classified_by_incus_key_lists() {
+    fn config_keys_are_classified_by_name_and_value() {
         for key in [
             "raw.lxc",
             "volatile.base_image",
@@ -388,19 +514,48 @@ mod tests {
             "no.such.key",
             "user.",
             "",
+            "limits.kernel.no_such_limit",
         ] {
-            assert_eq!(key_class(key), KeyClass::Restricted, "{key}");
+            assert_eq!(class(key, "1"), "restricted", "{key}");
         }
-        for key in [
-            "limits.cpu",
-            "limits.kernel.nofile",
-            "user.foo",
-            "linux.sysctl.net.ipv4.ip_forward",
-            "environment.HOME",
-            "snapshots.schedule",
-            "boot.autostart",
+        for (key, value) in [
+            ("limits.cpu", "1"),
+            ("limits.kernel.nofile", "1024:4096"),
+            ("limits.kernel.stack", "unlimited"),
+            ("user.foo", "anything\n at all"),
+            ("linux.sysctl.net.ipv4.ip_forward", "1"),
+            ("snapshots.schedule", "@daily"),
+            ("snapshots.schedule", "*/5 * * * *"),
+            ("boot.autostart", "true"),
+            ("boot.host_shutdown_timeout", "300"),
         ] {
-            assert_eq!(key_class(key), KeyClass::Plain, "{key}");
+            let expected = if key == "snapshots.schedule" && value.contains('*') {
+                "restricted"
+            } else {
+                "plain"
+            };
+            assert_eq!(class(key, value), expected, "{key}={value}");
+        }
+        for (key, value) in [
+            ("limits.kernel.rtprio", "99"),
+            ("limits.kernel.memlock", "unlimited"),
+            ("boot.host_shutdown_timeout", "2147483647"),
+            ("boot.host_shutdown_timeout", "-1"),
+        ] {
+            assert_eq!(class(key, value), "restricted", "{key}={value}");
+        }
+        for (key, value) in [
+            ("limits.cpu", "all"),
+            ("boot.autostart", "maybe"),
+            ("snapshots.pattern", ".."),
+            (
+                "limits.kernel.nofile",
+                "1024\nlxc.apparmor.profile=unconfined",
+            ),
+            ("user.\nkey", "x"),
+            ("environment.X", "a\nb"),
+        ] {
+            assert_eq!(class(key, value), "invalid", "{key:?}={value:?}");
         }
         for key in [
             "cloud-init.user-data",
@@ -411,9 +566,67 @@ mod tests {
             "user.meta-data",
             "user.network-config",
             "smbios11.io.systemd.credential:ssh.authorized_keys.root",
+            "environment.BASH_ENV",
         ] {
-            assert_eq!(key_class(key), KeyClass::GuestCode, "{key}");
+            assert_eq!(class(key, "#cloud-config"), "guest-code", "{key}");
         }
+    }
+
+    #[test]
+    fn a_frequent_schedule_needs_a_short_expiry_in_the_same_write() {
+        let reach = |config: Value| schedule_reach(config.as_object().unwrap(), true);
+        assert!(reach(json!({"snapshots.schedule": "* * * * *"})).is_some());
+        assert!(
+            reach(json!({"snapshots.schedule": "* * * * *", "snapshots.expiry": "100y"})).is_some()
+        );
+        assert!(
+            reach(json!({"snapshots.schedule": "* * * * *", "snapshots.expiry": "1H"})).is_none()
+        );
+        assert!(reach(json!({"snapshots.schedule": "0 * * * *"})).is_none());
+        assert!(reach(json!({"snapshots.expiry": ""})).is_some());
+        // Raised past a day without the schedule: the instance's may fire every minute.
+        assert!(reach(json!({"snapshots.expiry": "100y"})).is_some());
+        assert!(reach(json!({"snapshots.expiry": "1d 1H"})).is_some());
+        assert!(reach(json!({"snapshots.expiry": "1d"})).is_none());
+        assert!(
+            reach(json!({"snapshots.expiry": "100y", "snapshots.schedule": "@daily"})).is_none()
+        );
+        assert!(reach(json!({"snapshots.expiry": "", "snapshots.schedule": ""})).is_none());
+    }
+
+    #[test]
+    fn device_values_are_checked_field_by_field() {
+        let scan = |devices: Value| Findings::scan(None, devices.as_object(), Origin::Input);
+        let found = scan(
+            json!({"/mnt/v3": {"type": "disk", "pool": "default", "source": "v3", "path": "/mnt/v3"}}),
+        );
+        assert_eq!(found.invalid[0].pointer, "/devices/~1mnt~1v3");
+        let found = scan(
+            json!({"data": {"type": "disk", "pool": "default", "source": "../x", "path": "/d"}}),
+        );
+        assert_eq!(found.invalid[0].pointer, "/devices/data/source");
+        let found = scan(
+            json!({"data": {"type": "disk", "pool": "default", "source": "v", "path": "/d/../../etc"}}),
+        );
+        assert_eq!(found.invalid[0].pointer, "/devices/data/path");
+        let found = scan(json!({"eth0": {"type": "nic", "network": "br0", "name": "eth0\n"}}));
+        assert_eq!(found.invalid[0].pointer, "/devices/eth0/name");
+        let found = scan(json!({"eth0": {"type": "nic", "network": "br0", "attached": "true"}}));
+        assert!(found.is_empty());
+        assert_eq!(found.gated[0].extension, "nic_attached_connected");
+        assert_eq!(found.nics[0].network, "br0");
+        // In what the call applies, the same values are restricted items with the reason.
+        let applied = Findings::scan(
+            None,
+            json!({"x/../y": {"type": "disk", "pool": "p", "path": "/x"}}).as_object(),
+            Origin::Applied,
+        );
+        assert!(applied.invalid.is_empty());
+        assert!(applied.restricted[0]
+            .why
+            .as_deref()
+            .unwrap_or_default()
+            .contains("device name"));
     }
 
     #[test]

@@ -177,7 +177,7 @@ fn backup_tarball(
     let pool = instance.pool(state).unwrap_or_else(|| "default".into());
     let config = json!({
         "container": instance.to_json(state),
-        "snapshots": snapshots.iter().map(|s| s.to_json(instance, state)).collect::<Vec<_>>(),
+        "snapshots": snapshots.iter().map(|s| s.to_json(instance, state, app.settings.line)).collect::<Vec<_>>(),
         "pool": {"name": pool, "driver": "dir", "description": "", "config": {},
             "status": "Created", "locations": ["none"], "used_by": []},
         "profiles": state.profiles_of(instance).iter().map(|p| json!({

@@ -21,6 +21,12 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
             ("::instances::RenameBody", "api.InstancePost"),
             ("::snapshots::CreateBody", "api.InstanceSnapshotsPost"),
             ("::state::StateBody", "api.InstanceStatePut"),
+            ("::state::InstancesPut", "api.InstancesPut"),
+            ("::cluster_enable::ClusterPut", "api.ClusterPut"),
+            (
+                "::debug_repair::InstanceDebugRepairPost",
+                "api.InstanceDebugRepairPost",
+            ),
             ("::exec::ExecBody", "api.InstanceExecPost"),
             ("::console::ConsoleBody", "api.InstanceConsolePost"),
             ("::profiles::ProfileCreateBody", "api.ProfilesPost"),

@@ -78,6 +78,24 @@ fn backups(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
     Ok(envelope::sync(json!([])))
 }
 
+/// A bucket's backup list on a line that lists them ([`crate::line::BUCKET_BACKUPS_LISTED`]):
+/// the pool is looked up (`Storage pool not found`), the bucket is not (the fake keeps no
+/// backups, so the list is empty).
+pub(super) fn listed_backups(ctx: &Ctx, pool: &str) -> ApiResult {
+    ctx.require_project(|p| PROJECT[1].replace("{}", p))?;
+    if !ctx
+        .app
+        .snapshot()
+        .state
+        .storage_pools
+        .iter()
+        .any(|p| p.name == pool)
+    {
+        return Err(ApiError::new(404, "Storage pool not found"));
+    }
+    Ok(envelope::sync(json!([])))
+}
+
 fn backup(ctx: &Ctx, at: &At, key: &str, rest: &[&str]) -> ApiResult {
     backups(ctx, at, key, rest)?;
     Err(ApiError::new(404, "Storage bucket backup not found"))

@@ -25,9 +25,10 @@ pub(super) fn route(
     body: &[u8],
 ) -> ApiResult {
     let Some(cluster) = ctx.app.cluster() else {
-        return standalone(ctx, method, rest);
+        return standalone(ctx, method, rest, body);
     };
     match rest {
+        [] if method == Method::PUT => super::cluster_enable::put(ctx, true, body),
         [] => {
             only(method, Method::GET)?;
             let member = this_member(ctx, cluster);
@@ -90,8 +91,9 @@ pub(super) fn route(
 }
 
 /// What a standalone daemon answers on `/1.0/cluster*`.
-fn standalone(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
+fn standalone(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> ApiResult {
     match rest {
+        [] if method == Method::PUT => super::cluster_enable::put(ctx, false, body),
         [] => {
             only(method, Method::GET)?;
             let metadata = cluster_object(ctx, "", false);
@@ -559,7 +561,7 @@ async fn finish(
 ) -> ApiResult {
     let status = response.status();
     if kind == Kind::OperationWait && status == StatusCode::OK && location != here {
-        return Ok(cut_with_member(response, owner_life));
+        return Ok(cut_with_member(response, owner_life, ctx.app.settings.line));
     }
     let patch: fn(&Ctx, &Cluster, &str, &mut Value) = match kind {
         Kind::ForwardedOperation if status == StatusCode::ACCEPTED && location != here => {
@@ -762,7 +764,11 @@ fn volumes(ctx: &Ctx, cluster: &Cluster, _: &str, value: &mut Value) {
 
 /// The body of a wait on another member's operation, cut short with "unexpected EOF" if that
 /// member dies while it waits.
-fn cut_with_member(response: Response<Body>, life: Option<CancellationToken>) -> Response<Body> {
+fn cut_with_member(
+    response: Response<Body>,
+    life: Option<CancellationToken>,
+    line: crate::line::IncusLine,
+) -> Response<Body> {
     let Some(life) = life else {
         return response;
     };
@@ -771,7 +777,7 @@ fn cut_with_member(response: Response<Body>, life: Option<CancellationToken>) ->
         tokio::select! {
             collected = body.collect() => collected.map(|c| Frame::data(c.to_bytes())),
             () = life.cancelled() => {
-                let bytes = ApiError::internal("unexpected EOF").body_bytes();
+                let bytes = ApiError::internal("unexpected EOF").body_bytes(line);
                 Ok(Frame::data(Bytes::from(bytes)))
             }
         }

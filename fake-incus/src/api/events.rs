@@ -40,7 +40,10 @@ pub(super) fn route(ctx: &Ctx, mut req: Request<Bytes>) -> ApiResult {
             tokio::select! {
                 event = events.recv() => match event {
                     Ok((event_project, event)) => {
-                        if !wants_operations || project.as_ref().is_some_and(|p| *p != event_project) {
+                        // An event of no project reaches every listener (`events.go`).
+                        let elsewhere = !event_project.is_empty()
+                            && project.as_ref().is_some_and(|p| *p != event_project);
+                        if !wants_operations || elsewhere {
                             continue;
                         }
                         // With --state-dir, an event (an operation's success, say) is sent

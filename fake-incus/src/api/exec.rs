@@ -74,9 +74,17 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
     let mut environment = config_env;
     environment.extend(req.environment);
     let environment = exec::incus_environment(&environment, req.user);
+    // What the container's own environment (`lxc.environment`) adds for the process, which
+    // the operation's metadata does not show.
+    let mut process_environment = environment.clone();
+    if ctx.app.has_extension(crate::line::SYSTEMD_CREDENTIALS) {
+        process_environment
+            .entry("CREDENTIALS_DIRECTORY".into())
+            .or_insert_with(|| "/dev/.incus-systemd-credentials".into());
+    }
     let command = ExecRequest {
         command: req.command.clone(),
-        environment: environment.clone(),
+        environment: process_environment,
         user: req.user,
         group: req.group,
         cwd: req.cwd,
@@ -87,6 +95,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
     let op = if req.wait_for_websocket {
         let spec = OpSpec {
             class: "websocket",
+            may_cancel: ctx.app.has_extension(crate::line::EXEC_CANCELLABLE),
             ..OpSpec::task(&project, "Executing command", instance_url)
         };
         let (id, _) = ctx.create_operation(spec);

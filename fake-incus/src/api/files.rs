@@ -6,7 +6,7 @@
 
 use super::{instance_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::files::{Attrs, FileError, Kind, Node};
+use crate::state::files::{Attrs, FileError, Kind, Node, Owner};
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
 
@@ -30,30 +30,46 @@ pub(super) fn route(
     if ctx.app.snapshot().instance(&project, name).is_none() {
         return Err(instance_not_found(name, &project));
     }
+    let owner = Owner::Instance {
+        project,
+        instance: name.to_string(),
+    };
+    serve(ctx, method, &owner, headers, body)
+}
+
+/// `GET`, `HEAD`, `POST` or `DELETE` of `?path=` in the owner's tree (an instance's, or a
+/// custom volume's: [`super::volume_files`]), once the owner was found.
+pub(super) fn serve(
+    ctx: &Ctx,
+    method: &Method,
+    owner: &Owner,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> ApiResult {
     let path = ctx
         .param("path")
         .filter(|p| !p.is_empty())
         .ok_or_else(|| ApiError::bad_request("Missing path argument"))?
         .to_string();
     match method.as_str() {
-        "GET" | "HEAD" => read(ctx, &project, name, &path, *method == Method::HEAD),
-        "POST" => write(ctx, &project, name, &path, headers, body),
+        "GET" | "HEAD" => read(ctx, owner, &path, *method == Method::HEAD),
+        "POST" => write(ctx, owner, &path, headers, body),
         _ => {
-            ctx.app.files().tree_mut(&project, name).remove(&path)?;
+            ctx.app.files().tree_of_owner_mut(owner).remove(&path)?;
             ctx.applied();
             Ok(envelope::empty())
         }
     }
 }
 
-fn read(ctx: &Ctx, project: &str, name: &str, path: &str, head: bool) -> ApiResult {
+fn read(ctx: &Ctx, owner: &Owner, path: &str, head: bool) -> ApiResult {
     let files = ctx.app.files();
-    let skeleton;
-    let tree = match files.tree(project, name) {
+    let fresh;
+    let tree = match files.tree_of_owner(owner) {
         Some(tree) => tree,
         None => {
-            skeleton = crate::state::files::Tree::skeleton();
-            &skeleton
+            fresh = owner.fresh();
+            &fresh
         }
     };
     let node = tree.get(path).ok_or(FileError::NotFound)?;
@@ -141,14 +157,7 @@ fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
 }
 
-fn write(
-    ctx: &Ctx,
-    project: &str,
-    name: &str,
-    path: &str,
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> ApiResult {
+fn write(ctx: &Ctx, owner: &Owner, path: &str, headers: &HeaderMap, body: &Bytes) -> ApiResult {
     // Unparsable numbers are ignored, as the daemon's `ParseFileHeaders` does.
     let attrs = Attrs {
         uid: header_text(headers, "x-incus-uid").and_then(|v| v.parse().ok()),
@@ -175,7 +184,7 @@ fn write(
         }
     };
     let mut files = ctx.app.files();
-    let tree = files.tree_mut(project, name);
+    let tree = files.tree_of_owner_mut(owner);
     match kind.as_str() {
         "" | "file" => tree.write(path, content, attrs, append)?,
         "directory" => tree.mkdir(path, attrs)?,

@@ -5,6 +5,7 @@
 
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
+use crate::line::IncusLine;
 use crate::state::{etag, url, State, StringMap};
 use http::{HeaderMap, Method, Response, StatusCode};
 use serde::Deserialize;
@@ -15,35 +16,81 @@ use std::sync::OnceLock;
 /// What `PUT`/`PATCH /1.0` do on the fake (API.md).
 pub(crate) const SERVER_DOES: &str = "`PUT` replaces the server config, `PATCH` merges it (`\"\"` unsets); `If-Match` is checked (412 on a stale ETag) after the body is read. Every key must be one of the daemon's (or `user.*`), of its type (`invalid boolean`, `invalid integer`), and pass the daemon's rule for it where it has one: listen addresses, the BGP router id and ASN range, the cluster voter/stand-by/threshold/replica limits, one-of lists (architectures, NIC host names, ACME challenge, Loki types), compression algorithms, expiry expressions, Loki log levels, and `storage.backups_volume`/`storage.images_volume` as an existing custom volume of `default`. Not done: listen addresses are not resolved (only IP addresses and `localhost`), the placement and authorization scriptlets are not parsed, OVN connections are not tried, and setting an address opens no listener.";
 
-/// The daemon's configuration metadata (`GET /1.0/metadata/configuration` of Incus 6.0.4).
-fn metadata() -> &'static Value {
-    static METADATA: OnceLock<Value> = OnceLock::new();
-    METADATA.get_or_init(|| {
-        serde_json::from_str(include_str!("../../data/metadata-configuration.json"))
-            .unwrap_or_default()
-    })
+/// The server config keys of the daemon of `line`, with their types (from its configuration
+/// metadata; a `NAME` segment stands for any name: `logging.NAME.target.type`).
+fn server_keys(line: IncusLine) -> &'static [(String, String)] {
+    static KEYS: OnceLock<Vec<Vec<(String, String)>>> = OnceLock::new();
+    let all = KEYS.get_or_init(|| {
+        IncusLine::all()
+            .map(|line| {
+                let mut keys = Vec::new();
+                for section in line.configuration()["configs"]["server"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                {
+                    for entry in section.1["keys"].as_array().into_iter().flatten() {
+                        for (key, about) in entry.as_object().into_iter().flatten() {
+                            let kind = about["type"].as_str().unwrap_or("string").to_owned();
+                            keys.push((key.clone(), kind));
+                        }
+                    }
+                }
+                keys
+            })
+            .collect()
+    });
+    let index = IncusLine::all().position(|l| l == line).unwrap_or(0);
+    &all[index]
 }
 
-/// The server config keys of the daemon, with their types.
-fn server_keys() -> &'static Vec<(String, String)> {
-    static KEYS: OnceLock<Vec<(String, String)>> = OnceLock::new();
-    KEYS.get_or_init(|| {
-        let mut keys = Vec::new();
-        for section in metadata()["configs"]["server"]
-            .as_object()
-            .into_iter()
-            .flatten()
-        {
-            for entry in section.1["keys"].as_array().into_iter().flatten() {
-                for (key, about) in entry.as_object().into_iter().flatten() {
-                    let kind = about["type"].as_str().unwrap_or("string").to_owned();
-                    keys.push((key.clone(), kind));
-                }
-            }
-        }
-        keys
-    })
+/// Whether a key of the metadata (`logging.NAME.types`) names this key (`logging.a.types`).
+fn key_matches(pattern: &str, key: &str) -> bool {
+    let (pattern, key): (Vec<&str>, Vec<&str>) =
+        (pattern.split('.').collect(), key.split('.').collect());
+    pattern.len() == key.len()
+        && pattern
+            .iter()
+            .zip(&key)
+            .all(|(p, k)| p == k || (*p == "NAME" && !k.is_empty()))
 }
+
+/// The deprecated server keys of 7.0 ([`crate::line::LOKI_DEPRECATED`]): their default and what
+/// replaces them.
+const DEPRECATED: &[(&str, &str, &str)] = &[
+    (
+        "loki.auth.username",
+        "",
+        "Use 'logging.*.target.username' instead",
+    ),
+    (
+        "loki.auth.password",
+        "",
+        "Use 'logging.*.target.password' instead",
+    ),
+    (
+        "loki.api.ca_cert",
+        "",
+        "Use 'logging.*.target.ca_cert' instead",
+    ),
+    ("loki.api.url", "", "Use 'logging.*.target.address' instead"),
+    (
+        "loki.instance",
+        "",
+        "Use 'logging.*.target.instance' instead",
+    ),
+    ("loki.labels", "", "Use 'logging.*.target.labels' instead"),
+    (
+        "loki.loglevel",
+        "info",
+        "Use 'logging.*.logging.level' instead",
+    ),
+    (
+        "loki.types",
+        "lifecycle,logging",
+        "Use 'logging.*.types' instead",
+    ),
+];
 
 /// A server config value rule of the daemon beyond its key's type (`internal/server/cluster/config`
 /// and `internal/server/node/config` of Incus 6.0.4), with its texts as measured on a real daemon.
@@ -255,7 +302,12 @@ fn volume_refusal(state: &State, key: &str, value: &str) -> Option<(u16, String)
 
 /// Whether a server config key may be set to this value: a known key (or `user.*`), a value of
 /// its type, and of its rule where it has one (the daemon's texts).
-fn check_server_key(state: &State, key: &str, value: &str) -> Result<(), ApiError> {
+fn check_server_key(
+    line: IncusLine,
+    state: &State,
+    key: &str,
+    value: &str,
+) -> Result<(), ApiError> {
     let refuse = |why: &str| {
         Err(ApiError::bad_request(format!(
             "cannot set '{key}' to '{value}': {why}"
@@ -264,7 +316,7 @@ fn check_server_key(state: &State, key: &str, value: &str) -> Result<(), ApiErro
     if key.starts_with("user.") {
         return Ok(());
     }
-    let Some((_, kind)) = server_keys().iter().find(|(k, _)| k == key) else {
+    let Some((_, kind)) = server_keys(line).iter().find(|(k, _)| key_matches(k, key)) else {
         return refuse("unknown key");
     };
     if value.is_empty() {
@@ -279,6 +331,13 @@ fn check_server_key(state: &State, key: &str, value: &str) -> Result<(), ApiErro
         }
         "integer" if value.parse::<i64>().is_err() => return refuse("invalid integer"),
         _ => {}
+    }
+    if line.has_extension(crate::line::LOKI_DEPRECATED) {
+        if let Some((_, default, instead)) = DEPRECATED.iter().find(|(k, _, _)| *k == key) {
+            if value != *default {
+                return refuse(&format!("deprecated: {instead}"));
+            }
+        }
     }
     match RULES.iter().find(|(k, _)| *k == key) {
         Some((_, rule)) => match rule.refusal(state, key, value) {
@@ -310,7 +369,7 @@ pub(super) fn update(ctx: &Ctx, headers: &HeaderMap, body: &[u8], patch: bool) -
         StringMap::new()
     };
     for (key, value) in req.config {
-        check_server_key(&state, &key, &value)?;
+        check_server_key(ctx.app.settings.line, &state, &key, &value)?;
         config.insert(key, value);
     }
     config.retain(|_, v| !v.is_empty());
@@ -329,7 +388,9 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> Option<ApiResu
     let answer = match rest {
         ["resources"] => resources(ctx),
         ["metrics"] => return Some(super::only(method, Method::GET).map(|()| metrics(ctx))),
-        ["metadata", "configuration"] => Ok(envelope::sync(metadata().clone())),
+        ["metadata", "configuration"] => Ok(envelope::sync(
+            ctx.app.settings.line.configuration().clone(),
+        )),
         ["network-allocations"] => allocations(ctx),
         _ => return None,
     };
@@ -342,7 +403,9 @@ fn resources(ctx: &Ctx) -> ApiResult {
     if ctx.app.cluster().is_none() && ctx.param("target").is_some_and(|t| !t.is_empty()) {
         return Err(ApiError::new(404, "Cluster member not found"));
     }
-    Ok(envelope::sync(super::resources::host()))
+    Ok(envelope::sync(super::resources::host(
+        ctx.app.settings.line,
+    )))
 }
 
 /// `GET /1.0/metrics`: Prometheus text of what the fake holds: one `incus_procs_total` and
@@ -380,7 +443,8 @@ fn metrics(ctx: &Ctx) -> Response<envelope::Body> {
     ));
     let mut resp = Response::new(envelope::full(text));
     *resp.status_mut() = StatusCode::OK;
-    if let Ok(value) = http::HeaderValue::from_str("text/plain; version=0.0.4") {
+    // Both lines answer plain `text/plain` (measured on 6.0.4 and 7.0.2).
+    if let Ok(value) = http::HeaderValue::from_str("text/plain") {
         resp.headers_mut().insert(http::header::CONTENT_TYPE, value);
     }
     resp

@@ -68,7 +68,7 @@ fn list(ctx: &Ctx) -> ApiResult {
     let mut out = Vec::new();
     for project in ctx.projects() {
         for image in images(state, &project) {
-            let object = image.to_json();
+            let object = shown(ctx, image);
             if let Some(filter) = &filter {
                 if !filter.matches(&object)? {
                     continue;
@@ -100,7 +100,22 @@ fn get(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let state = &snapshot.state;
     let image = find(state, &ctx.project(), fingerprint)
         .ok_or_else(|| ApiError::new(404, format!("Image \"{fingerprint}\" not found")))?;
-    Ok(envelope::sync_etag(image.to_json(), &image.etag()))
+    Ok(envelope::sync_etag(shown(ctx, image), &image.etag()))
+}
+
+/// An image as the daemon shows it: with [`crate::line::IMAGE_LOCATIONS`], the members that
+/// hold it (every member of a fake cluster, by name; `none` standalone).
+fn shown(ctx: &Ctx, image: &Image) -> Value {
+    let mut object = image.to_json();
+    if ctx.app.has_extension(crate::line::IMAGE_LOCATIONS) {
+        let mut locations: Vec<String> = match ctx.app.cluster() {
+            Some(cluster) => cluster.members.iter().map(|m| m.name.clone()).collect(),
+            None => vec!["none".into()],
+        };
+        locations.sort();
+        object["locations"] = json!(locations);
+    }
+    object
 }
 
 /// `DELETE /1.0/images/{fp}`: resolved when asked (so a second delete of an image whose first
@@ -477,9 +492,17 @@ fn alias_exists(name: &str) -> ApiError {
 /// `POST /1.0/images/aliases`: the target is a fingerprint or a unique prefix of one.
 fn create_alias(ctx: &Ctx, body: &[u8]) -> ApiResult {
     let req: AliasBody = parse_body(body)?;
+    let checks_names = ctx
+        .app
+        .has_extension(crate::line::OBJECT_NAMES_ARE_API_NAMES);
     if req.name.is_empty() || req.target.is_empty() {
-        return Err(ApiError::bad_request("name and target are required"));
+        return Err(ApiError::bad_request(if checks_names {
+            "Alias name and target are required"
+        } else {
+            "name and target are required"
+        }));
     }
+    alias_api_name(ctx, &req.name)?;
     let project = ctx.project();
     let mut state = ctx.app.state();
     if alias_owner(&state, &project, &req.name).is_some() {
@@ -513,8 +536,26 @@ fn delete_alias(ctx: &Ctx, name: &str) -> ApiResult {
 }
 
 /// `POST /1.0/images/aliases/{name}` with a new `name`.
+/// An alias name is an API name, `/` allowed, on a line that checks it
+/// ([`crate::line::OBJECT_NAMES_ARE_API_NAMES`]).
+fn alias_api_name(ctx: &Ctx, name: &str) -> Result<(), ApiError> {
+    if !ctx
+        .app
+        .has_extension(crate::line::OBJECT_NAMES_ARE_API_NAMES)
+    {
+        return Ok(());
+    }
+    match super::validation::api_name_problem(name, true) {
+        Some(why) => Err(ApiError::bad_request(format!(
+            "Invalid image alias name: {why}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn rename_alias(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let req: AliasBody = parse_body(body)?;
+    alias_api_name(ctx, &req.name)?;
     let project = ctx.project();
     let mut state = ctx.app.state();
     if alias_owner(&state, &project, &req.name).is_some() {
@@ -655,6 +696,9 @@ fn put(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiRes
         image.public = req.public;
         image.auto_update = req.auto_update;
         image.properties = req.properties;
+        // The database keeps no property with an empty value (`UpdateImage`): that is how
+        // `incus image unset-property` (a PUT of the key with "") removes one.
+        image.properties.retain(|_, value| !value.is_empty());
         image.profiles = profiles;
         if let Some(expires) = expires {
             image.expires_at = expires;
@@ -684,6 +728,7 @@ fn patch(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiR
                     .or_insert_with(|| value.clone());
             }
             image.properties = properties;
+            image.properties.retain(|_, value| !value.is_empty());
         }
     })
 }

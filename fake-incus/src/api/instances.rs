@@ -4,8 +4,8 @@
 use super::filter::{FieldValue, Fields, Filter};
 use super::resource::check_etag;
 use super::validation::{
-    check_name, config_problem, devices_problem, duplicate_profile, has_root_disk, is_root_disk,
-    missing_volume, validate_config, validate_devices,
+    check_name, config_problem, device_names_problem, devices_problem, duplicate_profile,
+    has_root_disk, is_root_disk, missing_volume, validate_config, validate_devices,
 };
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
@@ -28,6 +28,7 @@ pub(super) fn route(
         ([], "GET") => list(ctx),
         ([], "POST") if is_backup_upload(headers) => super::backups::import(ctx, headers, body),
         ([], "POST") => create(ctx, body),
+        ([], "PUT") => super::state::put_all(ctx, body),
         ([], _) => Err(ApiError::not_implemented()),
         ([name], "GET") => get(ctx, name),
         ([name], "PUT") => put(ctx, name, headers, body),
@@ -550,10 +551,11 @@ fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     }
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
+    let names = ctx.app.has_extension(DEVICE_NAMES);
     let (description, work): (&'static str, crate::app::Work) = if req.restore.is_empty() {
         (
             "Updating instance",
-            Box::new(move |state: &mut State| update(state, &project, &name, req)),
+            Box::new(move |state: &mut State| update(state, &project, &name, req, names)),
         )
     } else {
         (
@@ -584,8 +586,12 @@ fn update(
     project: &str,
     name: &str,
     req: PutBody,
+    device_names: bool,
 ) -> Result<Option<Value>, ApiError> {
     let instance = super::found_instance(state, project, name)?;
+    // The config's keys and values are checked before its volatile keys (measured: an edit
+    // that drops the idmap keys and adds an unknown key is refused for the unknown key).
+    validate_config(&req.config).map_err(ApiError::internal)?;
     let idmap_dropped = instance
         .config
         .keys()
@@ -596,7 +602,7 @@ fn update(
             "Volatile idmap keys can't be deleted by the user",
         ));
     }
-    validate_config(&req.config).map_err(ApiError::internal)?;
+    check_device_names(device_names, &req.devices)?;
     validate_devices(&req.devices).map_err(ApiError::internal)?;
     // The daemon checks the expanded devices: the new profiles' ones, then the local ones.
     let expanded = expanded_devices(
@@ -622,6 +628,18 @@ fn update(
     instance.ephemeral = req.ephemeral;
     instance.stateful = req.stateful;
     Ok(None)
+}
+
+/// The extension since which device names must be API names (`Invalid device name "a/b"`).
+const DEVICE_NAMES: &str = crate::line::DEVICE_NAMES_ARE_API_NAMES;
+
+/// On a line whose devices' names must be API names, the first that is not, as the daemon
+/// refuses it when it loads the instance's devices (`instance/drivers/load.go`).
+fn check_device_names(api_names: bool, devices: &Devices) -> Result<(), ApiError> {
+    match device_names_problem(devices).filter(|_| api_names) {
+        Some(why) => Err(ApiError::internal(format!("Invalid devices: {why}"))),
+        None => Ok(()),
+    }
 }
 
 /// The daemon's update error for an instance left without a root disk.
@@ -707,6 +725,7 @@ fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     validate_config(&config).map_err(ApiError::internal)?;
     let mut devices = current.devices.clone();
     devices.extend(req.devices.unwrap_or_default());
+    check_device_names(ctx.app.has_extension(DEVICE_NAMES), &devices)?;
     validate_devices(&devices).map_err(ApiError::internal)?;
     check_profiles(&state, &project, req.profiles.iter().flatten())?;
     let profiles = req.profiles.as_ref().unwrap_or(&current.profiles);
@@ -847,6 +866,7 @@ mod tests {
     use crate::api::{serve, Outcome, Peer};
     use crate::app::{App, Identity, Settings};
     use crate::journal::Listener;
+    use crate::line::IncusLine;
     use crate::state::Project;
     use bytes::Bytes;
     use http::Request;
@@ -926,7 +946,7 @@ mod tests {
             out.push(match recursion {
                 0 => json!(instance.url()),
                 1 => object,
-                _ => instance.to_full_json(state),
+                _ => instance.to_full_json(state, IncusLine::V6_0),
             });
         }
         body_of(
@@ -1023,7 +1043,9 @@ mod tests {
                 )
             );
             let (_, tag, body) = get(&app, &format!("{base}&recursion=1")).await;
-            let full = body_of(envelope::sync_envelope(instance.to_full_json(&state)));
+            let full = body_of(envelope::sync_envelope(
+                instance.to_full_json(&state, IncusLine::V6_0),
+            ));
             assert_eq!((tag, body), (etag, full));
             let state_path = format!(
                 "/1.0/instances/{}/state?project={}",
@@ -1034,7 +1056,9 @@ mod tests {
                 (tag, body),
                 (
                     None,
-                    body_of(envelope::sync_envelope(instance.state_json()))
+                    body_of(envelope::sync_envelope(
+                        instance.state_json(IncusLine::V6_0)
+                    ))
                 )
             );
         }
@@ -1061,7 +1085,7 @@ mod tests {
     #[test]
     fn fields_read_from_the_instance_equal_the_fields_of_its_rendered_object() {
         let state = state();
-        let snapshot = crate::state::Snapshot::new(state.clone());
+        let snapshot = crate::state::Snapshot::new(state.clone(), IncusLine::V6_0);
         let projects: Vec<String> = state.projects.iter().map(|p| p.name.clone()).collect();
         let paths = [
             "name",

@@ -4,13 +4,16 @@
 //! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
 
 mod backups;
+mod bitmaps;
 mod body;
 mod buckets;
 mod certificates;
 mod cluster;
+mod cluster_enable;
 mod cluster_groups;
 mod console;
 mod context;
+mod debug_repair;
 mod evacuation;
 mod events;
 mod exec;
@@ -26,6 +29,8 @@ mod journaling;
 mod logs;
 mod metadata;
 mod migration;
+mod nbd;
+mod network_address_sets;
 mod network_objects;
 mod networks;
 mod operations;
@@ -42,6 +47,8 @@ mod state;
 mod storage;
 mod validation;
 mod volume_backups;
+mod volume_files;
+mod volume_rebuild;
 mod volume_snapshots;
 mod volumes;
 mod warnings;
@@ -55,7 +62,7 @@ use crate::app::App;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::journal::Listener;
 use bytes::Bytes;
-use http::{Method, Request, Response};
+use http::{Method, Request};
 use journaling::journal_entry;
 use std::sync::Arc;
 
@@ -78,7 +85,7 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
     }
     if let Some(outcome) = plan
         .transport
-        .before(&app.journal, seq, &app.shutdown)
+        .before(&app.journal, seq, &app.shutdown, app.settings.line)
         .await
     {
         return outcome;
@@ -106,11 +113,11 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
         Some(cluster) => cluster::serve(&mut ctx, cluster, req).await,
         None => route(&ctx, req).await,
     }
-    .unwrap_or_else(Response::from);
+    .unwrap_or_else(|err| err.into_response(app.settings.line));
     // With --state-dir, nothing is answered before what it reports is on disk.
     let response = match app.durable().await {
         Ok(()) => response,
-        Err(message) => Response::from(ApiError::internal(message)),
+        Err(message) => ApiError::internal(message).into_response(app.settings.line),
     };
     plan.transport.after(&app.journal, seq, response).await
 }
@@ -168,6 +175,34 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             return volume_backups::import(ctx, pool, req.headers(), req.body());
         }
     }
+    if let ["storage-pools", pool, "buckets", _, "backups"] = &segs[1..] {
+        if method == Method::GET && ctx.app.has_extension(crate::line::BUCKET_BACKUPS_LISTED) {
+            return buckets::listed_backups(ctx, pool);
+        }
+    }
+    // What Incus 7.0 adds below a volume, each served by a line with its API extension.
+    if let ["storage-pools", pool, "volumes", kind, name, sub, rest @ ..] = &segs[1..] {
+        let volume = (*pool, *kind, *name);
+        let served = |extension: &str| ctx.app.has_extension(extension);
+        match (*sub, rest) {
+            ("files", []) if served(volume_files::FILES_EXTENSION) => {
+                return volume_files::files(ctx, &method, volume, req.headers(), req.body());
+            }
+            ("sftp", []) if served(volume_files::SFTP_EXTENSION) => {
+                return volume_files::sftp(ctx, volume, req);
+            }
+            ("nbd", []) if served(nbd::VOLUME_EXTENSION) => {
+                return nbd::volume_nbd(ctx, volume, &req);
+            }
+            ("bitmaps", bitmap) if served(bitmaps::EXTENSION) => {
+                return bitmaps::volume_bitmaps(ctx, &method, volume, bitmap);
+            }
+            ("rebuild", []) if served(volume_rebuild::EXTENSION) => {
+                return volume_rebuild::rebuild(ctx, &method, volume, req.body());
+            }
+            _ => {}
+        }
+    }
     // A custom volume's snapshots are served apart from its declaration.
     if let ["storage-pools", pool, "volumes", "custom", name, rest @ ..] = &segs[1..] {
         if rest.first() == Some(&"snapshots") {
@@ -186,6 +221,10 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
             return volume_backups::route(ctx, &method, pool, name, rest, req.body());
         }
+    }
+    if segs[1] == "network-address-sets" && !ctx.app.has_extension(network_address_sets::EXTENSION)
+    {
+        return Err(ApiError::not_found());
     }
     if let Some((resource, parent, rest)) = resource::find(&segs[1..]) {
         // A pool's volumes other than its custom ones are the storage module's.
@@ -226,6 +265,18 @@ async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
             }
             Some(&"sftp") if segs.len() == 4 => sftp::route(ctx, segs[2], req),
             Some(&"access") if segs.len() == 4 => refusals::access(&method),
+            Some(&"nbd") if segs.len() == 4 && ctx.app.has_extension(nbd::INSTANCE_EXTENSION) => {
+                nbd::instance_nbd(ctx, segs[2], &req)
+            }
+            Some(&"bitmaps") if segs.len() == 4 && ctx.app.has_extension(bitmaps::EXTENSION) => {
+                bitmaps::instance_bitmaps(ctx, &method, segs[2])
+            }
+            Some(&"debug")
+                if segs[3..] == ["debug", "repair"]
+                    && ctx.app.has_extension(debug_repair::EXTENSION) =>
+            {
+                debug_repair::repair(ctx, &method, segs[2], req.body())
+            }
             Some(&"debug") if segs[3..] == ["debug", "memory"] => {
                 refusals::debug_memory(ctx, &method, segs[2])
             }
@@ -270,6 +321,7 @@ fn declared() -> &'static [&'static dyn resource::Resource] {
         &network_objects::ZONES,
         &network_objects::RECORDS,
         &network_objects::INTEGRATIONS,
+        &network_address_sets::ADDRESS_SETS,
         &certificates::Certificates,
         &warnings::WARNINGS,
     ];

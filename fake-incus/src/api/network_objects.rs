@@ -164,6 +164,43 @@ fn balancer_state(_: &Ctx, _: &At, _: &str, _: &[&str]) -> ApiResult {
     Ok(envelope::sync(json!({"backend_health": {}})))
 }
 
+/// On a line with address sets ([`crate::line::ACL_NAMES_ADDRESS_SETS`]), every `$NAME`
+/// subject of a rule (source or destination) names a set of the ACL's project, in the daemon's
+/// words (`Invalid ingress rule 0: Invalid Source: Failed getting network address set "NAME"
+/// for subject validation: Network_address_set not found`). The rules' other fields are not
+/// checked.
+fn acl_address_sets(ctx: &Ctx, state: &State, at: &At, object: &Value) -> Result<(), ApiError> {
+    if !ctx.app.has_extension(crate::line::ACL_NAMES_ADDRESS_SETS) {
+        return Ok(());
+    }
+    let sets: Vec<&str> = state
+        .objects
+        .get("network-address-set")
+        .into_iter()
+        .flatten()
+        .filter(|o| o.project == at.project)
+        .filter_map(|o| o.value["name"].as_str())
+        .collect();
+    for direction in ["ingress", "egress"] {
+        let rules = object[direction].as_array().into_iter().flatten();
+        for (i, rule) in rules.enumerate() {
+            for (field, label) in [("source", "Source"), ("destination", "Destination")] {
+                let subjects = rule[field].as_str().unwrap_or_default().split(',');
+                let missing = subjects
+                    .map(str::trim)
+                    .filter_map(|s| s.strip_prefix('$'))
+                    .find(|name| !sets.contains(name));
+                if let Some(name) = missing {
+                    return Err(ApiError::new(404, format!(
+                        "Invalid {direction} rule {i}: Invalid {label}: Failed getting network address set {name:?} for subject validation: Network_address_set not found"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(super) static ACLS: Plain = Plain {
     decl: Decl {
         collection: "/1.0/network-acls",
@@ -191,6 +228,7 @@ pub(super) static ACLS: Plain = Plain {
     invalid_key: (500, "Invalid config option \"{key}\""),
     key_rule: acl_name,
     computed: acl_used_by,
+    line_check: acl_address_sets,
     in_use: Some((500, "Cannot {verb} an ACL that is in use")),
     ..Plain::DEFAULTS
 };
@@ -243,6 +281,8 @@ pub(super) static INTEGRATIONS: Plain = Plain {
         rename: Answer::Location,
         first: First::Object,
         not_found: "Network_integration not found",
+        api_name: "network integration",
+        delete_lookup: "Failed to get network integration ID",
         exists: (
             500,
             "Failed to create \"networks_integrations\" entry: UNIQUE constraint failed: networks_integrations.name",
@@ -325,6 +365,7 @@ pub(super) static PEERS: Plain = Plain {
         collection: "/1.0/networks/{}/peers",
         scope: Scope::Project(Some("features.networks")),
         not_found: "Network peer not found",
+        api_name: "network peer",
         exists: (409, "A peer for that name already exists"),
         project_not_found: NETWORK_PROJECT,
         limits: "OVN only: every network of the fake answers as a bridge does (400).",

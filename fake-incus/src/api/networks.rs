@@ -32,7 +32,7 @@ static DECL: Decl = Decl {
             method: "GET",
             path: &["leases"],
             serve: leases,
-            does: "Empty: the fake runs no DHCP server.",
+            does: "Empty: the fake runs no DHCP server. A host interface's are the daemon's 404.",
         },
     ],
     limits: "No host interface is made: a bridge's addresses are its config; OVN, macvlan, sriov and physical networks are refused as on a daemon without them; no cluster-member specific config.",
@@ -211,8 +211,14 @@ fn state(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
         .ok_or_else(|| ApiError::new(404, format!("Network interface {key:?} not found")))
 }
 
+/// The leases of a managed network; the daemon loads the network from its database first, so a
+/// host interface (`lo`) is as unknown as a missing network.
 fn leases(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
-    found(ctx, at, key, |_| envelope::sync(json!([]))).ok_or_else(|| ApiError::new(404, UNMANAGED))
+    found(ctx, at, key, |n| {
+        n.managed.then(|| envelope::sync(json!([])))
+    })
+    .flatten()
+    .ok_or_else(|| ApiError::new(404, UNMANAGED))
 }
 
 /// `GET /1.0/networks/{name}/state` (Go `api.NetworkState`), from the network's config.

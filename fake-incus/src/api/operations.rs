@@ -44,7 +44,7 @@ fn list(ctx: &Ctx) -> ApiResult {
         let item = if ctx.recursion() == 0 {
             Value::String(format!("/1.0/operations/{}", op.id))
         } else {
-            op.to_json()
+            op.to_json_read()
         };
         let group = groups
             .entry(op.status.name().to_lowercase())
@@ -61,7 +61,7 @@ fn list(ctx: &Ctx) -> ApiResult {
 fn get(ctx: &Ctx, id: &str) -> ApiResult {
     let ops = ctx.app.ops();
     let op = ops.get(id).ok_or_else(op_not_found)?;
-    Ok(envelope::sync(op.to_json()))
+    Ok(envelope::sync(op.to_json_read()))
 }
 
 fn cancel(ctx: &Ctx, id: &str) -> ApiResult {
@@ -98,7 +98,7 @@ fn wait(ctx: &Ctx, id: &str) -> ApiResult {
                 bytes.push(b'\n');
                 bytes
             }
-            Err(err) => err.body_bytes(),
+            Err(err) => err.body_bytes(app.settings.line),
         };
         Ok::<_, std::io::Error>(Frame::data(Bytes::from(bytes)))
     };
@@ -140,7 +140,7 @@ fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
     let session = session.ok_or_else(|| ApiError::new(403, "Forbidden"))?;
     let key = req.headers().get("sec-websocket-key").cloned();
     let Some(key) = key.filter(|_| is_upgrade(&req)) else {
-        return Ok(bad_upgrade());
+        return Ok(bad_upgrade(ctx.app.settings.line));
     };
     session.accept(
         fd,
@@ -152,9 +152,9 @@ fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
 }
 
 /// What a plain GET on the websocket endpoint gets.
-fn bad_upgrade() -> Response<envelope::Body> {
+fn bad_upgrade(line: crate::line::IncusLine) -> Response<envelope::Body> {
     let mut body = b"Bad Request\n".to_vec();
-    body.extend(ApiError::internal("websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header").body_bytes());
+    body.extend(ApiError::internal("websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header").body_bytes(line));
     let mut resp = Response::new(envelope::full(body));
     *resp.status_mut() = StatusCode::BAD_REQUEST;
     resp.headers_mut().insert(

@@ -116,6 +116,33 @@ impl Resource for Projects {
         }
         Ok(())
     }
+    /// `features.networks` needs OVN on a line that says so
+    /// ([`crate::line::PROJECT_NETWORKS_NEED_OVN`]); the fake has none. On an update, only when
+    /// the feature changes to on.
+    fn validate_for_line(
+        &self,
+        ctx: &Ctx,
+        _: &State,
+        _: &At,
+        object: &Value,
+        current: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let wanted = is_true(&object["config"], "features.networks");
+        let changed = current.is_none_or(|current| {
+            current["config"].get("features.networks") != object["config"].get("features.networks")
+        });
+        if wanted
+            && changed
+            && ctx
+                .app
+                .has_extension(crate::line::PROJECT_NETWORKS_NEED_OVN)
+        {
+            return Err(ApiError::bad_request(
+                "OVN is required for projects with \"features.networks\" enabled",
+            ));
+        }
+        Ok(())
+    }
     /// PATCH keeps the description when absent; the config, when sent, replaces the current
     /// one whole, as Incus 6.0.4 does (its merge goes into a copy it then ignores).
     fn merge(&self, current: &Value, body: &Map<String, Value>, patch: bool) -> Value {
@@ -152,6 +179,23 @@ impl Resource for Projects {
             ),
             _ => ApiError::new(404, DECL.not_found),
         }
+    }
+    /// A create onto a taken name, on a line whose database layer maps the conflict
+    /// ([`crate::line::GENERATED_CONFLICTS_ARE_409`]): 409 `This "Project" entry already exists`.
+    fn intercept_create(&self, ctx: &Ctx, _: &At, body: &[u8]) -> Option<ApiResult> {
+        if !ctx
+            .app
+            .has_extension(crate::line::GENERATED_CONFLICTS_ARE_409)
+        {
+            return None;
+        }
+        let sent = super::resource::body_object(body).ok()?;
+        let name = sent.get("name")?.as_str()?;
+        ctx.app.snapshot().state.project(name)?;
+        Some(Err(ApiError::new(
+            409,
+            format!("Failed creating project \"{name}\": Failed adding database record: This \"Project\" entry already exists"),
+        )))
     }
     fn exists(&self, verb: Verb, key: &str) -> ApiError {
         match verb {

@@ -11,13 +11,14 @@
 use super::{instance_not_found, Ctx};
 use crate::app::App;
 use crate::envelope::{ApiError, ApiResult};
-use crate::state::files::{clean, Attrs, FileError, Kind, Node, TREE_LIMIT};
+use crate::state::files::{clean, Attrs, FileError, Kind, Node, Owner, TREE_LIMIT};
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use russh_sftp::extensions::{HardlinkExtension, Statvfs, StatvfsExtension, HARDLINK, STATVFS};
 use russh_sftp::protocol::{
-    Attrs as SftpAttrs, Data, File, FileAttributes, Handle, Name, OpenFlags, Status,
-    StatusCode as Code, Version,
+    Attrs as SftpAttrs, Data, ExtendedReply, File, FileAttributes, Handle, Name, OpenFlags, Packet,
+    Status, StatusCode as Code, Version,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,14 +28,27 @@ const HANDLE_LIMIT: usize = 64;
 /// Symlinks followed when resolving one path.
 const LINK_DEPTH: usize = 16;
 
-pub(super) fn route(ctx: &Ctx, name: &str, mut req: Request<Bytes>) -> ApiResult {
+pub(super) fn route(ctx: &Ctx, name: &str, req: Request<Bytes>) -> ApiResult {
     if req.method() != Method::GET {
         return Err(ApiError::not_implemented());
+    }
+    // The daemon checks the upgrade before it looks the instance up.
+    if !wants_upgrade(&req) {
+        return Err(ApiError::bad_request("Missing or invalid upgrade header"));
     }
     let project = ctx.project();
     if ctx.app.snapshot().instance(&project, name).is_none() {
         return Err(instance_not_found(name, &project));
     }
+    let owner = Owner::Instance {
+        project,
+        instance: name.to_string(),
+    };
+    Ok(upgrade(ctx, owner, req))
+}
+
+/// Whether the request asks for the SFTP upgrade (`Upgrade: sftp`, `Connection: upgrade`).
+pub(super) fn wants_upgrade(req: &Request<Bytes>) -> bool {
     // `Connection` is a list of tokens (`keep-alive, Upgrade`).
     let header_is = |name: header::HeaderName, value: &str| {
         req.headers().get(name).is_some_and(|v| {
@@ -43,14 +57,20 @@ pub(super) fn route(ctx: &Ctx, name: &str, mut req: Request<Bytes>) -> ApiResult
                 .any(|token| token.trim().eq_ignore_ascii_case(value))
         })
     };
-    if !header_is(header::UPGRADE, "sftp") || !header_is(header::CONNECTION, "upgrade") {
-        return Err(ApiError::bad_request("Missing or invalid upgrade header"));
-    }
+    header_is(header::UPGRADE, "sftp") && header_is(header::CONNECTION, "upgrade")
+}
+
+/// Switches the connection to an SFTP session on the owner's tree (an instance's, or a
+/// custom volume's: [`super::volume_files`]).
+pub(super) fn upgrade(
+    ctx: &Ctx,
+    owner: Owner,
+    mut req: Request<Bytes>,
+) -> Response<crate::envelope::Body> {
     let on_upgrade = hyper::upgrade::on(&mut req);
     let session = Session {
         app: Arc::clone(&ctx.app),
-        project,
-        instance: name.to_string(),
+        owner,
         handles: HashMap::new(),
         next_handle: 0,
     };
@@ -79,7 +99,7 @@ pub(super) fn route(ctx: &Ctx, name: &str, mut req: Request<Bytes>) -> ApiResult
     response
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    Ok(response)
+    response
 }
 
 /// What an open handle refers to.
@@ -92,11 +112,10 @@ enum Open {
     Dir { entries: Vec<File>, sent: bool },
 }
 
-/// One SFTP session on one instance's tree.
+/// One SFTP session on one instance's (or custom volume's) tree.
 struct Session {
     app: Arc<App>,
-    project: String,
-    instance: String,
+    owner: Owner,
     handles: HashMap<String, Open>,
     next_handle: u64,
 }
@@ -130,6 +149,46 @@ fn go_path_error(failure: Failure, call: &str, path: &str) -> Failure {
         )
     } else {
         failure
+    }
+}
+
+/// A failed link or rename as the daemon's server says it (Go's `os.LinkError`: the call and
+/// both paths as the client sent them).
+fn go_link_error(failure: Failure, call: &str, old: &str, new: &str) -> Failure {
+    if failure.0.status_code != Code::NoSuchFile {
+        return failure;
+    }
+    Failure(
+        russh_sftp::server::StatusReply::new(Code::NoSuchFile)
+            .with_message(format!("{call} {old} {new}: no such file or directory"))
+            .with_language_tag(""),
+    )
+}
+
+/// The extensions the daemon's SFTP server announces, with their versions.
+const EXTENSIONS: [(&str, &str); 3] = [(HARDLINK, "1"), (POSIX_RENAME, "1"), (STATVFS, "2")];
+const POSIX_RENAME: &str = "posix-rename@openssh.com";
+
+/// `statvfs@openssh.com`'s answer: the filesystem of the pool the instance lives on, as its
+/// resources report it (4 KiB blocks; the daemon's server reports `f_ffree` as `f_favail` and
+/// no filesystem id). The flags are the daemon's (`ST_NOSUID | ST_RELATIME`).
+fn statvfs() -> Statvfs {
+    use super::resources::{INODES_TOTAL, INODES_USED, SPACE_TOTAL, SPACE_USED};
+    const BLOCK: u64 = 4096;
+    let free = (SPACE_TOTAL - SPACE_USED) / BLOCK;
+    let inodes_free = INODES_TOTAL - INODES_USED;
+    Statvfs {
+        block_size: BLOCK,
+        fragment_size: BLOCK,
+        blocks: SPACE_TOTAL / BLOCK,
+        blocks_free: free,
+        blocks_avail: free,
+        inodes: INODES_TOTAL,
+        inodes_free,
+        inodes_avail: inodes_free,
+        fs_id: 0,
+        flags: 0x1020,
+        name_max: 255,
     }
 }
 
@@ -228,12 +287,12 @@ impl Session {
 
     fn lookup(&self, path: &str, follow: bool) -> Result<(String, Node), Failure> {
         let files = self.app.files();
-        let skeleton;
-        let tree = match files.tree(&self.project, &self.instance) {
+        let fresh;
+        let tree = match files.tree_of_owner(&self.owner) {
             Some(tree) => tree,
             None => {
-                skeleton = crate::state::files::Tree::skeleton();
-                &skeleton
+                fresh = self.owner.fresh();
+                &fresh
             }
         };
         let mut current = clean(path);
@@ -259,7 +318,7 @@ impl Session {
         change: impl FnOnce(&mut crate::state::files::Tree) -> Result<T, FileError>,
     ) -> Result<T, Failure> {
         let mut files = self.app.files();
-        Ok(change(files.tree_mut(&self.project, &self.instance))?)
+        Ok(change(files.tree_of_owner_mut(&self.owner))?)
     }
 
     /// The success status of a change, sent once the change is durable (`--state-dir`), as every
@@ -272,18 +331,42 @@ impl Session {
         Ok(ok(id))
     }
 
+    /// A hard link: the new path gets the old one's entry (a copy the fake's tree keeps apart
+    /// from then on: a write through one name is not seen through the other). Neither a
+    /// directory nor an existing path may be linked to, as on the daemon.
+    fn hardlink(&self, old: &str, new: &str) -> Result<(), Failure> {
+        let (_, node) = self
+            .lookup(old, false)
+            .map_err(|f| go_link_error(f, "link", old, new))?;
+        if self.lookup(new, false).is_ok() {
+            return Err(failure(
+                Code::Failure,
+                format!("link {old} {new}: file exists"),
+            ));
+        }
+        if node.kind == Kind::Directory {
+            return Err(failure(
+                Code::Failure,
+                format!("link {old} {new}: operation not permitted"),
+            ));
+        }
+        let path = clean(new);
+        self.with_tree(|tree| tree.link(&path, node))
+            .map_err(|f| go_link_error(f, "link", old, new))
+    }
+
     fn listing(&self, path: &str) -> Result<Vec<File>, Failure> {
         let (dir, node) = self.lookup(path, true)?;
         if node.kind != Kind::Directory {
             return Err(failure(Code::Failure, "not a directory"));
         }
         let files = self.app.files();
-        let skeleton;
-        let tree = match files.tree(&self.project, &self.instance) {
+        let fresh;
+        let tree = match files.tree_of_owner(&self.owner) {
             Some(tree) => tree,
             None => {
-                skeleton = crate::state::files::Tree::skeleton();
-                &skeleton
+                fresh = self.owner.fresh();
+                &fresh
             }
         };
         let base = if dir == "/" {
@@ -308,12 +391,57 @@ impl russh_sftp::server::Handler for Session {
         failure(Code::OpUnsupported, "operation unsupported")
     }
 
+    /// The daemon's server (Go's pkg/sftp) announces three OpenSSH extensions.
     async fn init(
         &mut self,
         _version: u32,
         _extensions: HashMap<String, String>,
     ) -> Result<Version, Self::Error> {
-        Ok(Version::new())
+        let mut version = Version::new();
+        for (name, data) in EXTENSIONS {
+            version
+                .extensions
+                .insert(name.to_string(), data.to_string());
+        }
+        Ok(version)
+    }
+
+    /// `hardlink@openssh.com`, `posix-rename@openssh.com` (both: the old path, then the new
+    /// one) and `statvfs@openssh.com` (a path), with the daemon's answers; any other extended
+    /// request is unsupported, as on the daemon.
+    async fn extended(
+        &mut self,
+        id: u32,
+        request: String,
+        data: Vec<u8>,
+    ) -> Result<Packet, Self::Error> {
+        let mut data = Bytes::from(data);
+        match request.as_str() {
+            HARDLINK | POSIX_RENAME => {
+                let paths: HardlinkExtension = russh_sftp::de::from_bytes(&mut data)
+                    .map_err(|_| failure(Code::BadMessage, "bad message"))?;
+                let (old, new) = (paths.oldpath, paths.newpath);
+                if request == HARDLINK {
+                    self.hardlink(&old, &new)?;
+                } else {
+                    self.with_tree(|tree| tree.rename(&old, &new))
+                        .map_err(|f| go_link_error(f, "rename", &old, &new))?;
+                }
+                Ok(Packet::Status(self.durable(id).await?))
+            }
+            STATVFS => {
+                let path: StatvfsExtension = russh_sftp::de::from_bytes(&mut data)
+                    .map_err(|_| failure(Code::BadMessage, "bad message"))?;
+                self.lookup(&path.path, true)?;
+                let reply = russh_sftp::ser::to_bytes(&statvfs())
+                    .map_err(|_| failure(Code::Failure, "failure"))?;
+                Ok(Packet::ExtendedReply(ExtendedReply {
+                    id,
+                    data: reply.to_vec(),
+                }))
+            }
+            _ => Err(self.unimplemented()),
+        }
     }
 
     async fn open(
@@ -541,7 +669,7 @@ impl russh_sftp::server::Handler for Session {
         let removed = self
             .app
             .files()
-            .tree_mut(&self.project, &self.instance)
+            .tree_of_owner_mut(&self.owner)
             .remove(&path);
         match removed {
             Err(FileError::NotEmpty(_)) => Err(failure(

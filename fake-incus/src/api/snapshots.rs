@@ -16,6 +16,15 @@ pub(super) fn route(
     headers: &HeaderMap,
     body: &[u8],
 ) -> ApiResult {
+    // The snapshot's segment, decoded once by the router, is decoded again.
+    let decoded;
+    let rest = match rest {
+        [name, "snapshots", snap] => {
+            decoded = query_unescape(snap)?;
+            &[*name, "snapshots", decoded.as_str()][..]
+        }
+        _ => rest,
+    };
     match (rest, method.as_str()) {
         ([name, "snapshots"], "GET") => list(ctx, name),
         ([name, "snapshots"], "POST") => create(ctx, name, body),
@@ -43,7 +52,7 @@ fn list(ctx: &Ctx, name: &str) -> ApiResult {
             if ctx.recursion() == 0 {
                 json!(s.url(instance))
             } else {
-                s.to_json(instance, state)
+                s.to_json(instance, state, ctx.app.settings.line)
             }
         })
         .collect();
@@ -61,7 +70,7 @@ fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
         .snapshot(snap)
         .ok_or_else(|| snapshot_not_found(name, snap, &project))?;
     Ok(envelope::sync_etag(
-        snapshot.to_json(instance, state),
+        snapshot.to_json(instance, state, ctx.app.settings.line),
         &snapshot.etag(),
     ))
 }
@@ -94,9 +103,20 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
         };
         let snap_url =
             crate::state::url(&format!("/1.0/instances/{name}/snapshots/{snap}"), &project);
-        (instance.url(), (snap, req), snap_url)
+        // Without an expiry in the request, the instance's `snapshots.expiry` from now.
+        let expires = match req.expires_at.clone().filter(|e| !e.is_empty()) {
+            Some(at) => Some(at),
+            None => {
+                let config = instance.expanded_config(&state);
+                let expression = config.get("snapshots.expiry").map_or("", String::as_str);
+                crate::state::expiry::expiry(&crate::state::clock::now(), expression)
+                    .map_err(ApiError::bad_request)?
+            }
+        };
+        (instance.url(), (snap, req, expires), snap_url)
     };
-    let (snap, req) = snap_name;
+    let (snap, req, expires) = snap_name;
+    let records_description = ctx.app.has_extension(crate::line::SNAPSHOT_DESCRIPTION);
     let spec = snapshot_spec(&project, "Snapshotting instance", instance_url, snap_url);
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
@@ -119,8 +139,10 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
                     "Stateful snapshots require that the instance has migration.stateful be set to true",
                 ));
             }
-            let expires = req.expires_at.filter(|e| !e.is_empty());
-            let snapshot = instance.take_snapshot(&snap, req.stateful, expires);
+            let mut snapshot = instance.take_snapshot(&snap, req.stateful, expires);
+            if records_description {
+                snapshot.description = instance.description.clone();
+            }
             instance.snapshots.push(snapshot);
             // The snapshot keeps the instance's files, as the daemon snapshots its rootfs.
             app.files().take_snapshot(&project, &name, &snap);
@@ -288,5 +310,56 @@ pub(super) fn parse_time(text: &str) -> Result<String, ApiError> {
         Err(_) => Err(ApiError::bad_request(format!(
             "parsing time {text:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse {text:?} as \"2006\""
         ))),
+    }
+}
+
+/// Incus decodes a snapshot's path segment a second time, as a query value: `url.PathUnescape`,
+/// then `url.QueryUnescape` (`instanceSnapshotHandler`, `cmd/incusd/instance_snapshot.go` of 6.0.4
+/// and 7.0), so `s%2531` names `s1` and `a+b` names `a b` (both checked on the real daemons). A
+/// malformed escape is Go's error, answered as an internal error.
+fn query_unescape(segment: &str) -> Result<String, ApiError> {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes.get(i + 1..i + 3).and_then(|pair| {
+                    std::str::from_utf8(pair)
+                        .ok()
+                        .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+                        .filter(|_| pair.iter().all(u8::is_ascii_hexdigit))
+                });
+                let Some(byte) = hex else {
+                    let end = (i + 3).min(bytes.len());
+                    let escape = String::from_utf8_lossy(&bytes[i..end]);
+                    return Err(ApiError::internal(format!("invalid URL escape {escape:?}")));
+                };
+                out.push(byte);
+                i += 2;
+            }
+            other => out.push(other),
+        }
+        i += 1;
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+#[cfg(test)]
+mod decoding_tests {
+    use super::query_unescape;
+
+    #[test]
+    fn a_snapshot_segment_is_decoded_as_a_query_value() {
+        assert_eq!(query_unescape("s%31").unwrap(), "s1");
+        assert_eq!(query_unescape("a+b").unwrap(), "a b");
+        assert_eq!(query_unescape("snap0").unwrap(), "snap0");
+        let error = query_unescape("s%zz").unwrap_err();
+        assert!(
+            format!("{error:?}").contains(r#"invalid URL escape \"%zz\""#),
+            "{error:?}"
+        );
+        assert!(query_unescape("s%3").is_err());
     }
 }

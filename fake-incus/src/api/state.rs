@@ -1,4 +1,5 @@
-//! `/1.0/instances/{name}/state`: read the state, start, stop, restart, freeze, unfreeze.
+//! `/1.0/instances/{name}/state`: read the state, start, stop, restart, freeze, unfreeze; and
+//! `PUT /1.0/instances`, the same change for every instance of a project it applies to.
 
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
@@ -33,7 +34,7 @@ fn get(ctx: &Ctx, name: &str) -> ApiResult {
 
 /// `api.InstanceStatePut`. The fields the fake does not act on are still parsed, so a
 /// wrong type is the daemon's 400.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct StateBody {
     #[serde(default)]
     #[serde(deserialize_with = "super::null_default")]
@@ -47,6 +48,13 @@ struct StateBody {
     #[serde(default, rename = "stateful")]
     #[serde(deserialize_with = "super::null_default")]
     _stateful: bool,
+}
+
+/// `api.InstancesPut`.
+#[derive(Deserialize)]
+struct InstancesPut {
+    #[serde(default, deserialize_with = "super::null_default")]
+    state: StateBody,
 }
 
 #[derive(Clone, Copy)]
@@ -93,15 +101,21 @@ impl Action {
 
 fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
-    let instance_url = {
+    let (instance_url, status) = {
         let state = ctx.app.state();
-        super::found_instance(&state, &project, name)?.url()
+        let instance = super::found_instance(&state, &project, name)?;
+        (instance.url(), instance.status)
     };
     let req: StateBody = parse_body(body)?;
     let action = Action::parse(&req.action)?;
     let name = name.to_string();
-    let spec =
-        OpSpec::task(&project, action.description(), instance_url).lasting(action.duration());
+    // A transition the daemon refuses fails at once (before the client has subscribed to the
+    // operation, so the official client shows the bare error, without its `--show-log` hint).
+    let duration = match refusal(action, status) {
+        Some(_) => Duration::ZERO,
+        None => action.duration(),
+    };
+    let spec = OpSpec::task(&project, action.description(), instance_url).lasting(duration);
     let op = ctx.start_task(
         spec,
         Box::new(move |state: &mut State| apply(state, &project, &name, action).map(|()| None)),
@@ -110,38 +124,116 @@ fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     Ok(envelope::operation_created(op))
 }
 
+/// `PUT /1.0/instances` (`api.InstancesPut`, `incus start --all` and the like): one operation
+/// that changes the state of every instance of the project the action applies to (a start the
+/// stopped ones, a stop or restart the running and frozen ones, a freeze the running ones, an
+/// unfreeze the frozen ones), chosen when the request comes, as the daemon chooses them. The
+/// operation fails with every instance's failure, one line each, when any fails.
+pub(super) fn put_all(ctx: &Ctx, body: &[u8]) -> ApiResult {
+    if ctx
+        .app
+        .has_extension(crate::line::INSTANCES_PUT_NEEDS_PROJECT)
+    {
+        ctx.require_project(|_| "Project not found".into())?;
+    }
+    let req: InstancesPut = parse_body(body)?;
+    let action = Action::parse(&req.state.action)?;
+    let project = ctx.project();
+    let snapshot = ctx.app.snapshot();
+    let state = &snapshot.state;
+    if state.project(&project).is_none() {
+        // The daemon only finds out when it records the operation.
+        return Err(ApiError::internal(format!(
+            "failed to add {:?} Operation {} to database: Fetch project ID: Project not found",
+            action.description(),
+            uuid::Uuid::new_v4()
+        )));
+    }
+    let chosen: Vec<(String, String)> = state
+        .instances
+        .iter()
+        .filter(|i| i.project == project)
+        .filter(|i| match (action, i.status) {
+            (Action::Start, status) => status == PowerState::Stopped,
+            (Action::Stop | Action::Restart | Action::Freeze, status) => {
+                status != PowerState::Stopped
+            }
+            (Action::Unfreeze, status) => status == PowerState::Frozen,
+        })
+        .map(|i| (i.name.clone(), i.url()))
+        .collect();
+    drop(snapshot);
+    let mut spec =
+        OpSpec::task(&project, action.description(), String::new()).lasting(action.duration());
+    spec.resources.clear();
+    if !chosen.is_empty() {
+        let urls = chosen.iter().map(|(_, url)| url.clone()).collect();
+        spec.resources.insert("instances".into(), urls);
+    }
+    let op = ctx.start_task(
+        spec,
+        Box::new(move |state: &mut State| {
+            let mut failed = String::new();
+            for (name, _) in &chosen {
+                if let Err(err) = apply(state, &project, name, action) {
+                    failed.push_str(&format!(" - Instance: {name}: {}\n", err.message));
+                }
+            }
+            if failed.is_empty() {
+                Ok(None)
+            } else {
+                Err(ApiError::internal(format!(
+                    "The following instances failed to update state:\n{failed}"
+                )))
+            }
+        }),
+    );
+    ctx.applied();
+    Ok(envelope::operation_created(op))
+}
+
+/// Why the daemon refuses `action` on an instance in `status` (its texts and codes), if it does.
+fn refusal(action: Action, status: PowerState) -> Option<ApiError> {
+    match (action, status) {
+        (Action::Start, PowerState::Stopped)
+        | (Action::Stop | Action::Restart, PowerState::Running | PowerState::Frozen)
+        | (Action::Freeze, PowerState::Running)
+        | (Action::Unfreeze, PowerState::Frozen) => None,
+        (Action::Start, _) => Some(ApiError::internal("The instance is already running")),
+        (Action::Stop | Action::Restart, PowerState::Stopped) => {
+            Some(ApiError::bad_request("The instance is already stopped"))
+        }
+        (Action::Freeze, PowerState::Frozen) => {
+            Some(ApiError::internal("The container is already frozen"))
+        }
+        (Action::Freeze, PowerState::Stopped) => {
+            Some(ApiError::internal("The instance isn't running"))
+        }
+        (Action::Unfreeze, PowerState::Stopped) => {
+            Some(ApiError::internal("The container isn't running"))
+        }
+        (Action::Unfreeze, PowerState::Running) => {
+            Some(ApiError::internal("The container is already running"))
+        }
+    }
+}
+
 /// The power transition with the daemon's failure texts and codes.
 fn apply(state: &mut State, project: &str, name: &str, action: Action) -> Result<(), ApiError> {
     let instance = super::found_instance_mut(state, project, name)?;
-    match (action, instance.status) {
-        (Action::Start, PowerState::Stopped) => instance.power_on(),
-        (Action::Start, _) => return Err(ApiError::internal("The instance is already running")),
-        (Action::Stop, PowerState::Stopped) => {
-            return Err(ApiError::bad_request("The instance is already stopped"))
-        }
-        (Action::Stop, _) => instance.power_off(),
-        (Action::Restart, PowerState::Stopped) => {
-            return Err(ApiError::bad_request("The instance is already stopped"))
-        }
-        (Action::Restart, _) => {
+    if let Some(refused) = refusal(action, instance.status) {
+        return Err(refused);
+    }
+    match action {
+        Action::Start => instance.power_on(),
+        Action::Stop => instance.power_off(),
+        Action::Restart => {
             // The stop records that the instance has not reported ready yet.
             instance.power_off();
             instance.power_on();
         }
-        (Action::Freeze, PowerState::Running) => instance.status = PowerState::Frozen,
-        (Action::Freeze, PowerState::Frozen) => {
-            return Err(ApiError::internal("The container is already frozen"))
-        }
-        (Action::Freeze, PowerState::Stopped) => {
-            return Err(ApiError::internal("The instance isn't running"))
-        }
-        (Action::Unfreeze, PowerState::Frozen) => instance.status = PowerState::Running,
-        (Action::Unfreeze, PowerState::Stopped) => {
-            return Err(ApiError::internal("The container isn't running"))
-        }
-        (Action::Unfreeze, PowerState::Running) => {
-            return Err(ApiError::internal("The container is already running"))
-        }
+        Action::Freeze => instance.status = PowerState::Frozen,
+        Action::Unfreeze => instance.status = PowerState::Running,
     }
     if matches!(action, Action::Stop) && instance.ephemeral {
         // Ephemeral instances are deleted when they stop.

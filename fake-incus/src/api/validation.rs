@@ -7,20 +7,29 @@ use crate::state::{Devices, State, StringMap};
 
 /// The daemon's instance name rules.
 pub(super) fn check_name(name: &str) -> Result<(), ApiError> {
+    // Incus `instance.ValidName` then `validate.IsHostname`, in their order.
+    if name.contains('/') {
+        return Err(ApiError::bad_request(
+            "The character \"/\" is reserved for snapshots",
+        ));
+    }
     let invalid = |why: &str| ApiError::bad_request(format!("Invalid instance name: {why}"));
-    if name.len() > 63 {
+    if name.is_empty() || name.len() > 63 {
         return Err(invalid("Name must be 1-63 characters long"));
+    }
+    if name.starts_with('-') {
+        return Err(invalid("Name must not start with \"-\" character"));
+    }
+    if name.ends_with('-') {
+        return Err(invalid("Name must not end with \"-\" character"));
+    }
+    if name.parse::<u64>().is_ok() {
+        return Err(invalid("Name cannot be a number"));
     }
     if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         return Err(invalid(
             "Name can only contain alphanumeric and hyphen characters",
         ));
-    }
-    if name.starts_with('-') || name.ends_with('-') {
-        return Err(invalid("Name must not start or end with a hyphen"));
-    }
-    if name.chars().next().is_some_and(|c| c.is_ascii_digit()) {
-        return Err(invalid("Name must not start with a digit"));
     }
     Ok(())
 }
@@ -137,6 +146,39 @@ pub(super) fn devices_problem(devices: &Devices) -> Option<String> {
         })
 }
 
+/// Incus's `validate.IsAPIName` (7.0's check of device names, among others): why `value` is
+/// not a valid API object name, in the daemon's words.
+pub(super) fn api_name_problem(value: &str, allow_slashes: bool) -> Option<String> {
+    if value.len() > 64 {
+        return Some("Maximum name length is 64 characters".into());
+    }
+    if value.chars().any(char::is_whitespace) {
+        return Some("Name cannot contain white space".into());
+    }
+    let mut reserved = vec!['$', '?', '&', '+', '"', '\'', '`', '*'];
+    if !allow_slashes {
+        reserved.push('/');
+    }
+    if let Some(c) = reserved.into_iter().find(|c| value.contains(*c)) {
+        return Some(format!(
+            "Name contains invalid character {:?}",
+            c.to_string()
+        ));
+    }
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if !alnum(value.chars().next()) || !alnum(value.chars().last()) {
+        return Some("Names must start and end with an alphanumeric character".into());
+    }
+    None
+}
+
+/// The first device whose name is not an API name (7.0), as `Invalid device name "NAME": why`.
+pub(super) fn device_names_problem(devices: &Devices) -> Option<String> {
+    devices.keys().find_map(|name| {
+        api_name_problem(name, false).map(|why| format!("Invalid device name {name:?}: {why}"))
+    })
+}
+
 /// Validates the local devices of an update: `Invalid devices: <why>`.
 pub(super) fn validate_devices(devices: &Devices) -> Result<(), String> {
     let problem = devices
@@ -164,7 +206,8 @@ pub(super) fn profile_devices_problem(devices: &Devices) -> Option<String> {
         })
 }
 
-/// The first disk device that attaches a custom volume missing from its pool, in the daemon's
+/// The first disk device that attaches a custom volume missing from its pool (or a filesystem
+/// volume without a path), in the daemon's
 /// words: `Failed add validation for device "v": Failed loading custom volume: ...`.
 pub(super) fn missing_volume(state: &State, project: &str, devices: &Devices) -> Option<String> {
     devices.iter().find_map(|(name, device)| {
@@ -174,11 +217,20 @@ pub(super) fn missing_volume(state: &State, project: &str, devices: &Devices) ->
             && !pool.is_empty()
             && !source.is_empty()
             && !source.starts_with('/');
-        (attaches && state.custom_volume(pool, project, source).is_none()).then(|| {
-            format!(
-                "Failed add validation for device \"{name}\": Failed loading custom volume: Storage volume not found"
-            )
-        })
+        if !attaches {
+            return None;
+        }
+        let why = if state.custom_volume(pool, project, source).is_none() {
+            "Failed loading custom volume: Storage volume not found"
+        } else if get("path").is_empty() {
+            // The fake's custom volumes are all filesystem volumes.
+            "Custom filesystem volumes require a path to be defined"
+        } else {
+            return None;
+        };
+        Some(format!(
+            "Failed add validation for device \"{name}\": {why}"
+        ))
     })
 }
 

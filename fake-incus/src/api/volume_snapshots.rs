@@ -151,7 +151,15 @@ fn create(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
     }
     let expires_at = match req.expires_at.filter(|e| !e.is_empty()) {
         Some(at) => Some(super::snapshots::parse_time(&at)?),
-        None => None,
+        // Without an expiry in the request, the volume's `snapshots.expiry` from now.
+        None => {
+            let expression = volume
+                .config
+                .get("snapshots.expiry")
+                .map_or("", String::as_str);
+            crate::state::expiry::expiry(&clock::now(), expression)
+                .map_err(ApiError::bad_request)?
+        }
     };
     let taken = VolumeSnapshot {
         pool: volume.pool.clone(),

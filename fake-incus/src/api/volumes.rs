@@ -26,6 +26,7 @@ static DECL: Decl = Decl {
     rename: Answer::Location,
     first: First::Name,
     not_found: "Storage pool volume not found",
+    api_name: "storage volume",
     exists: (409, "Volume by that name already exists"),
     project_not_found: [
         "Project not found",
@@ -70,6 +71,7 @@ pub(super) fn create_typed(ctx: &Ctx, pool: &str, headers: &HeaderMap, body: &[u
         kind: String,
     }
     let req: Typed = parse_body(body)?;
+    resource::api_name_first(&VOLUMES, ctx, body, "name")?;
     VOLUMES.check_key(&req.name)?;
     if req.kind != "custom" {
         return Err(ApiError::bad_request(format!(
@@ -160,8 +162,14 @@ impl Resource for Volumes {
         volume_snapshots::restore_request(body)
             .map(|_| volume_snapshots::restore(ctx, &at.parent, key, body))
     }
-    /// Its snapshots and backups go with it.
+    /// A new volume has no files, whatever a former namesake had.
+    fn created(&self, ctx: &Ctx, _: &mut State, at: &At, object: &Value) {
+        let name = object["name"].as_str().unwrap_or_default();
+        ctx.app.files().remove_volume(&at.project, &at.parent, name);
+    }
+    /// Its snapshots, backups and files go with it.
     fn deleted(&self, ctx: &Ctx, state: &mut State, at: &At, key: &str) {
+        ctx.app.files().remove_volume(&at.project, &at.parent, key);
         volume_snapshots::forget(state, &at.parent, &at.project, key);
         crate::state::volume_backups::forget(
             state,
@@ -263,7 +271,52 @@ fn state(ctx: &Ctx, at: &At, key: &str, _: &[&str]) -> ApiResult {
             ),
         ));
     }
-    Ok(envelope::sync(json!({"usage": null})))
+    // 6.0's `dir` driver cannot tell a volume's usage: `null`. Since 7.0 the usage is always
+    // there, `used` left out when the driver cannot tell and `total` the volume's `size` (0
+    // without one).
+    if !ctx.app.has_extension(crate::line::VOLUME_USAGE_ALWAYS) {
+        return Ok(envelope::sync(json!({"usage": null})));
+    }
+    let size = ctx
+        .app
+        .snapshot()
+        .state
+        .custom_volume(&at.parent, &at.project, key)
+        .and_then(|v| v.config.get("size").cloned())
+        .unwrap_or_default();
+    Ok(envelope::sync(
+        json!({"usage": {"total": byte_size(&size)}}),
+    ))
+}
+
+/// Incus's `units.ParseByteSizeString` for a well-formed size (`10MiB`, `1GB`, `512`); 0 for
+/// anything else.
+fn byte_size(text: &str) -> i64 {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, suffix) = text.split_at(split);
+    let Ok(number) = digits.parse::<i64>() else {
+        return 0;
+    };
+    let multiplier: i64 = match suffix {
+        "" | "B" => 1,
+        "kB" | "KB" => 1000,
+        "MB" => 1000_i64.pow(2),
+        "GB" => 1000_i64.pow(3),
+        "TB" => 1000_i64.pow(4),
+        "PB" => 1000_i64.pow(5),
+        "EB" => 1000_i64.pow(6),
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        "PiB" => 1 << 50,
+        "EiB" => 1 << 60,
+        _ => return 0,
+    };
+    number.saturating_mul(multiplier)
 }
 
 /// A volume of any type of a pool, as seen from the request's project (snapshots as

@@ -2,7 +2,7 @@
 //! pumps its output, settles the operation and closes the sockets.
 
 use super::sockets::{pump, writer, Out, Reader, Signals};
-use super::{exit_error, interpreter, start_failure_error, Exec, ExecRequest, Ws, SIGKILL};
+use super::{exit_error, interpreter, start_failure, Exec, ExecRequest, Ws, SIGKILL};
 use crate::envelope::ApiError;
 use crate::faults::exec::ExecFaults;
 use crate::faults::operation::{self, OperationFault};
@@ -100,7 +100,7 @@ impl Runner {
             tokio::select! {
                 Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
                 () = &mut deadline => {
-                    self.exec.lifecycle.finish_operation(&self.op_id, Err(ApiError::internal("Timed out waiting for websockets to connect")));
+                    self.fail(ApiError::internal("Timed out waiting for websockets to connect"));
                     self.done.cancel();
                     return;
                 }
@@ -113,19 +113,23 @@ impl Runner {
         if !self.start_delay(&mut sockets).await {
             return;
         }
-        if let Some(failure) = interpreter::start_failure(&req.command) {
+        if let Some((status, error)) = start_failure(&req.command) {
             if !self.flushed().await {
                 return;
             }
-            self.finish(failure.exit_status(), Some(start_failure_error(failure)));
+            self.finish(status, Some(error));
             return;
         }
         let command = run_command(self.plan(), ends, req, Arc::clone(&self.exec));
         tokio::pin!(command);
+        // Fused: once the cancel is handled, the loop goes on waiting for the command.
+        let cancelled = futures_util::FutureExt::fuse(self.cancel_signal());
+        tokio::pin!(cancelled);
         let code = loop {
             tokio::select! {
                 code = &mut command => break code,
                 Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
+                () = &mut cancelled => self.on_cancel(),
                 () = self.done.cancelled() => return,
             }
         };
@@ -253,8 +257,57 @@ impl Runner {
         }
     }
 
-    /// Puts `return` in the metadata, settles the operation and closes every socket.
+    /// Resolves when the operation is cancelled, on a line whose exec operations can be
+    /// cancelled ([`crate::line::EXEC_CANCELLABLE`]); never otherwise.
+    fn cancel_signal(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let cancelled = self
+            .exec
+            .lifecycle
+            .has_extension(crate::line::EXEC_CANCELLABLE)
+            .then(|| {
+                let ops = self.exec.lifecycle.ops();
+                ops.get(&self.op_id).map(|op| op.cancelled.clone())
+            })
+            .flatten();
+        async move {
+            match cancelled {
+                Some(cancelled) => cancelled.notified().await,
+                None => std::future::pending().await,
+            }
+        }
+    }
+
+    /// The daemon's cancel of a running exec: it closes the control websocket, if one is
+    /// connected, and the control handler kills the command; without one the command runs on.
+    fn on_cancel(&mut self) {
+        if self.control_connected.load(Ordering::SeqCst) {
+            self.signals.send(SIGKILL);
+            if let Some(closer) = self.closers.get("control") {
+                closer.cancel();
+            }
+        }
+    }
+
+    /// Fails the operation; one a cancel made final fails all the same (its run function's
+    /// error is the operation's outcome).
+    fn fail(&self, err: ApiError) {
+        if self.exec.lifecycle.is_cancelled(&self.op_id) {
+            self.exec.lifecycle.fail_after_cancel(&self.op_id, err);
+        } else {
+            self.exec.lifecycle.finish_operation(&self.op_id, Err(err));
+        }
+    }
+
+    /// Puts `return` in the metadata, settles the operation and closes every socket. A cancelled
+    /// operation cannot take the metadata: it fails with the daemon's error for that.
     fn finish(&self, code: i32, error: Option<ApiError>) {
+        if self.exec.lifecycle.is_cancelled(&self.op_id) {
+            self.fail(ApiError::internal(
+                "Only pending or running operations can be updated",
+            ));
+            self.close();
+            return;
+        }
         let mut metadata = self.exec.lifecycle.operation_metadata(&self.op_id);
         if let Some(object) = metadata.as_object_mut() {
             object.insert("return".into(), code.into());

@@ -7,7 +7,7 @@
 //!   operations cannot be cancelled) ends it at once, the operation staying `Cancelled`;
 //! - a reset of the fake, or the operation's removal, ends it at once without a trace.
 
-use super::{exit_error, interpreter, start_failure_error, Exec, ExecRequest, SIGKILL};
+use super::{exit_error, interpreter, start_failure, Exec, ExecRequest, SIGKILL};
 use crate::faults::exec::ExecFaults;
 use crate::faults::operation::{self, OperationFault};
 use crate::state::operations::OpStatus;
@@ -73,11 +73,10 @@ pub(super) fn start_task_session(
             exec.lifecycle.finish_operation(&id, Err(err));
             return;
         }
-        if let Some(failure) = interpreter::start_failure(&req.command) {
+        if let Some((status, error)) = start_failure(&req.command) {
             exec.lifecycle
-                .set_operation_metadata(&id, serde_json::json!({"return": failure.exit_status()}));
-            exec.lifecycle
-                .finish_operation(&id, Err(start_failure_error(failure)));
+                .set_operation_metadata(&id, serde_json::json!({"return": status}));
+            exec.lifecycle.finish_operation(&id, Err(error));
             return;
         }
         let (_, stdin) = mpsc::channel(1);
@@ -185,7 +184,11 @@ mod tests {
     /// the cancel must end its command.
     #[tokio::test]
     async fn cancel_of_a_cancellable_task_exec_stops_its_endless_command() {
-        let lifecycle = Lifecycle::new(Duration::from_secs(5), CancellationToken::new());
+        let lifecycle = Lifecycle::new(
+            Duration::from_secs(5),
+            CancellationToken::new(),
+            crate::line::IncusLine::V6_0,
+        );
         let exec = Exec::new(
             Arc::clone(&lifecycle),
             Journal::new(16),

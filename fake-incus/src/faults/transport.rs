@@ -158,6 +158,7 @@ impl TransportFaults {
         journal: &Journal,
         seq: u64,
         shutdown: &CancellationToken,
+        line: crate::line::IncusLine,
     ) -> Option<Outcome> {
         if let Some(delay) = self.delay {
             tokio::time::sleep(delay).await;
@@ -176,7 +177,7 @@ impl TransportFaults {
             AnswerFault::Error { status, message } => {
                 mark(Some(*status));
                 Some(Outcome::Respond(
-                    ApiError::new(*status, message.clone()).into(),
+                    ApiError::new(*status, message.clone()).into_response(line),
                 ))
             }
             AnswerFault::Respond {

@@ -27,6 +27,7 @@ use crate::app::App;
 use crate::client::Reply;
 use crate::envelope::{ApiError, Body};
 use crate::journal::Listener;
+use crate::line::IncusLine;
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, Version};
 use http_body_util::BodyExt;
@@ -216,7 +217,12 @@ fn before_routing(parts: &http::request::Parts) -> Option<Response<Body>> {
 /// The daemon's answers where the fake's router has none: `/` answers every method, and a
 /// method that is none of the daemon's (`FOO`, `get`) is `Method "FOO" not found` (404)
 /// rather than 501.
-fn after_routing(method: &http::Method, path: &str, response: Response<Body>) -> Response<Body> {
+fn after_routing(
+    line: IncusLine,
+    method: &http::Method,
+    path: &str,
+    response: Response<Body>,
+) -> Response<Body> {
     if response.status() != http::StatusCode::NOT_IMPLEMENTED {
         return response;
     }
@@ -227,13 +233,13 @@ fn after_routing(method: &http::Method, path: &str, response: Response<Body>) ->
     if KNOWN.contains(&method.as_str()) {
         return response;
     }
-    ApiError::new(404, format!("Method {:?} not found", method.as_str())).into()
+    ApiError::new(404, format!("Method {:?} not found", method.as_str())).into_response(line)
 }
 
 /// The 413 for a body over [`BODY_LIMIT`], in the error envelope; HTTP/1 connections are
 /// closed after it, so the rest of the body is never read.
-fn too_large(version: Version) -> Response<Body> {
-    let mut response: Response<Body> = ApiError::new(413, "http: request body too large").into();
+fn too_large(line: IncusLine, version: Version) -> Response<Body> {
+    let mut response = ApiError::new(413, "http: request body too large").into_response(line);
     if version < Version::HTTP_2 {
         response
             .headers_mut()
@@ -349,6 +355,8 @@ struct Watched<IO> {
     activity: Arc<Activity>,
     /// HTTP/1 only (the Unix socket): an HTTP/2 preface gets the daemon's answer to it.
     h1_only: bool,
+    /// The Incus line whose answer that is.
+    line: IncusLine,
     /// The preface's answer is queued: reads end (after it is written), so hyper closes.
     preface_answered: bool,
     first_read: bool,
@@ -362,11 +370,12 @@ struct Watched<IO> {
 const HEAD_KEPT: usize = 8192;
 
 impl<IO> Watched<IO> {
-    fn new(inner: IO, activity: Arc<Activity>, h1_only: bool) -> Self {
+    fn new(inner: IO, activity: Arc<Activity>, h1_only: bool, line: IncusLine) -> Self {
         Self {
             inner,
             activity,
             h1_only,
+            line,
             preface_answered: false,
             first_read: true,
             head: Vec::new(),
@@ -443,8 +452,8 @@ fn go_reason_for(head: &[u8]) -> (&'static str, &'static str) {
 /// What the daemon answers on its Unix socket to an HTTP/2 connection preface: Go's server
 /// reads `PRI * HTTP/2.0` as a request for `*`, which no route has, and closes the connection
 /// after the top-level 404 (it speaks HTTP/2 only over TLS, where ALPN offers it).
-fn h2_preface_answer() -> Vec<u8> {
-    let body = ApiError::not_found().body_bytes();
+fn h2_preface_answer(line: IncusLine) -> Vec<u8> {
+    let body = ApiError::not_found().body_bytes(line);
     let head = format!(
         "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nDate: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         crate::envelope::http_date(time::OffsetDateTime::now_utc()),
@@ -490,7 +499,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for Watched<IO> {
                 buf.set_filled(before);
                 self.first_read = false;
                 self.preface_answered = true;
-                self.pending = Some((h2_preface_answer(), 0));
+                self.pending = Some((h2_preface_answer(self.line), 0));
                 std::task::ready!(self.poll_pending(cx))?;
                 return Poll::Ready(Ok(()));
             }
@@ -603,7 +612,7 @@ pub(crate) async fn serve_connection_until<IO>(
     let activity = Arc::new(Activity::new());
     // The daemon speaks HTTP/2 only over TLS (ALPN); on its Unix socket, HTTP/1.1 alone.
     let h1_only = peer.listener == Listener::Unix;
-    let io = Watched::new(io, Arc::clone(&activity), h1_only);
+    let io = Watched::new(io, Arc::clone(&activity), h1_only, app.settings.line);
     let service_activity = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let app = Arc::clone(&app);
@@ -676,7 +685,7 @@ pub(crate) async fn answer_read(app: &Arc<App>, req: Request<Bytes>, peer: Peer)
     let response = if let Some(response) = before_routing(&parts) {
         response
     } else if bytes.len() > BODY_LIMIT {
-        too_large(parts.version)
+        too_large(app.settings.line, parts.version)
     } else {
         match route(app, parts, bytes, peer).await {
             Outcome::Respond(response) => response,
@@ -697,7 +706,9 @@ pub(crate) async fn answer_read(app: &Arc<App>, req: Request<Bytes>, peer: Peer)
 async fn route(app: &Arc<App>, parts: http::request::Parts, bytes: Bytes, peer: Peer) -> Outcome {
     let (method, path) = (parts.method.clone(), parts.uri.path().to_string());
     match api::serve(app, Request::from_parts(parts, bytes), peer).await {
-        Outcome::Respond(response) => Outcome::Respond(after_routing(&method, &path, response)),
+        Outcome::Respond(response) => {
+            Outcome::Respond(after_routing(app.settings.line, &method, &path, response))
+        }
         other => other,
     }
 }
@@ -716,12 +727,12 @@ async fn answer(
     let bytes = if let Some(limit) = body_limit(&app, &peer, &parts) {
         match read_body(&parts, body, limit).await {
             Ok(bytes) => bytes,
-            Err(BodyError::TooLarge) => return Ok(too_large(parts.version)),
+            Err(BodyError::TooLarge) => return Ok(too_large(app.settings.line, parts.version)),
             // The daemon's decoder stops at the end of the first value: a framing error after
             // it goes unnoticed; before it, it is the decode error.
             Err(BodyError::BadChunk(bytes, _)) if holds_a_json_value(&bytes) => bytes,
             Err(BodyError::BadChunk(_, words)) => {
-                let mut response: Response<Body> = ApiError::bad_request(words).into();
+                let mut response = ApiError::bad_request(words).into_response(app.settings.line);
                 response
                     .headers_mut()
                     .insert(header::CONNECTION, HeaderValue::from_static("close"));

@@ -378,6 +378,21 @@ impl Tree {
         Ok(())
     }
 
+    /// Puts a copy of an entry (not a directory) at a new path, as a hard link's second name;
+    /// the parent must be a directory. The two are apart from then on (the tree has no inodes).
+    pub(crate) fn link(&mut self, path: &str, node: Node) -> Result<(), FileError> {
+        let path = clean(path);
+        if !self.parent_is_directory(&path) {
+            return Err(FileError::NotFound);
+        }
+        if node.kind == Kind::Directory {
+            return Err(FileError::IsDirectory(path));
+        }
+        self.fits(&path, &node)?;
+        self.insert(path, node);
+        Ok(())
+    }
+
     /// Removes a file, a symlink or an empty directory.
     pub(crate) fn remove(&mut self, path: &str) -> Result<(), FileError> {
         let path = clean(path);
@@ -481,7 +496,42 @@ pub(crate) struct Files {
     image_files: BTreeMap<String, ImageFiles>,
     /// Each instance backup's tarball, keyed like the trees with the backup's name.
     backups: BTreeMap<Key, Bytes>,
+    /// Each custom volume's tree (API extension `file_storage_volume`), by project (the one that
+    /// owns the volume), pool and volume.
+    volumes: BTreeMap<VolumeKey, Tree>,
     version: u64,
+}
+
+/// Which custom volume: its owning project, its pool and its name.
+type VolumeKey = (String, String, String);
+
+/// Whose file tree a request reads or writes: an instance's or a custom volume's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Instance {
+        project: String,
+        instance: String,
+    },
+    Volume {
+        project: String,
+        pool: String,
+        volume: String,
+    },
+}
+
+impl Owner {
+    /// The tree of an owner nothing was written to yet: an instance reads as the busybox
+    /// image's skeleton, a new volume is an empty directory.
+    pub(crate) fn fresh(&self) -> Tree {
+        match self {
+            Self::Instance { .. } => Tree::skeleton(),
+            Self::Volume { .. } => {
+                let mut tree = Tree::empty();
+                tree.insert("/".into(), Node::new(Kind::Directory, 0o711));
+                tree
+            }
+        }
+    }
 }
 
 /// The files of an image as uploaded or published: one unified tarball, or the metadata tarball
@@ -517,6 +567,41 @@ impl Files {
     pub(crate) fn replace(&mut self, other: Files) {
         let version = self.version.max(other.version) + 1;
         *self = Self { version, ..other };
+    }
+
+    /// The owner's tree as it was written (`None`: untouched, see [`Owner::fresh`]).
+    pub(crate) fn tree_of_owner(&self, owner: &Owner) -> Option<&Tree> {
+        match owner {
+            Owner::Instance { project, instance } => self.tree(project, instance),
+            Owner::Volume {
+                project,
+                pool,
+                volume,
+            } => self
+                .volumes
+                .get(&(project.clone(), pool.clone(), volume.clone())),
+        }
+    }
+
+    /// The owner's tree to change (made from [`Owner::fresh`] when untouched).
+    pub(crate) fn tree_of_owner_mut(&mut self, owner: &Owner) -> &mut Tree {
+        match owner {
+            Owner::Instance { project, instance } => self.tree_mut(project, instance),
+            Owner::Volume {
+                project,
+                pool,
+                volume,
+            } => self
+                .volumes
+                .entry((project.clone(), pool.clone(), volume.clone()))
+                .or_insert_with(|| owner.fresh()),
+        }
+    }
+
+    /// Drops a custom volume's files (the volume was deleted, made anew or rebuilt).
+    pub(crate) fn remove_volume(&mut self, project: &str, pool: &str, volume: &str) {
+        self.volumes
+            .remove(&(project.to_string(), pool.to_string(), volume.to_string()));
     }
 
     /// The instance's tree as it reads now (the skeleton when untouched).

@@ -1,6 +1,7 @@
 //! Instances and their snapshots: the objects, their ETag, their state and power transitions.
 
 use super::{clock, etag, url, Devices, Image, State, StringMap};
+use crate::line::{self, IncusLine};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::cmp::Reverse;
@@ -116,8 +117,9 @@ pub(crate) struct Snapshot {
     pub(crate) ephemeral: bool,
     #[serde(default = "x86_64")]
     pub(crate) architecture: String,
-    /// The snapshot's own description (not shown by the API, which cannot set it either: always
-    /// empty on the daemon); a restore gives it to the instance.
+    /// The snapshot's own description: empty on 6.0, whose daemon neither records nor shows it;
+    /// on a line with [`line::SNAPSHOT_DESCRIPTION`], the instance's when it was taken, shown by
+    /// the API. A restore gives it to the instance.
     #[serde(default)]
     pub(crate) description: String,
 }
@@ -218,12 +220,12 @@ impl Instance {
     }
 
     /// The object plus `state`, `snapshots` and `backups` (recursion 2 / instance full).
-    pub(crate) fn to_full_json(&self, state: &State) -> Value {
+    pub(crate) fn to_full_json(&self, state: &State, line: IncusLine) -> Value {
         let mut value = self.to_json(state);
         let snapshots: Vec<Value> = self
             .snapshots
             .iter()
-            .map(|s| s.to_json(self, state))
+            .map(|s| s.to_json(self, state, line))
             .collect();
         if let Some(object) = value.as_object_mut() {
             object.insert(
@@ -234,7 +236,7 @@ impl Instance {
                     json!(self.backups)
                 },
             );
-            object.insert("state".into(), self.state_json());
+            object.insert("state".into(), self.state_json(line));
             object.insert(
                 "snapshots".into(),
                 if snapshots.is_empty() {
@@ -270,10 +272,12 @@ impl Instance {
         etag::hash(&x)
     }
 
-    /// The object of `GET /1.0/instances/{name}/state`.
-    pub(crate) fn state_json(&self) -> Value {
+    /// The object of `GET /1.0/instances/{name}/state`, as the daemon of `line` shows it.
+    pub(crate) fn state_json(&self, line: IncusLine) -> Value {
         let running = self.status != PowerState::Stopped;
-        let network = if running {
+        let network = if running && line.has_extension(line::NETWORK_STATE_NEEDS_NETNSID) {
+            json!({})
+        } else if running {
             json!({"lo": {
                 "addresses": [],
                 "counters": {"bytes_received": 0, "bytes_sent": 0, "packets_received": 0,
@@ -385,20 +389,25 @@ impl Snapshot {
         )
     }
 
-    pub(crate) fn to_json(&self, instance: &Instance, state: &State) -> Value {
+    /// The snapshot as the daemon of `line` shows it.
+    pub(crate) fn to_json(&self, instance: &Instance, state: &State, line: IncusLine) -> Value {
         let view = Instance {
             config: self.config.clone(),
             devices: self.devices.clone(),
             profiles: self.profiles.clone(),
             ..instance.clone()
         };
-        json!({
+        let mut json = json!({
             "expires_at": self.expires_at, "architecture": self.architecture, "config": self.config,
             "created_at": self.created_at, "devices": self.devices, "ephemeral": self.ephemeral,
             "expanded_config": view.expanded_config(state),
             "expanded_devices": view.expanded_devices(state), "last_used_at": zero(),
             "name": self.name, "profiles": self.profiles, "stateful": self.stateful, "size": -1,
-        })
+        });
+        if line.has_extension(line::SNAPSHOT_DESCRIPTION) {
+            json["description"] = json!(self.description);
+        }
+        json
     }
 
     pub(crate) fn etag(&self) -> String {

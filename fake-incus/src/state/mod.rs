@@ -9,6 +9,7 @@
 pub(crate) mod clock;
 mod defaults;
 pub(crate) mod etag;
+pub(crate) mod expiry;
 pub(crate) mod files;
 pub(crate) mod images;
 pub(crate) mod instances;

@@ -2,6 +2,7 @@
 //! The lifecycle (start, finish, cancel, expiry) is driven from above (the lifecycle and the app).
 
 use super::clock;
+use crate::line::{self, IncusLine};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -91,11 +92,14 @@ pub(crate) struct Operation {
     pub(crate) cancelled: Arc<Notify>,
     /// The cluster member it runs on (`None`: not clustered, `"none"` in the API).
     pub(crate) location: Option<String>,
+    /// The Incus line whose daemon shows it.
+    pub(crate) line: IncusLine,
 }
 
 impl Operation {
-    /// A running operation on cluster member `location` (`None`: not clustered).
-    pub(crate) fn new(spec: OpSpec, location: Option<String>) -> Self {
+    /// A running operation on cluster member `location` (`None`: not clustered), as the daemon
+    /// of `line` shows it.
+    pub(crate) fn new(spec: OpSpec, location: Option<String>, line: IncusLine) -> Self {
         let now = clock::now();
         let (watch, _) = watch::channel(OpStatus::Running);
         Self {
@@ -111,18 +115,42 @@ impl Operation {
             wait_started: Arc::new(Notify::new()),
             cancelled: Arc::new(Notify::new()),
             location,
+            line,
         }
     }
 
+    /// The operation as the answer that created it, and its events, show it.
     pub(crate) fn to_json(&self) -> Value {
+        let metadata = match &self.metadata {
+            Value::Null
+                if self
+                    .line
+                    .has_extension(line::OPERATION_METADATA_ALWAYS_AN_OBJECT) =>
+            {
+                json!({})
+            }
+            metadata => metadata.clone(),
+        };
         json!({
             "id": self.id, "class": self.spec.class, "description": self.spec.description,
             "created_at": self.created_at, "updated_at": self.updated_at,
             "status": self.status.name(), "status_code": self.status.code(),
-            "resources": self.spec.resources, "metadata": self.metadata,
+            "resources": self.spec.resources, "metadata": metadata,
             "may_cancel": self.may_cancel(), "err": self.err,
             "location": self.location.as_deref().unwrap_or("none"),
         })
+    }
+
+    /// The operation as a read of it (`GET`, a list, a wait) shows it: on a line that hides
+    /// them there, without its websocket secrets.
+    pub(crate) fn to_json_read(&self) -> Value {
+        let mut json = self.to_json();
+        if self.line.has_extension(line::OPERATION_READS_HIDE_SECRETS) {
+            if let Some(metadata) = json["metadata"].as_object_mut() {
+                metadata.remove("fds");
+            }
+        }
+        json
     }
 
     /// Whether it can be cancelled now: a finished operation no longer can (the daemon drops its
@@ -137,6 +165,20 @@ impl Operation {
             self.metadata = metadata;
             self.updated_at = clock::now();
         }
+    }
+
+    /// A cancelled operation whose work ended after the cancel: the daemon's operation takes the
+    /// outcome of its run function even then (an exec's, which cannot record its exit status in
+    /// a final operation, fails with that error).
+    pub(crate) fn fail_after_cancel(&mut self, code: u16, message: String) -> bool {
+        if self.status != OpStatus::Cancelled {
+            return false;
+        }
+        self.status = OpStatus::Failure;
+        self.err_code = code;
+        self.err = message;
+        self.watch.send_replace(OpStatus::Failure);
+        true
     }
 
     /// Moves to a final status and wakes every waiter. A final operation stays final.

@@ -12,6 +12,7 @@
 //! profiles apply); when either differs from the previous snapshot, nothing is reused.
 
 use super::{Instance, State};
+use crate::line::IncusLine;
 use bytes::Bytes;
 use http::HeaderValue;
 use serde_json::Value;
@@ -39,6 +40,8 @@ pub(crate) struct Snapshot {
     pub(crate) state: State,
     /// Counts the changes since start (0 = the state the app was created with).
     pub(crate) generation: u64,
+    /// The Incus line whose daemon renders it.
+    pub(crate) line: IncusLine,
     /// One entry per `state.instances` entry, same order.
     rendered: Vec<Arc<Rendered>>,
     /// (project, name) -> index in `state.instances`, built on first lookup.
@@ -76,15 +79,17 @@ pub(crate) struct InstanceView<'a> {
     pub(crate) instance: &'a Instance,
     state: &'a State,
     rendered: &'a Rendered,
+    line: IncusLine,
 }
 
 impl Snapshot {
-    /// The first snapshot: nothing rendered yet.
-    pub(crate) fn new(state: State) -> Self {
+    /// The first snapshot, as the daemon of `line` renders it: nothing rendered yet.
+    pub(crate) fn new(state: State, line: IncusLine) -> Self {
         let rendered = state.instances.iter().map(|_| Arc::default()).collect();
         Self {
             state,
             generation: 0,
+            line,
             rendered,
             index: OnceLock::new(),
             derived: OnceLock::new(),
@@ -107,6 +112,7 @@ impl Snapshot {
         Self {
             state,
             generation: self.generation + 1,
+            line: self.line,
             rendered,
             index: OnceLock::new(),
             derived: OnceLock::new(),
@@ -154,6 +160,7 @@ impl Snapshot {
                 instance,
                 state: &self.state,
                 rendered,
+                line: self.line,
             })
     }
 
@@ -174,6 +181,7 @@ impl Snapshot {
             instance: &self.state.instances[i],
             state: &self.state,
             rendered: &self.rendered[i],
+            line: self.line,
         })
     }
 
@@ -240,18 +248,19 @@ impl<'a> InstanceView<'a> {
 
     /// The object with state, snapshots and backups (recursion 2).
     pub(crate) fn full_json(&self) -> &'a Bytes {
-        let (instance, state, rendered) = (self.instance, self.state, self.rendered);
+        let (instance, state, rendered, line) =
+            (self.instance, self.state, self.rendered, self.line);
         rendered
             .full
-            .get_or_init(|| to_bytes(&instance.to_full_json(state)))
+            .get_or_init(|| to_bytes(&instance.to_full_json(state, line)))
     }
 
     /// The object of `GET /1.0/instances/{name}/state`.
     pub(crate) fn state_json(&self) -> &'a Bytes {
-        let (instance, rendered) = (self.instance, self.rendered);
+        let (instance, rendered, line) = (self.instance, self.rendered, self.line);
         rendered
             .state
-            .get_or_init(|| to_bytes(&instance.state_json()))
+            .get_or_init(|| to_bytes(&instance.state_json(line)))
     }
 
     /// The daemon's ETag of the instance.
@@ -292,7 +301,7 @@ mod tests {
     #[test]
     fn unchanged_instances_keep_their_rendered_json_across_snapshots() {
         let mut state = state_with(&["a", "b", "c"]);
-        let first = Snapshot::new(state.clone());
+        let first = Snapshot::new(state.clone(), IncusLine::V6_0);
         let before = first
             .instance("default", "b")
             .expect("b")
@@ -324,7 +333,7 @@ mod tests {
     #[test]
     fn a_moved_instance_keeps_its_rendered_json() {
         let mut state = state_with(&["a", "b"]);
-        let first = Snapshot::new(state.clone());
+        let first = Snapshot::new(state.clone(), IncusLine::V6_0);
         let b = rendered_ptr(&first, "b");
         state.instances.swap(0, 1);
         assert_eq!(rendered_ptr(&first.next(&state), "b"), b);
@@ -333,7 +342,7 @@ mod tests {
     #[test]
     fn a_profile_change_renders_every_instance_again() {
         let mut state = state_with(&["a"]);
-        let first = Snapshot::new(state.clone());
+        let first = Snapshot::new(state.clone(), IncusLine::V6_0);
         let old = first
             .instance("default", "a")
             .expect("a")
@@ -355,12 +364,18 @@ mod tests {
             a.power_on();
             a.snapshots.push(a.take_snapshot("s0", false, None));
         }
-        let snapshot = Snapshot::new(state.clone());
+        let snapshot = Snapshot::new(state.clone(), IncusLine::V6_0);
         let view = snapshot.instance("default", "a").expect("a");
         let instance = state.instance("default", "a").expect("a");
         assert_eq!(view.url_json(), &to_bytes(&Value::String(instance.url())));
-        assert_eq!(view.full_json(), &to_bytes(&instance.to_full_json(&state)));
-        assert_eq!(view.state_json(), &to_bytes(&instance.state_json()));
+        assert_eq!(
+            view.full_json(),
+            &to_bytes(&instance.to_full_json(&state, IncusLine::V6_0))
+        );
+        assert_eq!(
+            view.state_json(),
+            &to_bytes(&instance.state_json(IncusLine::V6_0))
+        );
         assert_eq!(view.etag(), instance.etag(&state));
     }
 }

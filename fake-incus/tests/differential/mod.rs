@@ -221,6 +221,22 @@ pub(crate) async fn answers(socket: &Path) -> bool {
     matches!(probe.await, Ok(Ok(reply)) if reply.status == StatusCode::OK)
 }
 
+/// The Incus line the fake imitates against this daemon: the newest whose every API extension
+/// the daemon advertises (its `GET /1.0`), as the acceptance runner chooses it.
+pub(crate) async fn line_of(side: &Side) -> fake_incus::IncusLine {
+    let server = side
+        .send(&Req::get("/1.0"))
+        .await
+        .expect("the daemon answers");
+    let advertised: Vec<&str> = server.metadata()["api_extensions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    fake_incus::IncusLine::newest_advertised(&advertised)
+}
+
 /// The fake's state with one more project, described and configured like the real one.
 pub(crate) fn seed_with_project(
     dump: Value,

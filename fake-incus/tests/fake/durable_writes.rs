@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -44,25 +44,7 @@ async fn file_after_restart(dir: &Path, path: &str) -> Option<(String, Vec<u8>)>
 
 /// An SFTP session on `c1` over the Unix socket (`GET …/sftp` with `Upgrade: sftp`).
 async fn sftp(socket: &Path) -> russh_sftp::client::SftpSession {
-    let mut stream = UnixStream::connect(socket).await.expect("connects");
-    stream
-        .write_all(
-            b"GET /1.0/instances/c1/sftp HTTP/1.1\r\nHost: unix.socket\r\nUpgrade: sftp\r\nConnection: Upgrade\r\n\r\n",
-        )
-        .await
-        .expect("request sent");
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut byte = [0u8; 1];
-        let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte)).await;
-        assert!(matches!(read, Ok(Ok(1))), "the upgrade answer: {head:?}");
-        head.push(byte[0]);
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 101"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
+    let stream = crate::common::sftp_upgrade(socket, "/1.0/instances/c1/sftp").await;
     russh_sftp::client::SftpSession::new(stream)
         .await
         .expect("an SFTP session")

@@ -7,6 +7,7 @@
 mod ignorable;
 
 mod cli;
+mod cli_set;
 mod cluster;
 mod config;
 mod console;
@@ -34,5 +35,6 @@ fn main() -> std::process::ExitCode {
     trials.extend(publish::trials());
     trials.extend(volume_backups::trials());
     trials.extend(volume_moves::trials());
+    trials.extend(cli_set::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

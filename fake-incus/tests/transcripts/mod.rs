@@ -27,22 +27,37 @@ pub(crate) struct Known {
 
 /// The fake's known differences from Incus 6.0.4 in the kept transcripts. Each is a fake gap
 /// to fix unless its reason says otherwise.
-pub(crate) const KNOWN: &[Known] = &[
-    Known {
-        request: "/sftp",
-        diff: "sftp VERSION extensions",
-        reason:
-            "the daemon's SFTP server announces hardlink@openssh.com, posix-rename@openssh.com and \
-             statvfs@openssh.com; the fake's implements none of them, and announcing them would \
-             lead clients to requests it cannot serve",
-    },
-    Known {
-        request: "/websocket?secret=",
-        diff: "vs fake 0 bytes",
-        reason: "intermittent, about one live replay in four on a loaded machine: one exec output \
+pub(crate) const KNOWN: &[Known] = &[Known {
+    request: "/websocket?secret=",
+    diff: "vs fake 0 bytes",
+    reason: "intermittent, about one live replay in four on a loaded machine: one exec output \
              stream of the fake replays empty where the daemon sent its output; a fake gap not yet \
              diagnosed (the replay already waits for the server's frames before it ends its side, \
              and the fake writes an exec's output before its operation ends)",
+}];
+
+/// The fake's further known differences from Incus 7.0.2 in a live recording with the 7.0
+/// client (`record_real` against a 7.0 daemon). Each is a fake gap to fix.
+pub(crate) const KNOWN_7_0: &[Known] = &[
+    Known {
+        request: "/sftp",
+        diff: "(type 101): real",
+        reason: "7.0's SFTP server words a missing file of `stat` (and of the file transfer's \
+                 other calls) as Go's path error, `stat /root/hello.txt: no such file or \
+                 directory`, where 6.0.4 and the fake say `no such file or directory`; not yet \
+                 keyed (the change came with 7.0's SFTP server and no API extension)",
+    },
+    Known {
+        request: "/sftp",
+        diff: "(type 104): real",
+        reason: "the same SFTP exchange shifted by the status packets above",
+    },
+    Known {
+        request: "GET /1.0/operations/",
+        diff: "keys only in fake [\"create_instance_from_image_unpack_progress\", \"progress\"]",
+        reason: "7.0.2's finished image-create operation shows no unpack progress where the fake \
+                 keeps 6.0.4's last progress metadata; not yet keyed (cause not yet found in the \
+                 source)",
     },
 ];
 
@@ -91,6 +106,11 @@ pub(crate) fn kept() -> Vec<Kept> {
 
 /// The differences of `report` that no [`KNOWN`] entry covers.
 pub(crate) fn unexpected(report: &Report) -> Vec<String> {
+    unexpected_beside(report, &[])
+}
+
+/// The differences of `report` that neither [`KNOWN`] nor `more` covers.
+pub(crate) fn unexpected_beside(report: &Report, more: &[Known]) -> Vec<String> {
     report
         .differences
         .iter()
@@ -98,6 +118,7 @@ pub(crate) fn unexpected(report: &Report) -> Vec<String> {
             let request = format!("{} {}", d.method, d.path);
             !KNOWN
                 .iter()
+                .chain(more)
                 .any(|k| request.contains(k.request) && d.what.contains(k.diff))
         })
         .map(|d| format!("#{} {} {}: {}", d.seq, d.method, d.path, d.what))

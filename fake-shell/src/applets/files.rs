@@ -145,7 +145,8 @@ pub(super) async fn ls(process: &mut Shell, args: &[String]) -> Status {
                 process
                     .err_line(&format!("ls: {operand}: {}", error.text()))
                     .await?;
-                status = 2;
+                // Busybox's ls fails with 1 (coreutils' with 2).
+                status = 1;
             }
             Ok(meta) if meta.kind == Kind::Directory && !ls.directory => dirs.push(operand.clone()),
             Ok(_) if !ls.directory && !ls.long && process.m.fs.is_dir(&path) => {
@@ -177,7 +178,7 @@ pub(super) async fn ls(process: &mut Shell, args: &[String]) -> Status {
                 process
                     .err_line(&format!("ls: can't open '{dir}': {}", error.text()))
                     .await?;
-                status = 2;
+                status = 1;
                 continue;
             }
         };
@@ -1825,6 +1826,9 @@ fn dd_number(value: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (applets that look at and change the
+    //! instance's files); a command run through the fake's exec goes in fake-incus's tests.
+
     use super::*;
 
     #[test]

@@ -118,9 +118,13 @@ fn applet_names() -> impl Iterator<Item = &'static str> {
         .filter(|n| !n.is_empty())
 }
 
-/// Busybox run under the name `called` (the link it was reached through).
+/// Busybox run under the name `called` (the link it was reached through, as `argv[0]` gave it).
+/// An applet names itself by the link's base name; the shell keeps `argv[0]` whole as its `$0`
+/// (`/bin/sh -c` says `/bin/sh: ...`), as busybox's ash does.
 pub(crate) async fn busybox_called(process: &mut Shell, called: &str, args: &[String]) -> Status {
-    process.arg0 = called.to_owned();
+    let base = crate::fs::base_name(called);
+    process.arg0 = if base == "sh" { called } else { base }.to_owned();
+    let called = base;
     match find(called) {
         Some(applet) => applet.run(process, args).await,
         None if is_real_applet(called) => {

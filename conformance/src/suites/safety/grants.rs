@@ -9,7 +9,7 @@ use incus_operations::{Binding, BindingContext, Connection, Host, HostError, Res
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-mod incus_keys;
+pub(super) mod incus_keys;
 
 use crate::runner::Check;
 use crate::scenario::format::FakeSetup;
@@ -19,18 +19,18 @@ use crate::suites::property;
 use crate::suites::session::{Called, Session};
 use incus_keys::Expected;
 
-const WRITE: &str = "incus.write";
-const EXEC: &str = "incus.exec";
-const DELETE: &str = "incus.delete";
+pub(super) const WRITE: &str = "incus.write";
+pub(super) const EXEC: &str = "incus.exec";
+pub(super) const DELETE: &str = "incus.delete";
 const READ: &str = "incus.read";
 
-fn scopes(names: &[&str]) -> Vec<String> {
+pub(super) fn scopes(names: &[&str]) -> Vec<String> {
     names.iter().map(|name| (*name).to_owned()).collect()
 }
 
 /// A trial against a target started with `seed` (the fake's state format; missing top-level keys
 /// keep their defaults).
-fn seeded(
+pub(super) fn seeded(
     name: &str,
     factory: &Arc<dyn TargetFactory>,
     seed: Option<Value>,
@@ -48,14 +48,14 @@ fn seeded(
 }
 
 /// The `default` profile of a fresh daemon (root disk on pool `default`), with extra config.
-fn default_profile(config: Value) -> Value {
+pub(super) fn default_profile(config: Value) -> Value {
     json!({"name": "default", "config": config,
            "devices": {"root": {"type": "disk", "pool": "default", "path": "/"}}})
 }
 
 /// The call sent exactly these requests (method and path pattern), in this order, besides
 /// discovery (`GET /1.0`, which a binding to a connection makes first).
-fn sent_exactly(called: &Called, expected: &[(&str, &str)]) -> Result<(), String> {
+pub(super) fn sent_exactly(called: &Called, expected: &[(&str, &str)]) -> Result<(), String> {
     let Some(requests) = &called.requests else {
         return Ok(());
     };
@@ -391,7 +391,11 @@ fn config_keys(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
             move || {
                 let session = Session::start(&each, &FakeSetup::default())?;
                 for key in incus_keys::CONFIG_KEYS {
-                    config_verdict(&session, json!({ *key: "1" }), &[WRITE, EXEC])?;
+                    config_verdict(
+                        &session,
+                        json!({ *key: incus_keys::value_for(key) }),
+                        &[WRITE, EXEC],
+                    )?;
                 }
                 Ok(())
             },
@@ -410,7 +414,7 @@ fn config_keys(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
                         |(keys, grant)| {
                             let config: serde_json::Map<String, Value> = keys
                                 .iter()
-                                .map(|key| ((*key).to_owned(), json!("1")))
+                                .map(|key| ((*key).to_owned(), json!(incus_keys::value_for(key))))
                                 .collect();
                             config_verdict(&session, Value::Object(config), &grant)
                         },
@@ -595,10 +599,10 @@ fn guest_code(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
 }
 
 /// A host that allows exactly the restricted items it was given, and records what it was asked.
-struct ExactHost {
-    connection: Connection,
-    allowed: Vec<RestrictedItem>,
-    seen: Arc<Mutex<Vec<RestrictedItem>>>,
+pub(super) struct ExactHost {
+    pub(super) connection: Connection,
+    pub(super) allowed: Vec<RestrictedItem>,
+    pub(super) seen: Arc<Mutex<Vec<RestrictedItem>>>,
 }
 
 impl Host for ExactHost {

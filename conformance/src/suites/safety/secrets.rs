@@ -117,7 +117,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
 }
 
 /// A trial on a target started with `seed`.
-fn seeded(
+pub(super) fn seeded(
     name: &str,
     factory: &Arc<dyn TargetFactory>,
     seed: Value,
@@ -133,7 +133,7 @@ fn seeded(
     })
 }
 
-fn scopes(scopes: &[&str]) -> Vec<String> {
+pub(super) fn scopes(scopes: &[&str]) -> Vec<String> {
     scopes.iter().map(|s| (*s).to_owned()).collect()
 }
 
@@ -151,12 +151,12 @@ fn listening_seed() -> Value {
 }
 
 /// Whether `secret` appears anywhere in the result's JSON.
-fn carries(result: &Value, secret: &str) -> bool {
+pub(super) fn carries(result: &Value, secret: &str) -> bool {
     result.to_string().contains(secret)
 }
 
 /// The requests of a call other than discovery (`GET /1.0`), as `METHOD path[?query]`.
-fn sent_besides_discovery(requests: &[Request]) -> Vec<String> {
+pub(super) fn sent_besides_discovery(requests: &[Request]) -> Vec<String> {
     requests
         .iter()
         .filter(|r| !(r.method == "GET" && r.path == "/1.0"))
@@ -352,7 +352,7 @@ fn trust_token_secret(session: &Session) -> Result<(), String> {
 /// to `m1`, then the operation is listed and read through the core.
 fn join_token_secret() -> Result<(), String> {
     block_on_value(async {
-        let fake = fake_incus::FakeIncus::builder()
+        let fake = crate::scenario::fake::builder()
             .cluster(["m1", "m2", "m3"])
             .cluster_timings(fake_incus::ClusterTimings::fast())
             .start()

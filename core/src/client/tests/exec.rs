@@ -28,7 +28,7 @@ async fn short_exec_client(fake: &FakeIncus, max_stream_bytes: u64) -> Client {
 /// ExecInstance sends stdin then EOF and returns both streams and the exit code of the
 /// operation. (The short sleep before exiting keeps clear of a fake-incus race that can drop
 /// the last frames queued when a command exits at once.)
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_instance_feeds_stdin_and_reports_output_and_exit_code() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -46,21 +46,18 @@ async fn exec_instance_feeds_stdin_and_reports_output_and_exit_code() {
     assert_eq!(result["operation"]["status"], "Success");
     assert!(!outcome.killed);
 
-    let journal = fake.journal();
-    let post = journal
-        .iter()
-        .find(|e| e.method == "POST" && e.path == "/1.0/instances/c1/exec")
-        .expect("the exec request");
+    let posts = fake.requests("POST", "/1.0/instances/c1/exec");
+    let post = posts.first().expect("the exec request");
     let body: serde_json::Value = serde_json::from_str(&post.body).unwrap();
     assert_eq!(body["wait-for-websocket"], true);
     assert_eq!(body["interactive"], false);
     assert_eq!(body["record-output"], false);
-    let sockets = journal.iter().filter(|e| e.websocket).count();
+    let sockets = fake.journal().iter().filter(|e| e.websocket).count();
     assert_eq!(sockets, 4, "control, 0, 1 and 2");
 }
 
 /// The first 64 KiB of each stream is kept; every byte is counted.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_capture_keeps_64_kib_per_stream_and_counts_the_rest() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -84,7 +81,7 @@ async fn exec_capture_keeps_64_kib_per_stream_and_counts_the_rest() {
 }
 
 /// Output that is not UTF-8 is returned as base64.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_output_that_is_not_utf8_is_base64() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -98,7 +95,7 @@ async fn exec_output_that_is_not_utf8_is_base64() {
 }
 
 /// At the duration bound SIGKILL is sent and the exit (137) observed: `timed_out`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_at_the_duration_sends_sigkill_and_times_out() {
     let fake = fake().await;
     let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
@@ -119,14 +116,14 @@ async fn exec_at_the_duration_sends_sigkill_and_times_out() {
 
 /// The duration bound starts when the command starts, not before the websocket set-up: with
 /// 1 s of set-up per socket (4 s in all), `sleep 0.5` under a 3 s bound completes.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_duration_bound_starts_when_the_command_starts_not_before_websocket_set_up() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
     running_instance(&client, "c1").await;
     let _slow = fake
         .add_rule(Rule::new("GET", "/1.0/operations/*/websocket").fault(Fault::Delay { ms: 1000 }));
-    let began = std::time::Instant::now();
+    let began = tokio::time::Instant::now();
     let outcome = client
         .exec_instance(PROJECT, "c1", &shell("sleep 0.5", 3))
         .await
@@ -151,7 +148,7 @@ async fn exec_duration_bound_starts_when_the_command_starts_not_before_websocket
 
 /// Past the stream total (here half of max_stream_bytes = 32 KiB) SIGKILL is sent:
 /// `output_limited`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_past_the_stream_total_is_output_limited() {
     let fake = fake().await;
     let client = short_exec_client(&fake, 64 * 1024).await;
@@ -165,7 +162,7 @@ async fn exec_past_the_stream_total_is_output_limited() {
 
 /// When the exit is never observed (the command ignores SIGKILL) the result is `running`
 /// with the operation identity.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_exit_is_never_observed_is_running() {
     let fake = fake().await;
     let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
@@ -191,7 +188,7 @@ async fn exec_whose_exit_is_never_observed_is_running() {
 
 /// A stdout websocket dropped before its end-of-stream frame does not look like no output:
 /// the stream says it was cut (`truncated`), while stderr, which ended normally, does not.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_stdout_dropped_before_eof_is_truncated_not_empty() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -212,7 +209,7 @@ async fn exec_stdout_dropped_before_eof_is_truncated_not_empty() {
 }
 
 /// Exec on a stopped instance is a native rejection before any operation.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_on_a_stopped_instance_is_a_native_error() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -233,7 +230,7 @@ async fn exec_on_a_stopped_instance_is_a_native_error() {
 }
 
 /// Exec works the same over mutual HTTPS (websockets over TLS with the pinned certificate).
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_over_https_uses_the_pinned_tls_websockets() {
     let fake = fake().await;
     let client = Client::connect(https_connection(&fake)).await.unwrap();
@@ -255,7 +252,7 @@ async fn exec_over_https_uses_the_pinned_tls_websockets() {
 /// (here `disk full`; on a real Incus, for example, websockets that never connected) ended, and
 /// its exit was never observed. It is `failed` with Incus's error as the reason, no exit code and
 /// the final operation, never `completed`. The exec request is sent once.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_operation_fails_without_an_exit_code_is_failed_with_the_reason() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -277,17 +274,13 @@ async fn exec_whose_operation_fails_without_an_exit_code_is_failed_with_the_reas
     assert_eq!(result["reason"], "disk full");
     assert_eq!(result["operation"]["status"], "Failure", "{result}");
     assert!(!outcome.killed, "nothing to kill: the end was observed");
-    let posts = requests(&fake)
-        .iter()
-        .filter(|e| e.method == "POST" && e.path == "/1.0/instances/c1/exec")
-        .count();
-    assert_eq!(posts, 1);
+    assert_eq!(fake.requests("POST", "/1.0/instances/c1/exec").len(), 1);
 }
 
 /// The same failure when the operation cannot be read back after the wait reported it: a
 /// standalone server's wait answered the operation's own failure, so the exec is still
 /// `failed` with that reason; `operation` is absent rather than the object that said `Running`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_failure_the_wait_reports_is_failed_when_the_read_back_stalls() {
     let fake = fake().await;
     let connection = Connection::builder(Endpoint::unix(fake.unix_socket()))
@@ -318,7 +311,7 @@ async fn exec_whose_failure_the_wait_reports_is_failed_when_the_read_back_stalls
 /// the 1 s duration): `SIGKILL` is sent at the duration, but the exit observed is the command's
 /// own 3, not the kill's 137. SIGKILL cannot be caught, so the command ended on its own: the
 /// exec is `completed` with exit code 3, not `timed_out`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_operation_outlasts_the_command_is_completed_with_its_own_exit_code() {
     let fake = fake().await;
     let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
@@ -342,7 +335,7 @@ async fn exec_whose_operation_outlasts_the_command_is_completed_with_its_own_exi
 /// An operation that finishes only while a wait on it is in flight: the exec waits on its
 /// operation from the start, beside the output, so the end is observed and the command's own
 /// exit reported; it is never `running`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_operation_finishes_during_the_wait_is_observed_not_running() {
     let fake = fake().await;
     let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
@@ -362,7 +355,7 @@ async fn exec_whose_operation_finishes_during_the_wait_is_observed_not_running()
 
 /// A wait that breaks (reset) while the command runs observed nothing: the exec asks again
 /// rather than killing the command before its duration, and reports the exit it then sees.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_first_wait_breaks_is_not_killed_and_completes() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -383,4 +376,64 @@ async fn exec_whose_first_wait_breaks_is_not_killed_and_completes() {
         "a broken read is no reason to kill the command"
     );
     assert_eq!(outcome.to_json()["stdout"]["data"], "done\n");
+}
+
+/// Incus 7.0 made exec operations cancellable: the running exec's operation says
+/// `may_cancel: true`, and a cancel (`DELETE /1.0/operations/{id}`, from anyone allowed to) closes
+/// the command's control channel, which kills it; Incus then records no exit code. The exec whose
+/// operation is cancelled that way is `failed`, its reason the operation's `Cancelled` and no exit
+/// code: the end was observed, an exit was not. It is reported when the cancel lands, not at the
+/// duration bound, and the exec sends nothing of its own (no `SIGKILL`, one exec request). Here the
+/// fake's operation fault makes the exec operation cancellable, as 7.0's are.
+#[tokio::test]
+async fn exec_whose_operation_is_cancelled_is_failed_without_an_exit_code() {
+    let fake = fake().await;
+    let client = unix_client(&fake).await;
+    running_instance(&client, "c1").await;
+    let _cancellable = fake
+        .add_rule(Rule::new("POST", "/1.0/instances/*/exec").fault(Fault::OperationCancellable));
+    let request = shell("sleep 30", 30);
+    let exec = client.exec_instance(PROJECT, "c1", &request);
+    let cancel = async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let operations = client.get_operations(PROJECT).await.unwrap();
+            let running = operations.iter().find(|op| {
+                op.value["description"] == "Executing command" && op.value["status"] == "Running"
+            });
+            // Once the exec's four websockets are attached: the command runs.
+            let attached = fake.journal().iter().filter(|e| e.websocket).count() == 4;
+            if let Some(op) = running.filter(|_| attached) {
+                assert_eq!(op.value["may_cancel"], true, "{}", op.value);
+                let id = op.value["id"].as_str().unwrap().to_owned();
+                client.delete_operation(PROJECT, &id).await.unwrap();
+                return id;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no running exec operation with its streams attached within 5 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let (outcome, cancelled) = tokio::join!(exec, cancel);
+    let outcome = outcome.unwrap();
+    assert_eq!(outcome.status, ExecStatus::Failed, "{outcome:?}");
+    assert_eq!(outcome.exit_code, None);
+    assert_eq!(outcome.reason.as_deref(), Some("Cancelled"));
+    assert_eq!(outcome.operation_id.as_deref(), Some(cancelled.as_str()));
+    assert!(
+        !outcome.killed,
+        "the command was ended by the cancel, not by the exec"
+    );
+    assert!(
+        outcome.duration < Duration::from_secs(10),
+        "reported when the cancel landed, not at the 30 s bound: {:?}",
+        outcome.duration
+    );
+    let result = outcome.to_json();
+    assert_eq!(result["status"], "failed");
+    assert_eq!(result["exit_code"], serde_json::Value::Null);
+    assert_eq!(result["operation"]["status"], "Cancelled", "{result}");
+    assert_eq!(fake.requests("POST", "/1.0/instances/c1/exec").len(), 1);
 }

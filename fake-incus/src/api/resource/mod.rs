@@ -98,6 +98,13 @@ pub(crate) struct Decl {
     pub(crate) first: First,
     /// The 404 of an unknown object.
     pub(crate) not_found: &'static str,
+    /// What the object is called in the daemon's name check, which a line with
+    /// [`crate::line::OBJECT_NAMES_ARE_API_NAMES`] makes first on a create or rename
+    /// (`Invalid network peer name: ...`); `""`: none.
+    pub(crate) api_name: &'static str,
+    /// How a line with [`crate::line::INTEGRATION_DELETE_BY_ID`] words an unknown object on a
+    /// delete (its id lookup: `Failed to get network integration ID`); `""`: as a get does.
+    pub(crate) delete_lookup: &'static str,
     /// The answer to a create (or rename) onto an existing key: status and text (`{name}`
     /// stands for the key).
     pub(crate) exists: (u16, &'static str),
@@ -130,6 +137,8 @@ impl Decl {
         delete: true,
         first: First::Parent,
         not_found: "",
+        api_name: "",
+        delete_lookup: "",
         exists: (409, ""),
         project_not_found: ["", ""],
         limits: "",
@@ -238,6 +247,18 @@ pub(crate) trait Resource: Sync {
     }
     /// Whether a list shows the object to this caller (a restricted certificate sees only its
     /// projects).
+    /// What a create or update checks after [`Resource::validate`] that depends on the Incus
+    /// line the fake answers as (`current`: the object before an update).
+    fn validate_for_line(
+        &self,
+        _ctx: &Ctx,
+        _state: &State,
+        _at: &At,
+        _object: &Value,
+        _current: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
     fn shown_to(&self, _ctx: &Ctx, _object: &Value) -> bool {
         true
     }
@@ -347,26 +368,34 @@ pub(crate) fn table() -> &'static [&'static dyn Resource] {
 pub(crate) fn find<'a>(
     segs: &'a [&'a str],
 ) -> Option<(&'static dyn Resource, String, &'a [&'a str])> {
-    let mut best: Option<(&'static dyn Resource, String, usize)> = None;
+    // Every request asks, so the patterns are matched as they are split, allocating nothing;
+    // only the resource found gets its parents' key.
+    let segments = |resource: &dyn Resource| resource.decl().collection.split('/').skip(2);
+    let mut best: Option<(&'static dyn Resource, usize)> = None;
     for resource in table() {
-        let pattern: Vec<&str> = resource.decl().collection.split('/').skip(2).collect();
-        if pattern.len() > segs.len() || best.as_ref().is_some_and(|b| b.2 >= pattern.len()) {
-            continue;
-        }
-        let mut parents = Vec::new();
-        let matched = pattern.iter().zip(segs).all(|(p, s)| {
-            if *p == "{}" {
-                parents.push(*s);
-                true
-            } else {
-                p == s
+        let mut length = 0;
+        let mut matched = true;
+        for pattern in segments(*resource) {
+            match segs.get(length) {
+                Some(seg) if pattern == "{}" || pattern == *seg => length += 1,
+                _ => {
+                    matched = false;
+                    break;
+                }
             }
-        });
-        if matched {
-            best = Some((*resource, parents.join("/"), pattern.len()));
+        }
+        if matched && best.is_none_or(|(_, longest)| length > longest) {
+            best = Some((*resource, length));
         }
     }
-    best.map(|(resource, parent, n)| (resource, parent, &segs[n..]))
+    best.map(|(resource, length)| {
+        let parents: Vec<&str> = segments(resource)
+            .zip(segs)
+            .filter(|(pattern, _)| *pattern == "{}")
+            .map(|(_, seg)| *seg)
+            .collect();
+        (resource, parents.join("/"), &segs[length..])
+    })
 }
 
 /// Serves a request to a declared resource; `rest` is the path after its collection.
@@ -589,6 +618,7 @@ pub(crate) fn body_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
 
 fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> ApiResult {
     let decl = resource.decl();
+    api_name_first(resource, ctx, body, decl.key)?;
     if let Some(answer) = resource.intercept_create(ctx, at, body) {
         return answer;
     }
@@ -613,6 +643,7 @@ fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> A
         return Err(resource.exists(Verb::Create, &key));
     }
     resource.validate(&state, at, &object, None)?;
+    resource.validate_for_line(ctx, &state, at, &object, None)?;
     resource
         .decl()
         .store
@@ -621,6 +652,30 @@ fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> A
     drop(state);
     ctx.applied();
     answer(decl.create, &object_url(resource, at, &key))
+}
+
+/// The daemon's first check of a new name, on a line that makes it
+/// ([`crate::line::OBJECT_NAMES_ARE_API_NAMES`]) and for a resource that declares it.
+pub(crate) fn api_name_first(
+    resource: &dyn Resource,
+    ctx: &Ctx,
+    body: &[u8],
+    field: &str,
+) -> Result<(), ApiError> {
+    let noun = resource.decl().api_name;
+    if noun.is_empty()
+        || !ctx
+            .app
+            .has_extension(crate::line::OBJECT_NAMES_ARE_API_NAMES)
+    {
+        return Ok(());
+    }
+    let sent = body_object(body)?;
+    let name = sent.get(field).and_then(Value::as_str).unwrap_or_default();
+    match super::validation::api_name_problem(name, false) {
+        Some(why) => Err(ApiError::bad_request(format!("Invalid {noun} name: {why}"))),
+        None => Ok(()),
+    }
 }
 
 fn update(
@@ -648,6 +703,7 @@ fn update(
     let sent = body_object(body)?;
     let next = resource.merge(&current, &sent, patch);
     resource.validate(&state, at, &next, Some(&current))?;
+    resource.validate_for_line(ctx, &state, at, &next, Some(&current))?;
     resource
         .decl()
         .store
@@ -664,6 +720,7 @@ fn rename(
     key: &str,
     body: &[u8],
 ) -> ApiResult {
+    api_name_first(resource, ctx, body, "name")?;
     if let Some(answer) = resource.intercept_rename(ctx, at, key, body) {
         return answer;
     }
@@ -700,9 +757,11 @@ fn rename(
     };
     let decl = resource.decl();
     if let Answer::Operation(description) = decl.rename {
+        // The operation belongs to no project (`OperationCreate(s, "", ...)` of a project
+        // rename): its events reach every listener, whatever project it watches.
         let spec = OpSpec {
             resources: Default::default(),
-            ..OpSpec::task("default", description, String::new())
+            ..OpSpec::task("", description, String::new())
         };
         let op = ctx.start_task(
             spec,
@@ -727,8 +786,14 @@ fn delete(resource: &'static dyn Resource, ctx: &Ctx, at: &At, key: &str) -> Api
     let mut state = ctx.app.state();
     resource.protected(key, Verb::Delete)?;
     resource.parent(&state, at)?;
-    let object = find_object(resource, &state, at, key)
-        .ok_or_else(|| resource.not_found(Verb::Delete, key))?;
+    let object = find_object(resource, &state, at, key).ok_or_else(|| {
+        let unknown = resource.not_found(Verb::Delete, key);
+        let lookup = resource.decl().delete_lookup;
+        if lookup.is_empty() || !ctx.app.has_extension(crate::line::INTEGRATION_DELETE_BY_ID) {
+            return unknown;
+        }
+        ApiError::new(unknown.status, format!("{lookup}: {}", unknown.message))
+    })?;
     let key = key_of(resource, &object);
     resource.refuse(&state, at, key, Verb::Delete)?;
     resource.decl().store.remove(&mut state, at, key);

@@ -12,6 +12,10 @@ use serde_json::{json, Value};
 /// A rule an object (or a request's body) must satisfy.
 pub(crate) type Check = fn(&Value) -> Result<(), ApiError>;
 
+/// A rule an object must satisfy on some Incus lines: the context, the state, where the object
+/// lives, the object.
+pub(crate) type LineCheck = fn(&Ctx, &State, &At, &Value) -> Result<(), ApiError>;
+
 pub(crate) struct Plain {
     pub(crate) decl: Decl,
     /// The object's fields and their defaults (JSON).
@@ -38,6 +42,9 @@ pub(crate) struct Plain {
     /// The refusal of a rename or delete while its `used_by` is not empty (`{verb}` stands for
     /// `rename` or `delete`).
     pub(crate) in_use: Option<(u16, &'static str)>,
+    /// What else an object must satisfy that depends on the Incus line (see
+    /// [`Resource::validate_for_line`]).
+    pub(crate) line_check: LineCheck,
 }
 
 impl Plain {
@@ -57,6 +64,7 @@ impl Plain {
         shown: |_, _| true,
         computed: |_, _, object| object,
         in_use: None,
+        line_check: |_, _, _, _| Ok(()),
     };
 }
 
@@ -130,6 +138,16 @@ impl Resource for Plain {
             }
         }
         (self.check)(object)
+    }
+    fn validate_for_line(
+        &self,
+        ctx: &Ctx,
+        state: &State,
+        at: &At,
+        object: &Value,
+        _: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        (self.line_check)(ctx, state, at, object)
     }
     fn refuse(&self, state: &State, at: &At, key: &str, verb: Verb) -> Result<(), ApiError> {
         let Some((status, text)) = self.in_use else {

@@ -27,6 +27,18 @@ pub(crate) struct StoredFiles {
     image_files: Vec<StoredImageFiles>,
     /// Each instance backup's tarball (an index into `contents`).
     backups: Vec<StoredBackup>,
+    /// Which tree each custom volume has.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    volumes: Vec<StoredVolume>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredVolume {
+    project: String,
+    pool: String,
+    volume: String,
+    tree: usize,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -181,6 +193,15 @@ impl StoredFiles {
                 rootfs,
             });
         }
+        for ((project, pool, volume), tree) in &files.volumes {
+            let tree = tables.tree(tree);
+            tables.stored.volumes.push(StoredVolume {
+                project: project.clone(),
+                pool: pool.clone(),
+                volume: volume.clone(),
+                tree,
+            });
+        }
         for ((project, instance, backup), tarball) in &files.backups {
             let tarball = tables.content(tarball);
             tables.stored.backups.push(StoredBackup {
@@ -223,6 +244,10 @@ impl StoredFiles {
         for place in self.instances {
             let key: Key = (place.project, place.instance, place.snapshot);
             files.trees.insert(key, pick(place.tree)?);
+        }
+        for place in self.volumes {
+            let key = (place.project, place.pool, place.volume);
+            files.volumes.insert(key, pick(place.tree)?);
         }
         for image in self.images {
             files.images.insert(image.fingerprint, pick(image.tree)?);

@@ -157,13 +157,7 @@ const PLAIN_CONFIG: &[&str] = &[
 ];
 
 /// Free-form families that pass without the host.
-const PLAIN_FAMILIES: &[&str] = &[
-    "environment.",
-    "image.",
-    "limits.kernel.",
-    "linux.sysctl.",
-    "user.",
-];
+const PLAIN_FAMILIES: &[&str] = &["image.", "limits.kernel.", "linux.sysctl.", "user."];
 
 /// Guest-code keys: they pass without the host, but need `incus.exec`.
 pub(crate) const GUEST_CODE: &[&str] = &[
@@ -191,7 +185,7 @@ pub(crate) fn expected_config(key: &str) -> Expected {
             .iter()
             .any(|family| key.len() > family.len() && key.starts_with(family))
     };
-    if GUEST_CODE.contains(&key) || in_family(&["smbios11."]) {
+    if GUEST_CODE.contains(&key) || in_family(&["smbios11.", "environment."]) {
         Expected::GuestCode
     } else if PLAIN_CONFIG.contains(&key) || in_family(PLAIN_FAMILIES) {
         Expected::Plain
@@ -310,6 +304,21 @@ pub(crate) fn value_for(key: &str) -> &'static str {
         "path" => "/data",
         "ipv4.routes" | "ipv4.routes.external" => "0.0.0.0/1,128.0.0.0/1",
         "ipv6.routes" | "ipv6.routes.external" => "::/1,8000::/1",
+        // Values valid by each key's rule, so that a verdict is about the key.
+        "limits.cpu.allowance" => "50%",
+        "boot.host_shutdown_action" => "stop",
+        "cluster.evacuate" => "auto",
+        "limits.memory.enforce" => "soft",
+        "snapshots.expiry" => "1d",
+        "snapshots.schedule" => "@daily",
+        "name" => "eth1",
+        "mtu" => "1500",
+        "ipv4.address" => "10.0.0.5",
+        "ipv6.address" => "fd00::5",
+        "io.bus" => "usb",
+        "io.cache" => "none",
+        "limits.read" | "limits.write" | "limits.max" => "10MB",
+        "size" | "size.state" => "10GiB",
         _ => "1",
     }
 }
