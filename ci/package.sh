@@ -5,7 +5,8 @@
 #      path dependencies replaced by versions: the workspace's crates among themselves, and the empty
 #      `workspace-hack` 0.1 of crates.io, as cargo-hakari's workspaces publish);
 #   2. `cargo install --locked --path fake-incus` and `--path conformance` into a temporary root (with the
-#      CI's target directory, so the release build is reused), then the installed programs run from
+#      CI's target directory and profile, CONFORMANCE_CARGO_PROFILE, default release, so that build is
+#      reused), then the installed programs run from
 #      another directory: the main job (`incus-conformance run`) and a fake serving the official client.
 # Timings go to target/package/timings.txt. PACKAGE_VERIFY=0 packs without the build of step 1.
 set -euo pipefail
@@ -56,8 +57,11 @@ install_root=$(mktemp -d)
 elsewhere=$(mktemp -d)
 trap 'rm -rf "$install_root" "$elsewhere"' EXIT
 t=$(now)
-cargo install --locked --path fake-incus --root "$install_root" --target-dir "${CARGO_TARGET_DIR:-$root/target}"
-cargo install --locked --path conformance --root "$install_root" --target-dir "${CARGO_TARGET_DIR:-$root/target}"
+profile=${CONFORMANCE_CARGO_PROFILE:-release}
+for path in fake-incus conformance; do
+  cargo install --locked --profile "$profile" --path "$path" --root "$install_root" \
+    --target-dir "${CARGO_TARGET_DIR:-$root/target}"
+done
 install_s=$(took "$t" "$(now)")
 ls -l "$install_root/bin"
 
@@ -82,7 +86,7 @@ wait "$fake" || true
 cd "$root"
 cat >target/package/timings.txt <<EOF
 cargo package (${PACKAGE_VERIFY:-1} = verify) of $publishable: ${package_s} s
-cargo install --path fake-incus and --path conformance (CI's target directory): ${install_s} s
+cargo install --profile $profile --path fake-incus and --path conformance (CI's target directory): ${install_s} s
 the installed incus-conformance run from another directory: ${run_s} s
 EOF
 cat target/package/timings.txt

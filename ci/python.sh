@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package (python/), proved the way a Python user takes it:
 #   1. the wheel is built from the tree with maturin (in a tools venv, target/python/tools-venv),
-#      from the release build that ci/conformance.sh made: same target directory and profile, so
+#      from the build the other steps made: same target directory and profile
+#      (CONFORMANCE_CARGO_PROFILE, default release; .ci/run uses dev, what `cargo test` built), so
 #      only the wheel's two entry points (fake-incus, incus-conformance) compile;
 #   2. it is installed into a fresh virtual environment with nothing else but pytest, and the time from
 #      `pip install` of the wheel to the first green test is measured;
@@ -29,10 +30,11 @@ if ! "$tools/bin/maturin" --version >/dev/null 2>&1; then
   "$tools/bin/pip" install -q "maturin>=1.5,<2"
 fi
 
-log "maturin build --release -m python/Cargo.toml"
+profile=${CONFORMANCE_CARGO_PROFILE:-release}
+log "maturin build --profile $profile -m python/Cargo.toml"
 t=$(now)
 rm -rf "$out/wheels"
-"$tools/bin/maturin" build --release -m python/Cargo.toml --out "$out/wheels"
+"$tools/bin/maturin" build --locked --profile "$profile" -m python/Cargo.toml --out "$out/wheels"
 build_s=$(took "$t" "$(now)")
 wheel=$(ls "$out"/wheels/fake_incus-*.whl)
 wheel_mb=$(du -m "$wheel" | cut -f1)
@@ -62,7 +64,7 @@ suite_s=$(took "$t" "$(now)")
 
 cat >"$out/timings.txt" <<EOF
 python package (ci/python.sh), $(nproc) cores, $(python3 --version 2>&1)
-maturin build --release (after the workspace's release build): ${build_s} s; wheel ${wheel_mb} MB
+maturin build --profile $profile (after the workspace's $profile build): ${build_s} s; wheel ${wheel_mb} MB
 pip install of the wheel into a fresh venv: $(took "$t0" "$t_wheel") s
 pip install pytest: $(took "$t_wheel" "$t_pytest") s
 from pip install of the wheel to the first green test: $(took "$t0" "$t1") s
