@@ -118,7 +118,7 @@ pub(crate) const ERROR_BODY_ONE_NEWLINE: &str = "instance_oci_entrypoint";
 /// running at the timeout (a sync answer), where 6.0 answered the failure, or `context deadline
 /// exceeded`, as an error. Incus commit "incusd/operations: Fix WaitGet on op failure" (6.12),
 /// which landed after `instance_oci_entrypoint`.
-pub(crate) const WAIT_ANSWERS_THE_OPERATION: &str = "instance_oci_entrypoint";
+pub const WAIT_ANSWERS_THE_OPERATION: &str = "instance_oci_entrypoint";
 
 /// An operation without metadata shows `{}`, where 6.0 showed `null` (the rendered operation
 /// holds a copy of its metadata map). Incus commit "incusd/operations: Return a copy of the

@@ -49,7 +49,7 @@ impl Resource for Profiles {
     fn validate(
         &self,
         _: &State,
-        _: &At,
+        at: &At,
         object: &Value,
         current: Option<&Value>,
     ) -> Result<(), ApiError> {
@@ -57,7 +57,7 @@ impl Resource for Profiles {
             serde_json::from_value(object["config"].clone()).unwrap_or_default();
         let devices: Devices =
             serde_json::from_value(object["devices"].clone()).unwrap_or_default();
-        match config_problem(&config).or_else(|| profile_devices_problem(&devices)) {
+        match config_problem(&config, at.line).or_else(|| profile_devices_problem(&devices)) {
             Some(why) if current.is_some() => Err(ApiError::internal(why)),
             Some(why) => Err(ApiError::bad_request(why)),
             None => Ok(()),

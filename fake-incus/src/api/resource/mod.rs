@@ -30,6 +30,8 @@ use serde_json::{json, Map, Value};
 pub(crate) struct At {
     pub(crate) project: String,
     pub(crate) parent: String,
+    /// The Incus line the fake answers as: what a hook asks `has_extension` of.
+    pub(crate) line: crate::line::IncusLine,
 }
 
 /// Which project an object belongs to.
@@ -443,6 +445,7 @@ fn at(resource: &dyn Resource, ctx: &Ctx, project: &str, parent: &str) -> At {
     At {
         project,
         parent: parent.to_owned(),
+        line: ctx.app.settings.line,
     }
 }
 
@@ -533,6 +536,7 @@ fn list(resource: &'static dyn Resource, ctx: &Ctx, parent: &str) -> ApiResult {
                     project.clone()
                 },
                 parent: at.parent.clone(),
+                line: at.line,
             };
             items.push(if ctx.recursion() == 0 {
                 json!(object_url(resource, &shown_in, &key))
