@@ -29,6 +29,10 @@
 //!   server answering the fake's bodies (see `floor_serve`); `floor/real` is the most any server
 //!   could show against the real daemon with this load generator, `fake/floor` what the fake
 //!   reaches of it.
+//! - `BENCH_NGINX=/path/to/nginx` (`bash fake-incus/benches/nginx.sh` puts Debian's there and
+//!   prints the path): nginx as another target, serving the fake's own bodies as static files
+//!   on a Unix socket (2 worker processes, access log off): `fake/nginx` is how near the fake's
+//!   answers come to a mature static server's with the same bytes. Its CPU time is not read.
 //! - `BENCH_OHA=/path/to/oha`: [oha](https://github.com/hatoo/oha) drives every cell of the
 //!   100-instance table instead of this process (an independent load generator, same targets,
 //!   same interleaving; p50/p99 are then the means of the rounds' figures).
@@ -716,6 +720,81 @@ impl FloorProcess {
     }
 }
 
+/// nginx (`BENCH_NGINX`) serving `answers` (request target to body) as static files on a Unix
+/// socket in a directory of its own; stopped (with its workers) when dropped.
+struct NginxProcess {
+    child: tokio::process::Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl NginxProcess {
+    async fn start(binary: &Path, answers: &std::collections::HashMap<String, String>) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("bodies");
+        std::fs::create_dir_all(root.join("tmp")).expect("nginx directories");
+        let mut map = String::new();
+        for (i, (target, body)) in answers.iter().enumerate() {
+            std::fs::write(root.join(format!("{i}.json")), body).expect("body file");
+            map.push_str(&format!("    \"{target}\" /{i}.json;\n"));
+        }
+        let socket = dir.path().join("nginx.socket");
+        let d = dir.path().display();
+        let conf = format!(
+            "daemon off;\nworker_processes 2;\npid {d}/nginx.pid;\nerror_log stderr error;\n\
+             events {{ worker_connections 1024; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {d}/bodies/tmp;\n\
+             proxy_temp_path {d}/bodies/tmp;\n  fastcgi_temp_path {d}/bodies/tmp;\n\
+             uwsgi_temp_path {d}/bodies/tmp;\n  scgi_temp_path {d}/bodies/tmp;\n\
+             map_hash_bucket_size 256;\n  map $request_uri $answer {{\n    default /missing;\n{map}  }}\n\
+             server {{\n    listen unix:{socket};\n    root {d}/bodies;\n\
+             default_type application/json;\n    location / {{ try_files $answer =404; }}\n  }}\n}}\n",
+            socket = socket.display()
+        );
+        let file = dir.path().join("nginx.conf");
+        std::fs::write(&file, conf).expect("nginx.conf");
+        let child = tokio::process::Command::new(binary)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(&file)
+            .arg("-e")
+            .arg("stderr")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("nginx does not start: {e}"));
+        let until = Instant::now() + Duration::from_secs(30);
+        let mut child = child;
+        while tokio::net::UnixStream::connect(&socket).await.is_err() {
+            assert!(
+                matches!(child.try_wait(), Ok(None)),
+                "nginx exited (its error is above)"
+            );
+            assert!(Instant::now() < until, "nginx did not listen within 30 s");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        NginxProcess {
+            child,
+            socket,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for NginxProcess {
+    fn drop(&mut self) {
+        // SIGTERM: the master stops its workers and exits (a SIGKILL would leave them serving).
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.to_string())
+                .status();
+        }
+    }
+}
+
 fn main() {
     if let (Some(socket), Some(answers)) = (
         std::env::var_os("BENCH_FLOOR_SERVE"),
@@ -825,16 +904,23 @@ async fn bench() {
     if let Some(baseline) = &baseline {
         targets.push(("baseline", baseline.socket.clone(), baseline.child.id()));
     }
+    let mut answers = std::collections::HashMap::new();
+    for (_, path) in &requests {
+        let body = raw_body(&fake.socket, path).await;
+        answers.insert(path.clone(), body);
+    }
     let mut floor = None;
     if std::env::var("BENCH_FLOOR").as_deref() != Ok("0") {
-        let mut answers = std::collections::HashMap::new();
-        for (_, path) in &requests {
-            let body = raw_body(&fake.socket, path).await;
-            answers.insert(path.clone(), body);
-        }
         let process = FloorProcess::start(&answers).await;
         targets.push(("floor", process.socket.clone(), process.child.id()));
         floor = Some(process);
+    }
+    let nginx = match std::env::var_os("BENCH_NGINX") {
+        Some(binary) => Some(NginxProcess::start(Path::new(&binary), &answers).await),
+        None => None,
+    };
+    if let Some(nginx) = &nginx {
+        targets.push(("nginx", nginx.socket.clone(), None));
     }
 
     for (_, path) in &requests {
@@ -867,6 +953,9 @@ async fn bench() {
             print!(" {:>10}", "floor/real");
         }
         print!(" {:>10}", "fake/floor");
+    }
+    if nginx.is_some() {
+        print!(" {:>10}", "fake/nginx");
     }
     println!(" {:>6}", "errors");
     for &mode in &modes {
@@ -916,12 +1005,16 @@ async fn bench() {
                     }
                     print!(" {:>10}", format!("{:.2}", fake_rate / floor));
                 }
+                if let Some(nginx) = rate("nginx") {
+                    print!(" {:>10}", format!("{:.2}", fake_rate / nginx));
+                }
                 println!(" {:>6}", merged.iter().map(|s| s.errors).sum::<u64>());
             }
         }
     }
     drop(fixture);
     drop(floor);
+    drop(nginx);
 
     if !scale.is_empty() {
         linear_cost(

@@ -97,6 +97,10 @@ pub fn declared_resources_markdown() -> String {
     api::declared_markdown()
 }
 
+/// The futures of [`FakeIncusBuilder::start`] and [`FakeIncus::call`]: boxed, so that their
+/// code is compiled once, in this crate.
+pub type BoxedFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -333,7 +337,14 @@ impl FakeIncusBuilder {
     }
 
     /// Generates the certificates, binds the listeners and starts serving.
-    pub async fn start(self) -> Result<FakeIncus, Error> {
+    ///
+    /// The future is boxed here, so that the whole server it starts is compiled once, in this
+    /// crate: an `async fn` is compiled in every crate that awaits it, with everything it spawns.
+    pub fn start(self) -> BoxedFuture<'static, Result<FakeIncus, Error>> {
+        Box::pin(self.start_serving())
+    }
+
+    async fn start_serving(self) -> Result<FakeIncus, Error> {
         let stored = match self.state {
             Some(seed) => {
                 state::stored::Stored::from_json(seed, state::stored::Versioned::Optional)
@@ -586,8 +597,12 @@ impl FakeIncus {
     /// assert_eq!(fake.requests("*", "/1.0/**")[0].listener, fake_incus::Listener::Direct);
     /// # Ok(()) }
     /// ```
-    pub async fn call(&self, request: impl Into<Request>) -> Reply {
-        let request = request.into();
+    pub fn call(&self, request: impl Into<Request>) -> BoxedFuture<'_, Reply> {
+        // Boxed, like `start`: the whole API is compiled here once, not in every caller.
+        Box::pin(self.call_request(request.into()))
+    }
+
+    async fn call_request(&self, request: Request) -> Reply {
         let member = request.member().map(Arc::from);
         let http = match request.to_http(|body| body) {
             Ok(http) => http,

@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -76,6 +77,13 @@ pub struct RunArgs {
     #[arg(long = "expected-failures", value_name = "FILE")]
     expected_failures: Option<PathBuf>,
 
+    /// Run every trial on real time. By default a trial whose fake Incus and host run in this
+    /// process waits on virtual time: its timers fire as soon as nothing else is left to do, so
+    /// a 5 s exec grace or a 10 s member-down stall takes the time its steps compute. The same
+    /// trials pass on real time; CI runs the time-dependent ones both ways.
+    #[arg(long = "real-time")]
+    real_time: bool,
+
     /// The Incus line the fake answers as in every suite and scenario: 6.0 or 7.0 (its
     /// server version, API extensions and behaviour). Default: the fake's default line.
     #[arg(long = "incus-version", value_name = "6.0|7.0")]
@@ -113,6 +121,14 @@ impl From<Verdict> for ExitCode {
     }
 }
 
+/// Whether the run was asked for real time (`--real-time`): trials' runtimes read it.
+static REAL_TIME: AtomicBool = AtomicBool::new(false);
+
+/// Whether trials must run on real time (`--real-time`), even where virtual time is possible.
+pub(crate) fn real_time() -> bool {
+    REAL_TIME.load(Ordering::Relaxed)
+}
+
 /// Panics whose message contains this marker are part of a check (a host callback scripted to
 /// panic); the runner does not print them.
 pub(crate) const EXPECTED_PANIC: &str = "(a panic scripted by the conformance run)";
@@ -144,6 +160,9 @@ pub(crate) fn execute_to(
     events: impl FnOnce() -> EventSink,
 ) -> Verdict {
     quiet_expected_panics();
+    if args.real_time {
+        REAL_TIME.store(true, Ordering::Relaxed);
+    }
     crate::scenario::fake::use_incus_line(args.incus_version.unwrap_or_default());
     match prepare(args, &checks) {
         Ok(baseline) => run_checks(args, checks, baseline, events),

@@ -171,6 +171,10 @@ impl<H: Host + 'static> TargetFactory for HostTargets<H> {
     fn is_fake(&self) -> bool {
         true
     }
+
+    fn virtual_time(&self) -> bool {
+        true
+    }
 }
 
 impl<H: Host + 'static> Target for FakeTarget<H> {

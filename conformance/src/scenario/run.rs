@@ -1,9 +1,10 @@
 //! Running a scenario against a target: the same engine for the fake Incus and a real one.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::format::{Scenario, Step, When};
 use super::target::Target;

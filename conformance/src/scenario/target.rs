@@ -75,6 +75,14 @@ pub trait TargetFactory: Send + Sync {
     /// Whether this factory can apply fake-only setup and read a journal (false for a real Incus).
     fn is_fake(&self) -> bool;
 
+    /// Whether its trials may run on virtual time: everything a trial waits on runs on the
+    /// trial's runtime (a fake embedded in this process, and a host in this process that reaches
+    /// it through its sockets). False (the default) for a backend with a clock of its own: an
+    /// adapter in another process, a real Incus.
+    fn virtual_time(&self) -> bool {
+        false
+    }
+
     /// The same backend with the host following `host` and the connection bounded by `limits`,
     /// when this backend takes its host as data (an adapter over the wire); `None` otherwise
     /// (a Rust host, whose behaviour is its code).

@@ -2,11 +2,12 @@
 //! the same; reading the catalogue has no side effects; `run()` returns only when its work is over.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fake_incus::FakeIncus;
 use incus_operations::{Connection, RunOptions, Scope};
 use serde_json::{json, Value};
+use tokio::time::Instant;
 
 use super::session::block_on;
 use crate::embedded;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::session::block_on;
+use super::session::trial_runtime;
 use crate::runner::Check;
 use crate::scenario::load::{self, ScenarioFile};
 use crate::scenario::run;
@@ -45,7 +45,7 @@ fn check(file: ScenarioFile, factory: &Arc<dyn TargetFactory>) -> Option<Check> 
     let factory = Arc::clone(factory);
     let clauses = scenario.clauses.clone();
     Some(Check::with_clauses(name, clauses, move || {
-        block_on(async move {
+        trial_runtime(factory.virtual_time())?.block_on(async move {
             let setup = scenario.fake.clone().unwrap_or_default();
             let target = factory.start(&setup).await?;
             // The fake's default state: project, pool and the `busybox` image, all `default`.

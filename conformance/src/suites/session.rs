@@ -33,12 +33,15 @@ impl Session {
         factory: &Arc<dyn TargetFactory>,
         setup: &FakeSetup,
     ) -> Result<Self, String> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start a runtime for the trial: {e}"))?;
+        let runtime = trial_runtime(factory.virtual_time())?;
         let target = runtime.block_on(factory.start(setup))?;
         Ok(Self { runtime, target })
+    }
+
+    /// Now on the trial's clock (virtual or real, as its runtime runs).
+    pub(crate) fn now(&self) -> tokio::time::Instant {
+        let _entered = self.runtime.enter();
+        tokio::time::Instant::now()
     }
 
     /// Installs a fault rule on the target from now on.
@@ -121,7 +124,28 @@ pub(crate) fn with_session(
     })
 }
 
-/// Runs a trial's async body on a runtime of its own (trials run on libtest-mimic's threads).
+/// The runtime of one trial (trials run on libtest-mimic's threads, each on a current-thread
+/// runtime of its own), on virtual time when `virtual_time` and the run was not asked for real
+/// time (`--real-time`).
+///
+/// Virtual time is tokio's paused clock: it stands still while any task can run and jumps to
+/// the next timer once every task waits, so the fake's durations and stalls and the core's
+/// bounds (all on [`tokio::time`]) cost no real time and fire in the order their deadlines
+/// give. It holds for a trial whose fake and host both run on this runtime and talk over
+/// sockets of this process: before each jump the runtime polls its sockets, and a task that
+/// poll wakes runs before the clock moves (tokio 1.53.3 and later), so an answer the fake has
+/// written is read before a bound that falls later. A backend with a clock of its own (an
+/// adapter in another process, a real Incus) needs real time: `virtual_time` is false for it.
+pub(crate) fn trial_runtime(virtual_time: bool) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(virtual_time && !crate::runner::real_time())
+        .build()
+        .map_err(|e| format!("cannot start a runtime for the trial: {e}"))
+}
+
+/// Runs a trial's async body, whose fakes and hosts are all in this process, on a runtime of
+/// its own.
 pub(crate) fn block_on<F>(body: F) -> Result<(), String>
 where
     F: Future<Output = Result<(), String>>,
@@ -129,16 +153,13 @@ where
     block_on_value(body)
 }
 
-/// Runs an async body that yields a value on a runtime of its own.
+/// Runs an async body that yields a value, its fakes and hosts all in this process, on a
+/// runtime of its own.
 pub(crate) fn block_on_value<T, F>(body: F) -> Result<T, String>
 where
     F: Future<Output = Result<T, String>>,
 {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime for the trial: {e}"))?;
-    runtime.block_on(body)
+    trial_runtime(true)?.block_on(body)
 }
 
 impl Called {
@@ -223,5 +244,68 @@ impl Called {
             }]
         });
         serde_json::to_string_pretty(&scenario).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use fake_incus::{FakeIncus, Fault, Rule};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::UnixStream;
+
+    use super::trial_runtime;
+
+    const GET: &[u8] = b"GET /1.0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+    /// An answer the fake has written is read before a later bound of its client fires, even
+    /// when that bound is the next timer and the client reads on a task of its own.
+    #[test]
+    fn virtual_time_reads_an_answer_in_flight_before_the_clock_jumps() {
+        let runtime = trial_runtime(true).unwrap();
+        runtime.block_on(async {
+            let fake = FakeIncus::builder().start().await.unwrap();
+            for _ in 0..20 {
+                let mut stream = UnixStream::connect(fake.unix_socket()).await.unwrap();
+                let started = tokio::time::Instant::now();
+                let reader = tokio::spawn(async move {
+                    stream.write_all(GET).await.unwrap();
+                    let mut answer = Vec::new();
+                    stream.read_to_end(&mut answer).await.unwrap();
+                    answer
+                });
+                let answer = tokio::time::timeout(Duration::from_secs(30), reader)
+                    .await
+                    .expect("the answer came within the bound")
+                    .unwrap();
+                assert!(answer.starts_with(b"HTTP/1.1 200"));
+                assert_eq!(started.elapsed(), Duration::ZERO, "no time passed");
+            }
+        });
+    }
+
+    /// A request the fake never answers holds nothing back: the client's bound passes at its
+    /// virtual instant, at once in real time.
+    #[test]
+    fn virtual_time_reaches_a_bound_that_nothing_answers_before() {
+        let runtime = trial_runtime(true).unwrap();
+        let real = std::time::Instant::now();
+        let took = runtime.block_on(async {
+            let fake = FakeIncus::builder()
+                .rule(Rule::new("GET", "/1.0").fault(Fault::Stall))
+                .start()
+                .await
+                .unwrap();
+            let mut stream = UnixStream::connect(fake.unix_socket()).await.unwrap();
+            stream.write_all(GET).await.unwrap();
+            let started = tokio::time::Instant::now();
+            let mut byte = [0u8; 1];
+            let read = tokio::time::timeout(Duration::from_secs(600), stream.read(&mut byte));
+            assert!(read.await.is_err(), "a stall never answers");
+            started.elapsed()
+        });
+        assert_eq!(took, Duration::from_secs(600));
+        assert!(real.elapsed() < Duration::from_secs(60));
     }
 }

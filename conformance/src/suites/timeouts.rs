@@ -89,9 +89,9 @@ pub(crate) fn checks(main: &Arc<dyn TargetFactory>) -> Vec<Check> {
             {
                 let (create, write) = (create.clone(), write.clone());
                 move |session| {
-                    let started = std::time::Instant::now();
+                    let started = session.now();
                     let called = session.call("incus_instance_create", &write, create);
-                    let took = started.elapsed();
+                    let took = session.now() - started;
                     expect(&called, "/status", json!("running"))?;
                     expect(&called, "/waited_seconds", json!(2))?;
                     // The 2 s wait, and at most one request bound for the create and the wait's

@@ -13,7 +13,7 @@
 //! Nothing is resent: the executors record, before each request that may change something, the
 //! result to report if the bound passes from then on.
 use std::sync::Mutex;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use serde_json::{json, Value};
 

@@ -11,7 +11,7 @@
 //!
 //! The client observes ([`ExecOutcome`], [`StreamCapture`]); this module alone shapes what it
 //! observed, and its uncertain twin, into the agent's result.
-use std::time::Instant;
+use tokio::time::Instant;
 
 use base64::Engine as _;
 use serde_json::{json, Value};

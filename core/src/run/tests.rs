@@ -113,7 +113,7 @@ fn padded(size: usize) -> Value {
     json!({"name": "web", "command": ["true"], "pad": "x".repeat(pad)})
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_completes_with_exit_code_and_utf8_streams() {
     let bench = Bench::start().await;
     bench.running("web").await;
@@ -132,7 +132,7 @@ async fn exec_completes_with_exit_code_and_utf8_streams() {
     assert_eq!(bench.execs("web"), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_output_that_is_not_utf8_is_base64() {
     let bench = Bench::start().await;
     bench.running("web").await;
@@ -147,7 +147,7 @@ async fn exec_output_that_is_not_utf8_is_base64() {
     assert_eq!(result["stdout"]["bytes"], 3);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_captures_the_first_64_kib_and_counts_the_rest() {
     let bench = Bench::start().await;
     bench.running("web").await;
@@ -163,7 +163,7 @@ async fn exec_captures_the_first_64_kib_and_counts_the_rest() {
     assert_eq!(result["stdout"]["truncated"], true);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_past_its_duration_is_timed_out() {
     let bench = Bench::start().await;
     bench.running("web").await;
@@ -178,7 +178,7 @@ async fn exec_past_its_duration_is_timed_out() {
     assert_eq!(result["timeout_seconds"], 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_in_a_stopped_or_missing_instance_is_a_native_error() {
     let bench = Bench::start().await;
     let created = bench
@@ -199,7 +199,7 @@ async fn exec_in_a_stopped_or_missing_instance_is_a_native_error() {
     assert_eq!(missing["error"]["http_status"], 404, "{missing}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_without_a_decoded_answer_is_uncertain_and_not_resent() {
     let bench = Bench::start().await;
     bench.running("web").await;
@@ -217,7 +217,7 @@ async fn exec_without_a_decoded_answer_is_uncertain_and_not_resent() {
     assert_eq!(bench.execs("web"), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_input_is_bounded_at_1_mib_and_stdin_at_64_kib_of_utf8() {
     let bench = Bench::start().await;
     let at = bench.call(EXEC, padded(1024 * 1024)).await;
@@ -257,7 +257,7 @@ async fn exec_input_is_bounded_at_1_mib_and_stdin_at_64_kib_of_utf8() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_past_the_stream_total_is_output_limited() {
     // Half of max_stream_bytes is the stream total when it is below 64 MiB.
     let bench = Bench::with_stream_bytes(1024 * 1024).await;
@@ -274,7 +274,7 @@ async fn exec_past_the_stream_total_is_output_limited() {
     assert_eq!(result["stdout"]["truncated"], true);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_exit_is_not_observed_is_running_with_its_operation() {
     let bench = Bench::start().await;
     bench.running("web").await;
@@ -293,7 +293,7 @@ async fn exec_whose_exit_is_not_observed_is_running_with_its_operation() {
     assert_eq!(result["operation"]["id"], result["operation_id"]);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_cut_by_the_call_bound_while_its_request_is_in_flight_is_uncertain_and_not_resent() {
     let bench = Bench::start().await;
     bench.running("web").await;
@@ -303,7 +303,7 @@ async fn exec_cut_by_the_call_bound_while_its_request_is_in_flight_is_uncertain_
     let options =
         RunOptions::new(&bench.host, &(), [Scope::Exec]).call_timeout(Duration::from_millis(400));
     let input = json!({"name": "web", "command": ["true"]});
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let result = run_operation(by_native(EXEC), input, &options)
         .await
         .expect("a result");

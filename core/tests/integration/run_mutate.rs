@@ -27,7 +27,7 @@ fn assert_completed(result: &Value) {
     assert_eq!(result["wait_error"], Value::Null, "{result}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn every_mutation_completes_and_is_sent_once() {
     let bench = Bench::start().await;
     let images = bench.call("incus_image_list", json!({})).await;
@@ -106,7 +106,7 @@ async fn every_mutation_completes_and_is_sent_once() {
     assert_eq!(gone["error"]["http_status"], 404, "{gone}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn waited_seconds_is_the_effective_wait() {
     let bench = Bench::start().await;
     for (wait, expected) in [(0, 0), (2, 2), (4, 4), (60, 4)] {
@@ -131,7 +131,7 @@ async fn waited_seconds_is_the_effective_wait() {
     assert_eq!(result["waited_seconds"], 60, "{result}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_failing_operation_is_failed_with_the_native_error() {
     let bench = Bench::start().await;
     let _rule =
@@ -155,7 +155,7 @@ async fn a_failing_operation_is_failed_with_the_native_error() {
         .is_some_and(|e| !e.is_empty()));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_operation_not_finished_within_the_wait_is_running() {
     let bench = Bench::start().await;
     let _rule = bench.fake.add_rule(
@@ -190,7 +190,7 @@ async fn an_operation_not_finished_within_the_wait_is_running() {
         .all(|entry| entry.method != "DELETE"));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_local_wait_deadline_reports_running_and_cancels_nothing() {
     let bench = Bench::with_timeout(FakeIncus::builder(), Duration::from_millis(2500)).await;
     let _never = bench
@@ -211,7 +211,7 @@ async fn a_local_wait_deadline_reports_running_and_cancels_nothing() {
         .all(|entry| entry.method != "DELETE"));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_request_that_may_have_been_applied_without_an_answer_is_uncertain() {
     for fault in [
         Fault::CloseAfterApply,
@@ -239,7 +239,7 @@ async fn a_request_that_may_have_been_applied_without_an_answer_is_uncertain() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_native_rejection_before_acceptance_is_a_native_error() {
     let bench = Bench::start().await;
     let _rule = bench
@@ -286,7 +286,7 @@ impl Host for ClientHost {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_client_binding_is_used_as_discovered_and_a_mutation_surely_not_sent_is_transport() {
     let bench = Bench::start().await;
     let client = Client::connect(bench.connection.clone())
@@ -319,7 +319,7 @@ async fn a_client_binding_is_used_as_discovered_and_a_mutation_surely_not_sent_i
     assert_eq!(kind(&result), "transport", "{result}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn operation_wait_reports_the_observed_outcome() {
     let bench = Bench::start().await;
     let never = bench.fake.add_rule(
@@ -419,7 +419,7 @@ fn mutations(fingerprint: &str) -> Vec<(&'static str, Value, &'static str, Strin
     ]
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn every_mutation_reports_uncertain_running_and_failed_and_is_sent_once() {
     let faults = [
         (Fault::CloseAfterApply, "uncertain"),
@@ -471,7 +471,9 @@ async fn every_mutation_reports_uncertain_running_and_failed_and_is_sent_once() 
 /// Issue 10 item 7: the whole call is bounded, not only each request. The fake delays one request
 /// past the bound; the call ends at the bound and reports what may have happened, never resending.
 mod call_bound {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
+
+    use tokio::time::Instant;
 
     use fake_incus::{Fault, Rule};
     use serde_json::{json, Value};
@@ -495,7 +497,7 @@ mod call_bound {
         result
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_call_cut_before_anything_that_changes_state_is_a_timeout_error() {
         let bench = Bench::start().await;
         let _slow = bench.fake.add_rule(delay("GET", "/1.0"));
@@ -505,7 +507,7 @@ mod call_bound {
         assert_eq!(bench.count("POST", "/1.0/instances"), 0);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_mutation_cut_while_its_request_is_in_flight_is_uncertain_and_not_resent() {
         let bench = Bench::start().await;
         let _slow = bench.fake.add_rule(delay("POST", "/1.0/instances"));
@@ -518,7 +520,7 @@ mod call_bound {
         assert_eq!(bench.count("POST", "/1.0/instances"), 1);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_mutation_cut_during_its_wait_is_running_with_its_operation() {
         let bench = Bench::start().await;
         let _slow = bench.fake.add_rule(
@@ -536,7 +538,7 @@ mod call_bound {
         assert_eq!(bench.count("POST", "/1.0/instances"), 1);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn an_update_or_cancel_cut_while_in_flight_is_uncertain_with_the_bound_as_reason() {
         let bench = Bench::start().await;
         bench.instance("web").await;
@@ -591,7 +593,7 @@ fn cut_wait() -> Fault {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_wait_cut_short_while_the_operation_runs_is_running_not_failed() {
     let bench = Bench::start().await;
     bench.instance("web").await;
@@ -617,7 +619,7 @@ async fn a_wait_cut_short_while_the_operation_runs_is_running_not_failed() {
 /// On a cluster member a wait may have been forwarded to the member that runs the operation,
 /// and a forward that breaks answers the same HTTP 200 error envelope as a failure: when the
 /// operation cannot be read back either, the outcome was not observed.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cut_wait_on_a_cluster_whose_operation_cannot_be_read_is_running_not_failed() {
     let builder = FakeIncus::builder()
         .cluster(["m1", "m2", "m3"])
@@ -662,7 +664,7 @@ fn unreadable_operation() -> [Fault; 3] {
 /// of the operation that follows stalls, breaks or is refused, every async mutation is still
 /// `failed` with that error, `operation` is `null` (no object that still says `Running`), and the
 /// mutation is sent once and the operation read once.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn safety_observed_a_failure_the_wait_reports_is_failed_when_the_read_back_stalls() {
     let probe = Bench::start().await;
     let images = probe.call("incus_image_list", json!({})).await;
@@ -723,7 +725,7 @@ async fn safety_observed_a_failure_the_wait_reports_is_failed_when_the_read_back
 
 /// When the call's own bound passes during that read, the failure already observed is what the
 /// call reports, not `running`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn safety_observed_a_failure_observed_before_the_call_bound_is_reported_as_failed() {
     let bench = Bench::with_timeout(FakeIncus::builder(), Duration::from_secs(5)).await;
     let _fail =
@@ -748,7 +750,7 @@ async fn safety_observed_a_failure_observed_before_the_call_bound_is_reported_as
     assert_eq!(bench.count("POST", "/1.0/instances"), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn member_down_during_the_wait_on_a_cluster_is_running_not_failed() {
     let builder = FakeIncus::builder()
         .cluster(["m1", "m2", "m3"])

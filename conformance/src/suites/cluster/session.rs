@@ -52,10 +52,7 @@ impl Cluster {
         factory: &Arc<dyn TargetFactory>,
         setup: impl FnOnce(fake_incus::FakeIncusBuilder) -> fake_incus::FakeIncusBuilder,
     ) -> Result<Self, String> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start a runtime for the trial: {e}"))?;
+        let runtime = crate::suites::session::trial_runtime(factory.virtual_time())?;
         let builder = crate::scenario::fake::builder()
             .cluster(MEMBERS)
             .cluster_timings(ClusterTimings::fast());

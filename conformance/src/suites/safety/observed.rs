@@ -193,28 +193,59 @@ fn failure_with_unreadable_operation(
     factory: &Arc<dyn TargetFactory>,
     reads: &[Value],
 ) -> Result<(), String> {
-    let mutations = MUTATIONS.iter().filter(|m| m.async_operation);
-    for (mutation, read) in mutations.zip(reads.iter().cycle()) {
-        let session = Session::start(factory, &FakeSetup::default())?;
-        let report = FailureReport::of(&session)?;
-        let rules = [failing(*mutation), read.clone()];
-        let (called, sent) = mutation_faults::observe_on(&session, *mutation, &rules)?;
-        let context = |problem: &str| called.failure(&format!("with {rules:?}: {problem}"));
-        reported_failure(&called, report).map_err(|p| context(&p))?;
-        if sent != 1 {
-            return Err(context(&format!(
-                "the mutating request was sent {sent} times"
-            )));
-        }
-        let id = operation_id(&called)?;
-        read_as_reported(&called, &id, report).map_err(|p| context(&p))?;
-        let wait = json!({"operation_id": id, "wait_seconds": 1});
-        let waited = session.call("incus_operation_wait", &["incus.read".to_owned()], wait);
-        reported_failure(&waited, report)?;
-        read_as_reported(&waited, &id, report)?;
-        if waited.sent(mutation.method, mutation.path) != Some(0) {
-            return Err(waited.failure("the wait resent the mutation"));
-        }
+    // Each mutation has a fake of its own, so they are checked side by side: on real time (an
+    // adapter over the wire, `--real-time`) a stalled read costs the request bound, once for
+    // all of them rather than once each.
+    let mutations: Vec<(Mutation, Value)> = MUTATIONS
+        .iter()
+        .filter(|m| m.async_operation)
+        .copied()
+        .zip(reads.iter().cycle().cloned())
+        .collect();
+    std::thread::scope(|scope| {
+        let checks: Vec<_> = mutations
+            .into_iter()
+            .map(|(mutation, read)| {
+                scope.spawn(move || failure_with_unreadable_read_back(factory, mutation, read))
+            })
+            .collect();
+        checks
+            .into_iter()
+            .map(|check| {
+                check
+                    .join()
+                    .unwrap_or_else(|_| Err("the check of a mutation panicked".into()))
+            })
+            .collect::<Result<Vec<()>, String>>()
+    })?;
+    Ok(())
+}
+
+/// One mutation of [`failure_with_unreadable_operation`], with `read` answering the read.
+fn failure_with_unreadable_read_back(
+    factory: &Arc<dyn TargetFactory>,
+    mutation: Mutation,
+    read: Value,
+) -> Result<(), String> {
+    let session = Session::start(factory, &FakeSetup::default())?;
+    let report = FailureReport::of(&session)?;
+    let rules = [failing(mutation), read];
+    let (called, sent) = mutation_faults::observe_on(&session, mutation, &rules)?;
+    let context = |problem: &str| called.failure(&format!("with {rules:?}: {problem}"));
+    reported_failure(&called, report).map_err(|p| context(&p))?;
+    if sent != 1 {
+        return Err(context(&format!(
+            "the mutating request was sent {sent} times"
+        )));
+    }
+    let id = operation_id(&called)?;
+    read_as_reported(&called, &id, report).map_err(|p| context(&p))?;
+    let wait = json!({"operation_id": id, "wait_seconds": 1});
+    let waited = session.call("incus_operation_wait", &["incus.read".to_owned()], wait);
+    reported_failure(&waited, report)?;
+    read_as_reported(&waited, &id, report)?;
+    if waited.sent(mutation.method, mutation.path) != Some(0) {
+        return Err(waited.failure("the wait resent the mutation"));
     }
     Ok(())
 }

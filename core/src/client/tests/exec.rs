@@ -28,7 +28,7 @@ async fn short_exec_client(fake: &FakeIncus, max_stream_bytes: u64) -> Client {
 /// ExecInstance sends stdin then EOF and returns both streams and the exit code of the
 /// operation. (The short sleep before exiting keeps clear of a fake-incus race that can drop
 /// the last frames queued when a command exits at once.)
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_instance_feeds_stdin_and_reports_output_and_exit_code() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -60,7 +60,7 @@ async fn exec_instance_feeds_stdin_and_reports_output_and_exit_code() {
 }
 
 /// The first 64 KiB of each stream is kept; every byte is counted.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_capture_keeps_64_kib_per_stream_and_counts_the_rest() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -84,7 +84,7 @@ async fn exec_capture_keeps_64_kib_per_stream_and_counts_the_rest() {
 }
 
 /// Output that is not UTF-8 is returned as base64.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_output_that_is_not_utf8_is_base64() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -98,7 +98,7 @@ async fn exec_output_that_is_not_utf8_is_base64() {
 }
 
 /// At the duration bound SIGKILL is sent and the exit (137) observed: `timed_out`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_at_the_duration_sends_sigkill_and_times_out() {
     let fake = fake().await;
     let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
@@ -119,14 +119,14 @@ async fn exec_at_the_duration_sends_sigkill_and_times_out() {
 
 /// The duration bound starts when the command starts, not before the websocket set-up: with
 /// 1 s of set-up per socket (4 s in all), `sleep 0.5` under a 3 s bound completes.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_duration_bound_starts_when_the_command_starts_not_before_websocket_set_up() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
     running_instance(&client, "c1").await;
     let _slow = fake
         .add_rule(Rule::new("GET", "/1.0/operations/*/websocket").fault(Fault::Delay { ms: 1000 }));
-    let began = std::time::Instant::now();
+    let began = tokio::time::Instant::now();
     let outcome = client
         .exec_instance(PROJECT, "c1", &shell("sleep 0.5", 3))
         .await
@@ -151,7 +151,7 @@ async fn exec_duration_bound_starts_when_the_command_starts_not_before_websocket
 
 /// Past the stream total (here half of max_stream_bytes = 32 KiB) SIGKILL is sent:
 /// `output_limited`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_past_the_stream_total_is_output_limited() {
     let fake = fake().await;
     let client = short_exec_client(&fake, 64 * 1024).await;
@@ -165,7 +165,7 @@ async fn exec_past_the_stream_total_is_output_limited() {
 
 /// When the exit is never observed (the command ignores SIGKILL) the result is `running`
 /// with the operation identity.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_exit_is_never_observed_is_running() {
     let fake = fake().await;
     let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
@@ -191,7 +191,7 @@ async fn exec_whose_exit_is_never_observed_is_running() {
 
 /// A stdout websocket dropped before its end-of-stream frame does not look like no output:
 /// the stream says it was cut (`truncated`), while stderr, which ended normally, does not.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_stdout_dropped_before_eof_is_truncated_not_empty() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -212,7 +212,7 @@ async fn exec_stdout_dropped_before_eof_is_truncated_not_empty() {
 }
 
 /// Exec on a stopped instance is a native rejection before any operation.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_on_a_stopped_instance_is_a_native_error() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -233,7 +233,7 @@ async fn exec_on_a_stopped_instance_is_a_native_error() {
 }
 
 /// Exec works the same over mutual HTTPS (websockets over TLS with the pinned certificate).
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_over_https_uses_the_pinned_tls_websockets() {
     let fake = fake().await;
     let client = Client::connect(https_connection(&fake)).await.unwrap();
@@ -255,7 +255,7 @@ async fn exec_over_https_uses_the_pinned_tls_websockets() {
 /// (here `disk full`; on a real Incus, for example, websockets that never connected) ended, and
 /// its exit was never observed. It is `failed` with Incus's error as the reason, no exit code and
 /// the final operation, never `completed`. The exec request is sent once.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_operation_fails_without_an_exit_code_is_failed_with_the_reason() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -287,7 +287,7 @@ async fn exec_whose_operation_fails_without_an_exit_code_is_failed_with_the_reas
 /// The same failure when the operation cannot be read back after the wait reported it: a
 /// standalone server's wait answered the operation's own failure, so the exec is still
 /// `failed` with that reason; `operation` is absent rather than the object that said `Running`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_failure_the_wait_reports_is_failed_when_the_read_back_stalls() {
     let fake = fake().await;
     let connection = Connection::builder(Endpoint::unix(fake.unix_socket()))
@@ -318,7 +318,7 @@ async fn exec_whose_failure_the_wait_reports_is_failed_when_the_read_back_stalls
 /// the 1 s duration): `SIGKILL` is sent at the duration, but the exit observed is the command's
 /// own 3, not the kill's 137. SIGKILL cannot be caught, so the command ended on its own: the
 /// exec is `completed` with exit code 3, not `timed_out`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_operation_outlasts_the_command_is_completed_with_its_own_exit_code() {
     let fake = fake().await;
     let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
@@ -342,7 +342,7 @@ async fn exec_whose_operation_outlasts_the_command_is_completed_with_its_own_exi
 /// An operation that finishes only while a wait on it is in flight: the exec waits on its
 /// operation from the start, beside the output, so the end is observed and the command's own
 /// exit reported; it is never `running`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_operation_finishes_during_the_wait_is_observed_not_running() {
     let fake = fake().await;
     let client = short_exec_client(&fake, crate::client::DEFAULT_MAX_STREAM_BYTES).await;
@@ -362,7 +362,7 @@ async fn exec_whose_operation_finishes_during_the_wait_is_observed_not_running()
 
 /// A wait that breaks (reset) while the command runs observed nothing: the exec asks again
 /// rather than killing the command before its duration, and reports the exit it then sees.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exec_whose_first_wait_breaks_is_not_killed_and_completes() {
     let fake = fake().await;
     let client = unix_client(&fake).await;

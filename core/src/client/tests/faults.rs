@@ -26,7 +26,7 @@ fn create_body() -> serde_json::Value {
 
 /// A connection closed after Incus applied a create (CreateInstance): may have been sent, and
 /// sent once only.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn close_after_apply_may_have_been_sent_and_is_not_resent() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -43,7 +43,7 @@ async fn close_after_apply_may_have_been_sent_and_is_not_resent() {
 
 /// A connection closed before apply is indistinguishable for the client: conservatively
 /// "may have been sent", and still sent once only.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn close_before_apply_is_reported_conservatively_and_not_resent() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -57,7 +57,7 @@ async fn close_before_apply_is_reported_conservatively_and_not_resent() {
 }
 
 /// A reset connection: may have been sent, never resent.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn reset_is_a_transport_error_and_not_resent() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -71,7 +71,7 @@ async fn reset_is_a_transport_error_and_not_resent() {
 }
 
 /// A stalled answer (GetInstances) hits the connection timeout, after sending.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn stalled_request_times_out_after_sending() {
     let fake = fake().await;
     let client = client_with_timeout(&fake, SHORT).await;
@@ -99,7 +99,7 @@ async fn stalled_request_times_out_after_sending() {
 }
 
 /// A delay longer than the timeout on a mutation: a timeout that may have been sent.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn slow_mutation_times_out_as_maybe_sent() {
     let fake = fake().await;
     let client = client_with_timeout(&fake, SHORT).await;
@@ -123,7 +123,7 @@ async fn slow_mutation_times_out_as_maybe_sent() {
 }
 
 /// A body that is not JSON is an invalid response (the request was sent).
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn garbage_body_is_an_invalid_response() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -140,7 +140,7 @@ async fn garbage_body_is_an_invalid_response() {
 }
 
 /// A truncated body is never taken for an answer.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn truncated_body_is_not_an_answer() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -157,7 +157,7 @@ async fn truncated_body_is_not_an_answer() {
 }
 
 /// A native error injected by the fake comes back unchanged.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn native_error_keeps_status_code_and_message() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -179,7 +179,7 @@ async fn native_error_keeps_status_code_and_message() {
 }
 
 /// A missing socket fails to connect: nothing was sent.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn missing_socket_is_a_connect_error_that_sent_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let error = Client::connect(Connection::unix(dir.path().join("absent.socket")))
@@ -190,7 +190,7 @@ async fn missing_socket_is_a_connect_error_that_sent_nothing() {
 }
 
 /// An answer larger than `max_stream_bytes` is refused instead of being buffered.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn response_over_max_stream_bytes_is_refused() {
     let fake = fake().await;
     let client = unix_client(&fake).await;
@@ -219,7 +219,7 @@ async fn response_over_max_stream_bytes_is_refused() {
 }
 
 /// Over mutual TLS too, a connection closed after apply may have been sent and is not resent.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn close_after_apply_over_https_may_have_been_sent() {
     let fake = fake().await;
     let client = Client::connect(https_connection(&fake)).await.unwrap();

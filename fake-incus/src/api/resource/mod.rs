@@ -370,26 +370,34 @@ pub(crate) fn table() -> &'static [&'static dyn Resource] {
 pub(crate) fn find<'a>(
     segs: &'a [&'a str],
 ) -> Option<(&'static dyn Resource, String, &'a [&'a str])> {
-    let mut best: Option<(&'static dyn Resource, String, usize)> = None;
+    // Every request asks, so the patterns are matched as they are split, allocating nothing;
+    // only the resource found gets its parents' key.
+    let segments = |resource: &dyn Resource| resource.decl().collection.split('/').skip(2);
+    let mut best: Option<(&'static dyn Resource, usize)> = None;
     for resource in table() {
-        let pattern: Vec<&str> = resource.decl().collection.split('/').skip(2).collect();
-        if pattern.len() > segs.len() || best.as_ref().is_some_and(|b| b.2 >= pattern.len()) {
-            continue;
-        }
-        let mut parents = Vec::new();
-        let matched = pattern.iter().zip(segs).all(|(p, s)| {
-            if *p == "{}" {
-                parents.push(*s);
-                true
-            } else {
-                p == s
+        let mut length = 0;
+        let mut matched = true;
+        for pattern in segments(*resource) {
+            match segs.get(length) {
+                Some(seg) if pattern == "{}" || pattern == *seg => length += 1,
+                _ => {
+                    matched = false;
+                    break;
+                }
             }
-        });
-        if matched {
-            best = Some((*resource, parents.join("/"), pattern.len()));
+        }
+        if matched && best.is_none_or(|(_, longest)| length > longest) {
+            best = Some((*resource, length));
         }
     }
-    best.map(|(resource, parent, n)| (resource, parent, &segs[n..]))
+    best.map(|(resource, length)| {
+        let parents: Vec<&str> = segments(resource)
+            .zip(segs)
+            .filter(|(pattern, _)| *pattern == "{}")
+            .map(|(_, seg)| *seg)
+            .collect();
+        (resource, parents.join("/"), &segs[length..])
+    })
 }
 
 /// Serves a request to a declared resource; `rest` is the path after its collection.
