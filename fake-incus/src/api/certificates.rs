@@ -137,7 +137,7 @@ impl Resource for Certificates {
         object["certificate"] = json!(pem);
         Ok(())
     }
-    fn check_key(&self, _: &str) -> Result<(), ApiError> {
+    fn check_key(&self, _: &str, _: &At) -> Result<(), ApiError> {
         Ok(())
     }
     fn by_prefix(&self) -> bool {

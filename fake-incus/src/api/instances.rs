@@ -623,6 +623,8 @@ fn update(
     if let Some(why) = missing_volume(state, project, &expanded) {
         return Err(ApiError::new(404, why));
     }
+    let running = instance.status == crate::state::PowerState::Running;
+    live_user_keys(line, running, &instance.devices, &req.devices)?;
     let instance = super::found_instance_mut(state, project, name)?;
     instance.config = req.config;
     instance.devices = req.devices;
@@ -631,6 +633,47 @@ fn update(
     instance.ephemeral = req.ephemeral;
     instance.stateful = req.stateful;
     Ok(None)
+}
+
+/// On a line whose `user.*` device keys update live ([`crate::line::USER_KEYS_UPDATE_LIVE`]), a
+/// running instance refuses a change of only `user.*` keys to a device that cannot be updated
+/// (`Failed to update device "d1": Device does not support updates`); before, the daemon
+/// removed and added the device again.
+fn live_user_keys(
+    line: IncusLine,
+    running: bool,
+    old: &Devices,
+    new: &Devices,
+) -> Result<(), ApiError> {
+    if !running || !line.has_extension(crate::line::USER_KEYS_UPDATE_LIVE) {
+        return Ok(());
+    }
+    let without_user = |device: &StringMap| -> StringMap {
+        device
+            .iter()
+            .filter(|(k, _)| !k.starts_with("user."))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    // `disk` and the nics whose driver has `Update` (bridged, macvlan, OVN, physical, routed).
+    let updatable = |device: &StringMap| match device.get("type").map(String::as_str) {
+        Some("disk") => true,
+        Some("nic") => !device
+            .get("nictype")
+            .is_some_and(|t| ["p2p", "sriov", "ipvlan"].contains(&t.as_str())),
+        _ => false,
+    };
+    let refused = new.iter().find(|(name, device)| {
+        old.get(*name).is_some_and(|before| {
+            before != *device && without_user(before) == without_user(device) && !updatable(device)
+        })
+    });
+    match refused {
+        Some((name, _)) => Err(ApiError::internal(format!(
+            "Failed to update device {name:?}: Device does not support updates"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The extension since which device names must be API names (`Invalid device name "a/b"`).
@@ -741,6 +784,8 @@ fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     if let Some(why) = missing_volume(&state, &project, &devices) {
         return Err(ApiError::new(404, why));
     }
+    let running = current.status == crate::state::PowerState::Running;
+    live_user_keys(ctx.app.settings.line, running, &current.devices, &devices)?;
     let instance = super::found_instance_mut(&mut state, &project, name)?;
     instance.config = config;
     instance.devices = devices;

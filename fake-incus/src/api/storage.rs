@@ -53,9 +53,12 @@ impl Resource for Pools {
     fn template(&self) -> Value {
         json!({"description": "", "config": {}, "driver": ""})
     }
-    fn check_key(&self, key: &str) -> Result<(), ApiError> {
+    fn check_key(&self, key: &str, at: &At) -> Result<(), ApiError> {
         match key {
             "" => Err(ApiError::bad_request("No name provided")),
+            k if super::resource::names_are_api_names(at) => {
+                super::resource::api_name(at, "storage pool", k)
+            }
             k if k.contains('/') => Err(ApiError::bad_request(
                 "Storage pool names may not contain slashes",
             )),

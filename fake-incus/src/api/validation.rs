@@ -48,7 +48,7 @@ pub(super) fn validate_config(config: &StringMap, line: IncusLine) -> Result<(),
 pub(super) fn config_problem(config: &StringMap, line: IncusLine) -> Option<String> {
     config.iter().find_map(|(key, value)| {
         check_key(key, line)
-            .and_then(|()| check_value(key, value))
+            .and_then(|()| check_value(key, value, line))
             .err()
     })
 }
@@ -101,6 +101,16 @@ fn device_problem(name: &str, device: &StringMap) -> Option<DeviceProblem> {
     if kind == "disk" {
         if let Some(why) = disk_problem(device) {
             return failed(why);
+        }
+    }
+    // A `none` device takes no field (`config.Validate` with no rules): only `type`, `user.*`
+    // and `initial.*` pass.
+    if kind == "none" {
+        let other = device
+            .keys()
+            .find(|k| *k != "type" && !k.starts_with("user.") && !k.starts_with("initial."));
+        if let Some(key) = other {
+            return failed(&format!("Invalid device option {key:?}"));
         }
     }
     None
@@ -176,6 +186,15 @@ pub(super) fn api_name_problem(value: &str, allow_slashes: bool) -> Option<Strin
     None
 }
 
+/// Where `checked` (a line with [`crate::line::OBJECT_NAMES_ARE_API_NAMES`]), a new `noun` name
+/// as the daemon checks it (`validate.IsAPIName`): `Invalid {noun} name: why` (400).
+pub(super) fn checked_api_name(checked: bool, noun: &str, name: &str) -> Result<(), ApiError> {
+    match api_name_problem(name, false).filter(|_| checked) {
+        Some(why) => Err(ApiError::bad_request(format!("Invalid {noun} name: {why}"))),
+        None => Ok(()),
+    }
+}
+
 /// The first device whose name is not an API name (7.0), as `Invalid device name "NAME": why`.
 pub(super) fn device_names_problem(devices: &Devices) -> Option<String> {
     devices.keys().find_map(|name| {
@@ -239,6 +258,29 @@ pub(super) fn missing_volume(state: &State, project: &str, devices: &Devices) ->
 }
 
 /// The name rules the daemon applies to profiles and projects (`kind`: `Profile`, `Project`).
+/// Incus's project name rule (`projectValidateName`, 6.0.4's; 7.0 checks the name as an API
+/// name first, which leaves only the underscore of these to refuse).
+pub(super) fn project_name_problem(name: &str) -> Option<String> {
+    let why = if name.is_empty() {
+        "No name provided"
+    } else if name.contains('/') {
+        "Project names may not contain slashes"
+    } else if name.contains(' ') {
+        "Project names may not contain spaces"
+    } else if name.contains('_') {
+        "Project names may not contain underscores"
+    } else if name.contains(['\'', '"']) {
+        "Project names may not contain quotes"
+    } else if name == "*" {
+        "Reserved project name"
+    } else if name == "." || name == ".." {
+        return Some(format!("Invalid project name {name:?}"));
+    } else {
+        return None;
+    };
+    Some(why.to_owned())
+}
+
 pub(super) fn check_entity_name(kind: &str, name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("No name provided".into());
@@ -542,7 +584,7 @@ fn check_key(key: &str, line: IncusLine) -> Result<(), String> {
     }
 }
 
-fn check_value(key: &str, value: &str) -> Result<(), String> {
+fn check_value(key: &str, value: &str, line: IncusLine) -> Result<(), String> {
     const BOOLEANS: &[&str] = &[
         "boot.autostart",
         "security.privileged",
@@ -563,6 +605,14 @@ fn check_value(key: &str, value: &str) -> Result<(), String> {
     ];
     if value.is_empty() {
         return Ok(());
+    }
+    if key == "boot.autostart" && line.has_extension(crate::line::BOOT_AUTOSTART_LAST_STATE) {
+        let ok = value == "last-state" || check_boolean(value).is_ok();
+        return if ok {
+            Ok(())
+        } else {
+            Err(format!("{value:?} isn't a valid value"))
+        };
     }
     if BOOLEANS.contains(&key) {
         let ok = ["true", "false", "1", "0", "yes", "no", "on", "off"]

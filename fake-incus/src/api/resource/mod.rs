@@ -193,8 +193,8 @@ pub(crate) trait Resource: Sync {
         Ok(())
     }
     /// Whether a key is a valid name for a new object.
-    fn check_key(&self, key: &str) -> Result<(), ApiError> {
-        plain::any_name(key)
+    fn check_key(&self, key: &str, at: &At) -> Result<(), ApiError> {
+        plain::any_name(key, at)
     }
     /// Fills what a new object takes from the server (its creation time, a project's default
     /// features) before it is checked.
@@ -635,14 +635,14 @@ fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> A
     }
     let key = sent.get(decl.key).cloned().unwrap_or(json!(""));
     if decl.first == First::Name {
-        resource.check_key(key.as_str().unwrap_or_default())?;
+        resource.check_key(key.as_str().unwrap_or_default(), at)?;
     }
     object[decl.key] = key;
     let mut state = ctx.app.state();
     resource.parent(&state, at)?;
     resource.prepare(&state, at, &mut object)?;
     let key = object[decl.key].as_str().unwrap_or_default().to_owned();
-    resource.check_key(&key)?;
+    resource.check_key(&key, at)?;
     if find_object(resource, &state, at, &key).is_some() {
         return Err(resource.exists(Verb::Create, &key));
     }
@@ -656,6 +656,20 @@ fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> A
     drop(state);
     ctx.applied();
     answer(decl.create, &object_url(resource, at, &key))
+}
+
+/// The daemon's check of a new `noun` name on a line that makes it
+/// ([`crate::line::OBJECT_NAMES_ARE_API_NAMES`]: `validate.IsAPIName`), `Invalid {noun} name:
+/// why` (400); `Ok` on a line that does not. A resource's [`Resource::check_key`] calls it where
+/// its handler makes the check.
+pub(crate) fn api_name(at: &At, noun: &str, key: &str) -> Result<(), ApiError> {
+    super::validation::checked_api_name(names_are_api_names(at), noun, key)
+}
+
+/// Whether the line checks new names as API names ([`api_name`]).
+pub(crate) fn names_are_api_names(at: &At) -> bool {
+    at.line
+        .has_extension(crate::line::OBJECT_NAMES_ARE_API_NAMES)
 }
 
 /// The daemon's first check of a new name, on a line that makes it
@@ -676,10 +690,7 @@ pub(crate) fn api_name_first(
     }
     let sent = body_object(body)?;
     let name = sent.get(field).and_then(Value::as_str).unwrap_or_default();
-    match super::validation::api_name_problem(name, false) {
-        Some(why) => Err(ApiError::bad_request(format!("Invalid {noun} name: {why}"))),
-        None => Ok(()),
-    }
+    super::validation::checked_api_name(true, noun, name)
 }
 
 fn update(
@@ -739,7 +750,7 @@ fn rename(
     resource.check_rename(&sent, at)?;
     let first = resource.decl().first;
     if first == First::Name {
-        resource.check_key(&new)?;
+        resource.check_key(&new, at)?;
     }
     let work = move |state: &mut State| -> Result<(), ApiError> {
         resource.parent(state, &place)?;
@@ -748,7 +759,7 @@ fn rename(
         if first == First::Object && found.is_none() {
             return Err(unknown());
         }
-        resource.check_key(&new)?;
+        resource.check_key(&new, &place)?;
         if find_object(resource, state, &place, &new).is_some() {
             return Err(resource.exists(Verb::Rename, &new));
         }
