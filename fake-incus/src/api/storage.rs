@@ -176,9 +176,12 @@ fn list_volumes(ctx: &Ctx, pool: &str, kind: Option<&str>) -> ApiResult {
         return Err(pool_not_found());
     }
     let mut items = Vec::new();
+    let snapshots = !ctx
+        .app
+        .has_extension(crate::line::POOL_VOLUME_LISTS_LEAVE_OUT_SNAPSHOTS);
     for project in ctx.projects() {
         for volume in state.volumes(pool, &project) {
-            if kind.is_some_and(|k| k != volume.kind) {
+            if kind.is_some_and(|k| k != volume.kind) || (volume.is_snapshot() && !snapshots) {
                 continue;
             }
             items.push(if ctx.recursion() == 0 {

@@ -343,6 +343,11 @@ pub(super) fn import(ctx: &Ctx, pool: &str, headers: &http::HeaderMap, body: &[u
         config: serde_json::from_value(index["config"]["volume"]["config"].clone())
             .unwrap_or_default(),
         created_at: String::new(),
+        content_type: index["config"]["volume"]["content_type"]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .unwrap_or("filesystem")
+            .to_owned(),
     };
     let spec = spec(
         ctx,

@@ -446,6 +446,7 @@ pub(super) fn copy(ctx: &Ctx, pool: &str, body: &[u8]) -> ApiResult {
                 description: req.description.clone(),
                 config,
                 created_at: clock::now(),
+                content_type: source.content_type.clone(),
             };
             if snap.is_none() && !req.source.volume_only {
                 let snapshots: Vec<VolumeSnapshot> = snapshots_of(state, &source)

@@ -100,7 +100,7 @@ impl Resource for Volumes {
         &DECL
     }
     fn template(&self) -> Value {
-        json!({"description": "", "config": {}, "created_at": ""})
+        json!({"description": "", "config": {}, "created_at": "", "content_type": "filesystem"})
     }
     fn parent(&self, state: &State, at: &At) -> Result<(), ApiError> {
         if state.storage_pools.iter().any(|p| p.name == at.parent) {
@@ -157,6 +157,15 @@ impl Resource for Volumes {
     }
     fn etag(&self, object: &Value) -> String {
         crate::state::etag::hash(&json!([object["name"], "custom", object["config"]]))
+    }
+    /// A snapshot read as a volume (`GET .../volumes/custom/NAME%2FSNAPSHOT`, which the 6.0
+    /// client's `storage volume show POOL NAME/SNAPSHOT` sends).
+    fn read_other(&self, state: &State, at: &At, key: &str) -> Option<(Value, String)> {
+        state
+            .volumes(&at.parent, &at.project)
+            .into_iter()
+            .find(|v| v.kind == "custom" && v.is_snapshot() && v.name == key)
+            .map(|v| (v.to_json(), v.etag()))
     }
     /// A copy (`source.type: copy`) runs as an operation (see [`volume_snapshots`]).
     fn intercept_create(&self, ctx: &Ctx, at: &At, body: &[u8]) -> Option<ApiResult> {

@@ -597,3 +597,82 @@ async fn a_snapshot_onto_a_taken_name_fails_with_7_0s_generated_conflict() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_pools_volume_list_shows_snapshots_on_6_0_only_and_a_snapshot_reads_as_a_volume_on_both()
+{
+    for line in [IncusLine::V6_0, IncusLine::V7_0] {
+        let fake = fake_of(line).await;
+        launch(&fake, "c1", false).await;
+        let snap = call(
+            &fake,
+            "POST",
+            "/1.0/instances/c1/snapshots",
+            Some(json!({"name": "s0"})),
+        )
+        .await;
+        wait(&fake, &snap).await;
+        let block = json!({"name": "v1", "content_type": "block", "config": {"size": "10MiB"}});
+        assert_eq!(
+            call(
+                &fake,
+                "POST",
+                "/1.0/storage-pools/default/volumes/custom",
+                Some(block)
+            )
+            .await
+            .status(),
+            200
+        );
+        let vs = call(
+            &fake,
+            "POST",
+            "/1.0/storage-pools/default/volumes/custom/v1/snapshots",
+            Some(json!({"name": "vs1"})),
+        )
+        .await;
+        wait(&fake, &vs).await;
+        let listed = call(
+            &fake,
+            "GET",
+            "/1.0/storage-pools/default/volumes?recursion=1",
+            None,
+        )
+        .await;
+        let names: Vec<String> = listed
+            .metadata()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                format!(
+                    "{}:{}:{}",
+                    v["type"].as_str().unwrap(),
+                    v["name"].as_str().unwrap(),
+                    v["content_type"].as_str().unwrap()
+                )
+            })
+            .collect();
+        let expected: &[&str] = if line == IncusLine::V6_0 {
+            &[
+                "container:c1:filesystem",
+                "container:c1/s0:filesystem",
+                "custom:v1:block",
+                "custom:v1/vs1:block",
+            ]
+        } else {
+            &["container:c1:filesystem", "custom:v1:block"]
+        };
+        assert_eq!(names, expected, "{line}");
+        let read = call(
+            &fake,
+            "GET",
+            "/1.0/storage-pools/default/volumes/custom/v1%2Fvs1",
+            None,
+        )
+        .await;
+        assert_eq!(read.status(), 200, "{line}");
+        assert_eq!(read.metadata()["name"], "v1/vs1");
+        assert_eq!(read.metadata()["config"], json!({}));
+    }
+}

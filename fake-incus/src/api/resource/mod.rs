@@ -264,6 +264,11 @@ pub(crate) trait Resource: Sync {
     fn shown_to(&self, _ctx: &Ctx, _object: &Value) -> bool {
         true
     }
+    /// What a get reads by a key the store does not hold (a custom volume's snapshot read as
+    /// the volume `NAME/SNAPSHOT`): its rendering and ETag; `None` (the default): not found.
+    fn read_other(&self, _state: &State, _at: &At, _key: &str) -> Option<(Value, String)> {
+        None
+    }
     /// The object as the API shows it (adds `used_by`, the project, computed fields).
     fn render(&self, _state: &State, _at: &At, object: Value) -> Value {
         object
@@ -564,8 +569,12 @@ fn get(resource: &'static dyn Resource, ctx: &Ctx, at: &At, key: &str) -> ApiRes
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
     resource.parent(state, at)?;
-    let object =
-        find_object(resource, state, at, key).ok_or_else(|| resource.not_found(Verb::Get, key))?;
+    let Some(object) = find_object(resource, state, at, key) else {
+        let (rendered, etag) = resource
+            .read_other(state, at, key)
+            .ok_or_else(|| resource.not_found(Verb::Get, key))?;
+        return Ok(envelope::sync_etag(rendered, &etag));
+    };
     let etag = resource.etag(&object);
     Ok(envelope::sync_etag(
         resource.render(state, at, object),
