@@ -85,7 +85,7 @@ kill "$fake"
 wait "$fake" || true
 cd "$root"
 cat >target/package/timings.txt <<EOF
-cargo package (${PACKAGE_VERIFY:-1} = verify) of $publishable: ${package_s} s
+cargo package of $publishable ($([ "${PACKAGE_VERIFY:-1}" = 0 ] && echo "--no-verify" || echo "with its verify build")): ${package_s} s
 cargo install --profile $profile --path fake-incus and --path conformance (CI's target directory): ${install_s} s
 the installed incus-conformance run from another directory: ${run_s} s
 EOF
