@@ -34,23 +34,30 @@ print(" ".join(names))
 log "publishable: $publishable"
 args=()
 for name in $publishable; do args+=(-p "$name"); done
+# cargo verifies each crate against the others' .crate files through a local registry, which it unpacks
+# once per name and version under $CARGO_HOME/registry/src/-HASH/, and whose builds it takes for
+# immutable (never rebuilt once in a target directory): an earlier run's copies (same 0.1.0, older
+# sources) would be compiled, or linked, instead of this tree's. Remove the unpacked copies, and verify
+# in a target directory of its own, emptied first.
+for name in $publishable; do
+  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$name"-[0-9]*
+done
 t=$(now)
 if [ "${PACKAGE_VERIFY:-1}" = 0 ]; then
   cargo package --locked --no-verify "${args[@]}"
 else
-  # The packaged crates are built in the workspace's target directory with the workspace's dev profile
-  # (a packaged manifest carries no profile), so that what ci/test.sh compiled with the same features
-  # is reused: only what the missing workspace-hack unification changes compiles again.
+  # The packaged crates are built with the workspace's dev profile (a packaged manifest carries none).
   # The packaged crates themselves (taken from a local registry, so not "local" to cargo) compile
   # without optimisation, as the workspace's own crates do.
   own=()
   for name in $publishable; do own+=(--config "profile.dev.package.$name.opt-level=0"); done
-  cargo package --locked "${args[@]}" \
+  rm -rf target/package-verify
+  cargo package --locked "${args[@]}" --target-dir target/package-verify \
     --config 'profile.dev.debug="line-tables-only"' \
     --config 'profile.dev.package."*".opt-level=1' --config 'profile.dev.package."*".debug=false' "${own[@]}"
 fi
 package_s=$(took "$t" "$(now)")
-ls -l target/package/*.crate
+ls -l target/package/*.crate target/package-verify/package/*.crate 2>/dev/null || true
 
 log "cargo install --path into a temporary root"
 install_root=$(mktemp -d)
