@@ -39,13 +39,14 @@
 //! |---|---|---|
 //! | 1 | `lib` (this handle), `control`, `members`, `capture`, `record`, `replay` | start and script the fake: the builder, the control socket, the cluster members' listeners and their down/up life; capture an Incus into a seed; record an Incus's traffic through a proxy, replay a transcript against an Incus |
 //! | 2 | `server` | the listeners: one task per connection, HTTP over a Unix socket or mutual TLS, into `api` |
-//! | 3 | `api` | the Incus API as a function from request to response: journal, faults, trust, routing, one module per resource; on a cluster it decides where the request belongs and hands that (a `cluster::Scope`) down explicitly, never through a task-local |
+//! | 3 | `api` | the Incus API as a function from request to response: journal, faults, trust, the route table (`api/routes.rs`, one row per endpoint, as Incus's `api10`), one module per resource; on a cluster it decides where the request belongs and hands that (a `cluster::Scope`) down explicitly, never through a task-local |
 //! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
 //! | 5 | `exec`, `lifecycle` | exec sessions over websockets and the built-in interpreter; operations' registration, events, waits and expiry (`exec` settles through `lifecycle`) |
 //! | 6 | `faults`, `verify`, `journal`, `persist` | the fault rules and their verdicts; verification of the journal (`POST /verify`); the request journal and its queries; the state directory (`--state-dir`) and its group committer |
 //! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls`, `differ`, `transcript`, `line` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client) and how to reach any Incus (`Source`: its socket, or HTTPS with the client certificate presented and the server's pinned), how two answers are compared (`differ`), the record/replay transcript format, the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates (made, or loaded from a `--tls-dir`), the Incus line the fake imitates (server version and API extensions; handlers ask `has_extension`) |
 //!
-//! Where to add things: an endpoint is a function in its resource's module under `api/` (state
+//! Where to add things: an endpoint is a function in its resource's module under `api/` and a
+//! row of the route table (`api/routes.rs`, with the API extension that introduced it; state
 //! it changes in `state/`); a fault is a variant in `faults/`; a test of API semantics asks the
 //! fake with [`FakeIncus::call`] and checks errors with [`assert_native_error`]; a test of the
 //! transport (framing, TLS, websockets, a socket going away) uses a socket ([`client`]).
@@ -74,6 +75,7 @@ mod tls;
 pub mod transcript;
 mod verify;
 
+pub use api::routes::Endpoint;
 pub use capture::{capture, capture_from, CaptureError, CaptureOptions};
 pub use client::Source as CaptureSource;
 pub use client::{assert_native_error, Reply, Request};
@@ -95,6 +97,25 @@ pub use pattern::path_matches;
 /// fake's `API.md` is this and the measured coverage of the Incus API.
 pub fn declared_resources_markdown() -> String {
     api::declared_markdown()
+}
+
+/// The fake's route table, one [`Endpoint`] per row and method, in the order a request walks
+/// it: every endpoint it serves, with the API extension that introduced it (a line without
+/// the extension does not route it). `API.md` and the coverage tests read it.
+///
+/// ```
+/// let table = fake_incus::route_table();
+/// let state = table
+///     .iter()
+///     .find(|e| e.method == "PUT" && e.matches("/1.0/instances/c1/state"))
+///     .expect("a row");
+/// assert_eq!(state.path, "/1.0/instances/{name}/state");
+/// let nbd = table.iter().find(|e| e.matches("/1.0/instances/c1/nbd")).expect("a row");
+/// assert_eq!(nbd.extension, Some("instance_nbd"));
+/// assert!(!fake_incus::IncusLine::V6_0.has_extension("instance_nbd"));
+/// ```
+pub fn route_table() -> Vec<Endpoint> {
+    api::endpoints()
 }
 
 /// The futures of [`FakeIncusBuilder::start`] and [`FakeIncus::call`]: boxed, so that their

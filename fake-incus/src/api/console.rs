@@ -4,13 +4,12 @@
 //! session ([`crate::exec`]'s console) runs what the image's init runs on the console.
 
 use super::body::check_field_kinds;
-use super::{instance_not_found, only, parse_body, Ctx};
+use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::exec::interpreter::{self, fs::Fs};
 use crate::exec::{ConsoleProgram, ExecRequest};
 use crate::state::operations::OpSpec;
 use crate::state::PowerState;
-use http::Method;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -33,8 +32,7 @@ struct ConsoleBody {
     force: bool,
 }
 
-pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiResult {
-    only(method, Method::POST)?;
+pub(super) fn post(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     if name.contains('/') {
         return Err(ApiError::bad_request("Invalid instance name"));
     }

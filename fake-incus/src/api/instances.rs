@@ -12,42 +12,19 @@ use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
 use crate::state::snapshot::InstanceView;
 use crate::state::{Devices, Instance, State, StringMap};
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
-pub(super) fn route(
-    ctx: &Ctx,
-    method: &Method,
-    rest: &[&str],
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult {
-    match (rest, method.as_str()) {
-        ([], "GET") => list(ctx),
-        ([], "POST") if is_backup_upload(headers) => super::backups::import(ctx, headers, body),
-        ([], "POST") => create(ctx, body),
-        ([], "PUT") => super::state::put_all(ctx, body),
-        ([], _) => Err(ApiError::not_implemented()),
-        ([name], "GET") => get(ctx, name),
-        ([name], "PUT") => put(ctx, name, headers, body),
-        ([name], "PATCH") => patch(ctx, name, headers, body),
-        ([name], "DELETE") => delete(ctx, name),
-        ([name], "POST") => rename(ctx, name, body),
-        ([_], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
-}
-
 /// The daemon takes a create whose body is `application/octet-stream` as a backup to import.
-fn is_backup_upload(headers: &HeaderMap) -> bool {
+pub(super) fn is_backup_upload(headers: &HeaderMap) -> bool {
     headers
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes() == b"application/octet-stream")
 }
 
-fn list(ctx: &Ctx) -> ApiResult {
+pub(super) fn list(ctx: &Ctx) -> ApiResult {
     let filter = ctx
         .param("filter")
         .filter(|f| !f.is_empty())
@@ -152,7 +129,7 @@ impl Fields for InstanceFields<'_> {
     }
 }
 
-fn get(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn get(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();
     let view = snapshot
@@ -214,7 +191,7 @@ struct CreateBody {
     kind: String,
 }
 
-fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
+pub(super) fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     if ctx.app.state().project(&project).is_none() {
         return Err(ApiError::new(
@@ -537,7 +514,7 @@ struct PutBody {
     stateful: bool,
 }
 
-fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+pub(super) fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
@@ -705,7 +682,7 @@ struct PatchBody {
     restore: String,
 }
 
-fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+pub(super) fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let mut state = ctx.app.state();
     let current = super::found_instance(&state, &project, name)?;
@@ -752,7 +729,7 @@ fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     Ok(envelope::empty())
 }
 
-fn delete(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn delete(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
@@ -798,7 +775,7 @@ struct RenameBody {
 }
 
 /// `POST /1.0/instances/{name}` with a new name (renames only; migration is out of scope).
-fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+pub(super) fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();

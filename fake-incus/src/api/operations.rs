@@ -13,20 +13,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub(super) async fn route(ctx: &Ctx, req: Request<Bytes>, rest: &[String]) -> ApiResult {
-    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-    match (rest.as_slice(), req.method().as_str()) {
-        ([], "GET") => list(ctx),
-        ([id], "GET") => get(ctx, id),
-        ([id], "DELETE") => cancel(ctx, id),
-        ([id, "wait"], "GET") => wait(ctx, id),
-        ([id, "websocket"], "GET") => connect(ctx, req, id),
-        ([] | [_] | [_, "wait" | "websocket"], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
-}
-
-fn list(ctx: &Ctx) -> ApiResult {
+pub(super) fn list(ctx: &Ctx) -> ApiResult {
     if ctx.all_projects() && ctx.param("project").is_some() {
         return Err(ApiError::bad_request(
             "Cannot specify a project when requesting all projects",
@@ -58,20 +45,20 @@ fn list(ctx: &Ctx) -> ApiResult {
     ))
 }
 
-fn get(ctx: &Ctx, id: &str) -> ApiResult {
+pub(super) fn get(ctx: &Ctx, id: &str) -> ApiResult {
     let ops = ctx.app.ops();
     let op = ops.get(id).ok_or_else(op_not_found)?;
     Ok(envelope::sync(op.to_json_read()))
 }
 
-fn cancel(ctx: &Ctx, id: &str) -> ApiResult {
+pub(super) fn cancel(ctx: &Ctx, id: &str) -> ApiResult {
     ctx.app.cancel_operation(id)?;
     ctx.applied();
     Ok(envelope::empty())
 }
 
 /// Answers 200 at once; the body (sync or error envelope) follows when the wait ends.
-fn wait(ctx: &Ctx, id: &str) -> ApiResult {
+pub(super) fn wait(ctx: &Ctx, id: &str) -> ApiResult {
     let timeout = match ctx.param("timeout") {
         None | Some("-1") => None,
         Some(text) => {
@@ -118,7 +105,7 @@ fn wait(ctx: &Ctx, id: &str) -> ApiResult {
 }
 
 /// `GET /1.0/operations/{id}/websocket?secret=…`.
-fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
+pub(super) fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
     let secret = ctx.param("secret").map(String::from);
     let final_status = ctx.app.ops().get(op_id).map(|op| op.status.is_final());
     let secret = match (final_status, secret) {

@@ -13,7 +13,7 @@ use crate::app::App;
 use crate::envelope::{ApiError, ApiResult};
 use crate::state::files::{clean, Attrs, FileError, Kind, Node, Owner, TREE_LIMIT};
 use bytes::Bytes;
-use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use russh_sftp::extensions::{HardlinkExtension, Statvfs, StatvfsExtension, HARDLINK, STATVFS};
 use russh_sftp::protocol::{
@@ -28,10 +28,7 @@ const HANDLE_LIMIT: usize = 64;
 /// Symlinks followed when resolving one path.
 const LINK_DEPTH: usize = 16;
 
-pub(super) fn route(ctx: &Ctx, name: &str, req: Request<Bytes>) -> ApiResult {
-    if req.method() != Method::GET {
-        return Err(ApiError::not_implemented());
-    }
+pub(super) fn instance(ctx: &Ctx, name: &str, req: Request<Bytes>) -> ApiResult {
     // The daemon checks the upgrade before it looks the instance up.
     if !wants_upgrade(&req) {
         return Err(ApiError::bad_request("Missing or invalid upgrade header"));

@@ -5,40 +5,11 @@ use super::{instance_not_found, parse_body, snapshot_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
 use crate::state::State;
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-pub(super) fn route(
-    ctx: &Ctx,
-    method: &Method,
-    rest: &[&str],
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult {
-    // The snapshot's segment, decoded once by the router, is decoded again.
-    let decoded;
-    let rest = match rest {
-        [name, "snapshots", snap] => {
-            decoded = query_unescape(snap)?;
-            &[*name, "snapshots", decoded.as_str()][..]
-        }
-        _ => rest,
-    };
-    match (rest, method.as_str()) {
-        ([name, "snapshots"], "GET") => list(ctx, name),
-        ([name, "snapshots"], "POST") => create(ctx, name, body),
-        ([_, "snapshots"], _) => Err(ApiError::not_implemented()),
-        ([name, "snapshots", snap], "GET") => get(ctx, name, snap),
-        ([name, "snapshots", snap], "DELETE") => delete(ctx, name, snap),
-        ([name, "snapshots", snap], "POST") => rename(ctx, name, snap, body),
-        ([name, "snapshots", snap], "PUT" | "PATCH") => update(ctx, name, snap, headers, body),
-        ([_, "snapshots", _], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
-}
-
-fn list(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn list(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
@@ -59,7 +30,7 @@ fn list(ctx: &Ctx, name: &str) -> ApiResult {
     Ok(envelope::sync(Value::Array(items)))
 }
 
-fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
+pub(super) fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
@@ -85,7 +56,7 @@ struct CreateBody {
     expires_at: Option<String>,
 }
 
-fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+pub(super) fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let (instance_url, snap_name, snap_url) = {
         let state = ctx.app.state();
@@ -153,7 +124,7 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     Ok(envelope::operation_created(op))
 }
 
-fn delete(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
+pub(super) fn delete(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
     let project = ctx.project();
     let (instance_url, snap_url) = snapshot_urls(ctx, name, snap)?;
     let spec = snapshot_spec(&project, "Deleting snapshot", instance_url, snap_url);
@@ -209,7 +180,7 @@ struct RenameBody {
 }
 
 /// `POST /1.0/instances/{name}/snapshots/{snap}` with a new name (migration is not simulated).
-fn rename(ctx: &Ctx, name: &str, snap: &str, body: &[u8]) -> ApiResult {
+pub(super) fn rename(ctx: &Ctx, name: &str, snap: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let (instance_url, snap_url) = snapshot_urls(ctx, name, snap)?;
     let req: RenameBody = parse_body(body)?;
@@ -264,7 +235,13 @@ fn rename(ctx: &Ctx, name: &str, snap: &str, body: &[u8]) -> ApiResult {
 
 /// `PUT` and `PATCH`: only `expires_at` is writable; a body without it as a string changes
 /// nothing (still an operation), one with it sets it (RFC 3339, the daemon's 400 otherwise).
-fn update(ctx: &Ctx, name: &str, snap: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+pub(super) fn update(
+    ctx: &Ctx,
+    name: &str,
+    snap: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult {
     let project = ctx.project();
     let (instance_url, snap_url) = snapshot_urls(ctx, name, snap)?;
     {
@@ -317,7 +294,7 @@ pub(super) fn parse_time(text: &str) -> Result<String, ApiError> {
 /// then `url.QueryUnescape` (`instanceSnapshotHandler`, `cmd/incusd/instance_snapshot.go` of 6.0.4
 /// and 7.0), so `s%2531` names `s1` and `a+b` names `a b` (both checked on the real daemons). A
 /// malformed escape is Go's error, answered as an internal error.
-fn query_unescape(segment: &str) -> Result<String, ApiError> {
+pub(super) fn decoded(segment: &str) -> Result<String, ApiError> {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -348,7 +325,7 @@ fn query_unescape(segment: &str) -> Result<String, ApiError> {
 
 #[cfg(test)]
 mod decoding_tests {
-    use super::query_unescape;
+    use super::decoded as query_unescape;
 
     #[test]
     fn a_snapshot_segment_is_decoded_as_a_query_value() {

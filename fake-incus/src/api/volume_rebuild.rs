@@ -14,15 +14,7 @@ use std::sync::Arc;
 
 pub(super) const EXTENSION: &str = "storage_volumes_rebuild";
 
-pub(super) fn rebuild(
-    ctx: &Ctx,
-    method: &http::Method,
-    (pool, kind, name): (&str, &str, &str),
-    body: &[u8],
-) -> ApiResult {
-    if *method != http::Method::POST {
-        return Err(ApiError::not_implemented());
-    }
+pub(super) fn rebuild(ctx: &Ctx, (pool, kind, name): (&str, &str, &str), body: &[u8]) -> ApiResult {
     if !["container", "virtual-machine", "image", "custom"].contains(&kind) {
         return Err(ApiError::bad_request("Invalid storage volume type name"));
     }

@@ -9,36 +9,13 @@ use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::operations::OpSpec;
 use crate::state::volume_snapshots::VolumeSnapshot;
 use crate::state::{clock, State, Volume};
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 pub(super) fn volume_not_found() -> ApiError {
     ApiError::new(404, "Storage pool volume not found")
-}
-
-/// `rest` after `/1.0/storage-pools`: `[pool, "volumes", "custom", name, "snapshots", ..]`.
-pub(super) fn route(
-    ctx: &Ctx,
-    method: &Method,
-    pool: &str,
-    name: &str,
-    rest: &[&str],
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult {
-    match (rest, method.as_str()) {
-        (["snapshots"], "GET") => list(ctx, pool, name),
-        (["snapshots"], "POST") => create(ctx, pool, name, body),
-        (["snapshots", snap], "GET") => get(ctx, pool, name, snap),
-        (["snapshots", snap], "PUT") => update(ctx, pool, name, snap, headers, body, false),
-        (["snapshots", snap], "PATCH") => update(ctx, pool, name, snap, headers, body, true),
-        (["snapshots", snap], "POST") => rename(ctx, pool, name, snap, body),
-        (["snapshots", snap], "DELETE") => delete(ctx, pool, name, snap),
-        (["snapshots"] | ["snapshots", _], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
 }
 
 /// The custom volume, or the pool's then the volume's 404.
@@ -76,7 +53,7 @@ fn snapshot(
     found.ok_or_else(volume_not_found)
 }
 
-fn list(ctx: &Ctx, pool: &str, name: &str) -> ApiResult {
+pub(super) fn list(ctx: &Ctx, pool: &str, name: &str) -> ApiResult {
     let state = ctx.app.state();
     let volume = volume(&state, ctx, pool, name)?;
     let items: Vec<Value> = snapshots_of(&state, &volume)
@@ -94,7 +71,7 @@ fn list(ctx: &Ctx, pool: &str, name: &str) -> ApiResult {
     Ok(envelope::sync(Value::Array(items)))
 }
 
-fn get(ctx: &Ctx, pool: &str, name: &str, snap: &str) -> ApiResult {
+pub(super) fn get(ctx: &Ctx, pool: &str, name: &str, snap: &str) -> ApiResult {
     let found = snapshot(&ctx.app.state(), ctx, pool, name, snap)?;
     Ok(envelope::sync_etag(found.to_json(true), &found.etag()))
 }
@@ -130,7 +107,7 @@ fn check_snapshot_name(name: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn create(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
+pub(super) fn create(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
     let volume = volume(&ctx.app.state(), ctx, pool, name)?;
     let req: CreateBody = parse_body(body)?;
     check_snapshot_name(&req.name)?;
@@ -218,7 +195,7 @@ fn change(
 }
 
 /// `PUT` (description and expiry replaced) and `PATCH` (the fields sent), synchronous.
-fn update(
+pub(super) fn update(
     ctx: &Ctx,
     pool: &str,
     name: &str,
@@ -255,7 +232,7 @@ fn update(
     Ok(envelope::empty())
 }
 
-fn rename(ctx: &Ctx, pool: &str, name: &str, snap: &str, body: &[u8]) -> ApiResult {
+pub(super) fn rename(ctx: &Ctx, pool: &str, name: &str, snap: &str, body: &[u8]) -> ApiResult {
     let found = snapshot(&ctx.app.state(), ctx, pool, name, snap)?;
     let req: super::RenameBody = parse_body(body)?;
     check_snapshot_name(&req.name)?;
@@ -283,7 +260,7 @@ fn rename(ctx: &Ctx, pool: &str, name: &str, snap: &str, body: &[u8]) -> ApiResu
     Ok(envelope::operation_created(op))
 }
 
-fn delete(ctx: &Ctx, pool: &str, name: &str, snap: &str) -> ApiResult {
+pub(super) fn delete(ctx: &Ctx, pool: &str, name: &str, snap: &str) -> ApiResult {
     let found = snapshot(&ctx.app.state(), ctx, pool, name, snap)?;
     let resources = BTreeMap::from([("storage_volume_snapshots".to_string(), vec![found.url()])]);
     let op = ctx.start_task(
