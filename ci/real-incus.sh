@@ -137,7 +137,7 @@ acceptance() {
 
 summary() {
   if [ -f "$1/real-incus-acceptance.md" ]; then
-    grep -E '^(# |- Server|\| `incus_)' "$1/real-incus-acceptance.md" >&2 || true
+    grep -E '^(# |- Server|\| `incus_|## Safety values)' "$1/real-incus-acceptance.md" >&2 || true
   fi
 }
 

@@ -77,10 +77,19 @@ where
     F: Fn(Connection) -> (H, H::Caller) + Send + Sync + 'static,
 {
     let factory: Arc<dyn TargetFactory> = Arc::new(HostTargets::new(Arc::new(host_factory)));
-    runner::execute(
-        args,
-        suites::registry(&factory, suites::Subject::HostUnderCertification),
-    )
+    run_suites(args, &factory, suites::Subject::HostUnderCertification)
+}
+
+/// Runs every suite for `subject` through `factory`'s targets as `args` say, every fake answering
+/// as the run's Incus line (`--incus-version`); returns the exit code. The line is set here, above
+/// both the runner and the scenario engine, so neither needs the other for it.
+pub(crate) fn run_suites(
+    args: &RunArgs,
+    factory: &Arc<dyn TargetFactory>,
+    subject: suites::Subject,
+) -> ExitCode {
+    crate::scenario::fake::use_incus_line(args.incus_line());
+    runner::execute(args, suites::registry(factory, subject))
 }
 
 /// Runs every suite that can be expressed over the wire protocol `incus-operations-adapter/1`
@@ -89,7 +98,7 @@ where
 /// in-process follow the list, each with its reason.
 pub fn certify_adapter(args: &RunArgs, targets: WireTargets) -> ExitCode {
     let factory: Arc<dyn TargetFactory> = Arc::new(targets);
-    let code = runner::execute(args, suites::registry(&factory, suites::Subject::Adapter));
+    let code = run_suites(args, &factory, suites::Subject::Adapter);
     if args.listing() {
         print!("{}", in_process_only_listing());
     }
@@ -99,9 +108,8 @@ pub fn certify_adapter(args: &RunArgs, targets: WireTargets) -> ExitCode {
 /// The trials an adapter run leaves out, with the reason for each group.
 pub fn in_process_only_listing() -> String {
     let mut text = String::from("\nin-process only (not run over the wire):\n");
-    for (prefix, reason) in suites::IN_PROCESS_ONLY {
-        let star = if prefix.ends_with("::") { "*" } else { "" };
-        text.push_str(&format!("  {prefix}{star}: {reason}\n"));
+    for (trials, reason) in suites::in_process_only() {
+        text.push_str(&format!("  {trials}: {reason}\n"));
     }
     text
 }

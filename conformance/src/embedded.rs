@@ -29,6 +29,10 @@ pub(crate) fn under(dir: &str) -> impl Iterator<Item = (&'static str, &'static s
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the repository files the run reads,
+    //! embedded at build time (see `build.rs`)); a promise of the harness seen from outside (its
+    //! command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     #[test]

@@ -58,7 +58,7 @@ pub fn run_conformance(args: &RunArgs) -> ExitCode {
         Arc::new(|connection| (ReferenceHost::new(connection), ()));
     let factory: Arc<dyn scenario::target::TargetFactory> =
         Arc::new(scenario::fake::HostTargets::new(hosts));
-    runner::execute(args, suites::registry(&factory, suites::Subject::Core))
+    certify::run_suites(args, &factory, suites::Subject::Core)
 }
 
 /// `RELIABILITY.md`: runs every reliability measurement (each mutation under each fault on both
@@ -76,6 +76,22 @@ pub fn reliability_markdown(long: bool) -> Result<String, String> {
         suites::reliability::Size::SHORT
     };
     suites::reliability::markdown(size)
+}
+
+/// The cases of the core's value rules as data (`conformance/data/safety-values.json`, the list the
+/// `safety::*` trials run against the fake): each `{"rule", "label", "operation", "scopes",
+/// "input", "expect", "harm"?}`, with `expect` one of `invalid_input`, `scope_missing`,
+/// `restricted_input` (refused before any request; `harm` says what the input does to a real
+/// daemon that takes it) or `sent` (a benign value that reaches Incus). Inputs name an existing
+/// instance `c1`, a new instance `w1`, pool `default` and volume `vol1`; a runner against a real
+/// daemon renames them (`real-incus-acceptance` does).
+///
+/// ```
+/// let cases = incus_conformance::safety_value_cases();
+/// assert!(cases.iter().any(|case| case["expect"] == "sent"));
+/// ```
+pub fn safety_value_cases() -> Vec<serde_json::Value> {
+    suites::value_cases()
 }
 
 /// `CLAUSES.md`: every clause of the specification with its sentence and the tests that check it,

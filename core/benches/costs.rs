@@ -30,30 +30,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use incus_operations::{run, Binding, Client, Connection, Host, HostError, RunOptions, Scope};
+use incus_operations::{run, AllowAll, Client, Connection, RunOptions, Scope};
 use serde_json::{json, Value};
-
-/// A host that binds every call to one discovered client and authorizes everything.
-struct BenchHost {
-    client: Client,
-}
-
-impl Host for BenchHost {
-    type Caller = ();
-
-    async fn binding(&self, _caller: &(), _operation: &str) -> Result<Binding, HostError> {
-        Ok(Binding::client(self.client.clone()))
-    }
-
-    async fn authorize(
-        &self,
-        _caller: &(),
-        _operation: &str,
-        _input: &Value,
-    ) -> Result<(), HostError> {
-        Ok(())
-    }
-}
 
 /// The bare native call: a fresh connection, one GET, the body read and parsed.
 async fn bare_get(socket: &Path, path: &str) -> Value {
@@ -116,14 +94,14 @@ async fn started_fake(seed: Option<Value>) -> fake_incus::FakeIncus {
     builder.start().await.expect("the fake starts")
 }
 
-async fn host_for(fake: &fake_incus::FakeIncus) -> BenchHost {
+async fn host_for(fake: &fake_incus::FakeIncus) -> AllowAll {
     let connection = Connection::builder(incus_operations::Endpoint::unix(fake.unix_socket()))
         .timeout(Duration::from_secs(61))
         .stream_timeout(Duration::from_secs(125))
         .build()
         .expect("connection");
     let client = Client::connect(connection).await.expect("discovery");
-    BenchHost { client }
+    AllowAll::client(client)
 }
 
 async fn run_overhead() {
@@ -318,7 +296,7 @@ async fn real_exec_streaming() {
             .build()
             .expect("connection");
         let client = Client::connect(connection).await.expect("discovery");
-        let host = BenchHost { client };
+        let host = AllowAll::client(client);
         println!(
             "exec streaming through run() on the real daemon ({}, project {project})",
             socket.display()
@@ -384,7 +362,7 @@ async fn native_wait(socket: &Path, method: &str, path: &str, body: Option<Value
 
 /// The two exec cells (a stream of 8 MiB that ends, then one that runs past the 64 MiB total)
 /// of `instance`, `BENCH_EXEC_ROUNDS` times each.
-async fn exec_cells(host: &BenchHost, instance: Value, commands: [Vec<&str>; 2]) {
+async fn exec_cells(host: &AllowAll, instance: Value, commands: [Vec<&str>; 2]) {
     let rounds: usize = env_or("BENCH_EXEC_ROUNDS", 3);
     println!(
         "  {rounds} rounds each; peak RSS before any exec: {:.1} MiB",

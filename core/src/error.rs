@@ -150,6 +150,10 @@ impl std::fmt::Display for ErrorKind {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the closed set of error kinds a result can
+    //! carry in `{"error": {"kind": ...}}`); a promise of the whole `run()` or of the client
+    //! against a fake Incus, seen through the public API, goes in `tests/integration`.
+
     use super::*;
 
     #[test]

@@ -158,6 +158,10 @@ pub(crate) fn evidence_file_problems(coverage: &[CoverageEntry], root: &Path) ->
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the evidence gate); a promise of the whole
+    //! `run()` or of the client against a fake Incus, seen through the public API, goes in
+    //! `tests/integration`.
+
     use super::*;
 
     const COMPLETE: EndpointRow = EndpointRow {

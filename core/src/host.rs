@@ -295,6 +295,79 @@ pub trait Host: Send + Sync {
     }
 }
 
+/// The example host: every call is bound to one backend and authorized, so a caller runs
+/// whatever its verified scopes allow; no image remote is known, no restricted config or device
+/// is allowed and no other project is visible (the trait's defaults). Tests, benches and a first
+/// try of the operations use it; a real host decides per caller (see [`Host`]).
+///
+/// ```
+/// use incus_operations::{run, AllowAll, Connection, RunOptions, Scope};
+/// use serde_json::json;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let host = AllowAll::new(Connection::unix("/nonexistent/incus.socket")).default_project("dev");
+/// // The caller's scopes still decide: a destructive operation needs more than `incus.read`,
+/// // and is refused before any request.
+/// let delete = incus_operations::all().into_iter().find(|d| d.destructive()).unwrap();
+/// let options = RunOptions::new(&host, &(), [Scope::Read]);
+/// let refused = run(delete.name(), json!({}), options).await;
+/// assert_eq!(refused["error"]["kind"], "scope_missing");
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct AllowAll {
+    backend: Backend,
+}
+
+/// What [`AllowAll`] binds every call to.
+#[derive(Debug, Clone)]
+enum Backend {
+    Client(Client),
+    Connection(Connection, BindingContext),
+}
+
+impl AllowAll {
+    /// Binds every call to `connection`, discovered by each operation, in project `default`.
+    pub fn new(connection: Connection) -> Self {
+        AllowAll {
+            backend: Backend::Connection(connection, BindingContext::default()),
+        }
+    }
+
+    /// Binds every call to an already discovered client.
+    pub fn client(client: Client) -> Self {
+        AllowAll {
+            backend: Backend::Client(client),
+        }
+    }
+
+    /// Runs operations whose input names no project in `project` (on a connection; a client
+    /// binding runs them in `default`).
+    pub fn default_project(mut self, project: impl Into<String>) -> Self {
+        if let Backend::Connection(_, context) = &mut self.backend {
+            *context = std::mem::take(context).default_project(project);
+        }
+        self
+    }
+}
+
+impl Host for AllowAll {
+    type Caller = ();
+
+    async fn binding(&self, _caller: &(), _operation: &str) -> Result<Binding, HostError> {
+        Ok(match &self.backend {
+            Backend::Client(client) => Binding::client(client.clone()),
+            Backend::Connection(connection, context) => {
+                Binding::connection(connection.clone(), context.clone())
+            }
+        })
+    }
+
+    async fn authorize(&self, _: &(), _: &str, _: &Value) -> Result<(), HostError> {
+        Ok(())
+    }
+}
+
 /// The dyn-compatible form of [`Host`] that [`run`](crate::run) takes. Every [`Host`] is a
 /// `DynHost`; implement [`Host`] rather than this trait.
 pub trait DynHost: Send + Sync {

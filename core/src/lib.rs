@@ -3,7 +3,7 @@
 //! A fixed catalogue of 32 bounded operations (`incus_<resource>_<verb>`), each defined once with its
 //! JSON Schemas (2020-12), scope, destructive confirmation rule, bounds and the client evidence it needs.
 //! Only operations whose evidence is complete are exported by [`all`]; the others are listed by
-//! [`unavailable`] with what is missing. [`tama_document`] publishes the exported operations as a
+//! [`not_exported`] with what is missing. [`tama_document`] publishes the exported operations as a
 //! `tama-operations/1` profile document.
 //!
 //! # How the code is laid out
@@ -14,7 +14,7 @@
 //! |---|---|
 //! | `profile` | the `tama-operations/1` document of the exported operations, from the catalogue |
 //! | `run` | `run()`: the export gate and the call's bound (`pipeline`), every check in order, the input parsed once into its typed form (`checks`, with the write rules of `writes`), the host callbacks under their bound, the typed inputs (`input`), each operation's typed input and the one dispatch from it to its client request (`native`), the executors (`inspect`, `mutate`, `update`, `cancel`, `exec`) and the result shapes (`output`, `results`, `redact`, with its `reader`: the caller's exec scope and the projects the host lets it see) |
-//! | `host` | the [`Host`] trait a host implements and what its callbacks return ([`Binding`], [`ImageRemote`], [`RestrictedItem`]) |
+//! | `host` | the [`Host`] trait a host implements and what its callbacks return ([`Binding`], [`ImageRemote`], [`RestrictedItem`]); [`AllowAll`], the example host |
 //! | `client` | the Incus client: connection and TLS, three transport helpers (`query`), one file per resource, exec over websockets |
 //! | `catalogue` | the 32 descriptors, one file per resource: name, schemas, scope, confirmation, bounds, evidence and the native call (`Native`) |
 //! | `evidence` | which client requirements have evidence (the gate behind [`all`]) |
@@ -33,7 +33,7 @@
 //!     assert_eq!(described["name"], descriptor.name());
 //! }
 //! // Operations whose client evidence is incomplete are listed with what they lack.
-//! for entry in incus_operations::unavailable() {
+//! for entry in incus_operations::not_exported() {
 //!     println!("{}: {}", entry.name(), entry.reason());
 //! }
 //! ```
@@ -53,8 +53,8 @@ mod profile;
 mod run;
 
 pub use catalogue::{
-    all, describe, fetch, unavailable, Bounds, Confirmation, Descriptor, Scope, Unavailable,
-    UnavailableReason,
+    all, describe, fetch, not_exported, Bounds, Confirmation, Descriptor, NotExported,
+    NotExportedReason, Scope,
 };
 pub use client::{
     tls_client_config, Client, ClientError, Connection, ConnectionBuilder, ConnectionError,
@@ -62,7 +62,9 @@ pub use client::{
 };
 pub use error::ErrorKind;
 pub use evidence::MissingRequirement;
-pub use host::{Binding, BindingContext, DynHost, Host, HostError, ImageRemote, RestrictedItem};
+pub use host::{
+    AllowAll, Binding, BindingContext, DynHost, Host, HostError, ImageRemote, RestrictedItem,
+};
 pub use profile::{tama_document, tama_document_all};
 pub use run::{
     redact_network_credentials, redact_server_credentials, run, RunOptions,

@@ -10,7 +10,9 @@
 //!   carry `user:password@` ([`SERVER_URL_KEYS`]; redacted when it does). The member keys
 //!   (`internal/server/node/config.go`) are addresses and paths only;
 //!   Incus 7.0 adds two credentials (`instances.tpm.platform_key`,
-//!   `storage.linstor.client_key`) and one URL (`storage.linstor.controller_connection`);
+//!   `storage.linstor.client_key`) and one URL (`storage.linstor.controller_connection`), and its
+//!   logging targets (`logging.<name>.target.*`, `server_logging` and `server_logging_webhook`)
+//!   take a password ([`is_logging_password`]) and a URL (`target.address`);
 //! - network configuration: `bgp.peers.<peer>.password`, the one credential among the network
 //!   drivers' keys (`internal/server/network/driver_common.go`, `bgpValidationRules`);
 //! - storage pool configuration: `truenas.api_key` (Incus 7.0's TrueNAS driver,
@@ -22,11 +24,16 @@
 //!   websocket secrets of migrations (`shared/api/migration.go`, `cmd/incusd/migrate.go`); and the
 //!   values of an exec session's `environment` (`cmd/incusd/instance_exec.go` stores the request's
 //!   environment, tokens an operator passed to the command included, in the operation);
-//! - instance, snapshot and profile configuration ([`guest_data`]): the values of `environment.*`
-//!   and of the cloud-init data keys ([`GUEST_DATA_KEYS`]), which hold what the guest is given
-//!   (passwords, tokens, keys). Unlike the others, these are the guest's own: whoever can run a
-//!   command in the guest reads them there, so a caller may be shown them (the core shows them to
-//!   callers with `incus.exec` only).
+//! - instance, snapshot and profile configuration ([`guest_data`]): the values of `environment.*`,
+//!   of the cloud-init data keys ([`GUEST_DATA_KEYS`]) and of the credentials handed to the guest
+//!   ([`GUEST_CREDENTIAL_PREFIXES`]: `smbios11.*`, 7.0's `systemd.credential.*` and
+//!   `systemd.credential-binary.*`), which hold what the guest is given (passwords, tokens, keys).
+//!   Unlike the others, these are the guest's own: whoever can run a command in the guest reads
+//!   them there, so a caller may be shown them (the core shows them to callers with `incus.exec`
+//!   only);
+//! - image objects ([`image`]): the server URL of a cached image's `update_source`, which Incus
+//!   keeps as the image was fetched (`cmd/incusd/daemon_images.go`, `CreateImageSource`), with the
+//!   image server's `user:password@` when it had one.
 //!
 //! A URL is treated as carrying credentials whenever its text holds `@` (see [`url_userinfo`]).
 //!
@@ -80,6 +87,22 @@ pub const GUEST_DATA_KEYS: &[&str] = &[
 /// the guest's init and of every exec session.
 pub const GUEST_ENVIRONMENT_PREFIX: &str = "environment.";
 
+/// The prefixes of the instance and profile configuration keys that hand the guest a credential:
+/// SMBIOS type 11 strings (`smbios11.*`, Incus 6.0.4 and 7.0, which systemd reads as credentials)
+/// and systemd credentials (`systemd.credential.*`, `systemd.credential-binary.*`, Incus 7.0's
+/// `instance_systemd_credentials`).
+pub const GUEST_CREDENTIAL_PREFIXES: &[&str] = &[
+    "smbios11.",
+    "systemd.credential.",
+    "systemd.credential-binary.",
+];
+
+/// Incus 7.0's logging target keys (`logging.<name>.target.<field>`): the password is a
+/// credential, the address a URL that may carry one.
+const LOGGING_PREFIX: &str = "logging.";
+const LOGGING_PASSWORD_FIELD: &str = "target.password";
+const LOGGING_ADDRESS_FIELD: &str = "target.address";
+
 /// Network configuration keys `bgp.peers.<peer>.password`: this prefix, one peer name, this suffix.
 const BGP_PEER_PREFIX: &str = "bgp.peers.";
 const BGP_PASSWORD_SUFFIX: &str = ".password";
@@ -108,9 +131,55 @@ pub const OPERATION_ENVIRONMENT_KEY: &str = "environment";
 /// ```
 pub fn server(object: &mut Value) -> bool {
     config_entries(object, |key, value| {
+        let url =
+            SERVER_URL_KEYS.contains(&key) || logging_field(key) == Some(LOGGING_ADDRESS_FIELD);
         SERVER_CREDENTIAL_KEYS.contains(&key)
-            || (SERVER_URL_KEYS.contains(&key) && value.as_str().is_some_and(url_userinfo))
+            || is_logging_password(key)
+            || (url && value.as_str().is_some_and(url_userinfo))
     })
+}
+
+/// The field of a logging target key (`logging.<name>.<field>`, the name without a dot).
+fn logging_field(key: &str) -> Option<&str> {
+    let (name, field) = key.strip_prefix(LOGGING_PREFIX)?.split_once('.')?;
+    (!name.is_empty()).then_some(field)
+}
+
+/// Whether a server configuration key is a logging target's password
+/// (`logging.<name>.target.password`, Incus 7.0 `internal/server/cluster/config/config.go`,
+/// `LoggingConfigForLoki`, `LoggingConfigForWebhook`).
+///
+/// ```
+/// use incus_credentials::redact::is_logging_password;
+/// assert!(is_logging_password("logging.siem.target.password"));
+/// assert!(!is_logging_password("logging.siem.target.username"));
+/// ```
+pub fn is_logging_password(key: &str) -> bool {
+    logging_field(key) == Some(LOGGING_PASSWORD_FIELD)
+}
+
+/// An image object (`GET /1.0/images/{fingerprint}`): the server URL of its `update_source` when
+/// it may carry `user:password@` (see [`url_userinfo`]). Returns whether anything was replaced.
+///
+/// ```
+/// use incus_credentials::redact::{self, REDACTED};
+/// let mut image = serde_json::json!({"fingerprint": "be3d", "update_source": {
+///     "server": "https://mirror:t0k3n@images.example.org", "protocol": "simplestreams", "alias": "debian/12",
+/// }});
+/// assert!(redact::image(&mut image));
+/// assert_eq!(image["update_source"]["server"], REDACTED);
+/// assert_eq!(image["update_source"]["alias"], "debian/12");
+/// ```
+pub fn image(object: &mut Value) -> bool {
+    let Some(server) = object.pointer_mut("/update_source/server") else {
+        return false;
+    };
+    if server.as_str().is_some_and(url_userinfo) {
+        *server = Value::String(REDACTED.to_owned());
+        true
+    } else {
+        false
+    }
 }
 
 /// A network object: its `bgp.peers.<peer>.password` keys. Returns whether anything was
@@ -164,9 +233,9 @@ pub fn operation(object: &mut Value) -> bool {
     changed
 }
 
-/// An instance, snapshot or profile object: the values of its `environment.*` and cloud-init data
-/// keys ([`GUEST_DATA_KEYS`]) in `config` and in `expanded_config`. Returns whether anything was
-/// replaced.
+/// An instance, snapshot or profile object: the values of its `environment.*`, cloud-init data
+/// keys ([`GUEST_DATA_KEYS`]) and guest credentials ([`GUEST_CREDENTIAL_PREFIXES`]) in `config` and
+/// in `expanded_config`. Returns whether anything was replaced.
 ///
 /// ```
 /// use incus_credentials::redact::{self, REDACTED};
@@ -181,7 +250,11 @@ pub fn operation(object: &mut Value) -> bool {
 /// ```
 pub fn guest_data(object: &mut Value) -> bool {
     let is_guest_data = |key: &str, _: &Value| {
-        key.starts_with(GUEST_ENVIRONMENT_PREFIX) || GUEST_DATA_KEYS.contains(&key)
+        key.starts_with(GUEST_ENVIRONMENT_PREFIX)
+            || GUEST_DATA_KEYS.contains(&key)
+            || GUEST_CREDENTIAL_PREFIXES
+                .iter()
+                .any(|prefix| key.len() > prefix.len() && key.starts_with(prefix))
     };
     let config = config_entries(object, is_guest_data);
     entries(object, "expanded_config", is_guest_data) | config
@@ -264,6 +337,10 @@ fn is_bgp_password(key: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (which values in Incus's answers are
+    //! credentials, each replaced by the one marker [`REDACTED`]); what the core and the fake make
+    //! of it goes in their own tests.
+
     use super::*;
     use serde_json::json;
 
@@ -287,6 +364,34 @@ mod tests {
         assert_eq!(config["core.https_address"], "127.0.0.1:8443");
         assert_eq!(config["user.note"], "kept");
         assert_eq!(object["environment"]["server_version"], "6.0.4");
+    }
+
+    #[test]
+    fn logging_target_passwords_and_urls_with_a_user_are_replaced() {
+        let mut object = json!({"config": {
+            "logging.siem.target.type": "loki", "logging.siem.target.password": "pw",
+            "logging.siem.target.username": "incus",
+            "logging.hook.target.address": "https://ops:pw@hooks.example/x",
+            "logging.plain.target.address": "https://hooks.example/x"
+        }});
+        assert!(server(&mut object));
+        let config = &object["config"];
+        assert_eq!(config["logging.siem.target.password"], REDACTED);
+        assert_eq!(config["logging.hook.target.address"], REDACTED);
+        assert_eq!(config["logging.siem.target.username"], "incus");
+        assert_eq!(
+            config["logging.plain.target.address"],
+            "https://hooks.example/x"
+        );
+    }
+
+    #[test]
+    fn an_image_update_source_with_a_user_is_replaced() {
+        let mut image_object = json!({"update_source": {"server": "//u:pw@images.example"}});
+        assert!(image(&mut image_object));
+        let mut public = json!({"update_source": {"server": "https://images.linuxcontainers.org"}});
+        assert!(!image(&mut public));
+        assert!(!image(&mut json!({"fingerprint": "ab"})));
     }
 
     #[test]
@@ -347,6 +452,14 @@ mod tests {
         );
         assert_eq!(instance["expanded_config"]["limits.cpu"], "1");
         assert!(!guest_data(&mut instance), "a second pass changes nothing");
+        let mut vm = json!({"config": {
+            "smbios11.io.systemd.credential:db": "pw", "systemd.credential.db": "pw",
+            "systemd.credential-binary.key": "cHc=", "smbios11.": "kept"
+        }});
+        assert!(guest_data(&mut vm));
+        assert_eq!(vm["config"]["smbios11.io.systemd.credential:db"], REDACTED);
+        assert_eq!(vm["config"]["systemd.credential.db"], REDACTED);
+        assert_eq!(vm["config"]["systemd.credential-binary.key"], REDACTED);
     }
 
     #[test]

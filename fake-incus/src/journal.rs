@@ -375,11 +375,17 @@ impl Journal {
             pattern: pattern.to_string(),
             seen: AtomicU64::new(0),
         });
-        self.lock().expectations.push(Arc::downgrade(&counter));
+        let since = {
+            let mut inner = self.lock();
+            inner.expectations.push(Arc::downgrade(&counter));
+            inner.last_seq
+        };
         Expectation {
             counter,
             times,
             checked: false,
+            journal: self.clone(),
+            since,
         }
     }
 
@@ -417,11 +423,24 @@ pub struct Expectation {
     counter: Arc<Counter>,
     times: u64,
     checked: bool,
+    /// The journal, and its last sequence number when the expectation was made: what was
+    /// received since is listed when the count is off.
+    journal: Journal,
+    since: u64,
 }
 
-/// An expectation that was not met.
+/// How many received requests a failed expectation lists at most.
+const LISTED_REQUESTS: usize = 50;
+
+/// An expectation that was not met: the count, and every request received meanwhile (as
+/// wiremock lists them), so that a wrong path or method shows at once.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("expected {expected} request(s) {method} {pattern}, received {received}")]
+#[error(
+    "expected {expected} request(s) {method} {pattern}, received {received}; requests received \
+     meanwhile: {}",
+    listed(requests)
+)]
+#[non_exhaustive]
 pub struct ExpectationError {
     /// The method expected (`*`: any).
     pub method: String,
@@ -431,6 +450,20 @@ pub struct ExpectationError {
     pub expected: u64,
     /// How many arrived.
     pub received: u64,
+    /// Every request the journal kept since the expectation was made (`METHOD /path?query`),
+    /// the first [`LISTED_REQUESTS`] of them.
+    pub requests: Vec<String>,
+}
+
+fn listed(requests: &[String]) -> String {
+    if requests.is_empty() {
+        return "none".to_owned();
+    }
+    let mut text = requests.join(", ");
+    if requests.len() == LISTED_REQUESTS {
+        text.push_str(", ...");
+    }
+    text
 }
 
 impl Expectation {
@@ -445,11 +478,23 @@ impl Expectation {
         if received == self.times {
             return Ok(());
         }
+        let requests = self
+            .journal
+            .page(self.since)
+            .entries
+            .iter()
+            .take(LISTED_REQUESTS)
+            .map(|e| match &e.query {
+                Some(query) => format!("{} {}?{query}", e.method, e.path),
+                None => format!("{} {}", e.method, e.path),
+            })
+            .collect();
         Err(ExpectationError {
             method: self.counter.method.clone(),
             pattern: self.counter.pattern.clone(),
             expected: self.times,
             received,
+            requests,
         })
     }
 
@@ -545,6 +590,33 @@ mod tests {
         assert_eq!((err.expected, err.received), (2, 1));
         journal.record(entry("delete", "/1.0/instances/c", b""));
         assert_eq!(delete.finish(), Ok(()));
+    }
+
+    #[test]
+    fn a_failed_expectation_lists_the_requests_received_meanwhile() {
+        let journal = Journal::default();
+        journal.record(entry("GET", "/1.0", b""));
+        let delete = journal.expect("DELETE", "/1.0/instances/web", 1);
+        let mut with_query = entry("DELETE", "/1.0/instances/web2", b"");
+        with_query.query = Some("project=p".into());
+        journal.record(with_query);
+        journal.record(entry("GET", "/1.0/operations/x/wait", b""));
+        let err = delete.verify().unwrap_err();
+        assert_eq!(
+            err.requests,
+            [
+                "DELETE /1.0/instances/web2?project=p",
+                "GET /1.0/operations/x/wait"
+            ]
+        );
+        assert_eq!(
+            err.to_string(),
+            "expected 1 request(s) DELETE /1.0/instances/web, received 0; requests received \
+             meanwhile: DELETE /1.0/instances/web2?project=p, GET /1.0/operations/x/wait"
+        );
+        delete.forget();
+        let none = journal.expect("GET", "/1.0", 1).finish().unwrap_err();
+        assert!(none.to_string().ends_with("meanwhile: none"), "{none}");
     }
 
     #[test]

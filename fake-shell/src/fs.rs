@@ -638,6 +638,9 @@ impl FileSystem for MemoryFs {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the file system the shell runs on); a
+    //! command run through the fake's exec goes in fake-incus's tests.
+
     use super::*;
 
     #[test]

@@ -174,6 +174,9 @@ impl LineEditor {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`ash` reading a terminal, as busybox's
+    //! shell runs on a console); a command run through the fake's exec goes in fake-incus's tests.
+
     use super::*;
     use crate::MemoryFs;
     use std::collections::BTreeMap;

@@ -72,7 +72,8 @@ use tokio::sync::mpsc;
 pub use fs::{FileSystem, FsError, Kind, MemoryFs, Meta, Owner};
 pub use interactive::{interactive, PROMPT_QUERY};
 use io::{Fds, Reader, Sink};
-use shell::{Search, Shell, Stop, BROKEN_PIPE_STATUS, NOT_EXECUTABLE_STATUS, NOT_FOUND_STATUS};
+use shell::{Search, Shell, Stop, BROKEN_PIPE_STATUS};
+pub use shell::{NOT_EXECUTABLE_STATUS, NOT_FOUND_STATUS};
 
 /// The `PATH` Incus gives a command.
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -82,7 +83,7 @@ pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 pub struct ExecRequest {
     /// The command and its arguments.
     pub command: Vec<String>,
-    /// The environment, as [`incus_environment`] made it.
+    /// The environment, as the daemon gives it (the fake fills in Incus's defaults).
     pub environment: BTreeMap<String, String>,
     /// User id.
     pub user: u32,
@@ -141,8 +142,12 @@ impl Machine {
     }
 }
 
+/// The status of an empty command, which runs nothing (the daemon never starts one: it fails the
+/// operation, see the fake's exec).
+pub const EMPTY_COMMAND_STATUS: i32 = -1;
+
 /// Runs to completion; returns the exit status as Incus reports it (killed by signal N -> 128+N;
-/// command not found -> 127, see [`exit_failure`]).
+/// command not found -> [`NOT_FOUND_STATUS`], not executable -> [`NOT_EXECUTABLE_STATUS`]).
 pub async fn run(req: ExecRequest, io: ExecIo) -> i32 {
     let ExecIo {
         stdin,
@@ -150,8 +155,8 @@ pub async fn run(req: ExecRequest, io: ExecIo) -> i32 {
         stderr,
         mut signals,
     } = io;
-    if let Some(failure) = start_failure(&req.command) {
-        return failure.exit_status();
+    if req.command.is_empty() {
+        return EMPTY_COMMAND_STATUS;
     }
     let input = Arc::new(tokio::sync::Mutex::new(Reader::channel(stdin)));
     let fds = Fds::standard(input, Sink::Chan(stdout), Sink::Chan(stderr));
@@ -189,7 +194,7 @@ fn first_process(req: &ExecRequest, fds: Fds) -> (Shell, mpsc::UnboundedReceiver
         first_pid: FIRST_PID,
     });
     let cwd = initial_cwd(&machine.fs, &req.cwd, req.user);
-    let env = process_environment(&req.environment, req.user);
+    let env = process_environment(&req.environment);
     (Shell::process(machine, env, cwd, fds), killed)
 }
 
@@ -209,70 +214,10 @@ fn initial_cwd(fs: &fs::Fs, requested: &str, user: u32) -> String {
     }
 }
 
-/// Why Incus would not start a command at all (it reports the operation as failed, with this message).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartFailure {
-    /// `command` was an empty list.
-    EmptyCommand,
-}
-
-impl StartFailure {
-    /// The operation's `err`, as the real daemon words it.
-    pub fn message(self) -> &'static str {
-        match self {
-            StartFailure::EmptyCommand => "Failed to retrieve PID of executing child process",
-        }
-    }
-
-    /// The operation's `metadata.return`: -1 when no process started.
-    pub fn exit_status(self) -> i32 {
-        match self {
-            StartFailure::EmptyCommand => -1,
-        }
-    }
-}
-
-/// Whether `command` cannot be started at all, so the fake can fail the operation like Incus does.
-pub fn start_failure(command: &[String]) -> Option<StartFailure> {
-    command.is_empty().then_some(StartFailure::EmptyCommand)
-}
-
-/// How Incus reports a command that ended with `status`: the operation fails with "Command not found"
-/// for 127 and "Command not executable" for 126, whatever the command was (`sh -c 'exit 127'` too).
-pub fn exit_failure(status: i32) -> Option<&'static str> {
-    match status {
-        NOT_FOUND_STATUS => Some("Command not found"),
-        NOT_EXECUTABLE_STATUS => Some("Command not executable"),
-        _ => None,
-    }
-}
-
-/// The environment Incus gives an exec'd command (as shown in the operation's metadata): the request's
-/// variables over the defaults `PATH`, `LANG=C.UTF-8`, and `HOME=/root` with `USER=root` for uid 0.
-pub fn incus_environment(
-    requested: &BTreeMap<String, String>,
-    user: u32,
-) -> BTreeMap<String, String> {
+/// The environment the process sees: the request's, plus `container=lxc` that LXC adds when
+/// attaching.
+fn process_environment(requested: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut env = requested.clone();
-    let mut default = |key: &str, value: &str| {
-        env.entry(key.to_owned())
-            .or_insert_with(|| value.to_owned());
-    };
-    default("PATH", DEFAULT_PATH);
-    default("LANG", "C.UTF-8");
-    if user == 0 {
-        default("HOME", "/root");
-        default("USER", "root");
-    }
-    env
-}
-
-/// The environment the process sees: Incus's, plus `container=lxc` that LXC adds when attaching.
-fn process_environment(
-    requested: &BTreeMap<String, String>,
-    user: u32,
-) -> BTreeMap<String, String> {
-    let mut env = incus_environment(requested, user);
     env.entry("container".into())
         .or_insert_with(|| "lxc".into());
     env

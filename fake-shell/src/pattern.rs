@@ -221,6 +221,9 @@ pub(crate) fn glob(fs: &Fs, cwd: &str, pattern: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (shell patterns (`*`, `?`, `[...]`, `\x`));
+    //! a command run through the fake's exec goes in fake-incus's tests.
+
     use super::*;
 
     #[test]

@@ -389,6 +389,10 @@ fn pad(spec: &Spec, mut field: Vec<u8>, sign_len: usize) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`printf` formatting and the backslash
+    //! escapes shared with `echo -e`); a command run through the fake's exec goes in fake-incus's
+    //! tests.
+
     use super::*;
 
     fn run(format: &str, args: &[&str]) -> (String, Vec<String>) {

@@ -19,9 +19,9 @@ use crate::Machine;
 /// Status of a command killed by SIGPIPE.
 pub(crate) const BROKEN_PIPE_STATUS: i32 = 128 + 13;
 /// "command not found".
-pub(crate) const NOT_FOUND_STATUS: i32 = 127;
+pub const NOT_FOUND_STATUS: i32 = 127;
 /// "found but cannot be executed".
-pub(crate) const NOT_EXECUTABLE_STATUS: i32 = 126;
+pub const NOT_EXECUTABLE_STATUS: i32 = 126;
 /// Status of a shell usage or syntax error.
 pub(crate) const USAGE_STATUS: i32 = 2;
 /// How many pipes a pipeline's channel holds before its writer waits.

@@ -1136,6 +1136,10 @@ impl Builder {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the POSIX shell language, parsed by
+    //! recursive descent straight from the characters); a command run through the fake's exec goes
+    //! in fake-incus's tests.
+
     use super::*;
 
     fn parses(source: &str) -> bool {

@@ -24,10 +24,24 @@ struct Running {
     signals: mpsc::UnboundedSender<i32>,
 }
 
+/// The environment the daemon gives `user`'s command when the request sets none (the fake's
+/// exec fills it in: `PATH`, `LANG=C.UTF-8`, and for root `HOME=/root` and `USER=root`).
+fn daemon_environment(user: u32) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::from([
+        ("PATH".to_owned(), DEFAULT_PATH.to_owned()),
+        ("LANG".to_owned(), "C.UTF-8".to_owned()),
+    ]);
+    if user == 0 {
+        env.insert("HOME".into(), "/root".into());
+        env.insert("USER".into(), "root".into());
+    }
+    env
+}
+
 fn request(fs: Arc<MemoryFs>, argv: &[&str]) -> ExecRequest {
     ExecRequest {
         command: argv.iter().map(|s| s.to_string()).collect(),
-        environment: incus_environment(&BTreeMap::new(), 0),
+        environment: daemon_environment(0),
         user: 0,
         group: 0,
         cwd: String::new(),
@@ -128,8 +142,6 @@ async fn command_not_found_and_not_executable_are_silent_127_and_126_like_incus(
     assert_outcome(&exec(&["pwd"]).await, 127, "", "");
     assert_outcome(&exec(&["/tmp"]).await, 126, "", "");
     assert_outcome(&exec(&["/etc/inittab"]).await, 126, "", "");
-    assert_eq!(exit_failure(127), Some("Command not found"));
-    assert_eq!(exit_failure(126), Some("Command not executable"));
 }
 
 #[tokio::test]
@@ -186,7 +198,7 @@ async fn cwd_and_home_are_the_daemons() {
         &["sh", "-c", "pwd; echo \"[$HOME]\"; id"],
     );
     req.user = 1000;
-    req.environment = incus_environment(&BTreeMap::new(), 1000);
+    req.environment = daemon_environment(1000);
     assert_outcome(&finish(start(req)).await, 0, "/\n[]\nuid=1000 gid=0\n", "");
 }
 

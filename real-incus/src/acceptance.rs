@@ -17,6 +17,7 @@ use crate::plan;
 use crate::portable;
 use crate::recorder::CheckSink;
 use crate::report::{Report, ServerInfo};
+use crate::safety;
 use crate::sandbox::{self, ImageSource};
 use crate::targets::{self, Targets};
 
@@ -165,6 +166,22 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
         };
         let scenarios = portable::run_all(cli, real, cli.compare_fake).await;
         checks.extend(scenarios.checks);
+        // The value rules need no fake to compare with: the conformance run checks them there.
+        let safety = if cli.compare_fake {
+            None
+        } else {
+            let run = safety::run(
+                admin,
+                &targets,
+                &sandbox,
+                &source,
+                cli.timeout,
+                Some(sink.clone()),
+            )
+            .await;
+            checks.extend(run.checks);
+            Some(run.section)
+        };
         divergences.extend(scenarios.divergences);
         answers.extend(scenarios.answers);
         Ok::<_, String>((
@@ -174,17 +191,19 @@ async fn acceptance(cli: &Cli, admin: &Admin, endpoint: Endpoint, source: ImageS
             errors,
             scenarios.clustered_answers,
             answers,
+            safety,
         ))
     };
     tokio::select! {
         result = work => match result {
-            Ok((checks, scenarios, divergences, errors, clustered_answers, answers)) => {
+            Ok((checks, scenarios, divergences, errors, clustered_answers, answers, safety)) => {
                 report.checks = checks;
                 report.scenarios = scenarios;
                 report.divergences = divergences;
                 report.errors.extend(errors);
                 report.clustered_answers = clustered_answers;
                 report.server_answers = answers;
+                report.safety_values = safety;
             }
             Err(e) => report.errors.push(e),
         },

@@ -149,15 +149,22 @@ impl Admin {
             .body(Full::new(Bytes::new()))
             .map_err(|e| AdminError::Http(e.to_string()))?;
         let call = format!("GET {path}");
-        let (status, content_type, body) = self.roundtrip(request).await?;
-        if status != 200 {
+        let raw = self.roundtrip(request).await?;
+        if raw.status != 200 {
             return Err(AdminError::Native {
                 call,
-                status,
-                message: String::from_utf8_lossy(&body).chars().take(300).collect(),
+                status: raw.status,
+                message: String::from_utf8_lossy(&raw.body)
+                    .chars()
+                    .take(300)
+                    .collect(),
             });
         }
-        self.import_raw(project, &content_type, body).await
+        let content_type = raw
+            .content_type()
+            .unwrap_or("application/octet-stream")
+            .to_owned();
+        self.import_raw(project, &content_type, raw.body).await
     }
 
     async fn import_raw(
@@ -288,6 +295,56 @@ impl Admin {
         succeeded(&format!("PUT {path}"), &started.metadata)
     }
 
+    /// Creates a custom storage volume in a project's pool (on a cluster, on `target`).
+    pub(crate) async fn create_volume(
+        &self,
+        project: &str,
+        pool: &str,
+        name: &str,
+        target: Option<&str>,
+    ) -> Result<(), AdminError> {
+        let path = custom_volumes(pool, None, project, target);
+        let body = json!({"name": name, "content_type": "filesystem"});
+        self.send(Method::POST, &path, Some(body)).await?;
+        Ok(())
+    }
+
+    /// Deletes a custom storage volume of a project's pool (on a cluster, the one on `target`).
+    pub(crate) async fn delete_volume(
+        &self,
+        project: &str,
+        pool: &str,
+        name: &str,
+        target: Option<&str>,
+    ) -> Result<(), AdminError> {
+        let path = custom_volumes(pool, Some(name), project, target);
+        self.send(Method::DELETE, &path, None).await?;
+        Ok(())
+    }
+
+    /// The custom volumes of a project on every pool, as (pool, volume, member) (`member` is
+    /// the volume's `location` on a cluster, empty or `none` standalone).
+    pub(crate) async fn custom_volumes(
+        &self,
+        project: &str,
+    ) -> Result<Vec<(String, String, String)>, AdminError> {
+        let pools = names_from_urls(&self.get("/1.0/storage-pools").await?.metadata);
+        let mut volumes = Vec::new();
+        for pool in pools {
+            let path = format!(
+                "/1.0/storage-pools/{}/volumes/custom?recursion=1&project={}",
+                enc(&pool),
+                enc(project)
+            );
+            let listed = self.get(&path).await?.metadata;
+            for volume in listed.as_array().into_iter().flatten() {
+                let text = |key: &str| volume[key].as_str().unwrap_or_default().to_owned();
+                volumes.push((pool.clone(), text("name"), text("location")));
+            }
+        }
+        Ok(volumes)
+    }
+
     /// Stops an instance at once (force).
     pub(crate) async fn force_stop(&self, project: &str, name: &str) -> Result<(), AdminError> {
         let path = format!(
@@ -324,17 +381,7 @@ impl Admin {
         body: Option<Value>,
     ) -> Result<Answer, AdminError> {
         let call = format!("{method} {path}");
-        let mut builder = Request::builder().method(method).uri(path);
-        let bytes = match body {
-            Some(body) => {
-                builder = builder.header("Content-Type", "application/json");
-                Bytes::from(body.to_string())
-            }
-            None => Bytes::new(),
-        };
-        let request = builder
-            .body(Full::new(bytes))
-            .map_err(|e| AdminError::Http(e.to_string()))?;
+        let request = request(method, path, body)?;
         let answer = self.exchange(&call, request).await?;
         if answer.kind == "async" {
             let operation = self.settle(&call, answer).await?;
@@ -344,6 +391,26 @@ impl Admin {
             });
         }
         Ok(answer)
+    }
+
+    /// Sends one request as it is and returns the HTTP status and the envelope, whatever they
+    /// say (a scenario's operator request, which the scenario engine judges).
+    pub(crate) async fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), AdminError> {
+        let method =
+            Method::from_bytes(method.as_bytes()).map_err(|e| AdminError::Http(e.to_string()))?;
+        let call = format!("{method} {path}");
+        let request = request(method, path, body)?;
+        let Raw { status, body, .. } = tokio::time::timeout(self.timeout, self.roundtrip(request))
+            .await
+            .map_err(|_| AdminError::Timeout(self.timeout))??;
+        let envelope = serde_json::from_slice(&body)
+            .map_err(|e| AdminError::Invalid(format!("{call}: HTTP {status}: {e}")))?;
+        Ok((status, envelope))
     }
 
     /// Waits for the operation of an async answer and returns the final operation object.
@@ -370,7 +437,7 @@ impl Admin {
         call: &str,
         request: Request<Full<Bytes>>,
     ) -> Result<Answer, AdminError> {
-        let (status, _, body) = tokio::time::timeout(self.timeout, self.roundtrip(request))
+        let Raw { status, body, .. } = tokio::time::timeout(self.timeout, self.roundtrip(request))
             .await
             .map_err(|_| AdminError::Timeout(self.timeout))??;
         let envelope: Value = serde_json::from_slice(&body)
@@ -395,11 +462,21 @@ impl Admin {
         })
     }
 
-    /// Sends one request; returns the status, the content type and the body.
-    async fn roundtrip(
-        &self,
-        mut request: Request<Full<Bytes>>,
-    ) -> Result<(u16, String, Bytes), AdminError> {
+    /// Sends one GET exactly as given (path and query) and returns the daemon's answer as it
+    /// came, whatever its status: what the read-only relay passes on.
+    pub(crate) async fn raw_get(&self, path_and_query: &str) -> Result<Raw, AdminError> {
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(path_and_query)
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| AdminError::Http(e.to_string()))?;
+        tokio::time::timeout(self.timeout, self.roundtrip(request))
+            .await
+            .map_err(|_| AdminError::Timeout(self.timeout))?
+    }
+
+    /// Sends one request; returns the answer as it came.
+    async fn roundtrip(&self, mut request: Request<Full<Bytes>>) -> Result<Raw, AdminError> {
         let host = match &self.endpoint {
             Endpoint::Unix(_) => "incus".to_owned(),
             Endpoint::Https { authority, .. } => authority.clone(),
@@ -446,6 +523,23 @@ impl Admin {
     }
 }
 
+/// The custom volumes of a pool in a project, or one of them, with `&target=MEMBER` for a
+/// cluster member (none for an empty member or `none`, a standalone daemon's location).
+fn custom_volumes(pool: &str, name: Option<&str>, project: &str, target: Option<&str>) -> String {
+    let name = name.map(|n| format!("/{}", enc(n))).unwrap_or_default();
+    let target = match target {
+        Some(member) if !member.is_empty() && member != "none" => {
+            format!("&target={}", enc(member))
+        }
+        _ => String::new(),
+    };
+    format!(
+        "/1.0/storage-pools/{}/volumes/custom{name}?project={}{target}",
+        enc(pool),
+        enc(project)
+    )
+}
+
 /// An operation that ended in anything but success is an error of `call`.
 fn succeeded(call: &str, operation: &Value) -> Result<(), AdminError> {
     if operation["status"] == "Success" {
@@ -461,10 +555,26 @@ fn succeeded(call: &str, operation: &Value) -> Result<(), AdminError> {
     })
 }
 
-async fn http1<S>(
-    stream: S,
-    request: Request<Full<Bytes>>,
-) -> Result<(u16, String, Bytes), AdminError>
+/// An answer as it came: its status, the headers a client of Incus reads, and its body.
+#[derive(Debug, Clone)]
+pub(crate) struct Raw {
+    pub(crate) status: u16,
+    /// `Content-Type` and `ETag`, when present.
+    pub(crate) headers: Vec<(http::HeaderName, String)>,
+    pub(crate) body: Bytes,
+}
+
+impl Raw {
+    /// The `Content-Type` header, when present.
+    pub(crate) fn content_type(&self) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(name, _)| name == http::header::CONTENT_TYPE)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+async fn http1<S>(stream: S, request: Request<Full<Bytes>>) -> Result<Raw, AdminError>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -481,11 +591,18 @@ where
         .send(Request::from_parts(parts, body))
         .await
         .map_err(|e| AdminError::Http(e.to_string()))?;
-    let content_type = reply
-        .header(http::header::CONTENT_TYPE.as_str())
-        .unwrap_or("application/octet-stream")
-        .to_owned();
-    Ok((reply.status(), content_type, reply.bytes().clone()))
+    let headers = [http::header::CONTENT_TYPE, http::header::ETAG]
+        .into_iter()
+        .filter_map(|name| {
+            let value = reply.header(name.as_str())?.to_owned();
+            Some((name, value))
+        })
+        .collect();
+    Ok(Raw {
+        status: reply.status(),
+        headers,
+        body: reply.bytes().clone(),
+    })
 }
 
 /// The core's pinned-certificate configuration, so the admin client trusts exactly what `run()`
@@ -518,6 +635,25 @@ const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'.')
     .remove(b'_')
     .remove(b'~');
+
+/// A request with a JSON body, if any.
+fn request(
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Request<Full<Bytes>>, AdminError> {
+    let mut builder = Request::builder().method(method).uri(path);
+    let bytes = match body {
+        Some(body) => {
+            builder = builder.header("Content-Type", "application/json");
+            Bytes::from(body.to_string())
+        }
+        None => Bytes::new(),
+    };
+    builder
+        .body(Full::new(bytes))
+        .map_err(|e| AdminError::Http(e.to_string()))
+}
 
 /// Percent-encodes one path segment or query value.
 pub(crate) fn enc(value: &str) -> String {

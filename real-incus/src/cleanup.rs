@@ -29,6 +29,21 @@ pub struct ProjectContents {
     pub images: Vec<String>,
     /// Profiles other than `default`.
     pub profiles: Vec<String>,
+    /// Custom storage volumes.
+    #[serde(default)]
+    pub volumes: Vec<CustomVolume>,
+}
+
+/// A custom storage volume of a project.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CustomVolume {
+    /// The storage pool.
+    pub pool: String,
+    /// The volume.
+    pub name: String,
+    /// On a cluster, the member that holds it (its `location`); empty otherwise.
+    #[serde(default)]
+    pub member: String,
 }
 
 /// One cleanup action, in the order it must run.
@@ -48,6 +63,13 @@ pub enum CleanupStep {
         project: String,
         /// Instance.
         name: String,
+    },
+    /// Delete a custom storage volume (after the instances it may be attached to).
+    DeleteVolume {
+        /// Project.
+        project: String,
+        /// The volume.
+        volume: CustomVolume,
     },
     /// Delete an image.
     DeleteImage {
@@ -79,6 +101,13 @@ impl std::fmt::Display for CleanupStep {
             CleanupStep::DeleteInstance { project, name } => {
                 write!(f, "delete instance {project}/{name}")
             }
+            CleanupStep::DeleteVolume { project, volume } => {
+                write!(
+                    f,
+                    "delete storage volume {project}/{}/{}",
+                    volume.pool, volume.name
+                )
+            }
             CleanupStep::DeleteImage {
                 project,
                 fingerprint,
@@ -101,6 +130,12 @@ pub fn plan_cleanup(projects: &[ProjectContents]) -> Vec<CleanupStep> {
     {
         let project = contents.project.clone();
         steps.extend(plan_instances(&project, contents));
+        for volume in &contents.volumes {
+            steps.push(CleanupStep::DeleteVolume {
+                project: project.clone(),
+                volume: volume.clone(),
+            });
+        }
         for fingerprint in &contents.images {
             steps.push(CleanupStep::DeleteImage {
                 project: project.clone(),
@@ -205,11 +240,8 @@ pub(crate) async fn remove_projects(admin: &Admin, projects: &[String]) -> Clean
 /// Stops and deletes every instance of a project (between portable scenarios).
 pub(crate) async fn clear_instances(admin: &Admin, project: &str) -> Result<(), String> {
     settle_operations(admin, project).await;
-    let contents = project_contents(admin, project)
-        .await
-        .map_err(|e| e.to_string())?;
     let only_instances = ProjectContents {
-        instances: contents.instances,
+        instances: instances(admin, project).await.map_err(|e| e.to_string())?,
         ..ProjectContents::default()
     };
     for step in plan_instances(project, &only_instances) {
@@ -239,10 +271,14 @@ async fn leftovers(admin: &Admin, wanted: &[&String]) -> Vec<String> {
     for project in wanted.iter().filter(|p| existing.contains(p)) {
         let what = match project_contents(admin, project).await {
             Ok(c) => format!(
-                "project {project} (instances {:?}, images {:?}, profiles {:?})",
+                "project {project} (instances {:?}, images {:?}, profiles {:?}, volumes {:?})",
                 c.instances.iter().map(|(n, _)| n).collect::<Vec<_>>(),
                 c.images,
-                c.profiles
+                c.profiles,
+                c.volumes
+                    .iter()
+                    .map(|v| format!("{}/{}", v.pool, v.name))
+                    .collect::<Vec<_>>()
             ),
             Err(e) => format!("project {project} (contents unreadable: {e})"),
         };
@@ -260,8 +296,9 @@ async fn settle_operations(admin: &Admin, project: &str) {
     }
 }
 
-async fn project_contents(admin: &Admin, project: &str) -> Result<ProjectContents, AdminError> {
-    let instances = admin
+/// The instances of a project and whether each is running (anything but stopped).
+async fn instances(admin: &Admin, project: &str) -> Result<Vec<(String, bool)>, AdminError> {
+    Ok(admin
         .list_objects(project, "/1.0/instances")
         .await?
         .into_iter()
@@ -270,12 +307,21 @@ async fn project_contents(admin: &Admin, project: &str) -> Result<ProjectContent
             let stopped = i["status"].as_str() == Some("Stopped");
             Some((name, !stopped))
         })
-        .collect();
+        .collect())
+}
+
+async fn project_contents(admin: &Admin, project: &str) -> Result<ProjectContents, AdminError> {
     Ok(ProjectContents {
         project: project.to_owned(),
-        instances,
+        instances: instances(admin, project).await?,
         images: admin.list(project, "/1.0/images").await?,
         profiles: admin.list(project, "/1.0/profiles").await?,
+        volumes: admin
+            .custom_volumes(project)
+            .await?
+            .into_iter()
+            .map(|(pool, name, member)| CustomVolume { pool, name, member })
+            .collect(),
     })
 }
 
@@ -285,6 +331,11 @@ async fn execute(admin: &Admin, step: &CleanupStep) -> Result<(), AdminError> {
         CleanupStep::DeleteInstance { project, name } => {
             admin
                 .delete(&format!("/1.0/instances/{}", enc(name)), project)
+                .await
+        }
+        CleanupStep::DeleteVolume { project, volume } => {
+            admin
+                .delete_volume(project, &volume.pool, &volume.name, Some(&volume.member))
                 .await
         }
         CleanupStep::DeleteImage {

@@ -205,6 +205,9 @@ fn keyed(checks: &[Check]) -> Vec<((String, String, usize), &Check)> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (differential mode); a test through the
+    //! runner's public API or binary goes in `tests/runner`.
+
     use serde_json::{json, Value};
 
     use super::*;

@@ -82,6 +82,10 @@ pub(crate) fn missing(uses: &[ExtensionUse]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the API extensions the run's checks rely
+    //! on, as Incus's own clients decide what a server can do); a test through the runner's public
+    //! API or binary goes in `tests/runner`.
+
     use super::*;
 
     fn names(list: &[&str]) -> Vec<String> {

@@ -162,6 +162,9 @@ fn symlink<W: Write>(
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (builds the test image); a test through the
+    //! runner's public API or binary goes in `tests/runner`.
+
     use super::*;
 
     #[test]

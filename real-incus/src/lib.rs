@@ -14,12 +14,14 @@
 //! | module | what it does |
 //! |---|---|
 //! | `acceptance` | the run: discovery, setup, the plan, the scenarios, the report, cleanup |
-//! | [`member_down`] | on a real cluster: a member taken down during and before calls |
+//! | [`member_down`] | on a real cluster: the cluster scenarios (`scenarios/cluster/`), a member taken down and brought back |
+//! | `safety` | the core's value rules on the daemon: the refused inputs of `conformance/data/safety-values.json` through a read-only relay, the benign ones applied, read back, snapshotted and restored |
 //! | `portable` | the portable scenarios (`scenarios/`, the lifecycle among them) on the daemon with the runner's variables, and on the fake in differential mode |
 //! | `compare` | the differential run of the plan against the fake |
 //! | `sandbox` | the acceptance project, its root disk and test image |
 //! | `plan` | what data cannot say: the workload, a small-stream exec, a running exec probed, a mutation outlasting its wait, the image remote |
 //! | `recorder` | checks judged by the scenario engine's matcher, recorded for the report |
+//! | `relay` | the read-only relay the refused inputs go through: notes every request, forwards only plain `GET`s |
 //! | `extensions` | the API extensions the checks rely on, listed in the report (one the server lacks is an error) |
 //! | [`report`], [`cleanup`] | the Markdown and JSON report; the cleanup planner and its run |
 //! | `targets`, `admin`, [`cluster`] | the core bound to the daemon; the admin client for setup; the cluster's members and answers |
@@ -45,7 +47,9 @@ pub mod member_down;
 mod plan;
 mod portable;
 mod recorder;
+mod relay;
 pub mod report;
+mod safety;
 mod sandbox;
 mod shape;
 mod targets;

@@ -53,71 +53,77 @@ pub(crate) async fn run_plan(
     prefix: &'static str,
     sink: Option<CheckSink>,
 ) -> PlanRun {
-    let mut rec = Recorder::new(targets, prefix, sink);
-    let sb = sandbox;
-    workload(&mut rec, sb).await;
-    small_streams(&mut rec, sb).await;
-    let answers = operations(&mut rec, sb).await;
-    remote(&mut rec, sb).await;
+    let mut recorder = Recorder::new(targets, prefix, sink);
+    workload(&mut recorder, sandbox).await;
+    small_streams(&mut recorder, sandbox).await;
+    let answers = operations(&mut recorder, sandbox).await;
+    remote(&mut recorder, sandbox).await;
     PlanRun {
-        checks: rec.checks,
+        checks: recorder.checks,
         answers,
     }
 }
 
-fn with_project(sb: &Sandbox, fields: Value) -> Value {
+fn with_project(sandbox: &Sandbox, fields: Value) -> Value {
     let mut input = fields;
-    input["project"] = json!(sb.project);
+    input["project"] = json!(sandbox.project);
     input
 }
 
 /// The workload, running: on a standalone daemon [`C1`], created and started here; on a cluster
 /// the instance the setup placed and started on another member, listed there with its location.
-async fn workload(rec: &mut Recorder<'_>, sb: &Sandbox) {
-    let Some(member) = &sb.workload_member else {
-        let source = json!({"type": "image", "alias": sb.alias});
-        rec.check(
-            "incus_instance_create",
-            "the workload: completed",
-            with_project(
-                sb,
-                json!({"name": C1, "source": source, "wait_seconds": 60}),
-            ),
-            Expect::status("completed"),
-        )
-        .await;
-        rec.check(
-            "incus_instance_state_update",
-            "start the workload: completed",
-            with_project(
-                sb,
-                json!({"name": C1, "action": "start", "wait_seconds": 60}),
-            ),
-            Expect::status("completed"),
-        )
-        .await;
+async fn workload(recorder: &mut Recorder<'_>, sandbox: &Sandbox) {
+    let Some(member) = &sandbox.workload_member else {
+        let source = json!({"type": "image", "alias": sandbox.alias});
+        recorder
+            .check(
+                "incus_instance_create",
+                "the workload: completed",
+                with_project(
+                    sandbox,
+                    json!({"name": C1, "source": source, "wait_seconds": 60}),
+                ),
+                Expect::status("completed"),
+            )
+            .await;
+        recorder
+            .check(
+                "incus_instance_state_update",
+                "start the workload: completed",
+                with_project(
+                    sandbox,
+                    json!({"name": C1, "action": "start", "wait_seconds": 60}),
+                ),
+                Expect::status("completed"),
+            )
+            .await;
         return;
     };
-    rec.check(
-        "incus_instance_list",
-        "clustered: the workload is listed on its member",
-        with_project(sb, json!({})),
-        Expect::success().contains("/items", json!({"name": sb.workload, "location": member})),
-    )
-    .await;
-    rec.check(
-        "incus_instance_get",
-        "clustered: the workload's location passes through",
-        with_project(sb, json!({"name": sb.workload})),
-        Expect::success()
-            .equals("/item/location", member.as_str())
-            .equals("/item/status", "Running"),
-    )
-    .await;
+    recorder
+        .check(
+            "incus_instance_list",
+            "clustered: the workload is listed on its member",
+            with_project(sandbox, json!({})),
+            Expect::success().contains(
+                "/items",
+                json!({"name": sandbox.workload, "location": member}),
+            ),
+        )
+        .await;
+    recorder
+        .check(
+            "incus_instance_get",
+            "clustered: the workload's location passes through",
+            with_project(sandbox, json!({"name": sandbox.workload})),
+            Expect::success()
+                .equals("/item/location", member.as_str())
+                .equals("/item/status", "Running"),
+        )
+        .await;
 }
 
-fn exec_input(sb: &Sandbox, fields: Value) -> Value {
-    let mut input = with_project(sb, json!({"name": sb.workload}));
+fn exec_input(sandbox: &Sandbox, fields: Value) -> Value {
+    let mut input = with_project(sandbox, json!({"name": sandbox.workload}));
     if let (Some(target), Value::Object(extra)) = (input.as_object_mut(), fields) {
         target.extend(extra);
     }
@@ -128,22 +134,23 @@ fn exec_input(sb: &Sandbox, fields: Value) -> Value {
 const SMALL_STREAM_TOTAL: f64 = 512.0 * 1024.0;
 
 /// The stream total is the connection's: only the runner's second connection has a small one.
-async fn small_streams(rec: &mut Recorder<'_>, sb: &Sandbox) {
-    rec.check_small_streams(
-        "incus_instance_exec",
-        "stream total bound: SIGKILL, output_limited",
-        exec_input(
-            sb,
-            json!({"command": ["sh", "-c", "yes | head -c 2000000; sleep 30"]}),
-        ),
-        // Past the stream total, and stopped there rather than after the 30 s sleep.
-        Expect::status("output_limited")
-            .equals("/exit_code", 137)
-            .equals("/stdout/captured_bytes", 65536)
-            .at_least("/stdout/bytes", SMALL_STREAM_TOTAL + 1.0)
-            .at_most("/duration_ms", 19_999.0),
-    )
-    .await;
+async fn small_streams(recorder: &mut Recorder<'_>, sandbox: &Sandbox) {
+    recorder
+        .check_small_streams(
+            "incus_instance_exec",
+            "stream total bound: SIGKILL, output_limited",
+            exec_input(
+                sandbox,
+                json!({"command": ["sh", "-c", "yes | head -c 2000000; sleep 30"]}),
+            ),
+            // Past the stream total, and stopped there rather than after the 30 s sleep.
+            Expect::status("output_limited")
+                .equals("/exit_code", 137)
+                .equals("/stdout/captured_bytes", 65536)
+                .at_least("/stdout/bytes", SMALL_STREAM_TOTAL + 1.0)
+                .at_most("/duration_ms", 19_999.0),
+        )
+        .await;
 }
 
 /// What the probe of a running exec operation saw.
@@ -175,11 +182,16 @@ async fn timed_call(
 /// Lists the project's operations until a running exec shows (at most 5 s): its id and the listing.
 async fn find_running_exec(
     target: &crate::targets::Target,
-    sb: &Sandbox,
+    sandbox: &Sandbox,
 ) -> Option<(String, (Value, Duration))> {
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
-        let listed = timed_call(target, "incus_operation_list", with_project(sb, json!({}))).await;
+        let listed = timed_call(
+            target,
+            "incus_operation_list",
+            with_project(sandbox, json!({})),
+        )
+        .await;
         if let Some(id) = running_exec(&listed.0) {
             return Some((id, listed));
         }
@@ -189,9 +201,9 @@ async fn find_running_exec(
 }
 
 /// The exec of `sleep SECONDS` on the workload, within a 30 s duration bound.
-fn sleeping(sb: &Sandbox, seconds: u32) -> Value {
+fn sleeping(sandbox: &Sandbox, seconds: u32) -> Value {
     exec_input(
-        sb,
+        sandbox,
         json!({"command": ["sleep", seconds.to_string()], "timeout_seconds": 30}),
     )
 }
@@ -203,12 +215,12 @@ const EXEC_CANCELLABLE: &str = "Can a running exec operation be cancelled? (its 
 
 /// Finds the running exec operation while a slow command runs, and exercises the operation calls on
 /// it; returns what the server answered that chose the checks.
-async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
-    let target = &rec.targets().standard;
-    let slow_input = sleeping(sb, 6);
+async fn operations(recorder: &mut Recorder<'_>, sandbox: &Sandbox) -> Vec<ServerAnswer> {
+    let target = &recorder.targets().standard;
+    let slow_input = sleeping(sandbox, 6);
     let slow = timed_call(target, "incus_instance_exec", slow_input.clone());
     let probe = async {
-        let (id, listed) = find_running_exec(target, sb).await?;
+        let (id, listed) = find_running_exec(target, sandbox).await?;
         let by_id = json!({"operation_id": id});
         let got = timed_call(target, "incus_operation_get", by_id.clone()).await;
         let waited = timed_call(
@@ -234,7 +246,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
     };
     let ((slow_output, slow_elapsed), probed) = tokio::join!(slow, probe);
     let slow_error = slow_output["error"]["kind"].as_str().map(str::to_owned);
-    rec.record_external(
+    recorder.record_external(
         "incus_instance_exec",
         "a slow command completes",
         slow_input,
@@ -254,9 +266,9 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
             "incus_operation_wait",
             "incus_operation_cancel",
         ] {
-            rec.skip(op, "the running exec operation", &why);
+            recorder.skip(op, "the running exec operation", &why);
         }
-        mutation_outlasting_wait(rec, sb).await;
+        mutation_outlasting_wait(recorder, sandbox).await;
         return Vec::new();
     };
     let id = probed.id;
@@ -265,7 +277,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
         (
             "incus_operation_list",
             "success: lists the running exec operation",
-            with_project(sb, json!({})),
+            with_project(sandbox, json!({})),
             probed.listed,
             Expect::success().contains("/items", RUNNING_EXEC.clone()),
         ),
@@ -274,7 +286,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
             "success: the running operation",
             by_id.clone(),
             probed.got,
-            on_workload_member(sb, Expect::success().equals("/item/id", id.as_str())),
+            on_workload_member(sandbox, Expect::success().equals("/item/id", id.as_str())),
         ),
         (
             "incus_operation_wait",
@@ -284,7 +296,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
             Expect::status("running").equals("/waited_seconds", 1),
         ),
     ] {
-        rec.record_external(operation, name, input, output, elapsed, expect);
+        recorder.record_external(operation, name, input, output, elapsed, expect);
     }
     let answer = ServerAnswer {
         question: EXEC_CANCELLABLE.to_owned(),
@@ -298,7 +310,7 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
         seen_in: "incus_operation_get: success: the running operation".to_owned(),
     };
     if let Some((output, elapsed)) = probed.cancelled {
-        rec.record_external(
+        recorder.record_external(
             "incus_operation_cancel",
             "not cancellable (the server's may_cancel is false): unsupported",
             by_id.clone(),
@@ -307,24 +319,26 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
             Expect::status("unsupported"),
         );
     }
-    rec.check(
-        "incus_operation_wait",
-        "a finished operation (within retention) is completed",
-        json!({"operation_id": id, "wait_seconds": 10}),
-        Expect::status("completed"),
-    )
-    .await;
-    rec.check(
-        "incus_operation_cancel",
-        "a finished operation is already_final",
-        by_id,
-        Expect::status("already_final"),
-    )
-    .await;
+    recorder
+        .check(
+            "incus_operation_wait",
+            "a finished operation (within retention) is completed",
+            json!({"operation_id": id, "wait_seconds": 10}),
+            Expect::status("completed"),
+        )
+        .await;
+    recorder
+        .check(
+            "incus_operation_cancel",
+            "a finished operation is already_final",
+            by_id,
+            Expect::status("already_final"),
+        )
+        .await;
     if probed.cancellable {
-        cancelled_exec(rec, sb).await;
+        cancelled_exec(recorder, sandbox).await;
     }
-    mutation_outlasting_wait(rec, sb).await;
+    mutation_outlasting_wait(recorder, sandbox).await;
     vec![answer]
 }
 
@@ -332,12 +346,12 @@ async fn operations(rec: &mut Recorder<'_>, sb: &Sandbox) -> Vec<ServerAnswer> {
 /// exec is `requested` (one DELETE accepted), and the command ends then, long before its own end:
 /// Incus kills it and records no exit code (the operation is `Cancelled`, and later `Failure`), so
 /// the exec is `failed` without one, and a wait on its operation sees it `failed`.
-async fn cancelled_exec(rec: &mut Recorder<'_>, sb: &Sandbox) {
-    let target = &rec.targets().standard;
-    let input = sleeping(sb, 30);
+async fn cancelled_exec(recorder: &mut Recorder<'_>, sandbox: &Sandbox) {
+    let target = &recorder.targets().standard;
+    let input = sleeping(sandbox, 30);
     let exec = timed_call(target, "incus_instance_exec", input.clone());
     let cancel = async {
-        let (id, _) = find_running_exec(target, sb).await?;
+        let (id, _) = find_running_exec(target, sandbox).await?;
         let cancelled = timed_call(
             target,
             "incus_operation_cancel",
@@ -348,7 +362,7 @@ async fn cancelled_exec(rec: &mut Recorder<'_>, sb: &Sandbox) {
     };
     let ((exec_output, exec_elapsed), cancelled) = tokio::join!(exec, cancel);
     let Some((id, (cancel_output, cancel_elapsed))) = cancelled else {
-        rec.record_external(
+        recorder.record_external(
             "incus_instance_exec",
             "a cancelled command ends: failed, no exit code",
             input,
@@ -356,14 +370,14 @@ async fn cancelled_exec(rec: &mut Recorder<'_>, sb: &Sandbox) {
             exec_elapsed,
             Expect::status("failed"),
         );
-        rec.skip(
+        recorder.skip(
             "incus_operation_cancel",
             "cancellable (the server's may_cancel is true): requested",
             "the running exec operation was not found in incus_operation_list within 5 s",
         );
         return;
     };
-    rec.record_external(
+    recorder.record_external(
         "incus_operation_cancel",
         "cancellable (the server's may_cancel is true): requested",
         json!({"operation_id": id}),
@@ -371,7 +385,7 @@ async fn cancelled_exec(rec: &mut Recorder<'_>, sb: &Sandbox) {
         cancel_elapsed,
         Expect::status("requested").equals("/operation_id", id.as_str()),
     );
-    rec.record_external(
+    recorder.record_external(
         "incus_instance_exec",
         "a cancelled command ends: failed, no exit code",
         input,
@@ -383,24 +397,25 @@ async fn cancelled_exec(rec: &mut Recorder<'_>, sb: &Sandbox) {
             .present("/reason")
             .at_most("/duration_ms", 19_999.0),
     );
-    rec.check(
-        "incus_operation_wait",
-        "the cancelled exec's operation is failed",
-        json!({"operation_id": id, "wait_seconds": 10}),
-        Expect::status("failed"),
-    )
-    .await;
+    recorder
+        .check(
+            "incus_operation_wait",
+            "the cancelled exec's operation is failed",
+            json!({"operation_id": id, "wait_seconds": 10}),
+            Expect::status("failed"),
+        )
+        .await;
 }
 
 /// A mutation with `wait_seconds: 0` reports running; a later operation wait sees it complete.
-async fn mutation_outlasting_wait(rec: &mut Recorder<'_>, sb: &Sandbox) {
-    let out = rec
+async fn mutation_outlasting_wait(recorder: &mut Recorder<'_>, sandbox: &Sandbox) {
+    let out = recorder
         .check(
             "incus_instance_state_update",
             "restart with wait_seconds 0 reports running",
             with_project(
-                sb,
-                json!({"name": sb.workload, "action": "restart", "force": true, "wait_seconds": 0}),
+                sandbox,
+                json!({"name": sandbox.workload, "action": "restart", "force": true, "wait_seconds": 0}),
             ),
             Expect::status("running").present("/operation_id"),
         )
@@ -418,43 +433,47 @@ async fn mutation_outlasting_wait(rec: &mut Recorder<'_>, sb: &Sandbox) {
                 "the finished restart is already_final",
             ),
         ] {
-            rec.skip(op, name, "the restart gave no operation id");
+            recorder.skip(op, name, "the restart gave no operation id");
         }
         return;
     };
-    rec.check(
-        "incus_operation_get",
-        "success: the restart operation",
-        json!({"operation_id": id}),
-        on_workload_member(sb, Expect::success().equals("/item/id", id.as_str())),
-    )
-    .await;
-    rec.check(
-        "incus_operation_list",
-        "success: lists the restart operation",
-        with_project(sb, json!({})),
-        Expect::success().contains("/items", json!({"id": id})),
-    )
-    .await;
-    rec.check(
-        "incus_operation_wait",
-        "waits for the restart to complete",
-        json!({"operation_id": id, "wait_seconds": 60}),
-        Expect::status("completed"),
-    )
-    .await;
-    rec.check(
-        "incus_operation_cancel",
-        "the finished restart is already_final",
-        json!({"operation_id": id}),
-        Expect::status("already_final"),
-    )
-    .await;
+    recorder
+        .check(
+            "incus_operation_get",
+            "success: the restart operation",
+            json!({"operation_id": id}),
+            on_workload_member(sandbox, Expect::success().equals("/item/id", id.as_str())),
+        )
+        .await;
+    recorder
+        .check(
+            "incus_operation_list",
+            "success: lists the restart operation",
+            with_project(sandbox, json!({})),
+            Expect::success().contains("/items", json!({"id": id})),
+        )
+        .await;
+    recorder
+        .check(
+            "incus_operation_wait",
+            "waits for the restart to complete",
+            json!({"operation_id": id, "wait_seconds": 60}),
+            Expect::status("completed"),
+        )
+        .await;
+    recorder
+        .check(
+            "incus_operation_cancel",
+            "the finished restart is already_final",
+            json!({"operation_id": id}),
+            Expect::status("already_final"),
+        )
+        .await;
 }
 
 /// Clustered: the operation's `location` (the workload's member) passes through unchanged.
-fn on_workload_member(sb: &Sandbox, expect: Expect) -> Expect {
-    match &sb.workload_member {
+fn on_workload_member(sandbox: &Sandbox, expect: Expect) -> Expect {
+    match &sandbox.workload_member {
         Some(member) => expect.equals("/item/location", member.as_str()),
         None => expect,
     }
@@ -474,9 +493,9 @@ fn running_exec(listed: &Value) -> Option<String> {
     })
 }
 
-async fn remote(rec: &mut Recorder<'_>, sb: &Sandbox) {
-    let Some((remote, alias)) = &sb.remote else {
-        rec.skip(
+async fn remote(recorder: &mut Recorder<'_>, sandbox: &Sandbox) {
+    let Some((remote, alias)) = &sandbox.remote else {
+        recorder.skip(
             "incus_instance_create",
             "from a host-approved image remote",
             "no image remote configured (--image-remote NAME=URL)",
@@ -484,24 +503,26 @@ async fn remote(rec: &mut Recorder<'_>, sb: &Sandbox) {
         return;
     };
     let source = json!({"type": "image", "alias": alias, "remote": remote});
-    rec.check(
-        "incus_instance_create",
-        "from a host-approved image remote",
-        with_project(
-            sb,
-            json!({"name": "c-remote", "source": source, "wait_seconds": 60}),
-        ),
-        Expect::status("completed"),
-    )
-    .await;
-    rec.check(
-        "incus_instance_delete",
-        "delete the instance from the remote image",
-        with_project(
-            sb,
-            json!({"name": "c-remote", "confirm": "c-remote", "wait_seconds": 60}),
-        ),
-        Expect::status("completed"),
-    )
-    .await;
+    recorder
+        .check(
+            "incus_instance_create",
+            "from a host-approved image remote",
+            with_project(
+                sandbox,
+                json!({"name": "c-remote", "source": source, "wait_seconds": 60}),
+            ),
+            Expect::status("completed"),
+        )
+        .await;
+    recorder
+        .check(
+            "incus_instance_delete",
+            "delete the instance from the remote image",
+            with_project(
+                sandbox,
+                json!({"name": "c-remote", "confirm": "c-remote", "wait_seconds": 60}),
+            ),
+            Expect::status("completed"),
+        )
+        .await;
 }

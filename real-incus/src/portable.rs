@@ -192,7 +192,7 @@ fn alternatives_met(scenario: &str, steps: &[StepOutcome]) -> Vec<ServerAnswer> 
 }
 
 /// A scenario step as a check of its operation.
-fn step_check(scenario: &str, step: &StepOutcome) -> Check {
+pub(crate) fn step_check(scenario: &str, step: &StepOutcome) -> Check {
     let verdict = if step.problems.is_empty() {
         Ok(())
     } else {
@@ -288,6 +288,9 @@ fn diverging_steps(name: &str, real: &[StepOutcome], fake: &[StepOutcome]) -> Ve
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the portable scenarios on the real daemon);
+    //! a test through the runner's public API or binary goes in `tests/runner`.
+
     use std::time::Duration;
 
     use incus_conformance::scenario::load;

@@ -97,11 +97,29 @@ impl<'a> Recorder<'a> {
         input: Value,
         expect: Expect,
     ) -> Value {
-        let started = Instant::now();
-        let output = target.call(operation, &self.scopes, input.clone()).await;
-        let elapsed = started.elapsed();
+        let scopes = self.scopes.clone();
+        self.check_as(target, &scopes, operation, name, input, expect)
+            .await
+    }
+
+    /// Runs a check on `target` as a caller holding `scopes`; returns the output.
+    pub(crate) async fn check_as(
+        &mut self,
+        target: &Target,
+        scopes: &[String],
+        operation: &str,
+        name: &str,
+        input: Value,
+        expect: Expect,
+    ) -> Value {
+        let (output, elapsed) = call_as(target, scopes, operation, input.clone()).await;
         self.record_external(operation, name, input, output.clone(), elapsed, expect);
         output
+    }
+
+    /// Records a check judged elsewhere (its verdict made of more than the result).
+    pub(crate) fn record_judged(&mut self, check: Check) {
+        self.record(check);
     }
 
     /// Judges and records a call's output (made here or elsewhere, e.g. concurrently).
@@ -157,6 +175,18 @@ impl<'a> Recorder<'a> {
         }
         self.push(check);
     }
+}
+
+/// Calls `operation` on `target` as a caller holding `scopes`: the output and how long it took.
+pub(crate) async fn call_as(
+    target: &Target,
+    scopes: &[String],
+    operation: &str,
+    input: Value,
+) -> (Value, Duration) {
+    let started = Instant::now();
+    let output = target.call(operation, scopes, input).await;
+    (output, started.elapsed())
 }
 
 /// A check of the report from a call and its verdict.

@@ -120,6 +120,123 @@ pub struct ScenarioRow {
     pub problem: Option<String>,
 }
 
+/// A request the core sent for a refused case, as the read-only relay in front of the daemon saw
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Relayed {
+    /// The HTTP method.
+    pub method: String,
+    /// The path and query, as the core sent them.
+    pub path: String,
+    /// Whether it reached the daemon (a plain `GET`); otherwise the relay answered it with `403`
+    /// and the daemon never saw it.
+    pub forwarded: bool,
+}
+
+impl std::fmt::Display for Relayed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.method, self.path)?;
+        if !self.forwarded {
+            write!(f, " (blocked by the relay)")?;
+        }
+        Ok(())
+    }
+}
+
+/// An input the core must refuse, sent to it bound to the read-only relay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefusedCase {
+    /// The case's label.
+    pub label: String,
+    /// The operation called.
+    pub operation: String,
+    /// The caller's scopes.
+    pub scopes: Vec<String>,
+    /// The error kind the core must answer.
+    pub expected: String,
+    /// What it answered: its error kind, or its status when it did not refuse.
+    pub got: String,
+    /// What the input does to a daemon that takes it, when the data says.
+    pub harm: Option<String>,
+    /// Every request the core sent during the call, in order.
+    pub requests: Vec<Relayed>,
+    /// The reads the rule documents for this case (besides discovery, `GET /1.0`).
+    pub documented_reads: Vec<String>,
+    /// Passed only when the core refused with the expected kind and nothing but discovery and
+    /// the documented reads reached the daemon.
+    pub outcome: Outcome,
+    /// Why it failed.
+    pub problem: Option<String>,
+}
+
+/// A benign value applied for real, or a step that carries a rule's values through a snapshot and
+/// its restore.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenignCase {
+    /// The case's label (or the step's).
+    pub label: String,
+    /// The operation called.
+    pub operation: String,
+    /// The caller's scopes.
+    pub scopes: Vec<String>,
+    /// What was applied and what was read back from the daemon afterwards.
+    pub evidence: Vec<String>,
+    /// Passed only when the call succeeded and the daemon holds what was applied.
+    pub outcome: Outcome,
+    /// Why it failed.
+    pub problem: Option<String>,
+}
+
+/// The cases of one value rule on this daemon.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RuleEvidence {
+    /// The rule (its clause, e.g. `safety::snapshot_pattern_grammar`).
+    pub rule: String,
+    /// Inputs refused, each before any change reached the daemon.
+    pub refused: Vec<RefusedCase>,
+    /// Benign values applied and read back, then snapshot and restore with them.
+    pub benign: Vec<BenignCase>,
+}
+
+/// The core's value rules (`SECURITY.md`) on this daemon: every case of
+/// `conformance/data/safety-values.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SafetyValues {
+    /// How the refused inputs were kept from the daemon, and where the benign ones went.
+    pub method: String,
+    /// One entry per rule, in the data's order.
+    pub rules: Vec<RuleEvidence>,
+    /// What was checked on the daemon after the refusals (nothing changed).
+    pub verified: Vec<String>,
+    /// What went wrong outside a case (setup, the state check, teardown).
+    pub errors: Vec<String>,
+    /// Wall time of the section in milliseconds.
+    pub duration_ms: u64,
+}
+
+impl SafetyValues {
+    /// How many cases were refused as expected, and how many there were.
+    pub fn refused_passed(&self) -> (usize, usize) {
+        let all = self.rules.iter().flat_map(|r| &r.refused);
+        let total = all.clone().count();
+        (all.filter(|c| c.outcome == Outcome::Passed).count(), total)
+    }
+
+    /// How many benign cases and steps passed, and how many there were.
+    pub fn benign_passed(&self) -> (usize, usize) {
+        let all = self.rules.iter().flat_map(|r| &r.benign);
+        let total = all.clone().count();
+        (all.filter(|c| c.outcome == Outcome::Passed).count(), total)
+    }
+
+    /// True when every case and step passed and nothing went wrong around them.
+    pub fn passed(&self) -> bool {
+        let (refused, of_refused) = self.refused_passed();
+        let (benign, of_benign) = self.benign_passed();
+        self.errors.is_empty() && refused == of_refused && benign == of_benign
+    }
+}
+
 /// The whole record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -168,6 +285,9 @@ pub struct Report {
     /// Where Incus lines differ without an API extension: what this server answered.
     #[serde(default)]
     pub server_answers: Vec<ServerAnswer>,
+    /// The core's value rules on this daemon (not in differential mode).
+    #[serde(default)]
+    pub safety_values: Option<SafetyValues>,
 }
 
 impl Report {
@@ -180,6 +300,7 @@ impl Report {
             && self.scenarios.iter().all(|s| s.outcome != Outcome::Failed)
             && self.divergences.is_empty()
             && self.errors.is_empty()
+            && self.safety_values.as_ref().is_none_or(SafetyValues::passed)
             && !self.interrupted
             && self.cleanup.clean()
     }
@@ -222,6 +343,7 @@ impl Report {
         self.render_relied_on(&mut md);
         self.render_cluster(&mut md);
         render_rows(&mut md, "Portable scenarios", &self.scenarios);
+        self.render_safety_values(&mut md);
         render_rows(
             &mut md,
             "Differences from the fake Incus",
@@ -422,6 +544,95 @@ impl Report {
         }
     }
 
+    /// Per rule: the refused cases with the requests that reached the daemon, and the benign
+    /// values applied and read back.
+    fn render_safety_values(&self, md: &mut String) {
+        let Some(safety) = &self.safety_values else {
+            return;
+        };
+        let version = self.server.as_ref().map_or("?", |s| s.version.as_str());
+        let (refused, of_refused) = safety.refused_passed();
+        let (benign, of_benign) = safety.benign_passed();
+        let _ = writeln!(
+            md,
+            "## Safety values on Incus {version}: {refused}/{of_refused} refused before any change, \
+             {benign}/{of_benign} benign applied and read back ({:.1} s)\n",
+            secs(safety.duration_ms)
+        );
+        let _ = writeln!(md, "{}\n", one_line(&safety.method));
+        for error in &safety.errors {
+            let _ = writeln!(md, "- **Error:** {}", one_line(error));
+        }
+        for verified in &safety.verified {
+            let _ = writeln!(md, "- Verified: {}", one_line(verified));
+        }
+        if !safety.errors.is_empty() || !safety.verified.is_empty() {
+            md.push('\n');
+        }
+        for rule in &safety.rules {
+            let _ = writeln!(md, "### `{}`\n", rule.rule);
+            if !rule.refused.is_empty() {
+                let _ = writeln!(
+                    md,
+                    "| Refused input | Operation | Scopes | Expected | Got | Reached the daemon | Result |"
+                );
+                let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+                for case in &rule.refused {
+                    let label = match &case.harm {
+                        Some(harm) => format!("{} (harm: {harm})", case.label),
+                        None => case.label.clone(),
+                    };
+                    let reached: Vec<String> =
+                        case.requests.iter().map(ToString::to_string).collect();
+                    let reached = if reached.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        reached.join("; ")
+                    };
+                    let result = match &case.problem {
+                        Some(problem) => format!("{}: {problem}", case.outcome.label()),
+                        None => case.outcome.label().to_owned(),
+                    };
+                    let _ = writeln!(
+                        md,
+                        "| {} | `{}` | {} | {} | {} | {} | {} |",
+                        cell(&label),
+                        case.operation,
+                        case.scopes.join(", "),
+                        case.expected,
+                        cell(&case.got),
+                        cell(&reached),
+                        cell(&result)
+                    );
+                }
+                md.push('\n');
+            }
+            if !rule.benign.is_empty() {
+                let _ = writeln!(
+                    md,
+                    "| Benign value | Operation | Scopes | Applied and read back | Result |"
+                );
+                let _ = writeln!(md, "|---|---|---|---|---|");
+                for case in &rule.benign {
+                    let result = match &case.problem {
+                        Some(problem) => format!("{}: {problem}", case.outcome.label()),
+                        None => case.outcome.label().to_owned(),
+                    };
+                    let _ = writeln!(
+                        md,
+                        "| {} | `{}` | {} | {} | {} |",
+                        cell(&case.label),
+                        case.operation,
+                        case.scopes.join(", "),
+                        cell(&case.evidence.join("; ")),
+                        cell(&result)
+                    );
+                }
+                md.push('\n');
+            }
+        }
+    }
+
     fn render_cleanup(&self, md: &mut String) {
         let verdict = if self.cleanup.clean() {
             "nothing left"
@@ -474,8 +685,16 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
+/// The text on one line: a line break as a space, any other control character escaped (a value
+/// the core refuses may hold one), so the Markdown stays text.
 fn one_line(text: &str) -> String {
-    text.replace('\n', " ")
+    text.chars()
+        .map(|c| match c {
+            '\n' => " ".to_owned(),
+            c if c.is_control() => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// Escapes a Markdown table cell.

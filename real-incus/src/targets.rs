@@ -50,6 +50,18 @@ impl Targets {
     }
 }
 
+/// The core bound to `endpoint` (e.g. the read-only relay) with the run's request bound and the
+/// acceptance project as its default project.
+pub(crate) fn bound(
+    endpoint: CoreEndpoint,
+    project: &str,
+    timeout_seconds: u64,
+) -> Result<Target, String> {
+    let connection = connection(endpoint, timeout_seconds, None)?;
+    let host = ReferenceHost::new(connection).default_project(project);
+    Ok(HostTarget::new(host, ()))
+}
+
 /// A connection with the run's request bound (`--timeout`) and, when given, a stream bound.
 pub(crate) fn connection(
     endpoint: CoreEndpoint,
@@ -93,7 +105,7 @@ pub(crate) struct OperationInfo {
 /// Every operation of the catalogue, exported or not, sorted by name.
 pub(crate) fn catalogue() -> Vec<OperationInfo> {
     let exported = incus_operations::all().into_iter().map(|d| (d, true));
-    let review = incus_operations::unavailable()
+    let review = incus_operations::not_exported()
         .into_iter()
         .filter_map(|u| u.descriptor())
         .map(|d| (d, false));

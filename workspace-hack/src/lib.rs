@@ -8,5 +8,5 @@
 //! the crate has no code of its own and is not published.
 //!
 //! The test `every_package_resolves_shared_dependencies_as_the_workspace_does` (in
-//! `tests/features.rs`) fails when a package's own resolution differs from the workspace's, naming
+//! `tests/workspace/features.rs`) fails when a package's own resolution differs from the workspace's, naming
 //! the dependency to add here.

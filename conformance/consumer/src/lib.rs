@@ -16,6 +16,17 @@
 //! ```
 use std::collections::BTreeSet;
 
+/// The workspace README's Rust examples, compiled as doctests here: they use this example host.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct WorkspaceReadmeDoctests;
+
+/// `conformance/README.md`'s Rust examples, compiled and run as doctests here: they use this
+/// example host, which the conformance crate cannot depend on.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ConformanceReadmeDoctests;
+
 use incus_operations::{Binding, BindingContext, Connection, Host, HostError, RunOptions, Scope};
 use serde_json::Value;
 
@@ -173,6 +184,9 @@ impl Host for TeamHost {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (an example host); its certification, every
+    //! suite through it, is `tests/certify.rs`.
+
     use incus_operations::{run, RunOptions};
     use serde_json::json;
 

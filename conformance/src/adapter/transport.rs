@@ -347,6 +347,10 @@ impl Transport for HttpAdapter {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (how the harness reaches an adapter); a
+    //! promise of the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
 
     #[test]

@@ -200,6 +200,10 @@ fn read(path: Option<&PathBuf>) -> Result<String, UsageError> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`incus-conformance call OPERATION --input
+    //! JSON --scopes S,...`); a promise of the harness seen from outside (its command line,
+    //! certification, the wire) goes in `tests/harness`.
+
     use std::ffi::OsString;
 
     use fake_incus::FakeIncus;

@@ -94,6 +94,9 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the command line); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
     use clap::CommandFactory;
 

@@ -96,6 +96,10 @@ fn parse_json(text: &str) -> Result<BTreeSet<String>, String> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the expected-failures baseline); a promise
+    //! of the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
 
     #[test]

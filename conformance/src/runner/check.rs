@@ -15,6 +15,10 @@ pub(crate) struct Check {
     pub(crate) name: String,
     pub(crate) clauses: Vec<String>,
     pub(crate) body: CheckBody,
+    /// Why the check runs only in-process, when it does: it checks this build's Rust code
+    /// rather than an implementation's behaviour, or needs what has no wire form. An adapter
+    /// run leaves it out and lists it with this reason.
+    pub(crate) in_process_only: Option<&'static str>,
 }
 
 impl Check {
@@ -29,6 +33,7 @@ impl Check {
             name,
             clauses: vec![clause],
             body: Box::new(body),
+            in_process_only: None,
         }
     }
 
@@ -42,7 +47,14 @@ impl Check {
             name: name.into(),
             clauses,
             body: Box::new(body),
+            in_process_only: None,
         }
+    }
+
+    /// The check runs only in-process, for `reason` (see [`Check::in_process_only`]).
+    pub(crate) fn in_process_only(mut self, reason: &'static str) -> Self {
+        self.in_process_only = Some(reason);
+        self
     }
 }
 
@@ -51,6 +63,7 @@ impl fmt::Debug for Check {
         f.debug_struct("Check")
             .field("name", &self.name)
             .field("clauses", &self.clauses)
+            .field("in_process_only", &self.in_process_only)
             .finish_non_exhaustive()
     }
 }
@@ -82,6 +95,9 @@ pub(crate) fn is_snake_segment(segment: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (A check); a promise of the harness seen
+    //! from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     #[test]

@@ -47,6 +47,10 @@ pub(crate) fn render(tallies: &BTreeMap<String, ClauseTally>) -> String {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (results per clause); a promise of the
+    //! harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
     use crate::runner::record::Outcome;
     use std::time::Duration;

@@ -59,6 +59,9 @@ fn first_line(text: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`--junit FILE`); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     fn record(name: &str, outcome: Outcome) -> Record {

@@ -98,6 +98,11 @@ impl RunArgs {
     pub(crate) fn listing(&self) -> bool {
         self.libtest.list
     }
+
+    /// The Incus line the fakes of this run answer as (`--incus-version`, else the default).
+    pub(crate) fn incus_line(&self) -> fake_incus::IncusLine {
+        self.incus_version.unwrap_or_default()
+    }
 }
 
 /// How a run ended.
@@ -130,7 +135,7 @@ pub(crate) fn real_time() -> bool {
 }
 
 /// Panics whose message contains this marker are part of a check (a host callback scripted to
-/// panic); the runner does not print them.
+/// panic, by the scenario engine's host); the runner does not print them.
 pub(crate) const EXPECTED_PANIC: &str = "(a panic scripted by the conformance run)";
 
 /// Installs, once, a panic hook that keeps quiet about [`EXPECTED_PANIC`]s and passes every
@@ -163,7 +168,6 @@ pub(crate) fn execute_to(
     if args.real_time {
         REAL_TIME.store(true, Ordering::Relaxed);
     }
-    crate::scenario::fake::use_incus_line(args.incus_version.unwrap_or_default());
     match prepare(args, &checks) {
         Ok(baseline) => run_checks(args, checks, baseline, events),
         Err(message) => {
@@ -285,6 +289,7 @@ fn trial(check: Check, baseline: Arc<Baseline>, recorder: Arc<Recorder>) -> Tria
         name,
         clauses,
         body,
+        in_process_only: _,
     } = check;
     Trial::ignorable_test(name.clone(), move || {
         recorder.started(&name);

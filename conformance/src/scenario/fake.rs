@@ -230,16 +230,19 @@ pub(crate) async fn native_request(
 
 /// Every request `fake` has received so far, in order, as a target reports them.
 pub(crate) fn journal(fake: &FakeIncus) -> Vec<Request> {
-    fake.journal()
-        .into_iter()
-        .map(|entry| Request {
-            method: entry.method,
-            path: entry.path,
-            query: entry.query,
-            body: entry.body,
-            if_match: entry.if_match,
-        })
-        .collect()
+    fake.journal().iter().map(request).collect()
+}
+
+/// A journal entry of the fake as a target reports it.
+pub(crate) fn request(entry: &fake_incus::JournalEntry) -> Request {
+    Request {
+        method: entry.method.clone(),
+        path: entry.path.clone(),
+        query: entry.query.clone(),
+        body: entry.body.clone(),
+        if_match: entry.if_match.clone(),
+        applied: entry.applied,
+    }
 }
 
 /// Installs the fault rule `fault` (the fake's rule format) on `fake` from now on.
@@ -252,6 +255,10 @@ pub(crate) fn add_fault(fake: &FakeIncus, fault: &Value) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the fake backend); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
+    use super::super::load;
     use super::*;
     use serde_json::json;
 
@@ -265,7 +272,7 @@ mod tests {
 
     #[test]
     fn every_scenario_setup_is_accepted_by_the_fake() {
-        for file in super::super::load::builtin() {
+        for file in load::builtin().into_iter().chain(load::builtin_cluster()) {
             let scenario = file.scenario.unwrap();
             if let Some(setup) = &scenario.fake {
                 starts(setup).unwrap_or_else(|e| panic!("{}: {e}", file.origin));

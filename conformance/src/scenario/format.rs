@@ -9,6 +9,11 @@ use serde_json::Value;
 /// also name those saved by earlier steps, and no other (checked when the scenario is loaded).
 pub const RUNNER_VARIABLES: [&str; 4] = ["project", "pool", "alias", "fingerprint"];
 
+/// The variables a cluster runner supplies besides [`RUNNER_VARIABLES`], for the scenarios that
+/// take a member down ([`Scenario::clustered`]): the member the calls go through, the member that
+/// goes down and the member that stays up beside them.
+pub const CLUSTER_VARIABLES: [&str; 3] = ["through", "down", "live"];
+
 /// A scenario file, as written.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -38,19 +43,24 @@ pub struct FakeSetup {
     pub faults: Vec<Value>,
 }
 
-/// One call and what it must return.
+/// One step: a call and what it must return; or, on a cluster, a member going down or coming
+/// back ([`Step::member`] alone) or an operator's request ([`Step::operator`]).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
     /// Optional label used in failure messages.
     #[serde(default)]
     pub label: Option<String>,
-    /// The operation name (any string: unknown names are a valid test).
+    /// The operation name (any string: unknown names are a valid test); empty in a step that
+    /// makes no call.
+    #[serde(default)]
     pub operation: String,
     /// The caller's verified scopes.
+    #[serde(default)]
     pub scopes: Vec<String>,
     /// The operation input (any JSON value: malformed input is a valid test). `"${var}"`
     /// strings are replaced by a runner variable or a value saved by an earlier step.
+    #[serde(default)]
     pub input: Value,
     /// Expectations on the result.
     #[serde(default)]
@@ -64,6 +74,101 @@ pub struct Step {
     /// Runs only on a cluster or only on a standalone daemon; always when absent.
     #[serde(default)]
     pub when: Option<When>,
+    /// A cluster member's daemon goes down or comes back: a step of its own (no call), or with
+    /// [`MemberChange::once`], while this step's call runs.
+    #[serde(default)]
+    pub member: Option<MemberChange>,
+    /// Instead of a call: a request sent to the daemon beside the core, as an operator would
+    /// (set-up that no operation makes, such as an instance placed on a given member).
+    #[serde(default)]
+    pub operator: Option<OperatorRequest>,
+}
+
+/// What a step does, read from which of its keys it has.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Action<'a> {
+    /// Calls an operation (`operation`, `scopes`, `input`), with a member going down during
+    /// the call when `member` is given.
+    Call(Option<&'a MemberChange>),
+    /// A member goes down or comes back (`member` alone).
+    Member(&'a MemberChange),
+    /// An operator's request (`operator`).
+    Operator(&'a OperatorRequest),
+}
+
+impl Step {
+    /// What the step does.
+    pub fn action(&self) -> Action<'_> {
+        match (&self.operator, &self.member) {
+            (Some(request), _) => Action::Operator(request),
+            (None, Some(change)) if change.once.is_none() => Action::Member(change),
+            (None, change) => Action::Call(change.as_ref()),
+        }
+    }
+
+    /// The step's label, or what it does.
+    pub fn describe(&self) -> String {
+        if let Some(label) = &self.label {
+            return label.clone();
+        }
+        match self.action() {
+            Action::Call(_) => self.operation.clone(),
+            Action::Member(change) => change.describe(),
+            Action::Operator(request) => format!("{} {}", request.method, request.path),
+        }
+    }
+}
+
+/// A cluster member's daemon goes down (killed, as `SIGKILL` would) or comes back (started
+/// again; the step ends once the cluster serves it again). Exactly one of `down` and `up`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MemberChange {
+    /// The member whose daemon goes down (`"${down}"` in the repository's scenarios).
+    #[serde(default)]
+    pub down: Option<String>,
+    /// The member whose daemon comes back.
+    #[serde(default)]
+    pub up: Option<String>,
+    /// With `down` on a step that calls: the member goes down once the call reaches this
+    /// moment, while it runs.
+    #[serde(default)]
+    pub once: Option<Moment>,
+}
+
+impl MemberChange {
+    /// `"m2 goes down"`, `"m2 comes back"`.
+    pub fn describe(&self) -> String {
+        match (&self.down, &self.up) {
+            (Some(member), _) => format!("{member} goes down"),
+            (None, Some(member)) => format!("{member} comes back"),
+            (None, None) => "no member change".to_owned(),
+        }
+    }
+}
+
+/// A moment of a call in flight at which a member goes down.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Moment {
+    /// The core waits on the operation the call started.
+    Waiting,
+    /// The exec the call started runs with its streams attached.
+    Streaming,
+}
+
+/// A request sent to the daemon beside the core, through the member the run talks to. It must
+/// succeed; an operation it starts is waited for and must succeed too.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorRequest {
+    /// The HTTP method.
+    pub method: String,
+    /// The path with its query (`"${var}"` substituted, like inputs).
+    pub path: String,
+    /// The JSON body, if any.
+    #[serde(default)]
+    pub body: Option<Value>,
 }
 
 /// Which backends a step runs on.
@@ -105,9 +210,17 @@ pub struct Expect {
     #[serde(default)]
     pub at_most: BTreeMap<String, f64>,
     /// JSON pointer -> an item the array there holds: an element equal to it or, for an
-    /// object, an object element with (at least) every field of it, each equal.
+    /// object, an object element with (at least) every field of it, each equal. An array of
+    /// items: every one of them is held.
     #[serde(default)]
     pub contains: BTreeMap<String, Value>,
+    /// JSON pointer -> an item (or an array of items) the array there does not hold, in the
+    /// sense of `contains`.
+    #[serde(default)]
+    pub lacks: BTreeMap<String, Value>,
+    /// JSON pointer -> a regular expression the string there matches.
+    #[serde(default)]
+    pub matches: BTreeMap<String, String>,
     /// The result validates against the operation's output schema (default true).
     #[serde(default = "yes")]
     pub schema_valid: bool,
@@ -131,6 +244,8 @@ impl Default for Expect {
             at_least: BTreeMap::new(),
             at_most: BTreeMap::new(),
             contains: BTreeMap::new(),
+            lacks: BTreeMap::new(),
+            matches: BTreeMap::new(),
             schema_valid: true,
             any_of: BTreeMap::new(),
         }
@@ -235,23 +350,33 @@ impl Expect {
             .chain(self.at_least.keys())
             .chain(self.at_most.keys())
             .chain(self.contains.keys())
+            .chain(self.lacks.keys())
+            .chain(self.matches.keys())
             .chain(&self.present)
             .chain(&self.absent);
         own.chain(self.any_of.values().flat_map(Expect::pointers))
             .collect()
     }
 
-    /// The values that may name variables (`equals` and `contains`), those of the alternatives
-    /// included.
+    /// The values that may name variables (`equals`, `contains` and `lacks`), those of the
+    /// alternatives included.
     pub fn values(&self) -> Vec<&Value> {
-        let own = self.equals.values().chain(self.contains.values());
+        let own = self
+            .equals
+            .values()
+            .chain(self.contains.values())
+            .chain(self.lacks.values());
         own.chain(self.any_of.values().flat_map(Expect::values))
             .collect()
     }
 
     /// The same, to substitute variables in place.
     pub fn values_mut(&mut self) -> Vec<&mut Value> {
-        let own = self.equals.values_mut().chain(self.contains.values_mut());
+        let own = self
+            .equals
+            .values_mut()
+            .chain(self.contains.values_mut())
+            .chain(self.lacks.values_mut());
         own.chain(self.any_of.values_mut().flat_map(Expect::values_mut))
             .collect()
     }
@@ -270,7 +395,8 @@ pub struct JournalExpect {
 }
 
 /// "exactly `count` requests with this method whose path matches `path`" (and, when given,
-/// whose JSON body equals `body` and whose `If-Match` presence is `conditional`).
+/// whose JSON body equals `body`, whose `If-Match` presence is `conditional` and that were
+/// `applied` or not).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RequestCount {
@@ -287,6 +413,10 @@ pub struct RequestCount {
     /// Only requests that carry (`true`) or lack (`false`) an `If-Match` header.
     #[serde(default)]
     pub conditional: Option<bool>,
+    /// Only requests the backend accepted (`true`: a change was made or an operation created)
+    /// or did not (`false`).
+    #[serde(default)]
+    pub applied: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -304,5 +434,11 @@ impl Scenario {
     /// Portable scenarios use no fake-only feature and also run against a real Incus.
     pub fn portable(&self) -> bool {
         self.fake.is_none() && self.steps.iter().all(|step| step.journal.is_none())
+    }
+
+    /// Cluster scenarios take a member down: they run on a cluster whose members the runner can
+    /// take down and bring back (the fake cluster; a real one), with [`CLUSTER_VARIABLES`].
+    pub fn clustered(&self) -> bool {
+        self.steps.iter().any(|step| step.member.is_some())
     }
 }

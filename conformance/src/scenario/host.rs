@@ -3,6 +3,7 @@
 //! and travels over the wire to an implementation under test (`incus-operations-adapter/1`, see
 //! `conformance/adapter-protocol/`).
 
+use crate::runner::EXPECTED_PANIC;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -197,7 +198,7 @@ pub struct ScriptedHost {
 
 /// The text of a scripted crash (the runner keeps quiet about it).
 pub(crate) fn crash_message(callback: &str) -> String {
-    format!("host callback {callback} {}", crate::runner::EXPECTED_PANIC)
+    format!("host callback {callback} {EXPECTED_PANIC}")
 }
 
 async fn act(callback: &'static str, answer: Answer) -> Result<(), HostError> {
@@ -289,6 +290,10 @@ impl Host for ScriptedHost {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the host a trial needs, as data); a promise
+    //! of the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
 
     #[test]

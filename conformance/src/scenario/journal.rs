@@ -51,10 +51,17 @@ fn matches(rule: &RequestCount, request: &Request) -> bool {
         && rule
             .conditional
             .is_none_or(|conditional| conditional == request.if_match.is_some())
+        && rule
+            .applied
+            .is_none_or(|applied| applied == request.applied)
 }
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (fake-only expectations on the requests a
+    //! step sent to the backend); a promise of the harness seen from outside (its command line,
+    //! certification, the wire) goes in `tests/harness`.
+
     use super::*;
     use fake_incus::path_matches;
 
@@ -65,6 +72,7 @@ mod tests {
             query: None,
             body: String::new(),
             if_match: None,
+            applied: false,
         }
     }
 
@@ -75,6 +83,7 @@ mod tests {
             count,
             body: None,
             conditional: None,
+            applied: None,
         }
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::format::{Scenario, RUNNER_VARIABLES};
+use super::format::{Action, Expect, Scenario, Step, CLUSTER_VARIABLES, RUNNER_VARIABLES};
 use crate::clauses;
 use crate::embedded;
 use crate::runner::check::is_snake_segment;
@@ -55,12 +55,24 @@ pub struct ScenarioFile {
     pub scenario: Result<Scenario, LoadError>,
 }
 
-/// The repository's scenario files, embedded when the harness was built, sorted by name.
+/// The repository's scenario files (`scenarios/*.json`), embedded when the harness was built,
+/// sorted by name.
 pub fn builtin() -> Vec<ScenarioFile> {
-    embedded::under("scenarios")
+    builtin_in("scenarios")
+}
+
+/// The repository's cluster scenarios (`scenarios/cluster/*.json`: a member goes down and comes
+/// back), embedded likewise.
+pub fn builtin_cluster() -> Vec<ScenarioFile> {
+    builtin_in("scenarios/cluster")
+}
+
+/// The embedded `*.json` files directly in `dir`.
+fn builtin_in(dir: &str) -> Vec<ScenarioFile> {
+    embedded::under(dir)
         .filter_map(|(path, text)| {
-            let name = path.rsplit('/').next()?;
-            let stem = name.strip_suffix(".json")?;
+            let name = path.strip_prefix(dir)?.strip_prefix('/')?;
+            let stem = name.strip_suffix(".json").filter(|s| !s.contains('/'))?;
             Some(file(stem, format!("{path} (embedded)"), text))
         })
         .collect()
@@ -170,23 +182,84 @@ pub fn validate(scenario: &Scenario, stem: &str) -> Result<(), String> {
         {
             return Err(format!("step {}: {bad:?} is not a JSON pointer", index + 1));
         }
+        step_keys(step).map_err(|e| format!("step {} ({}): {e}", index + 1, step.describe()))?;
     }
     known_variables(scenario)
 }
 
-/// Every `${name}` a step names (in its input, `equals` and `contains`, the values the runner
-/// substitutes) is a runner variable or one an earlier step saves.
+/// The keys a step has fit what it does: a call has an operation and its scopes; a member change
+/// names one member and, without `once`, makes no call; an operator's request is all the step
+/// does.
+fn step_keys(step: &Step) -> Result<(), String> {
+    let calls = !step.operation.is_empty() || !step.scopes.is_empty() || !step.input.is_null();
+    let judged = step.expect != Expect::default() || step.journal.is_some();
+    match step.action() {
+        Action::Call(during) => {
+            if step.operation.is_empty() {
+                return Err("no operation: a step calls an operation, changes a member or sends an operator's request".into());
+            }
+            match during {
+                Some(change) if change.down.is_none() || change.up.is_some() => Err(
+                    "a member change during a call takes one member down (`down` with `once`)"
+                        .into(),
+                ),
+                _ => Ok(()),
+            }
+        }
+        Action::Member(change) => {
+            if change.down.is_some() == change.up.is_some() {
+                Err("a member change names one member, in `down` or in `up`".into())
+            } else if calls || judged || !step.save.is_empty() {
+                Err("a member change alone makes no call (a call with it needs `once`)".into())
+            } else {
+                Ok(())
+            }
+        }
+        Action::Operator(_) => {
+            if calls || judged || step.member.is_some() {
+                Err("an operator's request is all its step does (no call, expectations or member change)".into())
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Every `${name}` a step names (in its input, `equals`, `contains` and `lacks`, its member
+/// change and operator's request: the values the runner substitutes) is a runner variable (a
+/// cluster scenario's included) or one an earlier step saves.
 fn known_variables(scenario: &Scenario) -> Result<(), String> {
-    let mut known: BTreeSet<&str> = RUNNER_VARIABLES.into_iter().collect();
+    let mut runner = RUNNER_VARIABLES.to_vec();
+    if scenario.clustered() {
+        runner.extend(CLUSTER_VARIABLES);
+    }
+    let mut known: BTreeSet<&str> = runner.iter().copied().collect();
     for (index, step) in scenario.steps.iter().enumerate() {
-        let values = std::iter::once(&step.input).chain(step.expect.values());
+        let mut strings: Vec<Value> = Vec::new();
+        if let Some(change) = &step.member {
+            strings.extend(
+                change
+                    .down
+                    .iter()
+                    .chain(&change.up)
+                    .cloned()
+                    .map(Value::from),
+            );
+        }
+        if let Some(request) = &step.operator {
+            strings.push(Value::from(request.path.clone()));
+            strings.extend(request.body.clone());
+        }
+        let values = std::iter::once(&step.input)
+            .chain(step.expect.values())
+            .chain(&strings);
         let mut named = Vec::new();
         for value in values {
             variables_in(value, &mut named);
         }
         if let Some(unknown) = named.iter().find(|name| !known.contains(name.as_str())) {
-            let label = step.label.as_deref().unwrap_or(&step.operation);
-            let runner = RUNNER_VARIABLES.join(", ");
+            let label = step.describe();
+            let runner = runner.join(", ");
             return Err(format!(
                 "scenario {} step {} ({label}): unknown variable ${{{unknown}}}: neither a runner \
                  variable ({runner}) nor saved by an earlier step",
@@ -219,6 +292,10 @@ fn variables_in(value: &Value, names: &mut Vec<String>) {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (loading and validating scenario files); a
+    //! promise of the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
     use serde_json::json;
 
@@ -325,7 +402,58 @@ mod tests {
         for file in files {
             let scenario = file.scenario.unwrap();
             assert_eq!(scenario.name, file.stem);
+            assert!(!scenario.clustered(), "{} takes a member down", file.origin);
         }
+        let cluster = builtin_cluster();
+        assert!(
+            cluster.len() >= 6,
+            "only {} cluster scenarios",
+            cluster.len()
+        );
+        for file in cluster {
+            let scenario = file.scenario.unwrap();
+            assert!(scenario.clustered(), "{} takes no member down", file.origin);
+        }
+    }
+
+    #[test]
+    fn a_step_calls_changes_a_member_or_sends_an_operators_request() {
+        let mut steps = minimal();
+        steps["steps"] = json!([
+            {"operator": {"method": "POST", "path": "/1.0/instances?target=${down}",
+                          "body": {"name": "c1"}}},
+            {"member": {"down": "${down}"}},
+            {"operation": "incus_instance_list", "scopes": ["incus.read"], "input": {},
+             "member": {"down": "${live}", "once": "waiting"}},
+            {"member": {"up": "${down}"}}
+        ]);
+        let valid = scenario(steps.clone()).unwrap();
+        assert!(valid.clustered());
+        validate(&valid, "list_instances").unwrap();
+        let refused = |step: serde_json::Value| {
+            let mut bad = steps.clone();
+            bad["steps"][1] = step;
+            validate(&scenario(bad).unwrap(), "list_instances").unwrap_err()
+        };
+        let error = refused(json!({"member": {"down": "${down}", "up": "${down}"}}));
+        assert!(
+            error.contains("step 2 (") && error.contains("names one member"),
+            "{error}"
+        );
+        let error = refused(json!({"member": {"down": "${down}"}, "scopes": ["incus.read"]}));
+        assert!(error.contains("makes no call"), "{error}");
+        let error = refused(json!({"operator": {"method": "GET", "path": "/1.0"},
+                                   "expect": {"status": "completed"}}));
+        assert!(error.contains("all its step does"), "{error}");
+        let error = refused(json!({"label": "nothing"}));
+        assert!(error.contains("step 2 (nothing): no operation"), "{error}");
+        let error = refused(json!({"member": {"down": "${nobody}"}}));
+        assert!(error.contains("unknown variable ${nobody}"), "{error}");
+        // The cluster's variables are known only where a member goes down.
+        let mut standalone = minimal();
+        standalone["steps"][0]["input"] = json!({"name": "${down}"});
+        let error = validate(&scenario(standalone).unwrap(), "list_instances").unwrap_err();
+        assert!(error.contains("unknown variable ${down}"), "{error}");
     }
 
     #[test]

@@ -104,7 +104,17 @@ fn own_mismatches(expect: &Expect, result: &Value) -> Vec<String> {
         }
     }
     for (pointer, item) in &expect.contains {
-        contains(&mut out, result, pointer, item);
+        for item in items(item) {
+            contains(&mut out, result, pointer, item);
+        }
+    }
+    for (pointer, item) in &expect.lacks {
+        for item in items(item) {
+            lacks(&mut out, result, pointer, item);
+        }
+    }
+    for (pointer, pattern) in &expect.matches {
+        matches(&mut out, result, pointer, pattern);
     }
     if !expect.any_of.is_empty() && matching_alternative(expect, result).is_none() {
         let each = expect.any_of.iter().map(|(name, alternative)| {
@@ -160,6 +170,50 @@ fn contains(out: &mut Vec<String>, result: &Value, pointer: &str, item: &Value) 
     }
 }
 
+/// The items of a `contains` or `lacks` value: the elements of an array, else the value itself.
+fn items(value: &Value) -> &[Value] {
+    match value {
+        Value::Array(items) => items,
+        item => std::slice::from_ref(item),
+    }
+}
+
+fn lacks(out: &mut Vec<String>, result: &Value, pointer: &str, item: &Value) {
+    match result.pointer(pointer) {
+        Some(Value::Array(items)) => {
+            if let Some(found) = items.iter().find(|found| holds(found, item)) {
+                out.push(format!(
+                    "{pointer} holds {}, expected no item like {item}",
+                    short(found)
+                ));
+            }
+        }
+        Some(other) => out.push(format!("{pointer} is not an array: {}", short(other))),
+        None => out.push(format!("{pointer} is absent, expected an array")),
+    }
+}
+
+fn matches(out: &mut Vec<String>, result: &Value, pointer: &str, pattern: &str) {
+    let regex = match regex::Regex::new(pattern) {
+        Ok(regex) => regex,
+        Err(e) => {
+            return out.push(format!(
+                "{pointer}: {pattern:?} is not a regular expression: {e}"
+            ))
+        }
+    };
+    match result.pointer(pointer) {
+        Some(Value::String(text)) if regex.is_match(text) => {}
+        Some(found) => out.push(format!(
+            "{pointer} is {}, which does not match {pattern:?}",
+            short(found)
+        )),
+        None => out.push(format!(
+            "{pointer} is absent, expected a match of {pattern:?}"
+        )),
+    }
+}
+
 /// `found` equals `item`, or both are objects and `found` has every field of `item`, equal.
 fn holds(found: &Value, item: &Value) -> bool {
     match (found, item) {
@@ -204,6 +258,10 @@ pub fn short(value: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (matching a result against a step's
+    //! expectations); a promise of the harness seen from outside (its command line, certification,
+    //! the wire) goes in `tests/harness`.
+
     use super::*;
     use serde_json::json;
 
@@ -293,6 +351,48 @@ mod tests {
         assert!(problems[1].contains("holds no item"), "{problems:?}");
         assert!(problems[2].contains("not an array"), "{problems:?}");
         assert!(problems[3].contains("is absent"), "{problems:?}");
+    }
+
+    #[test]
+    fn contains_takes_several_items_lacks_refuses_them_and_matches_reads_text() {
+        let result = json!({"items": [{"name": "a", "status": "Error"}, {"name": "b"}],
+            "error": {"message": "Server isn't ready yet"}});
+        let holds = expect(json!({
+            "contains": {"/items": [{"name": "a", "status": "Error"}, {"name": "b"}]},
+            "lacks": {"/items": [{"name": "b", "status": "Error"}, {"name": "c"}]},
+            "matches": {"/error/message": "^Server isn't ready yet$|Unable to connect to"},
+            "schema_valid": false
+        }));
+        assert_eq!(mismatches(&holds, &result, None), Vec::<String>::new());
+        let fails = expect(json!({
+            "contains": {"/items": [{"name": "a"}, {"name": "c"}]},
+            "lacks": {"/items": {"status": "Error"}, "/error": {"x": 1}},
+            "matches": {"/error/message": "^Unable", "/nothing": "x", "/items": "("},
+            "schema_valid": false
+        }));
+        let problems = mismatches(&fails, &result, None);
+        assert_eq!(problems.len(), 6, "{problems:?}");
+        assert!(
+            problems[0].contains("holds no item like {\"name\":\"c\"}"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("/error is not an array"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[2].contains("expected no item like"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[3].contains("does not match \"^Unable\""),
+            "{problems:?}"
+        );
+        assert!(
+            problems[4].contains("not a regular expression"),
+            "{problems:?}"
+        );
+        assert!(problems[5].contains("/nothing is absent"), "{problems:?}");
     }
 
     /// An answer that differs between Incus lines: one of the alternatives must hold, and a

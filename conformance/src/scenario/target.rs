@@ -12,7 +12,7 @@ use std::time::Duration;
 use incus_operations::{Host, RunOptions, Scope};
 use serde_json::Value;
 
-use super::format::FakeSetup;
+use super::format::{FakeSetup, Moment};
 use super::host::{ConnectionLimits, HostBehaviour};
 
 /// A boxed future, as trait objects need.
@@ -31,6 +31,22 @@ pub struct Request {
     pub body: String,
     /// The `If-Match` header, if any.
     pub if_match: Option<String>,
+    /// Whether the backend accepted it: a change was made or an operation was created.
+    pub applied: bool,
+}
+
+/// What a cluster target can do to its members' daemons, for the steps that take a member down
+/// and bring it back ([`Moment`] says when during a call).
+pub trait Members: Send + Sync {
+    /// The member's daemon dies (as `SIGKILL` kills it).
+    fn down<'a>(&'a self, member: &'a str) -> BoxFuture<'a, Result<(), String>>;
+
+    /// The member's daemon starts again; resolves once the cluster serves it again.
+    fn up<'a>(&'a self, member: &'a str) -> BoxFuture<'a, Result<(), String>>;
+
+    /// Resolves once a call started after this was asked for reaches `moment`; an error when it
+    /// does not within the backend's bound.
+    fn moment(&self, moment: Moment) -> BoxFuture<'_, Result<(), String>>;
 }
 
 /// One system under test, set up for one trial.
@@ -64,6 +80,12 @@ pub trait Target: Send + Sync {
     ) -> BoxFuture<'a, Result<(u16, Value), String>> {
         let _ = (method, path, body);
         Box::pin(async { Err("this backend takes no direct native requests".to_owned()) })
+    }
+
+    /// The cluster's members, when the target is a cluster whose members it can take down and
+    /// bring back; `None` (the default) otherwise.
+    fn members(&self) -> Option<&dyn Members> {
+        None
     }
 }
 

@@ -53,6 +53,10 @@ pub(crate) fn padded(op: &SpecOperation, size: usize) -> Value {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (input byte bounds); a promise of the
+    //! harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
 
     #[test]

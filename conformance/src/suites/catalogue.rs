@@ -1,7 +1,7 @@
 //! The catalogue against the spec's table: names, scopes, confirmation rules, deferred
 //! operations, closed input schemas and output schemas that describe the error shape.
 
-use incus_operations::{Confirmation, Descriptor, ErrorKind, UnavailableReason};
+use incus_operations::{Confirmation, Descriptor, ErrorKind, NotExportedReason};
 use serde_json::{json, Value};
 
 use super::spec_table::{Confirm, SpecOperation, ERROR_KINDS, FORBIDDEN_INPUT_NAMES, OPERATIONS};
@@ -17,7 +17,8 @@ pub(crate) fn checks() -> Vec<Check> {
         Check::new(
             "evidence::gate::unavailable_operations_name_their_missing_requirements",
             missing_named,
-        ),
+        )
+        .in_process_only(super::evidence::IN_PROCESS_ONLY),
         Check::new(
             "catalogue::deferred_operations::copy_rename_move_are_deferred_by_scope",
             deferred,
@@ -45,10 +46,13 @@ pub(crate) fn checks() -> Vec<Check> {
             format!("catalogue::pinned_fixture::{short}_describe_is_the_descriptor"),
             move || describe_matches(op),
         ));
-        checks.push(Check::new(
-            format!("evidence::named_requirements::{short}_requires_the_spec_evidence"),
-            move || requirements(op),
-        ));
+        checks.push(
+            Check::new(
+                format!("evidence::named_requirements::{short}_requires_the_spec_evidence"),
+                move || requirements(op),
+            )
+            .in_process_only(super::evidence::IN_PROCESS_ONLY),
+        );
         checks.push(Check::new(
             format!("input::no_endpoint_names::{short}_input_schema_is_closed"),
             move || input_closed(op),
@@ -65,7 +69,7 @@ pub(crate) fn checks() -> Vec<Check> {
 fn descriptor(name: &str) -> Result<&'static Descriptor, String> {
     incus_operations::fetch(name)
         .or_else(|| {
-            incus_operations::unavailable()
+            incus_operations::not_exported()
                 .into_iter()
                 .find(|u| u.name() == name)
                 .and_then(|u| u.descriptor())
@@ -84,11 +88,11 @@ fn exported_are_the_table() -> Result<(), String> {
             ));
         }
     }
-    let unavailable = incus_operations::unavailable();
+    let unavailable = incus_operations::not_exported();
     for name in &spec {
         let is_exported = incus_operations::fetch(name).is_some();
         let missing_evidence = unavailable.iter().any(|u| {
-            u.name() == *name && matches!(u.reason(), UnavailableReason::MissingEvidence { .. })
+            u.name() == *name && matches!(u.reason(), NotExportedReason::MissingEvidence { .. })
         });
         if !is_exported && !missing_evidence {
             problems.push(format!(
@@ -100,16 +104,16 @@ fn exported_are_the_table() -> Result<(), String> {
 }
 
 fn missing_named() -> Result<(), String> {
-    let problems = incus_operations::unavailable()
+    let problems = incus_operations::not_exported()
         .into_iter()
-        .filter(|u| matches!(u.reason(), UnavailableReason::MissingEvidence { missing } if missing.is_empty()))
+        .filter(|u| matches!(u.reason(), NotExportedReason::MissingEvidence { missing } if missing.is_empty()))
         .map(|u| format!("{} is unavailable for missing evidence but names no requirement", u.name()))
         .collect();
     verdict(problems)
 }
 
 fn deferred() -> Result<(), String> {
-    let unavailable = incus_operations::unavailable();
+    let unavailable = incus_operations::not_exported();
     let mut problems = Vec::new();
     for name in [
         "incus_instance_copy",
@@ -117,12 +121,12 @@ fn deferred() -> Result<(), String> {
         "incus_instance_move",
     ] {
         match unavailable.iter().find(|u| u.name() == name) {
-            Some(u) if matches!(u.reason(), UnavailableReason::DeferredByScope { .. }) => {}
+            Some(u) if matches!(u.reason(), NotExportedReason::DeferredByScope { .. }) => {}
             Some(u) => problems.push(format!(
                 "{name} is unavailable for another reason: {}",
                 u.reason()
             )),
-            None => problems.push(format!("{name} is not listed by unavailable()")),
+            None => problems.push(format!("{name} is not listed by not_exported()")),
         }
         if incus_operations::fetch(name).is_some() {
             problems.push(format!("{name} is exported"));
@@ -352,6 +356,10 @@ fn verdict(problems: Vec<String>) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the catalogue against the spec's table); a
+    //! promise of the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
     use crate::scenario::load;
 
@@ -379,9 +387,13 @@ mod tests {
             ("project".to_owned(), json!("default")),
             ("pool".to_owned(), json!("default")),
             ("alias".to_owned(), json!("busybox")),
+            (
+                "exec_op".to_owned(),
+                json!("00000000-0000-4000-8000-000000000000"),
+            ),
         ]);
         let mut problems = Vec::new();
-        for file in load::builtin() {
+        for file in load::builtin().into_iter().chain(load::builtin_cluster()) {
             let scenario = file.scenario.unwrap();
             for (i, step) in scenario.steps.iter().enumerate() {
                 let kind = step.expect.error_kind.clone().flatten();

@@ -74,5 +74,8 @@ pub(crate) fn checks() -> Vec<Check> {
                 Err(second.failure("the second call discovered the server again"))
             }
         },
+    )
+    .in_process_only(
+        "binds a caller to a Rust Client value (Binding::client), which has no wire form",
     )]
 }

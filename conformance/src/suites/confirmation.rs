@@ -125,6 +125,9 @@ fn insert(base: &str, index: usize, c: char) -> String {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (confirmation); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;

@@ -21,21 +21,32 @@ const QUIET: Duration = Duration::from_millis(500);
 /// How often it is looked at meanwhile.
 const LOOK: Duration = Duration::from_millis(20);
 
+/// Why the public-contract checks run only in-process.
+const PUBLIC_CONTRACT: &str = "checks this build's Rust catalogue (describe(), the pinned fixture, the profile export), not the implementation under test";
+/// Why the no-side-effects checks run only in-process.
+const NO_SIDE_EFFECTS: &str =
+    "reads the Rust catalogue API and checks that doing so needs no runtime and sends nothing";
+/// Why the synchronous checks run only in-process.
+const SYNCHRONOUS: &str = "drives run() on the harness's own runtime to see that no task outlives it; over the wire, every trial's journal already shows what the implementation sent";
+
 /// The contract checks that need nothing running (every run, certification included).
 pub(crate) fn checks() -> Vec<Check> {
     vec![
         Check::new(
             "catalogue::public_contract::describe_is_the_pinned_fixture",
             describe_is_the_fixture,
-        ),
+        )
+        .in_process_only(PUBLIC_CONTRACT),
         Check::new(
             "catalogue::public_contract::profile_names_and_schemas_are_describe",
             profile_is_describe,
-        ),
+        )
+        .in_process_only(PUBLIC_CONTRACT),
         Check::new(
             "catalogue::no_side_effects::catalogue_reads_need_no_runtime",
             catalogue_reads_need_no_runtime,
-        ),
+        )
+        .in_process_only(NO_SIDE_EFFECTS),
     ]
 }
 
@@ -45,15 +56,18 @@ pub(crate) fn live_checks() -> Vec<Check> {
         Check::new(
             "catalogue::no_side_effects::catalogue_reads_send_no_request",
             || block_on(catalogue_reads_send_no_request()),
-        ),
+        )
+        .in_process_only(NO_SIDE_EFFECTS),
         Check::new(
             "catalogue::synchronous::waited_mutation_is_over_when_run_returns",
             || block_on(waited_mutation_is_over()),
-        ),
+        )
+        .in_process_only(SYNCHRONOUS),
         Check::new(
             "catalogue::synchronous::exec_is_over_when_run_returns",
             || block_on(exec_is_over()),
-        ),
+        )
+        .in_process_only(SYNCHRONOUS),
     ]
 }
 
@@ -71,10 +85,12 @@ fn described() -> Vec<(String, Value)> {
     let exported = incus_operations::all()
         .into_iter()
         .map(|d| (d.name().to_owned(), incus_operations::describe(d.name())));
-    let others = incus_operations::unavailable().into_iter().filter_map(|u| {
-        u.descriptor()
-            .map(|d| (d.name().to_owned(), Some(d.describe())))
-    });
+    let others = incus_operations::not_exported()
+        .into_iter()
+        .filter_map(|u| {
+            u.descriptor()
+                .map(|d| (d.name().to_owned(), Some(d.describe())))
+        });
     exported
         .chain(others)
         .map(|(name, value)| (name, value.unwrap_or(Value::Null)))
@@ -190,7 +206,7 @@ fn read_the_catalogue() -> usize {
         let _ = incus_operations::fetch(descriptor.name());
         let _ = incus_operations::describe(descriptor.name());
     }
-    let _ = incus_operations::unavailable();
+    let _ = incus_operations::not_exported();
     let _ = incus_operations::tama_document();
     let _ = incus_operations::tama_document_all();
     all.len()

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use incus_operations::UnavailableReason;
+use incus_operations::NotExportedReason;
 use serde_json::{json, Value};
 
 use super::session::with_session;
@@ -24,11 +24,15 @@ fn evidence_view() -> Vec<String> {
     let exported = incus_operations::all()
         .into_iter()
         .map(|d| format!("exported {} requires {:?}", d.name(), d.requires()));
-    let unavailable = incus_operations::unavailable()
+    let unavailable = incus_operations::not_exported()
         .into_iter()
         .map(|u| format!("unavailable {}: {:?}", u.name(), u.reason()));
     exported.chain(unavailable).collect()
 }
+
+/// Why every evidence check (here and in the catalogue suite) runs only in-process.
+pub(super) const IN_PROCESS_ONLY: &str =
+    "checks the evidence ledgers compiled into this build's core";
 
 /// The ledger checks, and one run of operations that must leave the ledgers unchanged.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
@@ -70,6 +74,9 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
             client_tests_use_both_listeners,
         ),
     ]
+    .into_iter()
+    .map(|check| check.in_process_only(IN_PROCESS_ONLY))
+    .collect()
 }
 
 /// Recomputes the evidence rule from the ledgers: every requirement of an exported operation
@@ -179,8 +186,8 @@ fn exported_set_follows_the_files() -> Result<(), String> {
             ));
         }
     }
-    for unavailable in incus_operations::unavailable() {
-        let UnavailableReason::MissingEvidence { missing } = unavailable.reason() else {
+    for unavailable in incus_operations::not_exported() {
+        let NotExportedReason::MissingEvidence { missing } = unavailable.reason() else {
             continue;
         };
         let named: Vec<String> = missing.iter().map(|m| m.requirement().to_owned()).collect();

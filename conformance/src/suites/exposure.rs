@@ -41,21 +41,27 @@ const SERVING: &[&str] = &[
     "server::conn",
 ];
 
+/// Why every exposure check runs only in-process.
+const IN_PROCESS_ONLY: &str = "checks the Rust crate (its dependencies, its source, a Rust host's execute tool), not an implementation's behaviour";
+
 /// The static exposure checks (every run).
 pub(crate) fn checks() -> Vec<Check> {
     vec![
         Check::new(
             "exposure::no_protocol_binding::core_depends_on_no_server_framework",
             no_server_dependency,
-        ),
+        )
+        .in_process_only(IN_PROCESS_ONLY),
         Check::new(
             "exposure::no_protocol_binding::core_source_binds_no_listener",
             no_listener_in_source,
-        ),
+        )
+        .in_process_only(IN_PROCESS_ONLY),
         Check::new(
             "exposure::host_builds_tools::one_tool_per_operation_covers_the_catalogue",
             one_tool_per_operation,
-        ),
+        )
+        .in_process_only(IN_PROCESS_ONLY),
     ]
 }
 
@@ -64,7 +70,8 @@ pub(crate) fn live_checks() -> Vec<Check> {
     vec![Check::new(
         "exposure::host_builds_tools::execute_tool_enforces_the_operation_scope",
         || block_on(execute_enforces_scope()),
-    )]
+    )
+    .in_process_only(IN_PROCESS_ONLY)]
 }
 
 fn verdict(problems: Vec<String>) -> Result<(), String> {

@@ -26,6 +26,7 @@ mod property;
 pub(crate) mod reliability;
 mod restricted;
 mod safety;
+pub(crate) use safety::value_cases;
 mod scenarios;
 mod scopes;
 mod session;
@@ -41,28 +42,48 @@ pub(crate) enum Subject {
     /// A host's certification: only the suites that run through the host under test.
     HostUnderCertification,
     /// An implementation behind the wire protocol: every trial that can be expressed over the
-    /// wire (see [`IN_PROCESS_ONLY`] for the others and why).
+    /// wire (the others are marked [`Check::in_process_only`], each with its reason).
     Adapter,
 }
 
-/// The trials that only make sense in-process, by name prefix, with the reason. An adapter run
-/// leaves them out and lists them.
-pub(crate) const IN_PROCESS_ONLY: &[(&str, &str)] = &[
-    ("catalogue::public_contract::", "checks this build's Rust catalogue (describe(), the pinned fixture, the profile export), not the implementation under test"),
-    ("catalogue::no_side_effects::", "reads the Rust catalogue API and checks that doing so needs no runtime and sends nothing"),
-    ("catalogue::synchronous::", "drives run() on the harness's own runtime to see that no task outlives it; over the wire, every trial's journal already shows what the implementation sent"),
-    ("exposure::", "checks the Rust crate (its dependencies, its source, a Rust host's execute tool), not an implementation's behaviour"),
-    ("evidence::", "checks the evidence ledgers compiled into this build's core"),
-    ("binding::trusted_backend::a_discovered_client_is_used_without_discovering_again", "binds a caller to a Rust Client value (Binding::client), which has no wire form"),
-    ("authorization::validated_input::authorize_sees_normalized_input", "reads the input the host's authorize callback was given; the wire carries only the result (the callback order checks of the other host trials are likewise in-process only)"),
-];
+/// The trials an adapter run leaves out, grouped by reason in name order: the names' common
+/// `::` prefix (a trailing `*` when the group has more than one trial), and the reason.
+pub(crate) fn in_process_only() -> Vec<(String, &'static str)> {
+    let factory: Arc<dyn TargetFactory> = Arc::new(unavailable::Unavailable);
+    let mut groups: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for check in registry(&factory, Subject::Core) {
+        let Some(reason) = check.in_process_only else {
+            continue;
+        };
+        match groups.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, names)) => names.push(check.name),
+            None => groups.push((reason, vec![check.name])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(reason, names)| match names.as_slice() {
+            [one] => (one.clone(), reason),
+            _ => (format!("{}*", common_prefix(&names)), reason),
+        })
+        .collect()
+}
 
-/// Why the trial `name` only runs in-process, if it does.
-pub(crate) fn in_process_only(name: &str) -> Option<&'static str> {
-    IN_PROCESS_ONLY
+/// The longest prefix of `::`-separated segments that every name shares, with its `::`.
+fn common_prefix(names: &[String]) -> String {
+    let mut prefix: Vec<&str> = names[0].split("::").collect();
+    for name in &names[1..] {
+        let shared = prefix
+            .iter()
+            .zip(name.split("::"))
+            .take_while(|(a, b)| **a == *b)
+            .count();
+        prefix.truncate(shared);
+    }
+    prefix
         .iter()
-        .find(|(prefix, _)| name.starts_with(prefix))
-        .map(|(_, reason)| *reason)
+        .map(|segment| format!("{segment}::"))
+        .collect()
 }
 
 /// Every check of the conformance run against targets built by `factory`.
@@ -90,7 +111,7 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
     checks.extend(exec_output::checks(factory));
     checks.extend(safety::checks(factory));
     if subject == Subject::Adapter {
-        checks.retain(|c| in_process_only(&c.name).is_none());
+        checks.retain(|c| c.in_process_only.is_none());
     }
     checks.sort_by(|a, b| a.name.cmp(&b.name));
     checks
@@ -98,6 +119,9 @@ pub(crate) fn registry(factory: &Arc<dyn TargetFactory>, subject: Subject) -> Ve
 
 #[cfg(test)]
 mod registry_tests {
+    //! What goes here: tests of this module on its own (the suites); a promise of the harness seen
+    //! from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
     use crate::runner::check::{clause_of, is_snake_segment, CONTEXTS};
     use std::collections::BTreeSet;
@@ -138,6 +162,26 @@ mod registry_tests {
                     check.name
                 );
             }
+        }
+    }
+
+    #[test]
+    fn the_in_process_only_listing_names_exactly_the_trials_an_adapter_run_leaves_out() {
+        let factory: Arc<dyn TargetFactory> = Arc::new(unavailable::Unavailable);
+        let adapter: BTreeSet<String> = registry(&factory, Subject::Adapter)
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        let groups = in_process_only();
+        assert!(groups.len() >= 7, "{groups:?}");
+        for check in listing() {
+            let listed = groups
+                .iter()
+                .any(|(trials, _)| match trials.strip_suffix('*') {
+                    Some(prefix) => check.name.starts_with(prefix),
+                    None => check.name == *trials,
+                });
+            assert_eq!(listed, !adapter.contains(&check.name), "{}", check.name);
         }
     }
 

@@ -85,6 +85,10 @@ pub(crate) fn trial_seed(seed: u64, trial: &str) -> [u8; 32] {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (property tests inside trials); a promise of
+    //! the harness seen from outside (its command line, certification, the wire) goes in
+    //! `tests/harness`.
+
     use super::*;
 
     #[test]

@@ -713,6 +713,9 @@ fn finish(out: String, problems: Vec<String>) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`RELIABILITY.md`); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     #[test]

@@ -229,6 +229,10 @@ impl Called {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (one target for one trial, with a runtime to
+    //! drive it from synchronous code (property tests)); a promise of the harness seen from outside
+    //! (its command line, certification, the wire) goes in `tests/harness`.
+
     use std::time::Duration;
 
     use fake_incus::{FakeIncus, Fault, Rule};

@@ -425,6 +425,10 @@ fn minimal_input(name: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the spec's catalogue table, written down
+    //! independently of the core's catalogue); a promise of the harness seen from outside (its
+    //! command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     #[test]

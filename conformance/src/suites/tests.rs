@@ -56,6 +56,7 @@ impl Target for ScriptedTarget {
                 query: None,
                 body: String::new(),
                 if_match: None,
+                applied: false,
             });
         }
         Box::pin(async move { result })

@@ -50,6 +50,10 @@ impl fmt::Display for Pointer {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (RFC 6901 JSON pointers, built one escaped
+    //! segment at a time); a promise of the harness seen from outside (its command line,
+    //! certification, the wire) goes in `tests/harness`.
+
     use super::Pointer;
 
     #[test]

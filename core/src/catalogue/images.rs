@@ -14,7 +14,7 @@ fn list() -> Spec {
         name: "incus_image_list",
         title: "List images",
         description: concat!(
-            "Lists the images of a project (native image objects: fingerprint, aliases, properties, architecture, type, size, ...).",
+            "Lists the images of a project (native image objects: fingerprint, aliases, properties, architecture, type, size, ...); a cached image's update_source.server is replaced by \"[redacted]\" whenever it holds @ (the image server's credentials).",
             list_returns!(),
             project_note!()
         ),
@@ -34,7 +34,7 @@ fn get() -> Spec {
         name: "incus_image_get",
         title: "Get an image",
         description: concat!(
-            "Reads one image by fingerprint or a unique prefix of it; the result always carries the full fingerprint.",
+            "Reads one image by fingerprint or a unique prefix of it; the result always carries the full fingerprint. A cached image's update_source.server is replaced by \"[redacted]\" whenever it holds @ (the image server's credentials).",
             item_returns!(),
             project_note!()
         ),

@@ -1,7 +1,7 @@
 //! The operation catalogue: exactly the 32 descriptors of the spec's table, built once.
 //!
 //! Each resource module returns its descriptors; this module gathers them, sorts them by name and
-//! answers the public questions (`all`, `fetch`, `describe`, `unavailable`) through the evidence gate.
+//! answers the public questions (`all`, `fetch`, `describe`, `not_exported`) through the evidence gate.
 
 /// Shared description sentences (macros so that descriptions stay `&'static str` literals).
 macro_rules! list_returns {
@@ -33,7 +33,7 @@ macro_rules! operation_secrets_note {
 /// Instance, snapshot and profile reads: the guest's data is redacted (run/redact.rs).
 macro_rules! guest_data_note {
     () => {
-        " The values of environment.* and cloud-init data keys (cloud-init.user-data, cloud-init.vendor-data, cloud-init.network-config, user.user-data, user.vendor-data, user.network-config, user.meta-data) in config and expanded_config are replaced by \"[redacted]\" unless the caller holds incus.exec (which can read them in the guest)."
+        " The values of environment.*, of cloud-init data keys (cloud-init.user-data, cloud-init.vendor-data, cloud-init.network-config, user.user-data, user.vendor-data, user.network-config, user.meta-data) and of the guest's credentials (smbios11.*, systemd.credential.*, systemd.credential-binary.*) in config and expanded_config are replaced by \"[redacted]\" unless the caller holds incus.exec (which can read them in the guest)."
     };
 }
 /// Reads whose objects carry used_by: entries of other projects only if the host allows.
@@ -539,10 +539,10 @@ pub fn describe(name: &str) -> Option<Value> {
 
 /// The operations that are not exported, and why: copy, rename and move (deferred by scope), then
 /// every descriptor whose client evidence is missing, with the missing requirements.
-pub fn unavailable() -> Vec<Unavailable> {
-    let deferred = DEFERRED_BY_SCOPE.iter().map(|name| Unavailable {
+pub fn not_exported() -> Vec<NotExported> {
+    let deferred = DEFERRED_BY_SCOPE.iter().map(|name| NotExported {
         name,
-        reason: UnavailableReason::DeferredByScope {
+        reason: NotExportedReason::DeferredByScope {
             decision: SCOPE_DECISION,
         },
         descriptor: None,
@@ -551,9 +551,9 @@ pub fn unavailable() -> Vec<Unavailable> {
         GATED
             .iter()
             .filter(|(_, missing)| !missing.is_empty())
-            .map(|(descriptor, missing)| Unavailable {
+            .map(|(descriptor, missing)| NotExported {
                 name: descriptor.name,
-                reason: UnavailableReason::MissingEvidence {
+                reason: NotExportedReason::MissingEvidence {
                     missing: missing.clone(),
                 },
                 descriptor: Some(*descriptor),
@@ -571,21 +571,21 @@ const SCOPE_DECISION: &str = "user decision 2026-11-04";
 
 /// An operation that is not exported, with the reason.
 #[derive(Debug, Clone, Serialize)]
-pub struct Unavailable {
+pub struct NotExported {
     name: &'static str,
-    reason: UnavailableReason,
+    reason: NotExportedReason,
     #[serde(skip)]
     descriptor: Option<&'static Descriptor>,
 }
 
-impl Unavailable {
+impl NotExported {
     /// The operation name.
     pub fn name(&self) -> &'static str {
         self.name
     }
 
     /// Why it is not exported.
-    pub fn reason(&self) -> &UnavailableReason {
+    pub fn reason(&self) -> &NotExportedReason {
         &self.reason
     }
 
@@ -598,7 +598,7 @@ impl Unavailable {
 /// Why an operation is not exported.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum UnavailableReason {
+pub enum NotExportedReason {
     /// Deliberately left out of scope; not a matter of evidence.
     DeferredByScope {
         /// The decision that deferred it.
@@ -611,13 +611,13 @@ pub enum UnavailableReason {
     },
 }
 
-impl fmt::Display for UnavailableReason {
+impl fmt::Display for NotExportedReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            UnavailableReason::DeferredByScope { decision } => {
+            NotExportedReason::DeferredByScope { decision } => {
                 write!(f, "deferred by scope ({decision})")
             }
-            UnavailableReason::MissingEvidence { missing } => {
+            NotExportedReason::MissingEvidence { missing } => {
                 let names: Vec<&str> = missing.iter().map(|m| m.requirement()).collect();
                 write!(f, "missing evidence for {}", names.join(", "))
             }
@@ -627,6 +627,10 @@ impl fmt::Display for UnavailableReason {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the operation catalogue); a promise of the
+    //! whole `run()` or of the client against a fake Incus, seen through the public API, goes in
+    //! `tests/integration`.
+
     use super::*;
 
     #[test]

@@ -15,7 +15,7 @@ fn get() -> Spec {
         title: "Get the Incus server's information",
         description: concat!(
             "Reads the server information that discovery obtained (GET /1.0): api_version, api_extensions, auth, config and environment (server_version, driver, kernel, architectures, storage, ...).",
-            " Returns {\"item\": <native server object>} unchanged except for credentials: the value of each config key that holds one (loki.auth.password, openfga.api.token, network.ovn.client_key, acme.provider.environment, instances.tpm.platform_key, storage.linstor.client_key, and core.proxy_http, core.proxy_https, loki.api.url, openfga.api.url or storage.linstor.controller_connection whenever its text holds @, since a password there may hold /, ? or #) is replaced by \"[redacted]\". Results are at most 256 KiB of JSON (output_limit otherwise).",
+            " Returns {\"item\": <native server object>} unchanged except for credentials: the value of each config key that holds one (loki.auth.password, openfga.api.token, network.ovn.client_key, acme.provider.environment, instances.tpm.platform_key, storage.linstor.client_key, logging.<name>.target.password, and core.proxy_http, core.proxy_https, loki.api.url, openfga.api.url, storage.linstor.controller_connection or logging.<name>.target.address whenever its text holds @, since a password there may hold /, ? or #) is replaced by \"[redacted]\". Results are at most 256 KiB of JSON (output_limit otherwise).",
             project_note!()
         ),
         example: json!({}),

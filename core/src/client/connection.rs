@@ -326,6 +326,10 @@ fn server_name(url: &str, host: &str) -> Result<ServerName<'static>, ConnectionE
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the connection configuration a host hands
+    //! to the core); a promise of the whole `run()` or of the client against a fake Incus, seen
+    //! through the public API, goes in `tests/integration`.
+
     use super::*;
 
     #[test]

@@ -610,6 +610,10 @@ where
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (bounded, non-interactive exec over the
+    //! operation's websockets (Go); a promise of the whole `run()` or of the client against a fake
+    //! Incus, seen through the public API, goes in `tests/integration`.
+
     use super::*;
 
     /// A websocket pair in memory: (client side, server side).

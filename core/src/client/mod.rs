@@ -107,6 +107,10 @@ pub(crate) fn exec_stream_total(max_stream_bytes: u64) -> u64 {
 
 #[cfg(test)]
 mod bound_tests {
+    //! What goes here: tests of this module on its own (the Incus client every operation runs
+    //! through); a promise of the whole `run()` or of the client against a fake Incus, seen through
+    //! the public API, goes in `tests/integration`.
+
     use super::*;
 
     #[test]

@@ -209,6 +209,10 @@ fn flatten_groups(groups: Value) -> Result<Vec<ListItem>, ClientError> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (operations (Go); a promise of the whole
+    //! `run()` or of the client against a fake Incus, seen through the public API, goes in
+    //! `tests/integration`.
+
     use super::*;
     use serde_json::json;
 

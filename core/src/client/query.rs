@@ -268,6 +268,10 @@ pub(crate) fn json_len(value: &Value) -> usize {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the three helpers every native call goes
+    //! through, as in the Incus Go client); a promise of the whole `run()` or of the client against
+    //! a fake Incus, seen through the public API, goes in `tests/integration`.
+
     use super::*;
     use bytes::Bytes;
     use http::StatusCode;

@@ -82,6 +82,10 @@ impl Progress {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the bound on a whole call, and what a call
+    //! that hits it reports); a promise of the whole `run()` or of the client against a fake Incus,
+    //! seen through the public API, goes in `tests/integration`.
+
     use super::*;
 
     #[test]

@@ -276,6 +276,10 @@ impl ExecOutcome {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`incus_instance_exec`); a promise of the
+    //! whole `run()` or of the client against a fake Incus, seen through the public API, goes in
+    //! `tests/integration`.
+
     use std::time::Duration;
 
     use super::*;

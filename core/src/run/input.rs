@@ -404,6 +404,10 @@ pub(crate) struct Exec {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (validated input as typed values, one type
+    //! per native call); a promise of the whole `run()` or of the client against a fake Incus, seen
+    //! through the public API, goes in `tests/integration`.
+
     use serde_json::json;
 
     use super::*;

@@ -145,6 +145,10 @@ pub(crate) fn bounded(result: Value, bound: usize) -> Result<Value, RunError> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the 256 KiB bound on a result's JSON,
+    //! applied in one linear pass); a promise of the whole `run()` or of the client against a fake
+    //! Incus, seen through the public API, goes in `tests/integration`.
+
     use super::*;
 
     fn item(len: usize) -> Value {

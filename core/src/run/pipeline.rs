@@ -20,7 +20,9 @@ pub(crate) async fn run<C: Send + Sync>(
 ) -> Result<Value, RunError> {
     let Some(descriptor) = catalogue::fetch(name) else {
         let reason = if catalogue::lookup(name).is_some() {
-            format!("{name} is not exported: its client evidence is incomplete (see unavailable())")
+            format!(
+                "{name} is not exported: its client evidence is incomplete (see not_exported())"
+            )
         } else {
             format!("{name:?} is not an operation")
         };

@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use crate::catalogue::Native;
 
-use incus_credentials::redact::{guest_data, operation as operation_secrets, storage_pool, values};
+use incus_credentials::redact::{
+    guest_data, image, operation as operation_secrets, storage_pool, values,
+};
 pub use incus_credentials::redact::{network, server, REDACTED};
 
 /// The project of a `used_by` entry that names none.
@@ -38,6 +40,7 @@ pub(crate) fn item(native: Native, reader: &Reader, item: &mut Value) -> bool {
         Native::ServerGet => server(item),
         Native::NetworkList | Native::NetworkGet => network(item),
         Native::StoragePoolList | Native::StoragePoolGet => storage_pool(item),
+        Native::ImageList | Native::ImageGet => image(item),
         Native::OperationList | Native::OperationGet => operation(reader, item),
         Native::InstanceList
         | Native::InstanceGet
@@ -117,6 +120,10 @@ pub(crate) fn used_by_projects(object: &Value, into: &mut BTreeSet<String>) {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (what results never carry); a promise of the
+    //! whole `run()` or of the client against a fake Incus, seen through the public API, goes in
+    //! `tests/integration`.
+
     use super::*;
     use serde_json::json;
 

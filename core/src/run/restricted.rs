@@ -270,8 +270,8 @@ impl Findings {
 /// Whether a config's snapshot schedule reaches past the instance: one that fires more than once
 /// an hour with no expiry, or an expiry longer than [`FREQUENT_EXPIRY_MAX`] (a snapshot every
 /// minute, kept forever, fills the host's pool). With `stated`, the config is one write's: an
-/// expiry removed (`""`) without the schedule stated in the same write counts too, since the
-/// instance's schedule is not known. The key to restrict and why.
+/// expiry removed (`""`) or raised past [`FREQUENT_EXPIRY_MAX`] without the schedule stated in the
+/// same write counts too, since the instance's schedule is not known. The key to restrict and why.
 pub(crate) fn schedule_reach(
     config: &Map<String, Value>,
     stated: bool,
@@ -300,14 +300,30 @@ pub(crate) fn schedule_reach(
             "snapshots.expiry".into(),
             "removing snapshots.expiry needs snapshots.schedule, empty or at most hourly, in the same write".into(),
         )),
+        // Raised past the bound behind a schedule this write does not state (the instance's own
+        // or a profile's may fire every minute): the same state as removing it.
+        None if stated
+            && expiry
+                .map(values::expiry)
+                .is_some_and(|kept| matches!(kept, Ok(Some(seconds)) if seconds > FREQUENT_EXPIRY_MAX)) =>
+        {
+            Some((
+                "snapshots.expiry".into(),
+                format!(
+                    "snapshots.expiry {:?} past 1d needs snapshots.schedule, empty or at most hourly, in the same write",
+                    expiry.unwrap_or_default()
+                ),
+            ))
+        }
         None => None,
     }
 }
 
 /// What the profiles a call applies bring into the instance: their effective config and devices,
 /// without the keys and devices that `own` sets itself (judged on their own, and they replace the
-/// profiles' ones), with a map from each config key and device name to the profile it comes
-/// from. Also the merged config of the profiles and `own`, as Incus expands it.
+/// profiles' ones; a key `own` sets to `""` is unset, so the profile's value applies and is
+/// judged), with a map from each config key and device name to the profile it comes from. Also
+/// the merged config of the profiles and `own`, as Incus expands it.
 pub(crate) fn profile_findings(
     profiles: &[(String, Value)],
     own: InstanceWrites<'_>,
@@ -334,6 +350,12 @@ pub(crate) fn profile_findings(
     }
     let mut merged = config.clone();
     for (key, value) in own.config.into_iter().flatten() {
+        // An empty value unsets the instance's own key: Incus stores no empty value
+        // (`CreateConfig`: "An empty value means we are unsetting this key"), so the profile's
+        // value is the one that applies, and stays judged.
+        if value.as_str() == Some("") {
+            continue;
+        }
         config.remove(key);
         from.remove(key);
         merged.insert(key.clone(), value.clone());
@@ -382,6 +404,10 @@ pub(crate) fn item_name(item: &RestrictedItem) -> &str {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (what create and update may write into an
+    //! instance without the host's say); a promise of the whole `run()` or of the client against a
+    //! fake Incus, seen through the public API, goes in `tests/integration`.
+
     use serde_json::json;
 
     use super::super::input::Update;
@@ -443,6 +469,14 @@ mod tests {
         assert_eq!(merged["cloud-init.user-data"], "#cloud-config");
         assert_eq!(found.restricted.len(), 2, "{found:?}");
         assert!(found.guest_code.is_empty());
+        // An empty value unsets the call's own key: the profile's value applies, and is judged.
+        let unset = update(json!({"name": "web", "config": {"security.privileged": ""}}));
+        let (found, _, merged) = profile_findings(&profiles, unset.writes());
+        assert_eq!(merged["security.privileged"], "true");
+        assert!(found
+            .restricted
+            .iter()
+            .any(|r| r.item == RestrictedItem::config_key("security.privileged", json!("true"))));
     }
 
     fn class(key: &str, value: &str) -> &'static str {
@@ -550,6 +584,13 @@ mod tests {
         );
         assert!(reach(json!({"snapshots.schedule": "0 * * * *"})).is_none());
         assert!(reach(json!({"snapshots.expiry": ""})).is_some());
+        // Raised past a day without the schedule: the instance's may fire every minute.
+        assert!(reach(json!({"snapshots.expiry": "100y"})).is_some());
+        assert!(reach(json!({"snapshots.expiry": "1d 1H"})).is_some());
+        assert!(reach(json!({"snapshots.expiry": "1d"})).is_none());
+        assert!(
+            reach(json!({"snapshots.expiry": "100y", "snapshots.schedule": "@daily"})).is_none()
+        );
         assert!(reach(json!({"snapshots.expiry": "", "snapshots.schedule": ""})).is_none());
     }
 

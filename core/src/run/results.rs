@@ -182,6 +182,10 @@ pub(crate) fn read_error(error: ClientError) -> RunError {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the one conversion from internal failures
+    //! to the error shape of every result); a promise of the whole `run()` or of the client against
+    //! a fake Incus, seen through the public API, goes in `tests/integration`.
+
     use super::*;
 
     #[test]

@@ -17,30 +17,13 @@ use super::pipeline::run_operation;
 use super::RunOptions;
 use crate::catalogue::{by_native, catalogue, Descriptor, Native, OperationKind, Scope};
 use crate::client::exec_duration_cap;
-use crate::host::{Binding, BindingContext, Host, HostError};
+use crate::host::AllowAll;
 use crate::{Connection, Endpoint};
 
 const FINGERPRINT: &str = "abababababababababababababababababababababababababababababababab";
 
 /// Placeholder for the integer under test, replaced by its spelling in the JSON text.
 const SLOT: &str = "\"__integer__\"";
-
-struct AllowAll(Connection);
-
-impl Host for AllowAll {
-    type Caller = ();
-
-    async fn binding(&self, _caller: &(), _operation: &str) -> Result<Binding, HostError> {
-        Ok(Binding::connection(
-            self.0.clone(),
-            BindingContext::default(),
-        ))
-    }
-
-    async fn authorize(&self, _: &(), _: &str, _: &Value) -> Result<(), HostError> {
-        Ok(())
-    }
-}
 
 /// Spellings of one integer that JSON Schema 2020-12 counts as that integer.
 fn spellings(value: i64) -> Vec<String> {
@@ -138,7 +121,7 @@ async fn case(
         .timeout(Duration::from_secs(62))
         .build()
         .expect("connection");
-    let host = AllowAll(connection.clone());
+    let host = AllowAll::new(connection.clone());
     let scopes = [Scope::Read, Scope::Write, Scope::Exec, Scope::Delete];
     let options = RunOptions::new(&host, &(), scopes);
     let prior = by_native(Native::InstanceCreate);

@@ -9,32 +9,10 @@ use serde_json::{json, Value};
 use super::pipeline::run_operation;
 use super::RunOptions;
 use crate::catalogue::{by_native, Native, Scope};
-use crate::host::{Binding, BindingContext, Host, HostError};
+use crate::host::AllowAll;
 use crate::{Connection, Endpoint};
 
 const EXEC: Native = Native::InstanceExec;
-
-struct AllowAll(Connection);
-
-impl Host for AllowAll {
-    type Caller = ();
-
-    async fn binding(&self, _caller: &(), _operation: &str) -> Result<Binding, HostError> {
-        Ok(Binding::connection(
-            self.0.clone(),
-            BindingContext::default(),
-        ))
-    }
-
-    async fn authorize(
-        &self,
-        _caller: &(),
-        _operation: &str,
-        _input: &Value,
-    ) -> Result<(), HostError> {
-        Ok(())
-    }
-}
 
 struct Bench {
     fake: FakeIncus,
@@ -55,7 +33,7 @@ impl Bench {
             .expect("connection");
         Bench {
             fake,
-            host: AllowAll(connection),
+            host: AllowAll::new(connection),
         }
     }
 
@@ -93,11 +71,7 @@ impl Bench {
 
     fn execs(&self, name: &str) -> usize {
         let path = format!("/1.0/instances/{name}/exec");
-        self.fake
-            .journal()
-            .iter()
-            .filter(|e| e.method == "POST" && e.path == path)
-            .count()
+        self.fake.requests("POST", &path).len()
     }
 }
 

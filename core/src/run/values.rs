@@ -52,6 +52,36 @@ pub(crate) fn api_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The name of a new snapshot, by 7.0's `validate.IsAPIName` (`cmd/incusd/instance_snapshot.go`
+/// validates it on create and rename; 6.0.4 refuses only `/`): 1 to 64 bytes, no white space,
+/// none of `$ ? & + " ' ` * /`, starting and ending with an ASCII letter or digit; and the core's
+/// own: no control character (a name reaches host paths and logs) and no `%` (decoded twice).
+/// Letters of any script pass, as in 7.0: a confirm repeats a name byte for byte.
+pub(crate) fn snapshot_name(name: &str) -> Result<(), String> {
+    let why = if name.is_empty() || name.len() > NAME_MAX {
+        Some(format!("must be 1 to {NAME_MAX} bytes long"))
+    } else if let Some(bad) = name.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        Some(format!(
+            "must not contain white space or control characters (found {bad:?})"
+        ))
+    } else if let Some(bad) = name
+        .chars()
+        .find(|c| API_NAME_RESERVED.contains(c) || *c == '%')
+    {
+        Some(format!("must not contain {bad:?}"))
+    } else {
+        let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+        (!alnum(name.chars().next()) || !alnum(name.chars().last()))
+            .then(|| "must start and end with an ASCII letter or digit".to_owned())
+    };
+    match why {
+        Some(why) => Err(format!(
+            "snapshot name {name:?} {why} (Incus 7.0's rule for a new snapshot)"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A device name (see [`api_name`]).
 pub(crate) fn device_name(name: &str) -> Result<(), String> {
     api_name(name).map_err(|why| format!("device name {name:?} {why}"))
@@ -183,16 +213,35 @@ pub(crate) enum Frequency {
 }
 
 /// A `snapshots.schedule` value: empty, or triggers separated by `", "`, each an alias or a cron
-/// expression of five fields of digits, letters and `* , - /`. The frequency: a cron whose minute
-/// field is one number fires at most once an hour.
+/// expression of five fields of digits, letters and `* , - /`.
+///
+/// The frequency is that of all the triggers together: Incus takes a snapshot in every minute
+/// that any trigger matches (`snapshotIsScheduledNow`, 6.0.4 and 7.0
+/// `cmd/incusd/snapshot_common.go`), so `0 * * * *, 30 * * * *` fires twice an hour. A schedule is
+/// at most hourly when the minutes it can fire in are at most one: a cron trigger counts its
+/// minute when that field is one number (any other minute field can fire more often), and the
+/// aliases count one minute between them (Incus fires `@hourly`, `@daily`, ... at the same minute
+/// of the instance). `@startup` fires at every start, as often as the instance starts:
+/// `boot.autorestart` restarts a guest that exits up to 10 times a minute, so it is frequent.
 pub(crate) fn schedule(value: &str) -> Result<Frequency, String> {
     if value.is_empty() {
         return Ok(Frequency::Hourly);
     }
-    let mut frequency = Frequency::Hourly;
+    let mut frequent = false;
+    let mut aliases = false;
+    let mut minutes: Vec<u8> = Vec::new();
     for trigger in value.to_ascii_lowercase().split(", ") {
-        if SCHEDULE_ALIASES.contains(&trigger) {
-            continue;
+        match trigger {
+            "@never" => continue,
+            "@startup" => {
+                frequent = true;
+                continue;
+            }
+            alias if SCHEDULE_ALIASES.contains(&alias) => {
+                aliases = true;
+                continue;
+            }
+            _ => {}
         }
         let fields: Vec<&str> = trigger.split(' ').collect();
         let field_ok = |field: &&str| {
@@ -207,14 +256,21 @@ pub(crate) fn schedule(value: &str) -> Result<Frequency, String> {
                 SCHEDULE_ALIASES.join(", ")
             ));
         }
-        let once_an_hour = fields[0]
-            .parse::<u8>()
-            .is_ok_and(|minute| minute < 60 && fields[0].len() <= 2);
-        if !once_an_hour {
-            frequency = Frequency::Frequent;
+        let minute = (fields[0].len() <= 2)
+            .then(|| fields[0].parse::<u8>().ok())
+            .flatten()
+            .filter(|minute| *minute < 60);
+        match minute {
+            Some(minute) if !minutes.contains(&minute) => minutes.push(minute),
+            Some(_) => {}
+            None => frequent = true,
         }
     }
-    Ok(frequency)
+    if frequent || minutes.len() + usize::from(aliases) > 1 {
+        Ok(Frequency::Frequent)
+    } else {
+        Ok(Frequency::Hourly)
+    }
 }
 
 /// An expiry (`snapshots.expiry`, `snapshots.expiry.manual`): Incus's `GetExpiry` grammar,
@@ -572,6 +628,40 @@ mod tests {
     }
 
     #[test]
+    fn new_snapshot_names_follow_incus_7() {
+        for good in [
+            "s1",
+            "before-upgrade",
+            "a.b_c",
+            "s-ѕnap-1",
+            "x".repeat(64).as_str(),
+        ] {
+            assert!(snapshot_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "-rf",
+            ".x",
+            "x.",
+            "..",
+            "ѕnap",
+            "a$b",
+            "a*b",
+            "a'b",
+            "a`id`",
+            "a\u{1}b",
+            "..\u{0}",
+            "a b",
+            "a%31",
+            "a+b",
+            "a/b",
+            "",
+            &"x".repeat(65),
+        ] {
+            assert!(snapshot_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn snapshot_patterns_render_only_valid_names() {
         for good in [
             "",
@@ -616,6 +706,14 @@ mod tests {
         assert_eq!(schedule("*/5 * * * *"), Ok(Frequency::Frequent));
         assert_eq!(schedule("0,30 * * * *"), Ok(Frequency::Frequent));
         assert_eq!(schedule("@daily, * * * * *"), Ok(Frequency::Frequent));
+        // Triggers fire together: two minutes an hour, or an alias beside a minute, is frequent.
+        assert_eq!(schedule("0 * * * *, 30 * * * *"), Ok(Frequency::Frequent));
+        assert_eq!(schedule("@daily, 7 * * * *"), Ok(Frequency::Frequent));
+        assert_eq!(schedule("5 * * * *, 05 1 * * *"), Ok(Frequency::Hourly));
+        assert_eq!(schedule("@never, 0 * * * *"), Ok(Frequency::Hourly));
+        // At every start, which boot.autorestart repeats.
+        assert_eq!(schedule("@startup"), Ok(Frequency::Frequent));
+        assert_eq!(schedule("@STARTUP, @daily"), Ok(Frequency::Frequent));
         assert!(schedule("* * * * * *").is_err());
         assert!(schedule("@every 1s").is_err());
         assert!(schedule("0 0 * * *\n").is_err());

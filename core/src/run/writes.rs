@@ -60,6 +60,15 @@ pub(crate) async fn check_input<C: Send + Sync>(
     let (ephemeral, name, writes) = match input {
         Input::InstanceCreate(create) => (create.ephemeral, &create.name, create.writes()),
         Input::InstanceUpdate(update) => (update.ephemeral, &update.name, update.writes()),
+        Input::InstanceSnapshotCreate(snapshot) => {
+            return match snapshot.snapshot.as_deref().map(values::snapshot_name) {
+                Some(Err(message)) => Err(RunError::InvalidInput {
+                    message,
+                    pointer: "/snapshot".into(),
+                }),
+                _ => Ok(()),
+            };
+        }
         _ => return Ok(()),
     };
     if ephemeral == Some(true) {
@@ -95,9 +104,18 @@ pub(crate) async fn check_applied<C: Send + Sync>(
             if create.profiles.is_none() {
                 create.profiles = Some(implied_profiles(client, project, &create.source).await?);
             }
-            reads.applied(create.writes(), Origin::Input).await
+            reads
+                .applied(create.writes(), Origin::Input, Findings::default())
+                .await
         }
-        Input::InstanceUpdate(update) => reads.applied(update.writes(), Origin::Input).await,
+        Input::InstanceUpdate(update) => {
+            reads
+                .applied(update.writes(), Origin::Input, Findings::default())
+                .await?;
+            reads
+                .what_an_update_leaves(&update.name, update.writes())
+                .await
+        }
         Input::InstanceStateUpdate(state) => check_stop(client, project, state, options).await,
         Input::InstanceSnapshotRestore(restore) => reads.restore(restore).await,
         Input::InstanceSnapshotCreate(snapshot) if snapshot.snapshot.is_none() => {
@@ -120,7 +138,12 @@ impl<C: Send + Sync> Reads<'_, '_, C> {
     /// the networks of its plain nics (one read each), and the API extensions its keys and fields
     /// need. `own` is the call's own config and devices: the input (judged before any request, so
     /// only its extensions and nics are looked at here) or a snapshot being restored.
-    async fn applied(&self, own: InstanceWrites<'_>, origin: Origin) -> Result<(), RunError> {
+    async fn applied(
+        &self,
+        own: InstanceWrites<'_>,
+        origin: Origin,
+        extra: Findings,
+    ) -> Result<(), RunError> {
         let mut found = Findings::scan(own.config, own.devices, origin);
         if origin == Origin::Input {
             // Judged by `check_input`; only what needs Incus's view is left.
@@ -128,6 +151,7 @@ impl<C: Send + Sync> Reads<'_, '_, C> {
             found.guest_code.clear();
             found.invalid.clear();
         }
+        found.extend(extra);
         let mut from: HashMap<String, String> = HashMap::new();
         if let Some(names) = own.profiles {
             let mut profiles = Vec::with_capacity(names.len());
@@ -144,7 +168,13 @@ impl<C: Send + Sync> Reads<'_, '_, C> {
             from = origins;
             // A frequent schedule or its expiry that comes from a profile.
             if let Some((key, why)) = restricted::schedule_reach(&merged, false) {
-                let own_keys = own.config.into_iter().flatten().map(|(k, _)| k);
+                // A key set to "" is unset: the profile's value applies.
+                let own_keys = own
+                    .config
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, v)| v.as_str() != Some(""))
+                    .map(|(k, _)| k);
                 let stated: Vec<&String> = own_keys.collect();
                 let from_profile = ["snapshots.schedule", "snapshots.expiry"]
                     .iter()
@@ -287,7 +317,162 @@ impl<C: Send + Sync> Reads<'_, '_, C> {
             devices: map("devices"),
             profiles: profiles.as_deref(),
         };
-        self.applied(own, Origin::Applied).await
+        let mut idmap = Findings::default();
+        if let Some(why) = map("config").and_then(empty_idmap) {
+            let value = map("config")
+                .and_then(|c| c.get("volatile.idmap.next"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            idmap.restricted.push(Restricted {
+                item: RestrictedItem::config_key("volatile.idmap.next", value),
+                why: Some(why),
+            });
+        }
+        self.applied(own, Origin::Applied, idmap).await
+    }
+
+    /// What an update leaves in force that it does not write itself, read from the instance
+    /// (`GET /1.0/instances/{name}`, only when needed):
+    /// - a key the update unsets (`""`) without naming `profiles` falls back to the value of the
+    ///   instance's profiles (each read, `GET /1.0/profiles/{name}`), judged as applied: an
+    ///   instance's own override of a profile's value is the operator's, and unsetting it must
+    ///   not bring in what a write could not set (a host-impact value past its bound, a pattern
+    ///   outside the grammar, a frequent schedule without its expiry);
+    /// - a `snapshots.schedule` that fires, set without a `snapshots.pattern` in the same write,
+    ///   names its snapshots by the instance's pattern (possibly set past the core), which must be
+    ///   of the safe grammar, as for an unnamed snapshot.
+    async fn what_an_update_leaves(
+        &self,
+        instance: &str,
+        own: InstanceWrites<'_>,
+    ) -> Result<(), RunError> {
+        let config = own.config.cloned().unwrap_or_default();
+        let text = |key: &str| config.get(key).and_then(Value::as_str);
+        let unset: Vec<&String> = config
+            .iter()
+            .filter(|(_, value)| value.as_str() == Some(""))
+            .map(|(key, _)| key)
+            .collect();
+        let unsets = !unset.is_empty() && own.profiles.is_none();
+        let fires = text("snapshots.schedule").is_some_and(|schedule| {
+            !schedule.is_empty()
+                && !schedule
+                    .split(", ")
+                    .all(|trigger| trigger.eq_ignore_ascii_case("@never"))
+        });
+        let pattern_stated = text("snapshots.pattern").is_some_and(|p| !p.is_empty());
+        let names_by_pattern = fires && !pattern_stated;
+        if !unsets && !names_by_pattern {
+            return Ok(());
+        }
+        let object = self
+            .client
+            .get_instance(self.project, instance)
+            .await
+            .map_err(read_error)?
+            .value;
+        let local = object.get("config").and_then(Value::as_object);
+        let mut found = Findings::default();
+        let mut from: HashMap<String, String> = HashMap::new();
+        // The profiles' values the instance keeps, as Incus expands them.
+        let mut fallback: serde_json::Map<String, Value> = serde_json::Map::new();
+        if unsets {
+            let names: Vec<String> = match object.get("profiles") {
+                Some(Value::Array(names)) => names
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for name in &names {
+                let profile = self
+                    .client
+                    .get_profile(self.project, name)
+                    .await
+                    .map_err(read_error)?
+                    .value;
+                for (key, value) in profile
+                    .get("config")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    fallback.insert(key.clone(), value.clone());
+                    from.insert(key.clone(), name.clone());
+                }
+            }
+            let revealed: serde_json::Map<String, Value> = unset
+                .iter()
+                .filter_map(|key| {
+                    fallback
+                        .get(*key)
+                        .map(|value| ((*key).clone(), value.clone()))
+                })
+                .filter(|(_, value)| value.as_str() != Some(""))
+                .collect();
+            found.extend(Findings::scan(Some(&revealed), None, Origin::Applied));
+            // The schedule and expiry the instance ends up with, when the update touches them.
+            let touched = ["snapshots.schedule", "snapshots.expiry"]
+                .iter()
+                .any(|key| config.contains_key(*key));
+            if touched {
+                let mut effective = fallback.clone();
+                effective.extend(
+                    local
+                        .into_iter()
+                        .flatten()
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                );
+                for (key, value) in &config {
+                    match value.as_str() {
+                        Some("") => match fallback.get(key) {
+                            Some(value) => effective.insert(key.clone(), value.clone()),
+                            None => effective.remove(key),
+                        },
+                        _ => effective.insert(key.clone(), value.clone()),
+                    };
+                }
+                if let Some((key, why)) = restricted::schedule_reach(&effective, false) {
+                    let value = effective.get(&key).cloned().unwrap_or(Value::Null);
+                    found.restricted.push(Restricted {
+                        item: RestrictedItem::config_key(key, value),
+                        why: Some(why),
+                    });
+                }
+            }
+        }
+        if names_by_pattern {
+            // The pattern after the update: the instance's own, else (unset, or none) the
+            // profiles' it falls back to, else what the instance expands to now.
+            let pattern = if text("snapshots.pattern") == Some("") && unsets {
+                fallback.get("snapshots.pattern").cloned()
+            } else {
+                local
+                    .and_then(|c| c.get("snapshots.pattern"))
+                    .or_else(|| object.pointer("/expanded_config/snapshots.pattern"))
+                    .cloned()
+            };
+            let text = pattern.as_ref().and_then(Value::as_str).unwrap_or_default();
+            if let Err(why) = values::snapshot_pattern(text) {
+                found.restricted.push(Restricted {
+                    item: RestrictedItem::config_key(
+                        "snapshots.pattern",
+                        pattern.clone().unwrap_or(Value::Null),
+                    ),
+                    why: Some(format!(
+                        "instance {instance:?} would name its scheduled snapshots by its {why}"
+                    )),
+                });
+            }
+        }
+        check_findings(self.descriptor, found, self.options, |name| {
+            from.get(name)
+                .filter(|_| unset.iter().any(|key| *key == name))
+                .map(|profile| format!(" from profile {profile:?}"))
+                .unwrap_or_default()
+        })
+        .await
     }
 
     /// A snapshot created without a name is named by the instance's `snapshots.pattern`: one
@@ -316,6 +501,34 @@ impl<C: Send + Sync> Reads<'_, '_, C> {
         });
         check_findings(self.descriptor, found, self.options, |_| String::new()).await
     }
+}
+
+/// Whether a container snapshot's ID map is empty, and why that matters: Incus 6.0.4 starts a
+/// container with the ID map `volatile.idmap.next` names (else `volatile.idmap.current`, else
+/// `volatile.last_state.idmap`; `NextIdmap`, `initLXC`), and an empty map means no user namespace:
+/// the container runs privileged. A snapshot taken while the container was privileged (through a
+/// profile since changed) keeps that map, and a restore writes it back, with no
+/// `security.privileged` in sight (seen on the real 6.0.4: `uid_map` `0 0 4294967295` after the
+/// restore; 7.0.2 recomputes the map at start). `None` for a snapshot without these keys (a VM)
+/// or with a non-empty map.
+fn empty_idmap(config: &serde_json::Map<String, Value>) -> Option<String> {
+    let map = [
+        "volatile.idmap.next",
+        "volatile.idmap.current",
+        "volatile.last_state.idmap",
+    ]
+    .iter()
+    .find_map(|key| config.get(*key).map(|value| (*key, value)));
+    let (key, value) = map?;
+    let entries = value
+        .as_str()
+        .and_then(|text| serde_json::from_str::<Value>(text).ok());
+    let nonempty = matches!(entries, Some(Value::Array(ref list)) if !list.is_empty());
+    (!nonempty).then(|| {
+        format!(
+            "the snapshot's ID map ({key}) is empty or unreadable: restored, the container would run without a user namespace, as a privileged container"
+        )
+    })
 }
 
 /// The profiles Incus applies to a create that names none: the local source image's, else

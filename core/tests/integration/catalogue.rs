@@ -8,7 +8,7 @@ use crate::common;
 use std::collections::BTreeSet;
 
 use common::{documented_example, every_descriptor};
-use incus_operations::{Confirmation, Descriptor, ErrorKind, Scope, UnavailableReason};
+use incus_operations::{Confirmation, Descriptor, ErrorKind, NotExportedReason, Scope};
 use serde_json::{json, Value};
 
 fn compile(schema: &Value) -> jsonschema::Validator {
@@ -375,11 +375,11 @@ fn output_schemas_accept_the_success_shapes() {
 #[test]
 fn all_exports_only_descriptors_whose_evidence_is_complete() {
     let exported: BTreeSet<&str> = incus_operations::all().iter().map(|d| d.name()).collect();
-    let unavailable = incus_operations::unavailable();
+    let unavailable = incus_operations::not_exported();
     for entry in &unavailable {
         assert!(!exported.contains(entry.name()), "{} is both", entry.name());
         match entry.reason() {
-            UnavailableReason::MissingEvidence { missing } => {
+            NotExportedReason::MissingEvidence { missing } => {
                 let descriptor = entry
                     .descriptor()
                     .expect("gated operations have descriptors");
@@ -391,7 +391,7 @@ fn all_exports_only_descriptors_whose_evidence_is_complete() {
                 assert!(incus_operations::fetch(entry.name()).is_none());
                 assert!(incus_operations::describe(entry.name()).is_none());
             }
-            UnavailableReason::DeferredByScope { .. } => {}
+            NotExportedReason::DeferredByScope { .. } => {}
         }
     }
     for name in &exported {

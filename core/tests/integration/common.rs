@@ -7,7 +7,7 @@ use serde_json::Value;
 pub(crate) fn every_descriptor() -> Vec<&'static Descriptor> {
     let mut every: Vec<&'static Descriptor> = incus_operations::all();
     every.extend(
-        incus_operations::unavailable()
+        incus_operations::not_exported()
             .iter()
             .filter_map(|entry| entry.descriptor()),
     );

@@ -447,9 +447,9 @@ async fn image_remotes_are_named_only_and_resolved_by_the_host() {
     host.image_remote = Act::Allow;
     call_with(&host, "incus_instance_create", input, &ALL).await;
     let posts: Vec<Value> = bench
-        .requests()
+        .fake
+        .requests("POST", "/1.0/instances")
         .into_iter()
-        .filter(|entry| entry.method == "POST" && entry.path == "/1.0/instances")
         .map(|entry| serde_json::from_str(&entry.body).unwrap())
         .collect();
     assert_eq!(posts.len(), 1);
@@ -516,9 +516,9 @@ async fn integers_written_as_floats_mean_their_value() {
         assert_eq!(result["status"], "completed", "{result}");
         assert_eq!(result["timeout_seconds"], 5, "{result}");
         let sent = bench
-            .requests()
-            .into_iter()
-            .rfind(|entry| entry.method == "POST" && entry.path == "/1.0/instances/web/exec")
+            .fake
+            .requests("POST", "/1.0/instances/web/exec")
+            .pop()
             .expect("exec sent");
         let body: Value = serde_json::from_str(&sent.body).expect("exec body is JSON");
         assert_eq!(body["user"], user, "{body}");

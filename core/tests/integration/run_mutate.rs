@@ -8,7 +8,7 @@ use crate::run_support;
 use std::time::Duration;
 
 use fake_incus::{FakeIncus, Fault, Rule};
-use incus_operations::{Binding, Client, Host, HostError, RunOptions};
+use incus_operations::{AllowAll, Client, RunOptions};
 use run_support::{assert_valid, kind, Bench, ALL};
 use serde_json::{json, Value};
 
@@ -228,12 +228,7 @@ async fn a_request_that_may_have_been_applied_without_an_answer_is_uncertain() {
         assert_eq!(result["operation_id"], Value::Null);
         assert_eq!(result["operation"], Value::Null);
         assert_eq!(result["waited_seconds"], 0);
-        let posts: Vec<_> = bench
-            .fake
-            .journal()
-            .into_iter()
-            .filter(|entry| entry.method == "POST" && entry.path == "/1.0/instances")
-            .collect();
+        let posts = bench.fake.requests("POST", "/1.0/instances");
         assert_eq!(posts.len(), 1, "{label}: never resent");
         assert!(posts[0].applied, "{label}");
     }
@@ -266,26 +261,6 @@ async fn a_native_rejection_before_acceptance_is_a_native_error() {
     assert_eq!(bench.count("DELETE", "/1.0/instances/up"), 1);
 }
 
-/// A host bound to an already discovered client.
-struct ClientHost(Client);
-
-impl Host for ClientHost {
-    type Caller = ();
-
-    async fn binding(&self, _caller: &(), _operation: &str) -> Result<Binding, HostError> {
-        Ok(Binding::client(self.0.clone()))
-    }
-
-    async fn authorize(
-        &self,
-        _caller: &(),
-        _operation: &str,
-        _input: &Value,
-    ) -> Result<(), HostError> {
-        Ok(())
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_client_binding_is_used_as_discovered_and_a_mutation_surely_not_sent_is_transport() {
     let bench = Bench::start().await;
@@ -293,7 +268,7 @@ async fn a_client_binding_is_used_as_discovered_and_a_mutation_surely_not_sent_i
         .await
         .expect("discovered");
     // A discovered client binding is used as it is: no second discovery.
-    let bound = ClientHost(client.clone());
+    let bound = AllowAll::client(client.clone());
     let listed = incus_operations::run(
         "incus_instance_list",
         json!({}),
@@ -308,7 +283,7 @@ async fn a_client_binding_is_used_as_discovered_and_a_mutation_surely_not_sent_i
         "only the host's own discovery"
     );
     drop(bench);
-    let host = ClientHost(client);
+    let host = AllowAll::client(client);
     let result = incus_operations::run(
         "incus_instance_create",
         create("web"),
@@ -765,11 +740,10 @@ async fn member_down_during_the_wait_on_a_cluster_is_running_not_failed() {
     let down = async {
         // Bounded: the wait through m1 on m2's operation comes within the call's first steps.
         for _ in 0..2500 {
-            let waiting = bench.fake.journal().iter().any(|entry| {
-                entry.method == "GET"
-                    && entry.path.starts_with("/1.0/operations/")
-                    && entry.path.ends_with("/wait")
-            });
+            let waiting = !bench
+                .fake
+                .requests("GET", "/1.0/operations/*/wait")
+                .is_empty();
             if waiting {
                 bench.fake.member_down("m2").expect("m2 goes down");
                 return;

@@ -184,11 +184,7 @@ impl Bench {
 
     /// How many journal entries match a method and path.
     pub(crate) fn count(&self, method: &str, path: &str) -> usize {
-        self.fake
-            .journal()
-            .iter()
-            .filter(|entry| entry.method == method && entry.path == path)
-            .count()
+        self.fake.requests(method, path).len()
     }
 
     /// Creates a stopped busybox instance through `run`.

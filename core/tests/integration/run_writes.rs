@@ -159,11 +159,8 @@ async fn a_create_without_profiles_checks_and_sends_the_image_profiles() {
     let input = json!({"name": "w1", "source": {"type": "image", "alias": "plain"}});
     let result = call_with(&host, "incus_instance_create", input, &WRITE).await;
     assert_eq!(result["status"], "completed", "{result}");
-    let post = bench
-        .requests()
-        .into_iter()
-        .find(|entry| entry.method == "POST" && entry.path == "/1.0/instances")
-        .expect("the create was sent");
+    let posts = bench.fake.requests("POST", "/1.0/instances");
+    let post = posts.first().expect("the create was sent");
     let body: Value = serde_json::from_str(&post.body).unwrap();
     assert_eq!(body["profiles"], json!(["default"]), "{body}");
     // An empty instance reads no image; an unknown alias falls back to default, as in Incus.

@@ -144,7 +144,7 @@ fn console_program(ctx: &Ctx, project: &str, name: &str) -> ConsoleProgram {
     );
     let req = ExecRequest {
         command: vec!["/bin/sh".into()],
-        environment,
+        environment: crate::exec::incus_environment(&environment, 0),
         user: 0,
         group: 0,
         cwd: "/".into(),

@@ -33,7 +33,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use console::ConsoleProgram;
-pub(crate) use interpreter::{incus_environment, ExecRequest};
+pub(crate) use interpreter::ExecRequest;
 use runner::Runner;
 pub(crate) use task::Recording;
 
@@ -249,14 +249,46 @@ impl Session {
     }
 }
 
-pub(super) fn start_failure_error(failure: interpreter::StartFailure) -> ApiError {
-    match failure {
-        interpreter::StartFailure::EmptyCommand => ApiError::internal(failure.message()),
+/// Why Incus would not start a command at all, as it reports it: an empty command fails the
+/// operation with "Failed to retrieve PID of executing child process", its return -1.
+pub(super) fn start_failure(command: &[String]) -> Option<(i32, ApiError)> {
+    command.is_empty().then(|| {
+        let message = "Failed to retrieve PID of executing child process";
+        (
+            interpreter::EMPTY_COMMAND_STATUS,
+            ApiError::internal(message),
+        )
+    })
+}
+
+/// The operation's error for a command that ended with `status`, as the daemon reports them:
+/// "Command not found" for 127 and "Command not executable" for 126, whatever the command was
+/// (`sh -c 'exit 127'` too).
+pub(super) fn exit_error(status: i32) -> Option<ApiError> {
+    match status {
+        interpreter::NOT_FOUND_STATUS => Some(ApiError::bad_request("Command not found")),
+        interpreter::NOT_EXECUTABLE_STATUS => Some(ApiError::bad_request("Command not executable")),
+        _ => None,
     }
 }
 
-/// The operation's error for a command that ended with `status` (127: not found, 126: not
-/// executable), as the daemon reports them.
-pub(super) fn exit_error(status: i32) -> Option<ApiError> {
-    interpreter::exit_failure(status).map(ApiError::bad_request)
+/// The environment Incus gives an exec'd command (as shown in the operation's metadata): the
+/// request's variables over the defaults `PATH`, `LANG=C.UTF-8`, and `HOME=/root` with
+/// `USER=root` for uid 0.
+pub(crate) fn incus_environment(
+    requested: &BTreeMap<String, String>,
+    user: u32,
+) -> BTreeMap<String, String> {
+    let mut env = requested.clone();
+    let mut default = |key: &str, value: &str| {
+        env.entry(key.to_owned())
+            .or_insert_with(|| value.to_owned());
+    };
+    default("PATH", interpreter::DEFAULT_PATH);
+    default("LANG", "C.UTF-8");
+    if user == 0 {
+        default("HOME", "/root");
+        default("USER", "root");
+    }
+    env
 }

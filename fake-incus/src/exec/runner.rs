@@ -2,7 +2,7 @@
 //! pumps its output, settles the operation and closes the sockets.
 
 use super::sockets::{pump, writer, Out, Reader, Signals};
-use super::{exit_error, interpreter, start_failure_error, Exec, ExecRequest, Ws, SIGKILL};
+use super::{exit_error, interpreter, start_failure, Exec, ExecRequest, Ws, SIGKILL};
 use crate::envelope::ApiError;
 use crate::faults::exec::ExecFaults;
 use crate::faults::operation::{self, OperationFault};
@@ -113,11 +113,11 @@ impl Runner {
         if !self.start_delay(&mut sockets).await {
             return;
         }
-        if let Some(failure) = interpreter::start_failure(&req.command) {
+        if let Some((status, error)) = start_failure(&req.command) {
             if !self.flushed().await {
                 return;
             }
-            self.finish(failure.exit_status(), Some(start_failure_error(failure)));
+            self.finish(status, Some(error));
             return;
         }
         let command = run_command(self.plan(), ends, req, Arc::clone(&self.exec));

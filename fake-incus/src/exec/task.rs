@@ -7,7 +7,7 @@
 //!   operations cannot be cancelled) ends it at once, the operation staying `Cancelled`;
 //! - a reset of the fake, or the operation's removal, ends it at once without a trace.
 
-use super::{exit_error, interpreter, start_failure_error, Exec, ExecRequest, SIGKILL};
+use super::{exit_error, interpreter, start_failure, Exec, ExecRequest, SIGKILL};
 use crate::faults::exec::ExecFaults;
 use crate::faults::operation::{self, OperationFault};
 use crate::state::operations::OpStatus;
@@ -73,11 +73,10 @@ pub(super) fn start_task_session(
             exec.lifecycle.finish_operation(&id, Err(err));
             return;
         }
-        if let Some(failure) = interpreter::start_failure(&req.command) {
+        if let Some((status, error)) = start_failure(&req.command) {
             exec.lifecycle
-                .set_operation_metadata(&id, serde_json::json!({"return": failure.exit_status()}));
-            exec.lifecycle
-                .finish_operation(&id, Err(start_failure_error(failure)));
+                .set_operation_metadata(&id, serde_json::json!({"return": status}));
+            exec.lifecycle.finish_operation(&id, Err(error));
             return;
         }
         let (_, stdin) = mpsc::channel(1);

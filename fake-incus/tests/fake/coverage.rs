@@ -295,7 +295,7 @@ fn table_md() -> String {
 async fn api_md_is_up_to_date() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("API.md");
     let expected = api_md().await;
-    if std::env::var_os("BLESS").is_some() {
+    if std::env::var("BLESS").as_deref() == Ok("1") {
         std::fs::write(&path, &expected).expect("API.md written");
         return;
     }

@@ -155,6 +155,9 @@ async fn ignore_signals(ctx: &mut Shell, args: &[String]) -> Status {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (commands that exist only in the fake, for
+    //! testing clients); a command run through the fake's exec goes in fake-incus's tests.
+
     use super::*;
 
     fn args(a: &[&str]) -> Vec<String> {

@@ -1826,6 +1826,9 @@ fn dd_number(value: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (applets that look at and change the
+    //! instance's files); a command run through the fake's exec goes in fake-incus's tests.
+
     use super::*;
 
     #[test]

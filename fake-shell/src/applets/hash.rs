@@ -211,6 +211,9 @@ fn padded(data: &[u8], big_endian: bool) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`md5sum`, `sha1sum`, `sha256sum` (with
+    //! `-c`)); a command run through the fake's exec goes in fake-incus's tests.
+
     use super::*;
 
     #[test]

@@ -1500,6 +1500,9 @@ pub(super) async fn tee(process: &mut Shell, args: &[String]) -> Status {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (applets that read and transform text); a
+    //! command run through the fake's exec goes in fake-incus's tests.
+
     use super::*;
 
     #[test]

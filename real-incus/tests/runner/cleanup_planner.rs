@@ -1,5 +1,7 @@
 //! The cleanup planner: what is removed, in which order, and what is never touched.
-use real_incus::cleanup::{is_acceptance_project, plan_cleanup, CleanupStep, ProjectContents};
+use real_incus::cleanup::{
+    is_acceptance_project, plan_cleanup, CleanupStep, CustomVolume, ProjectContents,
+};
 
 fn contents(project: &str) -> ProjectContents {
     ProjectContents {
@@ -7,11 +9,21 @@ fn contents(project: &str) -> ProjectContents {
         instances: vec![("c1".into(), true), ("c2".into(), false)],
         images: vec!["ab".repeat(32)],
         profiles: vec!["default".into(), "extra".into()],
+        volumes: vec![volume()],
+    }
+}
+
+fn volume() -> CustomVolume {
+    CustomVolume {
+        pool: "default".into(),
+        name: "vol1".into(),
+        member: String::new(),
     }
 }
 
 #[test]
 fn cleanup_stops_running_instances_before_deleting_and_deletes_the_project_last() {
+    // Volumes go after the instances they may be attached to.
     let project = "ioacc-0123456789";
     let steps = plan_cleanup(&[contents(project)]);
     let p = project.to_owned();
@@ -29,6 +41,10 @@ fn cleanup_stops_running_instances_before_deleting_and_deletes_the_project_last(
             CleanupStep::DeleteInstance {
                 project: p.clone(),
                 name: "c2".into()
+            },
+            CleanupStep::DeleteVolume {
+                project: p.clone(),
+                volume: volume()
             },
             CleanupStep::DeleteImage {
                 project: p.clone(),

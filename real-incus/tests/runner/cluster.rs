@@ -1,11 +1,16 @@
 //! Clusters: reading `server_clustered` and the members, accepting the clustered answers that
 //! differ by design, the placement report, and judging the member-down answers. All of it runs
-//! anywhere on sample answers (shaped as the real cluster's); the member-down run itself needs a
-//! real cluster and is ignored unless `ci/real-incus-cluster.sh` runs it.
+//! anywhere on sample answers (shaped as the real cluster's), the member-down answers judged by the
+//! cluster scenarios' own expectations; the member-down run itself needs a real cluster and is
+//! ignored unless `ci/real-incus-cluster.sh` runs it.
+use std::collections::BTreeMap;
+
+use incus_conformance::scenario::format::Expect;
+use incus_conformance::scenario::load;
+use incus_conformance::scenario::matcher::mismatches;
+use incus_conformance::scenario::run::substitute;
 use real_incus::cluster::{accepts_clustered_answer, ClusterInfo, CLUSTERED_ANSWERS};
-use real_incus::member_down::{
-    is_member_down_error, is_unobserved_exec, lists_dead_instance_in_error, MemberDown,
-};
+use real_incus::member_down::MemberDown;
 use real_incus::report::{placements, Check, Outcome, Report};
 use serde_json::{json, Value};
 
@@ -213,53 +218,101 @@ fn the_report_names_the_cluster_and_where_each_resource_landed() {
     assert!(!Report::default().to_markdown().contains("## Placement"));
 }
 
+/// The expectation of the step labelled `label` of the cluster scenario `scenario`, with the
+/// runner's variables of a real cluster talked to through `m1`, `m3` going down.
+fn cluster_expectation(scenario: &str, label: &str) -> Expect {
+    let file = load::builtin_cluster()
+        .into_iter()
+        .find(|f| f.stem == scenario)
+        .unwrap_or_else(|| panic!("no cluster scenario {scenario}"));
+    let scenario = file.scenario.expect("it loads");
+    let step = scenario
+        .steps
+        .iter()
+        .find(|s| s.label.as_deref() == Some(label))
+        .unwrap_or_else(|| panic!("{}: no step {label:?}", scenario.name));
+    let variables = BTreeMap::from(
+        [
+            ("project", "p"),
+            ("through", "m1"),
+            ("down", "m3"),
+            ("live", "m2"),
+        ]
+        .map(|(name, value)| (name.to_owned(), json!(value))),
+    );
+    let mut expect = step.expect.clone();
+    for value in expect.values_mut() {
+        *value = substitute(value, &variables);
+    }
+    expect.schema_valid = false;
+    expect
+}
+
+fn meets(expect: &Expect, answer: &Value) -> bool {
+    mismatches(expect, answer, None).is_empty()
+}
+
 #[test]
 fn member_down_errors_are_native_500s_with_the_members_message() {
+    let expect = cluster_expectation(
+        "member_down_before_a_mutation_is_the_members_native_error",
+        "read md-dead",
+    );
     for message in [
         "Get \"https://127.0.0.13:8443/1.0/instances/x\": Unable to connect to: 127.0.0.13:8443 ([dial tcp 127.0.0.13:8443: connect: connection refused])",
         "Missing event connection with target cluster member",
         "Server isn't ready yet",
     ] {
-        assert_eq!(is_member_down_error(&native(500, message)), Ok(()), "{message}");
+        assert!(meets(&expect, &native(500, message)), "{message}");
     }
-    assert!(is_member_down_error(&native(404, "Instance not found")).is_err());
-    assert!(is_member_down_error(&native(500, "Instance is running")).is_err());
-    assert!(is_member_down_error(
+    assert!(!meets(&expect, &native(404, "Instance not found")));
+    assert!(!meets(&expect, &native(500, "Instance is running")));
+    assert!(!meets(
+        &expect,
         &json!({"status": "uncertain", "reason": "Server isn't ready yet"})
-    )
-    .is_err());
+    ));
 }
 
 #[test]
 fn an_exec_whose_member_died_is_running_with_its_operation() {
-    assert_eq!(
-        is_unobserved_exec(&json!({"status": "running", "operation_id": "op", "exit_code": null})),
-        Ok(())
+    let expect = cluster_expectation(
+        "member_down_during_an_exec_is_running_with_its_operation",
+        "exec on md-dead; its member goes down while the command runs",
     );
-    assert!(is_unobserved_exec(&json!({"status": "running", "operation_id": null})).is_err());
-    assert!(is_unobserved_exec(
-        &json!({"status": "completed", "operation_id": "op", "exit_code": 0})
-    )
-    .is_err());
-    assert!(is_unobserved_exec(&native(500, "Server isn't ready yet")).is_err());
+    let running = json!({"status": "running", "operation_id": "op", "exit_code": null,
+        "operation": {"location": "m3"}});
+    assert!(meets(&expect, &running));
+    let mut anonymous = running.clone();
+    anonymous.as_object_mut().unwrap().remove("operation_id");
+    assert!(!meets(&expect, &anonymous));
+    let mut elsewhere = running.clone();
+    elsewhere["operation"]["location"] = json!("m2");
+    assert!(!meets(&expect, &elsewhere));
+    assert!(!meets(
+        &expect,
+        &json!({"status": "completed", "operation_id": "op", "exit_code": 0,
+            "operation": {"location": "m3"}})
+    ));
+    assert!(!meets(&expect, &native(500, "Server isn't ready yet")));
 }
 
 #[test]
 fn the_list_shows_the_dead_members_instance_in_error() {
-    let listed = json!({"items": [
-        {"name": "md-dead", "status": "Error", "status_code": 112, "state": null},
-        {"name": "md-live", "status": "Running", "status_code": 103}
-    ]});
-    assert_eq!(
-        lists_dead_instance_in_error(&listed, "md-dead", "md-live"),
-        Ok(())
+    let expect = cluster_expectation(
+        "instance_list_with_a_member_down_shows_its_instances_as_incus_lists_them",
+        "the list with a member down",
     );
-    let wrong = json!({"items": [
-        {"name": "md-dead", "status": "Running", "status_code": 103},
-        {"name": "md-live", "status": "Running", "status_code": 103}
+    let listed = json!({"count": 3, "items": [
+        {"name": "md-dead", "location": "m3", "status": "Error", "status_code": 112, "state": null},
+        {"name": "md-live", "location": "m2", "status": "Running", "status_code": 103},
+        {"name": "md-here", "location": "m1", "status": "Stopped", "status_code": 102}
     ]});
-    assert!(lists_dead_instance_in_error(&wrong, "md-dead", "md-live").is_err());
-    assert!(lists_dead_instance_in_error(&native(500, "x"), "md-dead", "md-live").is_err());
+    assert!(meets(&expect, &listed));
+    let mut wrong = listed.clone();
+    wrong["items"][0]["status"] = json!("Running");
+    wrong["items"][0]["status_code"] = json!(103);
+    assert!(!meets(&expect, &wrong));
+    assert!(!meets(&expect, &native(500, "x")));
 }
 
 /// The environment `ci/real-incus-cluster.sh` sets for the member-down run.
@@ -278,9 +331,8 @@ fn member_down_setup() -> MemberDown {
     MemberDown {
         socket: var("REAL_INCUS_CLUSTER_SOCKET").into(),
         victim: var("REAL_INCUS_CLUSTER_VICTIM"),
-        victim_pid: var("REAL_INCUS_CLUSTER_VICTIM_PID")
-            .parse()
-            .expect("REAL_INCUS_CLUSTER_VICTIM_PID is a PID"),
+        cluster_dir: var("REAL_INCUS_CLUSTER_DIR").into(),
+        start: var("REAL_INCUS_CLUSTER_START"),
         busybox,
     }
 }
@@ -292,7 +344,7 @@ async fn member_down_gives_the_documented_error_kinds() {
     let (checks, project) = real_incus::member_down::run(&setup)
         .await
         .unwrap_or_else(|e| panic!("member-down set-up: {e}"));
-    eprintln!("member-down: project {project} is left for the cleanup once the member is back");
+    eprintln!("member-down: project {project} is left for the cleanup");
     let failed: Vec<String> = checks
         .iter()
         .filter(|c| c.outcome != Outcome::Passed)

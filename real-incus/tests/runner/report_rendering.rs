@@ -1,6 +1,9 @@
 //! Report rendering on sample data.
 use real_incus::cleanup::CleanupOutcome;
-use real_incus::report::{Check, ExtensionUse, Outcome, Report, ServerAnswer, ServerInfo};
+use real_incus::report::{
+    BenignCase, Check, ExtensionUse, Outcome, RefusedCase, Relayed, Report, RuleEvidence,
+    SafetyValues, ServerAnswer, ServerInfo,
+};
 use serde_json::json;
 
 fn check(operation: &str, name: &str, outcome: Outcome) -> Check {
@@ -180,4 +183,108 @@ fn the_report_names_the_extensions_and_the_answers_the_judgement_relied_on() {
     assert_eq!(json["extensions_relied_on"][1]["advertised"], false);
     assert_eq!(json["server_answers"][0]["answer"], "no (may_cancel false)");
     assert_eq!(json["server"]["version"], "6.0.4");
+}
+
+fn refused(label: &str, requests: Vec<Relayed>, outcome: Outcome) -> RefusedCase {
+    RefusedCase {
+        label: label.into(),
+        operation: "incus_instance_update".into(),
+        scopes: vec!["incus.write".into()],
+        expected: "invalid_input".into(),
+        got: "invalid_input".into(),
+        harm: Some("destroys every snapshot of the pool".into()),
+        requests,
+        documented_reads: Vec::new(),
+        outcome,
+        problem: (outcome == Outcome::Failed).then(|| "kept from the daemon by the relay".into()),
+    }
+}
+
+fn with_safety(refused_outcome: Outcome) -> Report {
+    let mut report = sample(Outcome::Passed);
+    let blocked = Relayed {
+        method: "PATCH".into(),
+        path: "/1.0/instances/values1?project=p".into(),
+        forwarded: false,
+    };
+    let requests = match refused_outcome {
+        Outcome::Failed => vec![blocked],
+        _ => Vec::new(),
+    };
+    report.safety_values = Some(SafetyValues {
+        method: "through a read-only relay".into(),
+        rules: vec![RuleEvidence {
+            rule: "safety::snapshot_pattern_grammar".into(),
+            refused: vec![refused("pattern '..'", requests, refused_outcome)],
+            benign: vec![BenignCase {
+                label: "pattern 'snap%d'".into(),
+                operation: "incus_instance_update".into(),
+                scopes: vec!["incus.write".into()],
+                evidence: vec!["an unnamed snapshot is named \"snap0\"".into()],
+                outcome: Outcome::Passed,
+                problem: None,
+            }],
+        }],
+        verified: vec!["instance values1 reads as before".into()],
+        errors: Vec::new(),
+        duration_ms: 4200,
+    });
+    report
+}
+
+#[test]
+fn the_safety_section_names_the_line_and_what_reached_the_daemon_for_each_refused_input() {
+    let report = with_safety(Outcome::Passed);
+    assert!(report.passed());
+    let md = report.to_markdown();
+    assert!(
+        md.contains("## Safety values on Incus 6.0.4: 1/1 refused before any change, 1/1 benign applied and read back (4.2 s)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("### `safety::snapshot_pattern_grammar`"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| pattern '..' (harm: destroys every snapshot of the pool) | `incus_instance_update` | incus.write | invalid_input | invalid_input | nothing | passed |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("an unnamed snapshot is named \"snap0\""),
+        "{md}"
+    );
+    assert!(
+        md.contains("- Verified: instance values1 reads as before"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_refused_input_the_core_sent_on_fails_the_run_and_shows_the_blocked_request() {
+    let report = with_safety(Outcome::Failed);
+    assert!(!report.passed(), "a failed refusal fails the run");
+    let md = report.to_markdown();
+    assert!(md.contains("0/1 refused before any change"), "{md}");
+    assert!(
+        md.contains("PATCH /1.0/instances/values1?project=p (blocked by the relay)"),
+        "{md}"
+    );
+    let mut errors = with_safety(Outcome::Passed);
+    if let Some(safety) = errors.safety_values.as_mut() {
+        safety
+            .errors
+            .push("teardown: deleting values1: busy".into());
+    }
+    assert!(!errors.passed(), "an error around the cases fails the run");
+}
+
+#[test]
+fn control_characters_of_refused_values_are_escaped_in_the_markdown() {
+    let mut report = with_safety(Outcome::Passed);
+    if let Some(safety) = report.safety_values.as_mut() {
+        safety.rules[0].refused[0].label = "user.\u{0}x='1'".into();
+    }
+    let md = report.to_markdown();
+    assert!(!md.contains('\u{0}'), "no raw control character");
+    assert!(md.contains("user.\\u{0}x='1'"), "{md}");
 }

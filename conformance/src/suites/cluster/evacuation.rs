@@ -7,9 +7,11 @@
 use fake_incus::Request;
 use serde_json::{json, Value};
 
-use super::member_down::once_not_applied;
 use super::session::{Cluster, Through, MEMBERS};
-use super::{create_input, instance_on, is_native_error, place_one_per_member, trial, READ, WRITE};
+use super::{
+    create_input, instance_on, is_native_error, once_not_applied, place_one_per_member, trial,
+    READ, WRITE,
+};
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;
 use std::sync::Arc;

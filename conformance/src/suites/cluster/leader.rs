@@ -4,10 +4,10 @@
 
 use serde_json::json;
 
-use super::member_down::once_not_applied;
 use super::session::{Cluster, Through};
 use super::{
-    instance_on, is_member_down_error, is_native_error, place_one_per_member, trial, READ, WRITE,
+    instance_on, is_member_down_error, is_native_error, once_not_applied, place_one_per_member,
+    trial, READ, WRITE,
 };
 use crate::runner::Check;
 use crate::scenario::target::TargetFactory;

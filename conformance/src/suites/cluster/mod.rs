@@ -8,11 +8,7 @@
 //! | `forwarding::` | `inspection::passthrough`, `mutation::statuses` | an instance on `m2` read and changed through `m1` and `m3`; each mutating request sent once |
 //! | `forwarding::` | `exec::noninteractive` | exec through `m1` and `m3` on an instance of `m2`: output, exit code, the operation's `location` |
 //! | `forwarding::` | `inspection::passthrough`, `mutation::statuses` | an operation of `m2` read and waited on through `m3` |
-//! | `member_down::` | `mutation::native_rejection` | a member down before a mutation or an exec on its instance: a `native` error with the member's message, sent once, not applied |
-//! | `member_down::` | `mutation::statuses` | a member going down during a mutation's wait: `running` with the operation identity |
-//! | `member_down::` | `mutation::never_resent` | whatever the member-down case, every mutating request reached the cluster exactly once |
-//! | `member_down::` | `exec::unobserved_exit` | a member going down during an exec: `running` with the operation identity, no exit code |
-//! | `member_down::` | `inspection::passthrough`, `inspection::native_order` | lists with a member down: its instances in `Error` (112) as Incus lists them, its operations left out of the count |
+//! | `<clause>::<file stem>` of `scenarios/cluster/` | `mutation::native_rejection`, `mutation::statuses`, `mutation::never_resent`, `exec::unobserved_exit`, `inspection::passthrough`, `inspection::native_order` | a member down before a mutation, during its wait or during an exec, and lists read with it down: the cluster scenarios, as data, through `m1` and `m3` with `m2` going down and coming back (see `member_down`) |
 //! | `evacuation::` | `inspection::passthrough` | an instance moved by an operator (`incus move --target`): its new `location` through every member, its mutations run there |
 //! | `evacuation::` | `mutation::native_rejection` | a start on an evacuated member: the `native` 403 "Cluster member is evacuated", sent once, not applied |
 //! | `evacuation::` | `mutation::statuses` | creates while a member is evacuated complete on other members; after a restore, mutations complete on the restored member |
@@ -118,6 +114,19 @@ fn is_member_down_message(message: &str) -> bool {
     message == "Server isn't ready yet"
         || message == "Missing event connection with target cluster member"
         || message.contains("Unable to connect to")
+}
+
+/// The request reached the cluster exactly once during the call and changed nothing.
+fn once_not_applied(through: &Through, method: &str, path: &str) -> Result<(), String> {
+    let sent = through.sent(method, path);
+    match sent.as_slice() {
+        [entry] if !entry.applied => Ok(()),
+        [_] => Err(through.failure(&format!("{method} {path} was applied"))),
+        _ => Err(through.failure(&format!(
+            "{method} {path} reached the cluster {} times, expected once",
+            sent.len()
+        ))),
+    }
 }
 
 /// The result is a native error of HTTP 500 whose message is the member-down text, unchanged.

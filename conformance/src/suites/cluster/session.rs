@@ -4,24 +4,26 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_incus::{ClusterTimings, FakeIncus, JournalEntry};
+use fake_incus::{Answer, ClusterTimings, FakeIncus, JournalEntry};
 use incus_operations::Connection;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use crate::scenario::format::Scenario;
+use crate::scenario::fake;
+use crate::scenario::format::{Moment, Scenario};
 use crate::scenario::run::{run_in, Context, Transcript};
-use crate::scenario::target::{HostTarget, Request, Target, TargetFactory};
+use crate::scenario::target::{BoxFuture, HostTarget, Members, Request, Target, TargetFactory};
 use crate::suites::session::Called;
 use crate::ReferenceHost;
 
 /// The members of every trial's cluster, in the order the fake is given them.
 pub(super) const MEMBERS: [&str; 3] = ["m1", "m2", "m3"];
 
-/// How long a trial waits for the moment it acts on (a request in flight) before it fails.
+/// How long a trial waits for the moment it acts on (a request in flight), or for a member to
+/// be served again, before it fails.
 const TRIGGER_BOUND: Duration = Duration::from_secs(5);
 
-/// How often the journal is read while waiting for that moment.
+/// How often the journal is read while waiting for that moment (or a member asked for).
 const TRIGGER_POLL: Duration = Duration::from_millis(2);
 
 /// A started fake cluster, the runtime it lives on, and one host per member.
@@ -116,51 +118,6 @@ impl Cluster {
         self.through(before, operation, scopes, input, result)
     }
 
-    /// Runs `operation` through `member` and, as soon as `trigger` holds for the journal's
-    /// entries of the call, does `action` to the cluster while the call goes on. Fails when
-    /// that moment never comes within a bound, or the action fails.
-    pub(super) fn call_and_act(
-        &self,
-        member: &str,
-        operation: &str,
-        scopes: &[&str],
-        input: Value,
-        trigger: impl Fn(&[JournalEntry]) -> bool,
-        action: impl FnOnce(&FakeIncus) -> Result<(), String>,
-    ) -> Result<Through, String> {
-        let before = self.last_seq();
-        let scopes: Vec<String> = scopes.iter().map(|s| (*s).to_owned()).collect();
-        let call = self.host(member).call(operation, &scopes, input.clone());
-        let watch = async {
-            let until = Instant::now() + TRIGGER_BOUND;
-            // The moment must hold on two polls in a row: the call runs on this same thread,
-            // so in between it gets to read the answers the journal already shows as sent.
-            let mut seen = false;
-            loop {
-                let page = self.fake.journal_page(before);
-                if trigger(&page.entries) {
-                    if seen {
-                        return action(&self.fake);
-                    }
-                    seen = true;
-                } else {
-                    seen = false;
-                }
-                if Instant::now() >= until {
-                    return Err(format!(
-                        "the request to act on never came within {} s",
-                        TRIGGER_BOUND.as_secs()
-                    ));
-                }
-                tokio::time::sleep(TRIGGER_POLL).await;
-            }
-        };
-        let (result, acted) = self.runtime.block_on(async { tokio::join!(call, watch) });
-        let through = self.through(before, operation, scopes, input, result);
-        acted.map_err(|e| through.called.failure(&e))?;
-        Ok(through)
-    }
-
     fn through(
         &self,
         before: u64,
@@ -170,16 +127,7 @@ impl Cluster {
         result: Value,
     ) -> Through {
         let entries = self.fake.journal_page(before).entries;
-        let requests = entries
-            .iter()
-            .map(|entry| Request {
-                method: entry.method.clone(),
-                path: entry.path.clone(),
-                query: entry.query.clone(),
-                body: entry.body.clone(),
-                if_match: entry.if_match.clone(),
-            })
-            .collect();
+        let requests = entries.iter().map(fake::request).collect();
         let called = Called {
             operation: operation.to_owned(),
             scopes,
@@ -195,18 +143,33 @@ impl Cluster {
     }
 
     /// Runs `scenario` through `member` with the runner's variables of the cluster's default
-    /// state (clustered: its `when: clustered` steps run); the transcript and every request the
-    /// cluster received meanwhile.
+    /// state (clustered: its `when: clustered` steps run) and, for a scenario that takes a member
+    /// down, the cluster's: `${through}` is `member`, `${down}` is `m2`, `${live}` the third
+    /// member. The transcript and every request the cluster received meanwhile.
     pub(super) fn run_scenario(
         &self,
         member: &str,
         scenario: &Scenario,
     ) -> (Transcript, Vec<JournalEntry>) {
         let before = self.last_seq();
-        let target = self.host(member);
+        let target = MemberTarget {
+            cluster: self,
+            member,
+        };
         let transcript = self.runtime.block_on(async {
-            let context = Context::discover(target, "default", "default", "busybox").await;
-            run_in(scenario, target, &context.on_cluster()).await
+            let mut context = Context::discover(&target, "default", "default", "busybox").await;
+            if scenario.clustered() {
+                let live = MEMBERS.iter().find(|m| !["m2", member].contains(m));
+                let variables = [
+                    ("through", member),
+                    ("down", "m2"),
+                    ("live", live.unwrap_or(&"")),
+                ];
+                for (name, value) in variables {
+                    context.variables.insert(name.to_owned(), json!(value));
+                }
+            }
+            run_in(scenario, &target, &context.on_cluster()).await
         });
         (transcript, self.fake.journal_page(before).entries)
     }
@@ -253,9 +216,131 @@ impl Cluster {
 }
 
 /// Kills `member`'s daemon in `fake` (also from inside a call, while it runs).
-pub(super) fn take_down(fake: &FakeIncus, member: &str) -> Result<(), String> {
+fn take_down(fake: &FakeIncus, member: &str) -> Result<(), String> {
     fake.member_down(member)
         .map_err(|e| format!("member_down({member}) failed: {e}"))
+}
+
+/// The cluster as a scenario's target through one member: the core through that member's
+/// socket, the whole cluster's journal, operator requests through that member, and the
+/// members' daemons taken down and brought back.
+struct MemberTarget<'a> {
+    cluster: &'a Cluster,
+    member: &'a str,
+}
+
+impl Target for MemberTarget<'_> {
+    fn call<'a>(
+        &'a self,
+        operation: &'a str,
+        scopes: &'a [String],
+        input: Value,
+    ) -> BoxFuture<'a, Value> {
+        self.cluster
+            .host(self.member)
+            .call(operation, scopes, input)
+    }
+
+    fn journal(&self) -> Option<Vec<Request>> {
+        Some(fake::journal(&self.cluster.fake))
+    }
+
+    fn output_schema(&self, operation: &str) -> Option<Value> {
+        self.cluster.host(self.member).output_schema(operation)
+    }
+
+    fn add_fault(&self, rule: &Value) -> Result<(), String> {
+        fake::add_fault(&self.cluster.fake, rule)
+    }
+
+    fn native<'a>(
+        &'a self,
+        method: &'a str,
+        path: &'a str,
+        body: Option<Value>,
+    ) -> BoxFuture<'a, Result<(u16, Value), String>> {
+        Box::pin(async move {
+            let mut request = fake_incus::Request::new(method, path).through(self.member);
+            if let Some(body) = &body {
+                request = request.json(body);
+            }
+            let reply = self.cluster.fake.call(request).await;
+            Ok((reply.status(), reply.json().clone()))
+        })
+    }
+
+    fn members(&self) -> Option<&dyn Members> {
+        Some(self)
+    }
+}
+
+impl Members for MemberTarget<'_> {
+    fn down<'a>(&'a self, member: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move { take_down(&self.cluster.fake, member) })
+    }
+
+    /// Back once the member talked through answers for it (`GET /1.0?target=`), as
+    /// `ci/real-incus-cluster.sh` waits for a real member.
+    fn up<'a>(&'a self, member: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let fake = &self.cluster.fake;
+            fake.member_up(member)
+                .map_err(|e| format!("member_up({member}) failed: {e}"))?;
+            let until = Instant::now() + TRIGGER_BOUND;
+            let ready = fake_incus::Request::get(&format!("/1.0?target={member}"));
+            while fake.call(ready.clone().through(self.member)).await.status() != 200 {
+                if Instant::now() >= until {
+                    return Err(format!(
+                        "{member} was not served again within {} s",
+                        TRIGGER_BOUND.as_secs()
+                    ));
+                }
+                tokio::time::sleep(TRIGGER_POLL).await;
+            }
+            Ok(())
+        })
+    }
+
+    /// Watches the journal from now on: `waiting`, a wait on an operation; `streaming`, the
+    /// four exec websockets (control, 0, 1, 2) upgraded.
+    fn moment(&self, moment: Moment) -> BoxFuture<'_, Result<(), String>> {
+        let before = self.cluster.last_seq();
+        let reached = move |entries: &[JournalEntry]| match moment {
+            Moment::Waiting => entries
+                .iter()
+                .any(|e| e.is("GET", "/1.0/operations/*/wait")),
+            Moment::Streaming => {
+                let upgraded = entries
+                    .iter()
+                    .filter(|e| e.websocket && e.answer == (Answer::Status { code: 101 }))
+                    .count();
+                upgraded >= 4
+            }
+        };
+        Box::pin(async move {
+            let until = Instant::now() + TRIGGER_BOUND;
+            // The moment must hold on two polls in a row: the call runs on this same thread,
+            // so in between it gets to read the answers the journal already shows as sent.
+            let mut seen = false;
+            loop {
+                if reached(&self.cluster.fake.journal_page(before).entries) {
+                    if seen {
+                        return Ok(());
+                    }
+                    seen = true;
+                } else {
+                    seen = false;
+                }
+                if Instant::now() >= until {
+                    return Err(format!(
+                        "the moment never came within {} s",
+                        TRIGGER_BOUND.as_secs()
+                    ));
+                }
+                tokio::time::sleep(TRIGGER_POLL).await;
+            }
+        })
+    }
 }
 
 impl Through {

@@ -598,13 +598,27 @@ pub(crate) mod oracle {
 
     /// Whether a schedule may fire more than once an hour.
     fn frequent(schedule: &str) -> bool {
-        !schedule.is_empty()
-            && schedule.split(", ").any(|trigger| {
-                !trigger.starts_with('@')
-                    && trigger.split(' ').next().is_none_or(|minute| {
-                        minute.is_empty() || !minute.bytes().all(|b| b.is_ascii_digit())
-                    })
-            })
+        // Incus fires every trigger: the schedule is as frequent as the minutes they cover
+        // together (the aliases share the instance's one minute); `@startup` fires at every start.
+        let mut minutes = std::collections::BTreeSet::new();
+        let mut aliases = false;
+        for trigger in schedule.split(", ").filter(|t| !t.is_empty()) {
+            let trigger = trigger.to_ascii_lowercase();
+            match trigger.as_str() {
+                "@never" => continue,
+                "@startup" => return true,
+                alias if alias.starts_with('@') => aliases = true,
+                cron => match cron.split(' ').next() {
+                    Some(minute)
+                        if !minute.is_empty() && minute.bytes().all(|b| b.is_ascii_digit()) =>
+                    {
+                        minutes.insert(minute.parse::<u64>().unwrap_or(u64::MAX));
+                    }
+                    _ => return true,
+                },
+            }
+        }
+        minutes.len() + usize::from(aliases) > 1
     }
 
     /// An expiry of at most one day.

@@ -16,7 +16,11 @@
 //!   operations a call may see (the authorized project's only);
 //! - [`reads`]: what reads hand an agent beyond credentials (names decoded twice in a path, exec
 //!   sessions' environment and command, the guest's data, URLs however spelled, `used_by`);
-//! - [`observed`]: results that say exactly what was observed when a fault hides the end.
+//! - [`observed`]: results that say exactly what was observed when a fault hides the end;
+//! - [`in_force`]: the third round: what a call leaves in force beyond what it writes (a
+//!   schedule's triggers together, an expiry behind a schedule, a profile's value under an unset
+//!   key, the pattern of a schedule turned on, the ID map a restore writes back), new snapshot
+//!   names, and the credentials results still carried.
 //!
 //! `SECURITY.md` at the workspace root has a hand-written half (the model, for an operator) and a
 //! generated half between the markers below: every `safety` clause with the trials that prove it.
@@ -28,10 +32,13 @@ use crate::scenario::target::TargetFactory;
 
 mod adversary;
 mod grants;
+mod in_force;
 mod observed;
 mod reads;
 mod secrets;
 mod values;
+
+pub(crate) use values::value_cases;
 
 /// Every `safety::*` trial.
 pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
@@ -41,6 +48,7 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     checks.extend(adversary::checks(factory));
     checks.extend(reads::checks(factory));
     checks.extend(observed::checks(factory));
+    checks.extend(in_force::checks(factory));
     checks
 }
 
@@ -69,6 +77,9 @@ pub(crate) fn render_rules<'a>(tests: impl IntoIterator<Item = (&'a str, &'a [St
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the safety model); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     /// `SECURITY.md` (at the workspace root) with its generated half replaced by `rules`.
@@ -98,14 +109,7 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../SECURITY.md");
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         let expected = with_rules(&current, &rules);
-        if std::env::var("BLESS").as_deref() == Ok("1") {
-            std::fs::write(&path, expected).unwrap();
-            return;
-        }
-        assert!(
-            current == expected,
-            "SECURITY.md is out of date: run `BLESS=1 cargo test -p incus-conformance --lib security_md`"
-        );
+        crate::suites::generated_file_is_current("../SECURITY.md", &expected, "security_md");
     }
 
     #[test]

@@ -51,6 +51,10 @@ pub(crate) fn char_len(text: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (the profile's patterns, matched against the
+    //! whole string (no regex `$` pitfalls) and its lengths); a promise of the harness seen from
+    //! outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use super::*;
 
     #[test]

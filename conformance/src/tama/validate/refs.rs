@@ -215,6 +215,10 @@ fn ref_only(schema: &Map<String, Value>) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    //! What goes here: tests of this module on its own (`$ref` resolution into
+    //! `#/components/schemas/`, and reading a schema through a `$ref`); a promise of the harness
+    //! seen from outside (its command line, certification, the wire) goes in `tests/harness`.
+
     use serde_json::json;
 
     use super::*;

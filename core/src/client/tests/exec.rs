@@ -46,16 +46,13 @@ async fn exec_instance_feeds_stdin_and_reports_output_and_exit_code() {
     assert_eq!(result["operation"]["status"], "Success");
     assert!(!outcome.killed);
 
-    let journal = fake.journal();
-    let post = journal
-        .iter()
-        .find(|e| e.method == "POST" && e.path == "/1.0/instances/c1/exec")
-        .expect("the exec request");
+    let posts = fake.requests("POST", "/1.0/instances/c1/exec");
+    let post = posts.first().expect("the exec request");
     let body: serde_json::Value = serde_json::from_str(&post.body).unwrap();
     assert_eq!(body["wait-for-websocket"], true);
     assert_eq!(body["interactive"], false);
     assert_eq!(body["record-output"], false);
-    let sockets = journal.iter().filter(|e| e.websocket).count();
+    let sockets = fake.journal().iter().filter(|e| e.websocket).count();
     assert_eq!(sockets, 4, "control, 0, 1 and 2");
 }
 
@@ -277,11 +274,7 @@ async fn exec_whose_operation_fails_without_an_exit_code_is_failed_with_the_reas
     assert_eq!(result["reason"], "disk full");
     assert_eq!(result["operation"]["status"], "Failure", "{result}");
     assert!(!outcome.killed, "nothing to kill: the end was observed");
-    let posts = requests(&fake)
-        .iter()
-        .filter(|e| e.method == "POST" && e.path == "/1.0/instances/c1/exec")
-        .count();
-    assert_eq!(posts, 1);
+    assert_eq!(fake.requests("POST", "/1.0/instances/c1/exec").len(), 1);
 }
 
 /// The same failure when the operation cannot be read back after the wait reported it: a
@@ -442,10 +435,5 @@ async fn exec_whose_operation_is_cancelled_is_failed_without_an_exit_code() {
     assert_eq!(result["status"], "failed");
     assert_eq!(result["exit_code"], serde_json::Value::Null);
     assert_eq!(result["operation"]["status"], "Cancelled", "{result}");
-    let journal = requests(&fake);
-    let posts = journal
-        .iter()
-        .filter(|e| e.method == "POST" && e.path == "/1.0/instances/c1/exec")
-        .count();
-    assert_eq!(posts, 1);
+    assert_eq!(fake.requests("POST", "/1.0/instances/c1/exec").len(), 1);
 }

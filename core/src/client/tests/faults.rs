@@ -14,10 +14,7 @@ async fn client_with_timeout(fake: &FakeIncus, timeout: Duration) -> Client {
 }
 
 fn posts_to_instances(fake: &FakeIncus) -> usize {
-    requests(fake)
-        .iter()
-        .filter(|e| e.method == "POST" && e.path == "/1.0/instances")
-        .count()
+    fake.requests("POST", "/1.0/instances").len()
 }
 
 fn create_body() -> serde_json::Value {
@@ -89,13 +86,7 @@ async fn stalled_request_times_out_after_sending() {
         "{error:?}"
     );
     assert!(started.elapsed() < SHORT * 4, "bounded by the timeout");
-    assert_eq!(
-        requests(&fake)
-            .iter()
-            .filter(|e| e.path == "/1.0/instances")
-            .count(),
-        1
-    );
+    assert_eq!(fake.requests("*", "/1.0/instances").len(), 1);
 }
 
 /// A delay longer than the timeout on a mutation: a timeout that may have been sent.
