@@ -9,9 +9,9 @@
 use super::image_archive::{yaml, Tarball};
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
+use crate::operations::OpSpec;
 use crate::state::files::Tree;
 use crate::state::instances::Backup;
-use crate::state::operations::OpSpec;
 use crate::state::{clock, Instance, State};
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response};

@@ -14,7 +14,7 @@
 use super::resource::{At, Decl, Objects, Resource};
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::State;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -274,7 +274,7 @@ fn redeem(ctx: &Ctx, req: &CertificatesPost) -> ApiResult {
             "No matching cluster join operation found",
         ));
     }
-    let found = ctx.app.ops().list.iter().find_map(|op| {
+    let found = ctx.app.operations.ops().list.iter().find_map(|op| {
         let running = !op.status.is_final() && op.spec.class == "token";
         let matches = !token.secret.is_empty() && op.metadata["secret"] == json!(token.secret);
         (running && matches && op.metadata.get("request").is_some())
@@ -318,7 +318,7 @@ fn redeem(ctx: &Ctx, req: &CertificatesPost) -> ApiResult {
     Certificates.created(ctx, &mut state, &at, &object);
     drop(state);
     // The token is used up; the daemon cancels its operation.
-    let _ = ctx.app.cancel_operation(&id);
+    let _ = ctx.app.operations.cancel_operation(&id);
     ctx.applied();
     super::resource::created(&format!("/1.0/certificates/{fingerprint}"))
 }
@@ -397,7 +397,10 @@ fn token_operation(
         may_cancel: true,
         duration: Duration::ZERO,
     };
-    let (_, operation) = ctx.app.create_operation(spec, None, ctx.location());
+    let (_, operation) = ctx
+        .app
+        .operations
+        .create_operation(spec, None, ctx.location());
     ctx.applied();
     envelope::operation_created(operation)
 }

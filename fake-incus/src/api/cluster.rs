@@ -392,7 +392,12 @@ fn owner(ctx: &Ctx, cluster: &Cluster, req: &Request<Bytes>) -> Result<Owner, Ap
             Ok(location.map_or(Owner::Here, Owner::Member))
         }
         ["1.0", "operations", id, ..] => {
-            let location = ctx.app.ops().get(id).and_then(|op| op.location.clone());
+            let location = ctx
+                .app
+                .operations
+                .ops()
+                .get(id)
+                .and_then(|op| op.location.clone());
             Ok(location.map_or(Owner::Here, Owner::Member))
         }
         ["1.0", "cluster", "members", name, "state"] if cluster.member(name).is_some() => {
@@ -688,6 +693,7 @@ fn operations_of_live_members(ctx: &Ctx, cluster: &Cluster, here: &str, value: &
     };
     let locations: std::collections::HashMap<String, Option<String>> = ctx
         .app
+        .operations
         .ops()
         .list
         .iter()

@@ -23,7 +23,7 @@ pub(super) fn serve(ctx: &Ctx, req: &mut Request<Bytes>) -> ApiResult {
         .param("type")
         .is_none_or(|types| types.is_empty() || types.split(',').any(|t| t == "operation"));
     let project = (!ctx.all_projects()).then(|| ctx.project());
-    let mut events = ctx.app.lifecycle.events.subscribe();
+    let mut events = ctx.app.operations.events.subscribe();
     let shutdown = ctx.app.shutdown.clone();
     let app = std::sync::Arc::clone(&ctx.app);
     let on_upgrade = hyper::upgrade::on(req);

@@ -4,7 +4,7 @@
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::exec::{self, ExecRequest};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::PowerState;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -107,7 +107,7 @@ pub(super) fn post(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
         let metadata = json!({
             "command": req.command, "environment": environment, "fds": fds, "interactive": req.interactive,
         });
-        ctx.app.init_operation_metadata(&id, metadata);
+        ctx.app.operations.init_operation_metadata(&id, metadata);
         operation_json(ctx, &id)
     } else {
         let mut spec = OpSpec::task(&project, "Executing command", instance_url.clone());
@@ -133,6 +133,7 @@ pub(super) fn post(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
 
 fn operation_json(ctx: &Ctx, id: &str) -> Value {
     ctx.app
+        .operations
         .ops()
         .get(id)
         .map(|op| op.to_json())

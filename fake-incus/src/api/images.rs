@@ -8,7 +8,7 @@ use super::image_upload::{self, Form, Upload};
 use super::resource::{check_etag, created};
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{clock, url, Image, State};
 use bytes::Bytes;
 use http::HeaderMap;
@@ -282,7 +282,7 @@ pub(super) async fn create(ctx: &Ctx, headers: &HeaderMap, body: &Bytes) -> ApiR
     // The daemon sets `fingerprint` and `size` once the upload is read, also when the import
     // then fails (a duplicate fingerprint, an alias in use); the 202 still has `null`.
     if let (Some(metadata), Some(id)) = (early_metadata, op["id"].as_str()) {
-        ctx.app.init_operation_metadata(id, metadata);
+        ctx.app.operations.init_operation_metadata(id, metadata);
     }
     ctx.applied();
     Ok(envelope::operation_created(op))
@@ -793,7 +793,10 @@ pub(super) fn secret(ctx: &Ctx, fingerprint: &str) -> ApiResult {
         may_cancel: true,
         duration: std::time::Duration::ZERO,
     };
-    let (_, operation) = ctx.app.create_operation(spec, None, ctx.location());
+    let (_, operation) = ctx
+        .app
+        .operations
+        .create_operation(spec, None, ctx.location());
     ctx.applied();
     Ok(envelope::operation_created(operation))
 }

@@ -9,7 +9,7 @@ use super::validation::{
 };
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::snapshot::InstanceView;
 use crate::state::{Devices, Instance, State, StringMap};
 use http::HeaderMap;
@@ -529,7 +529,7 @@ pub(super) fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> Ap
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
     let names = ctx.app.has_extension(DEVICE_NAMES);
-    let (description, work): (&'static str, crate::app::Work) = if req.restore.is_empty() {
+    let (description, work): (&'static str, crate::operations::Work) = if req.restore.is_empty() {
         (
             "Updating instance",
             Box::new(move |state: &mut State| update(state, &project, &name, req, names)),

@@ -23,7 +23,7 @@ use super::router::segments;
 use super::{parse_body, Ctx};
 use crate::cluster::{Cluster, Want};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{PowerState, State};
 use bytes::Bytes;
 use http::{Method, Request};

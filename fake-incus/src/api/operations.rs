@@ -3,7 +3,7 @@
 
 use super::{is_upgrade, Ctx};
 use crate::envelope::{self, ApiError, ApiResult, Body};
-use crate::lifecycle::op_not_found;
+use crate::operations::op_not_found;
 use bytes::Bytes;
 use futures_util::FutureExt;
 use http::{header, HeaderValue, Request, Response, StatusCode};
@@ -20,7 +20,7 @@ pub(super) fn list(ctx: &Ctx) -> ApiResult {
         ));
     }
     let projects = ctx.projects();
-    let ops = ctx.app.ops();
+    let ops = ctx.app.operations.ops();
     // Go encodes the map with sorted keys: failure, running, success...
     let mut groups: BTreeMap<String, Value> = BTreeMap::new();
     for op in ops
@@ -46,13 +46,13 @@ pub(super) fn list(ctx: &Ctx) -> ApiResult {
 }
 
 pub(super) fn get(ctx: &Ctx, id: &str) -> ApiResult {
-    let ops = ctx.app.ops();
+    let ops = ctx.app.operations.ops();
     let op = ops.get(id).ok_or_else(op_not_found)?;
     Ok(envelope::sync(op.to_json_read()))
 }
 
 pub(super) fn cancel(ctx: &Ctx, id: &str) -> ApiResult {
-    ctx.app.cancel_operation(id)?;
+    ctx.app.operations.cancel_operation(id)?;
     ctx.applied();
     Ok(envelope::empty())
 }
@@ -72,13 +72,13 @@ pub(super) fn wait(ctx: &Ctx, id: &str) -> ApiResult {
             }
         }
     };
-    if ctx.app.ops().get(id).is_none() {
+    if ctx.app.operations.ops().get(id).is_none() {
         return Err(op_not_found());
     }
     let app = ctx.app.clone();
     let id = id.to_string();
     let body = async move {
-        let bytes = match app.wait_operation(&id, timeout).await {
+        let bytes = match app.operations.wait_operation(&id, timeout).await {
             Ok(op) => {
                 let mut bytes =
                     serde_json::to_vec(&envelope::sync_envelope(op)).unwrap_or_default();
@@ -107,7 +107,12 @@ pub(super) fn wait(ctx: &Ctx, id: &str) -> ApiResult {
 /// `GET /1.0/operations/{id}/websocket?secret=…`.
 pub(super) fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
     let secret = ctx.param("secret").map(String::from);
-    let final_status = ctx.app.ops().get(op_id).map(|op| op.status.is_final());
+    let final_status = ctx
+        .app
+        .operations
+        .ops()
+        .get(op_id)
+        .map(|op| op.status.is_final());
     let secret = match (final_status, secret) {
         (None, None) => return Err(ApiError::bad_request("Missing websocket secret")),
         (None, Some(_)) => return Err(op_not_found()),

@@ -3,7 +3,7 @@
 
 use super::{instance_not_found, parse_body, snapshot_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::State;
 use http::HeaderMap;
 use serde::Deserialize;

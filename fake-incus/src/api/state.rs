@@ -3,7 +3,7 @@
 
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{PowerState, State};
 use serde::Deserialize;
 use std::time::Duration;

@@ -7,7 +7,7 @@
 use super::volume_files::volume;
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{url, PowerState, State};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 use super::resource::check_etag;
 use super::{parse_body, pool_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::volume_snapshots::VolumeSnapshot;
 use crate::state::{clock, State, Volume};
 use http::HeaderMap;

@@ -20,7 +20,7 @@ use super::filter::Filter;
 use super::router::{Call, Check, Handler, Route, Step, ANY};
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{etag, url, State};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{json, Map, Value};
