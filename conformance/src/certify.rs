@@ -41,6 +41,9 @@ use crate::suites;
 /// }
 /// ```
 ///
+/// (That example is compiled as a doctest but not run there: it is a whole certification, which
+/// the example host `conformance/consumer` runs as its own test.)
+///
 /// `cargo test --test incus_conformance` then runs every check; libtest's flags work as usual
 /// (`-- --list`, `-- scopes::`, `-- --format json`, `-- --junit report.xml`).
 ///

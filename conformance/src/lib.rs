@@ -40,6 +40,8 @@ use std::sync::Arc;
 /// The project's main job: runs every suite against the core through the reference host, one
 /// embedded fake Incus per trial, and returns the exit code (0 when every test passed).
 ///
+/// (Compiled as a doctest but not run there: it is the whole main job, which CI runs.)
+///
 /// ```no_run
 /// use clap::Parser;
 ///
@@ -64,6 +66,9 @@ pub fn run_conformance(args: &RunArgs) -> ExitCode {
 /// `RELIABILITY.md`: runs every reliability measurement (each mutation under each fault on both
 /// listeners, the refusals before the backend, TLS refusals, bad input, load) and renders the
 /// document; `Err` lists every promise that broke. `long` runs many more bad-input and load cases.
+///
+/// (Compiled as a doctest but not run there: it takes every measurement, which the test
+/// `reliability_md_is_up_to_date` does.)
 ///
 /// ```no_run
 /// let text = incus_conformance::reliability_markdown(false).expect("every promise holds");

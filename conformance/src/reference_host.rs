@@ -1,8 +1,11 @@
 //! The reference host: binds every call to one connection and allows whatever the caller's
 //! verified scopes allow. The harness, the acceptance runner and `incus-conformance call` use it.
 //!
-//! ```no_run
-//! # async fn example(connection: incus_operations::Connection) {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let fake = fake_incus::FakeIncus::builder().start().await?;
+//! # let connection = incus_operations::Connection::unix(fake.unix_socket());
 //! use incus_conformance::ReferenceHost;
 //! use incus_operations::{run, RunOptions, Scope};
 //! use serde_json::json;
@@ -15,6 +18,8 @@
 //! )
 //! .await;
 //! println!("{result}");
+//! # assert!(result.get("error").is_none(), "{result}");
+//! # Ok(())
 //! # }
 //! ```
 use std::collections::BTreeMap;

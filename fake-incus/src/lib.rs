@@ -85,7 +85,7 @@ pub use journal::{
     Answer, ControlMessage, Expectation, ExpectationError, JournalEntry, JournalPage, Listener,
     BODY_KEPT, CONTROL_MESSAGES_KEPT, DEFAULT_LIMIT as DEFAULT_JOURNAL_LIMIT,
 };
-pub use line::{IncusLine, UnknownLine};
+pub use line::{IncusLine, UnknownLine, WAIT_ANSWERS_THE_OPERATION};
 
 use app::{App, Settings};
 

@@ -118,7 +118,7 @@ pub(crate) const ERROR_BODY_ONE_NEWLINE: &str = "instance_oci_entrypoint";
 /// running at the timeout (a sync answer), where 6.0 answered the failure, or `context deadline
 /// exceeded`, as an error. Incus commit "incusd/operations: Fix WaitGet on op failure" (6.12),
 /// which landed after `instance_oci_entrypoint`.
-pub(crate) const WAIT_ANSWERS_THE_OPERATION: &str = "instance_oci_entrypoint";
+pub const WAIT_ANSWERS_THE_OPERATION: &str = "instance_oci_entrypoint";
 
 /// An operation without metadata shows `{}`, where 6.0 showed `null` (the rendered operation
 /// holds a copy of its metadata map). Incus commit "incusd/operations: Return a copy of the
@@ -149,16 +149,32 @@ pub(crate) const IMAGE_LOCATIONS: &str = "image_locations";
 pub(crate) const LOKI_DEPRECATED: &str = "server_logging";
 
 /// The name of a new or renamed object is checked first as an API name (`validate.IsAPIName`:
-/// `Invalid storage volume name: Names must start and end with an alphanumeric character`).
-/// Incus commit "incusd: Consistently validate object names" (6.16), which landed after
-/// `server_logging_webhook`.
+/// `Invalid storage volume name: Names must start and end with an alphanumeric character`):
+/// profiles, projects, networks, storage pools, volumes and their snapshots and backups,
+/// buckets, instance snapshots, network ACLs, zone records, peers, integrations, cluster groups
+/// (measured on 7.0.2 for each but cluster groups, read from the commit). Incus commit "incusd:
+/// Consistently validate object names" (6.16), which landed after `server_logging_webhook`.
 pub(crate) const OBJECT_NAMES_ARE_API_NAMES: &str = "server_logging_webhook";
 
 /// A create whose name is taken fails in the database layer with 409 `This "Project" entry
 /// already exists`, where 6.0 answered 500 with SQLite's `UNIQUE constraint failed` (measured
-/// for projects). Incus commit "generate-database: Fix sqlite3 error detection" (6.16), which
+/// for projects and instance snapshots, `This "Instance_snapshot" entry`; cluster groups'
+/// `This "Cluster_group" entry` read from the generated code). Incus commit "generate-database: Fix sqlite3 error detection" (6.16), which
 /// landed after `server_logging_webhook`.
 pub(crate) const GENERATED_CONFLICTS_ARE_409: &str = "server_logging_webhook";
+
+/// A device change that touches only `user.*` keys is a live update of the device, where 6.0
+/// removed and added it again: a device that cannot be updated (`none`, and every type but
+/// `disk` and the routed, bridged, macvlan, OVN and physical nics) refuses it on a running
+/// instance (`Failed to update device "d1": Device does not support updates`). Incus commit
+/// "incusd/device/config: Fix issue with live updating of user keys" (6.15), which landed
+/// after `limits_memory_hotplug`.
+pub(crate) const USER_KEYS_UPDATE_LIVE: &str = "limits_memory_hotplug";
+
+/// `boot.autostart` also takes `last-state`, and a value that is neither words its refusal
+/// `"x" isn't a valid value` (`validate.Or`). Incus commit "internal/instance: Tweak handling
+/// of boot.autostart" (6.21), which landed after `oidc_allowed_subnets`.
+pub(crate) const BOOT_AUTOSTART_LAST_STATE: &str = "oidc_allowed_subnets";
 
 /// The delete of a network integration looks its id up first and says so when it is not found
 /// (`Failed to get network integration ID: Network_integration not found`). Incus commit
@@ -195,6 +211,12 @@ pub(crate) const ACL_NAMES_ADDRESS_SETS: &str = "network_address_set";
 /// A read of an operation (`GET`, a list, a wait) leaves out its websocket secrets
 /// (`metadata.fds`), which only the answer that created it shows.
 pub(crate) const OPERATION_READS_HIDE_SECRETS: &str = "internal_debug_pprof";
+
+/// A pool's volume list (`GET /1.0/storage-pools/{pool}/volumes`) leaves snapshots out (an
+/// instance's and a custom volume's), where 6.0 listed them as `NAME/SNAPSHOT` volumes; a
+/// snapshot is still read as a volume by that name. Measured on 7.0.2 (both clients); not found
+/// in the 7.0.1 tag nor the `stable-7.0` branch of the source available here.
+pub(crate) const POOL_VOLUME_LISTS_LEAVE_OUT_SNAPSHOTS: &str = "internal_debug_pprof";
 
 /// `PUT /1.0/instances` in a project that does not exist is `404 Project not found` before its
 /// body is read (6.0 read the body, then failed to record the operation).

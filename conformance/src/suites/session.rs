@@ -69,6 +69,26 @@ impl Session {
         Ok(envelope)
     }
 
+    /// Whether the backend's `GET /1.0` lists the API extension `name` (read natively, outside
+    /// any call): how a trial's expectation follows the Incus line it runs against, as Incus's
+    /// own clients decide, never by a version number.
+    pub(crate) fn server_has_extension(&self, name: &str) -> Result<bool, String> {
+        Ok(self.server_extensions()?.iter().any(|e| e == name))
+    }
+
+    /// The API extensions the backend's `GET /1.0` lists (read natively, outside any call).
+    pub(crate) fn server_extensions(&self) -> Result<Vec<String>, String> {
+        let server = self.native("GET", "/1.0", None, 200)?;
+        Ok(server
+            .pointer("/metadata/api_extensions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// Calls `operation` and collects what happened.
     pub(crate) fn call(&self, operation: &str, scopes: &[String], input: Value) -> Called {
         let before = self.target.journal().map(|j| j.len());

@@ -54,12 +54,16 @@ pub(crate) const KILL_GRACE: Duration = Duration::from_secs(5);
 /// Built only by [`Client::connect`], which checks that the server reports
 /// `auth: "trusted"`. It keeps the server object of that discovery.
 ///
-/// ```no_run
-/// # async fn example() -> Result<(), incus_operations::ClientError> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let fake = fake_incus::FakeIncus::builder().start().await?;
+/// # let socket = fake.unix_socket().to_path_buf(); // on a host: "/var/lib/incus/unix.socket"
 /// use incus_operations::{Client, Connection};
 ///
-/// let client = Client::connect(Connection::unix("/var/lib/incus/unix.socket")).await?;
+/// let client = Client::connect(Connection::unix(socket)).await?;
 /// println!("Incus {}", client.server()["environment"]["server_version"]);
+/// # assert_eq!(client.server()["auth"], "trusted");
 /// # Ok(())
 /// # }
 /// ```

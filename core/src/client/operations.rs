@@ -19,8 +19,9 @@ const WAIT_DEADLINE_EXCEEDED: &str = "context deadline exceeded";
 pub(crate) enum WaitOutcome {
     /// The operation is final (`Success`, `Cancelled`, ...): the native operation object.
     Final(Value),
-    /// An error envelope that is not the wait's deadline: the operation failed (Incus returns
-    /// only its error, not the object), or, on a cluster, a forwarded wait broke
+    /// An error envelope that is not the wait's deadline: the operation failed (Incus 6.0
+    /// returns only its error, not the object; 7.0 answers the failed object, a [`Self::Final`]),
+    /// or, on a cluster, a forwarded wait broke
     /// ([`Client::wait_failure_is_outcome`] tells which may be).
     Failed { error_code: i64, message: String },
     /// The wait ended first; the operation is still running.

@@ -13,7 +13,9 @@ use serde_json::json;
 const PROJECT: [&str; 2] = ["Failed to load project \"{}\": Project not found"; 2];
 
 /// A bucket's name (`internal/server/storage/drivers`), then the missing MinIO tool.
-fn bucket_name(key: &str) -> Result<(), ApiError> {
+/// (7.0) The API name check, after the pool was found; then 6.0's driver rule.
+fn bucket_name(key: &str, at: &At) -> Result<(), ApiError> {
+    super::resource::api_name(at, "storage bucket", key)?;
     let valid = (3..=63).contains(&key.len())
         && key
             .chars()
@@ -29,8 +31,8 @@ fn bucket_name(key: &str) -> Result<(), ApiError> {
     ))
 }
 
-fn key_name(key: &str) -> Result<(), ApiError> {
-    any_name(key)
+fn key_name(key: &str, at: &At) -> Result<(), ApiError> {
+    any_name(key, at)
 }
 
 fn pool(state: &State, at: &At) -> Result<(), ApiError> {

@@ -137,7 +137,7 @@ impl Resource for Certificates {
         object["certificate"] = json!(pem);
         Ok(())
     }
-    fn check_key(&self, _: &str) -> Result<(), ApiError> {
+    fn check_key(&self, _: &str, _: &At) -> Result<(), ApiError> {
         Ok(())
     }
     fn by_prefix(&self) -> bool {
@@ -176,6 +176,7 @@ pub(super) fn restricted_to(ctx: &Ctx) -> Option<Vec<String>> {
     let at = At {
         project: String::new(),
         parent: String::new(),
+        line: ctx.app.settings.line,
     };
     let certificate = DECL
         .store
@@ -304,6 +305,7 @@ fn redeem(ctx: &Ctx, req: &CertificatesPost) -> ApiResult {
     let at = At {
         project: String::new(),
         parent: String::new(),
+        line: ctx.app.settings.line,
     };
     let mut state = ctx.app.state();
     if DECL

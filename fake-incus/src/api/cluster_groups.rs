@@ -98,8 +98,18 @@ fn known_members(
     }
 }
 
+/// On a line that checks it ([`crate::line::OBJECT_NAMES_ARE_API_NAMES`]), a group's new name as
+/// an API name: `Invalid cluster group name: why` (400).
+fn check_group_name(ctx: &Ctx, name: &str) -> Result<(), ApiError> {
+    let checked = ctx
+        .app
+        .has_extension(crate::line::OBJECT_NAMES_ARE_API_NAMES);
+    super::validation::checked_api_name(checked, "cluster group", name)
+}
+
 pub(super) fn create(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> ApiResult {
     let req: GroupBody = parse_body(body)?;
+    check_group_name(ctx, &req.name)?;
     if req.name.is_empty() {
         return Err(ApiError::bad_request("No name provided"));
     }
@@ -109,6 +119,16 @@ pub(super) fn create(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> ApiResult {
     let mut state = ctx.app.state();
     let records = state.records_mut();
     if records.group(&req.name).is_some() {
+        // The generated database code maps the conflict from 6.16 on.
+        if ctx
+            .app
+            .has_extension(crate::line::GENERATED_CONFLICTS_ARE_409)
+        {
+            return Err(ApiError::new(
+                409,
+                "This \"Cluster_group\" entry already exists",
+            ));
+        }
         return Err(ApiError::internal("Failed to create \"cluster_groups\" entry: UNIQUE constraint failed: cluster_groups.name"));
     }
     records.groups.push(Group {
@@ -190,6 +210,7 @@ pub(super) fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
             "The \"default\" group cannot be renamed",
         ));
     }
+    check_group_name(ctx, &req.name)?;
     if records.group(&req.name).is_some() {
         return Err(ApiError::internal(format!(
             "Name \"{}\" already in use",

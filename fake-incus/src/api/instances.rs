@@ -9,6 +9,7 @@ use super::validation::{
 };
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
+use crate::line::IncusLine;
 use crate::operations::OpSpec;
 use crate::state::snapshot::InstanceView;
 use crate::state::{Devices, Instance, State, StringMap};
@@ -241,6 +242,7 @@ pub(super) fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
     let location = ctx.location();
     let group = target_group(ctx);
     let app = std::sync::Arc::clone(&ctx.app);
+    let line = ctx.app.settings.line;
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             if state.instance(&project, &name).is_some() {
                 return Err(ApiError::internal(
@@ -255,7 +257,7 @@ pub(super) fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
             };
             let config = req.config.unwrap_or_default();
             let devices = req.devices.unwrap_or_default();
-            if let Some(why) = config_problem(&config).or_else(|| devices_problem(&devices)) {
+            if let Some(why) = config_problem(&config, line).or_else(|| devices_problem(&devices)) {
                 return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
             }
             // Without profiles in the request, the image's (or `default`).
@@ -395,6 +397,7 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
     let location = ctx.location();
     let across = from.location.is_some() && from.location != location;
     let group = target_group(ctx);
+    let line = ctx.app.settings.line;
     let op = ctx.start_task(spec, Box::new(move |state: &mut State| {
             if state.instance(&project, &name).is_some() {
                 return Err(ApiError::internal(
@@ -424,7 +427,7 @@ fn copy(ctx: &Ctx, name: String, source: Source, req: CreateBody) -> ApiResult {
                     devices.entry(key.clone()).or_insert_with(|| value.clone());
                 }
             }
-            if let Some(why) = config_problem(&config).or_else(|| devices_problem(&devices)) {
+            if let Some(why) = config_problem(&config, line).or_else(|| devices_problem(&devices)) {
                 return Err(ApiError::internal(format!("Failed creating instance record: {why}")));
             }
             let mut instance = Instance::from_image(&name, &project, None);
@@ -528,11 +531,11 @@ pub(super) fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> Ap
     }
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
-    let names = ctx.app.has_extension(DEVICE_NAMES);
+    let line = ctx.app.settings.line;
     let (description, work): (&'static str, crate::operations::Work) = if req.restore.is_empty() {
         (
             "Updating instance",
-            Box::new(move |state: &mut State| update(state, &project, &name, req, names)),
+            Box::new(move |state: &mut State| update(state, &project, &name, req, line)),
         )
     } else {
         (
@@ -563,12 +566,12 @@ fn update(
     project: &str,
     name: &str,
     req: PutBody,
-    device_names: bool,
+    line: IncusLine,
 ) -> Result<Option<Value>, ApiError> {
     let instance = super::found_instance(state, project, name)?;
     // The config's keys and values are checked before its volatile keys (measured: an edit
     // that drops the idmap keys and adds an unknown key is refused for the unknown key).
-    validate_config(&req.config).map_err(ApiError::internal)?;
+    validate_config(&req.config, line).map_err(ApiError::internal)?;
     let idmap_dropped = instance
         .config
         .keys()
@@ -579,7 +582,7 @@ fn update(
             "Volatile idmap keys can't be deleted by the user",
         ));
     }
-    check_device_names(device_names, &req.devices)?;
+    check_device_names(line.has_extension(DEVICE_NAMES), &req.devices)?;
     validate_devices(&req.devices).map_err(ApiError::internal)?;
     // The daemon checks the expanded devices: the new profiles' ones, then the local ones.
     let expanded = expanded_devices(
@@ -597,6 +600,8 @@ fn update(
     if let Some(why) = missing_volume(state, project, &expanded) {
         return Err(ApiError::new(404, why));
     }
+    let running = instance.status == crate::state::PowerState::Running;
+    live_user_keys(line, running, &instance.devices, &req.devices)?;
     let instance = super::found_instance_mut(state, project, name)?;
     instance.config = req.config;
     instance.devices = req.devices;
@@ -605,6 +610,47 @@ fn update(
     instance.ephemeral = req.ephemeral;
     instance.stateful = req.stateful;
     Ok(None)
+}
+
+/// On a line whose `user.*` device keys update live ([`crate::line::USER_KEYS_UPDATE_LIVE`]), a
+/// running instance refuses a change of only `user.*` keys to a device that cannot be updated
+/// (`Failed to update device "d1": Device does not support updates`); before, the daemon
+/// removed and added the device again.
+fn live_user_keys(
+    line: IncusLine,
+    running: bool,
+    old: &Devices,
+    new: &Devices,
+) -> Result<(), ApiError> {
+    if !running || !line.has_extension(crate::line::USER_KEYS_UPDATE_LIVE) {
+        return Ok(());
+    }
+    let without_user = |device: &StringMap| -> StringMap {
+        device
+            .iter()
+            .filter(|(k, _)| !k.starts_with("user."))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    // `disk` and the nics whose driver has `Update` (bridged, macvlan, OVN, physical, routed).
+    let updatable = |device: &StringMap| match device.get("type").map(String::as_str) {
+        Some("disk") => true,
+        Some("nic") => !device
+            .get("nictype")
+            .is_some_and(|t| ["p2p", "sriov", "ipvlan"].contains(&t.as_str())),
+        _ => false,
+    };
+    let refused = new.iter().find(|(name, device)| {
+        old.get(*name).is_some_and(|before| {
+            before != *device && without_user(before) == without_user(device) && !updatable(device)
+        })
+    });
+    match refused {
+        Some((name, _)) => Err(ApiError::internal(format!(
+            "Failed to update device {name:?}: Device does not support updates"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The extension since which device names must be API names (`Invalid device name "a/b"`).
@@ -699,7 +745,7 @@ pub(super) fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> 
             config.insert(key, value);
         }
     }
-    validate_config(&config).map_err(ApiError::internal)?;
+    validate_config(&config, ctx.app.settings.line).map_err(ApiError::internal)?;
     let mut devices = current.devices.clone();
     devices.extend(req.devices.unwrap_or_default());
     check_device_names(ctx.app.has_extension(DEVICE_NAMES), &devices)?;
@@ -715,6 +761,8 @@ pub(super) fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> 
     if let Some(why) = missing_volume(&state, &project, &devices) {
         return Err(ApiError::new(404, why));
     }
+    let running = current.status == crate::state::PowerState::Running;
+    live_user_keys(ctx.app.settings.line, running, &current.devices, &devices)?;
     let instance = super::found_instance_mut(&mut state, &project, name)?;
     instance.config = config;
     instance.devices = devices;

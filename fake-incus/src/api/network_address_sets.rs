@@ -47,7 +47,7 @@ static PLAIN: Plain = Plain {
         500,
         "Invalid network integration configuration key \"{key}\"",
     ),
-    key_rule: valid_name,
+    key_rule: |name, _| valid_name(name),
     computed: used_by,
     in_use: Some((500, "Cannot {verb} address set that is in use")),
     ..Plain::DEFAULTS
@@ -60,7 +60,7 @@ impl Resource for AddressSets {
     fn template(&self) -> Value {
         PLAIN.template()
     }
-    fn check_key(&self, key: &str) -> Result<(), ApiError> {
+    fn check_key(&self, key: &str, _: &At) -> Result<(), ApiError> {
         valid_name(key)
     }
     /// The addresses first, then the config keys, as the daemon checks them.

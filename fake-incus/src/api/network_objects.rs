@@ -15,8 +15,14 @@ const NETWORK_PROJECT: [&str; 2] = ["Failed to load project \"{}\": Project not 
 const NETWORK_NOT_FOUND: &str = "Failed loading network: Network not found";
 
 /// An ACL's name: letters, digits and hyphens (`internal/server/network/acl`).
-fn acl_name(key: &str) -> Result<(), ApiError> {
-    any_name(key)?;
+fn acl_name(key: &str, at: &At) -> Result<(), ApiError> {
+    // 7.0's `ValidName` starts with the API name check, its text alone (a 500).
+    if super::resource::names_are_api_names(at) {
+        if let Some(why) = super::validation::api_name_problem(key, false) {
+            return Err(ApiError::internal(why));
+        }
+    }
+    any_name(key, at)?;
     if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         Ok(())
     } else {
@@ -24,6 +30,17 @@ fn acl_name(key: &str) -> Result<(), ApiError> {
             "Name can only contain alphanumeric and hyphen characters",
         ))
     }
+}
+
+/// A zone record's name: 7.0 checks it as an API name first (`@`, the zone's root, allowed),
+/// its text alone (a 500, `AddRecord`'s error).
+fn record_name(key: &str, at: &At) -> Result<(), ApiError> {
+    if key != "@" && super::resource::names_are_api_names(at) {
+        if let Some(why) = super::validation::api_name_problem(key, false) {
+            return Err(ApiError::internal(why));
+        }
+    }
+    any_name(key, at)
 }
 
 /// An ACL's `used_by`, in the daemon's order (`network/acl.UsedBy`): the networks of its project
@@ -85,7 +102,7 @@ fn acl_used_by(state: &State, at: &At, mut acl: Value) -> Value {
 }
 
 /// A forward's or load balancer's listen address: an IP address.
-fn listen_address(key: &str) -> Result<(), ApiError> {
+fn listen_address(key: &str, _: &At) -> Result<(), ApiError> {
     match key.parse::<std::net::IpAddr>() {
         Ok(ip) if ip.is_unspecified() => Err(ApiError::internal(format!(
             "Failed creating forward: Cannot use unspecified address: \"{key}\""
@@ -271,6 +288,7 @@ pub(super) static RECORDS: Plain = Plain {
         ..Decl::DEFAULTS
     },
     fields: r#"{"name":"","description":"","entries":[],"config":{}}"#,
+    key_rule: record_name,
     parent: zone,
     ..Plain::DEFAULTS
 };

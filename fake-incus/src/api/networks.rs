@@ -93,13 +93,19 @@ impl Resource for Networks {
     fn template(&self) -> Value {
         json!({"description": "", "config": {}, "type": "", "managed": true, "project": ""})
     }
-    fn check_key(&self, key: &str) -> Result<(), ApiError> {
+    fn check_key(&self, key: &str, at: &At) -> Result<(), ApiError> {
         if key.is_empty() {
             return Err(ApiError::bad_request("No name provided"));
+        }
+        if key == "none" && super::resource::names_are_api_names(at) {
+            return Err(ApiError::bad_request(
+                "Invalid network name: 'none' is a reserved name",
+            ));
         }
         if key == "none" {
             return Err(ApiError::bad_request("Network name 'none' is not valid"));
         }
+        super::resource::api_name(at, "network", key)?;
         if key.len() > 15 || key.contains(['/', ':', ' ']) {
             return Err(ApiError::bad_request(format!(
                 "Network interface is too long (maximum 15 characters): {key}"

@@ -6,7 +6,7 @@
 //! be renamed, deleted or lose a feature.
 
 use super::resource::{Answer, At, Decl, Resource, Sub, Typed, Verb};
-use super::validation::{check_entity_name, project_config_problem};
+use super::validation::{project_config_problem, project_name_problem};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::resources::{NEW_PROJECT_FEATURES, PROJECT_FEATURES};
@@ -58,8 +58,10 @@ impl Resource for Projects {
     fn decl(&self) -> &Decl {
         &DECL
     }
-    fn check_key(&self, key: &str) -> Result<(), ApiError> {
-        check_entity_name("Project", key).map_err(ApiError::bad_request)
+    /// (7.0) The API name check first, the empty name included, then 6.0's rule.
+    fn check_key(&self, key: &str, at: &At) -> Result<(), ApiError> {
+        super::resource::api_name(at, "project", key)?;
+        project_name_problem(key).map_or(Ok(()), |why| Err(ApiError::bad_request(why)))
     }
     fn prepare(&self, _: &State, _: &At, object: &mut Value) -> Result<(), ApiError> {
         for feature in NEW_PROJECT_FEATURES {

@@ -46,6 +46,14 @@ pub(super) fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
     ))
 }
 
+/// The extension since which a snapshot's new name is checked as an API name.
+const OBJECT_NAMES: &str = crate::line::OBJECT_NAMES_ARE_API_NAMES;
+
+/// On a line that checks it ([`OBJECT_NAMES`]), a new snapshot name as an API name.
+fn check_api_name(api_names: bool, name: &str) -> Result<(), ApiError> {
+    super::validation::checked_api_name(api_names, "snapshot", name)
+}
+
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct CreateBody {
@@ -62,7 +70,8 @@ pub(super) fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
         let state = ctx.app.state();
         let instance = super::found_instance(&state, &project, name)?;
         let req: CreateBody = parse_body(body)?;
-        if req.name.contains('/') {
+        let api_names = ctx.app.has_extension(OBJECT_NAMES);
+        if !api_names && req.name.contains('/') {
             return Err(ApiError::bad_request(
                 "Invalid snapshot name: Cannot contain \"/\"",
             ));
@@ -72,6 +81,8 @@ pub(super) fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
         } else {
             req.name.clone()
         };
+        // 7.0 checks the name it will use, a generated one too.
+        check_api_name(api_names, &snap)?;
         let snap_url =
             crate::state::url(&format!("/1.0/instances/{name}/snapshots/{snap}"), &project);
         // Without an expiry in the request, the instance's `snapshots.expiry` from now.
@@ -88,6 +99,9 @@ pub(super) fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     };
     let (snap, req, expires) = snap_name;
     let records_description = ctx.app.has_extension(crate::line::SNAPSHOT_DESCRIPTION);
+    let conflicts_mapped = ctx
+        .app
+        .has_extension(crate::line::GENERATED_CONFLICTS_ARE_409);
     let spec = snapshot_spec(&project, "Snapshotting instance", instance_url, snap_url);
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
@@ -100,6 +114,11 @@ pub(super) fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
                     .is_some_and(|v| v == "true")
             });
             let instance = state.instance_mut(&project, &name).ok_or_else(|| instance_not_found(&name, &project))?;
+            if instance.snapshot(&snap).is_some() && conflicts_mapped {
+                return Err(ApiError::new(409, format!(
+                    "Failed creating instance snapshot record \"{snap}\": Add snapshot info to the database: This \"Instance_snapshot\" entry already exists"
+                )));
+            }
             if instance.snapshot(&snap).is_some() {
                 return Err(ApiError::internal(format!(
                     "Failed creating instance snapshot record \"{snap}\": Add snapshot info to the database: Failed to create \"instances_snapshots\" entry: UNIQUE constraint failed: instances_snapshots.instance_id, instances_snapshots.name"
@@ -192,11 +211,13 @@ pub(super) fn rename(ctx: &Ctx, name: &str, snap: &str, body: &[u8]) -> ApiResul
             "A new name for the instance must be provided",
         ));
     }
-    if req.name.contains('/') {
+    let api_names = ctx.app.has_extension(OBJECT_NAMES);
+    if !api_names && req.name.contains('/') {
         return Err(ApiError::bad_request(
             "Invalid snapshot name: Cannot contain \"/\"",
         ));
     }
+    check_api_name(api_names, &req.name)?;
     fn taken(state: &State, project: &str, name: &str, new: &str) -> bool {
         state
             .instance(project, name)

@@ -51,9 +51,12 @@ impl Resource for Pools {
     fn template(&self) -> Value {
         json!({"description": "", "config": {}, "driver": ""})
     }
-    fn check_key(&self, key: &str) -> Result<(), ApiError> {
+    fn check_key(&self, key: &str, at: &At) -> Result<(), ApiError> {
         match key {
             "" => Err(ApiError::bad_request("No name provided")),
+            k if super::resource::names_are_api_names(at) => {
+                super::resource::api_name(at, "storage pool", k)
+            }
             k if k.contains('/') => Err(ApiError::bad_request(
                 "Storage pool names may not contain slashes",
             )),
@@ -144,9 +147,12 @@ pub(super) fn list_volumes(ctx: &Ctx, pool: &str, kind: Option<&str>) -> ApiResu
         return Err(pool_not_found());
     }
     let mut items = Vec::new();
+    let snapshots = !ctx
+        .app
+        .has_extension(crate::line::POOL_VOLUME_LISTS_LEAVE_OUT_SNAPSHOTS);
     for project in ctx.projects() {
         for volume in state.volumes(pool, &project) {
-            if kind.is_some_and(|k| k != volume.kind) {
+            if kind.is_some_and(|k| k != volume.kind) || (volume.is_snapshot() && !snapshots) {
                 continue;
             }
             items.push(if ctx.recursion() == 0 {

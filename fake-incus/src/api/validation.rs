@@ -3,6 +3,7 @@
 //! daemon's; callers add the context (`Invalid config: …`, status codes).
 
 use crate::envelope::ApiError;
+use crate::line::IncusLine;
 use crate::state::{Devices, State, StringMap};
 
 /// The daemon's instance name rules.
@@ -34,19 +35,22 @@ pub(super) fn check_name(name: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Validates config keys and the values of common keys: `Invalid config: <why>`.
-pub(super) fn validate_config(config: &StringMap) -> Result<(), String> {
-    match config_problem(config) {
+/// Validates config keys (those of `line`) and the values of common keys: `Invalid config:
+/// <why>`.
+pub(super) fn validate_config(config: &StringMap, line: IncusLine) -> Result<(), String> {
+    match config_problem(config, line) {
         Some(why) => Err(format!("Invalid config: {why}")),
         None => Ok(()),
     }
 }
 
-/// What is wrong with a config, in the daemon's words.
-pub(super) fn config_problem(config: &StringMap) -> Option<String> {
-    config
-        .iter()
-        .find_map(|(key, value)| check_key(key).and_then(|()| check_value(key, value)).err())
+/// What is wrong with a config on `line`, in the daemon's words.
+pub(super) fn config_problem(config: &StringMap, line: IncusLine) -> Option<String> {
+    config.iter().find_map(|(key, value)| {
+        check_key(key, line)
+            .and_then(|()| check_value(key, value, line))
+            .err()
+    })
 }
 
 /// What is wrong with one device.
@@ -97,6 +101,16 @@ fn device_problem(name: &str, device: &StringMap) -> Option<DeviceProblem> {
     if kind == "disk" {
         if let Some(why) = disk_problem(device) {
             return failed(why);
+        }
+    }
+    // A `none` device takes no field (`config.Validate` with no rules): only `type`, `user.*`
+    // and `initial.*` pass.
+    if kind == "none" {
+        let other = device
+            .keys()
+            .find(|k| *k != "type" && !k.starts_with("user.") && !k.starts_with("initial."));
+        if let Some(key) = other {
+            return failed(&format!("Invalid device option {key:?}"));
         }
     }
     None
@@ -172,6 +186,15 @@ pub(super) fn api_name_problem(value: &str, allow_slashes: bool) -> Option<Strin
     None
 }
 
+/// Where `checked` (a line with [`crate::line::OBJECT_NAMES_ARE_API_NAMES`]), a new `noun` name
+/// as the daemon checks it (`validate.IsAPIName`): `Invalid {noun} name: why` (400).
+pub(super) fn checked_api_name(checked: bool, noun: &str, name: &str) -> Result<(), ApiError> {
+    match api_name_problem(name, false).filter(|_| checked) {
+        Some(why) => Err(ApiError::bad_request(format!("Invalid {noun} name: {why}"))),
+        None => Ok(()),
+    }
+}
+
 /// The first device whose name is not an API name (7.0), as `Invalid device name "NAME": why`.
 pub(super) fn device_names_problem(devices: &Devices) -> Option<String> {
     devices.keys().find_map(|name| {
@@ -235,6 +258,29 @@ pub(super) fn missing_volume(state: &State, project: &str, devices: &Devices) ->
 }
 
 /// The name rules the daemon applies to profiles and projects (`kind`: `Profile`, `Project`).
+/// Incus's project name rule (`projectValidateName`, 6.0.4's; 7.0 checks the name as an API
+/// name first, which leaves only the underscore of these to refuse).
+pub(super) fn project_name_problem(name: &str) -> Option<String> {
+    let why = if name.is_empty() {
+        "No name provided"
+    } else if name.contains('/') {
+        "Project names may not contain slashes"
+    } else if name.contains(' ') {
+        "Project names may not contain spaces"
+    } else if name.contains('_') {
+        "Project names may not contain underscores"
+    } else if name.contains(['\'', '"']) {
+        "Project names may not contain quotes"
+    } else if name == "*" {
+        "Reserved project name"
+    } else if name == "." || name == ".." {
+        return Some(format!("Invalid project name {name:?}"));
+    } else {
+        return None;
+    };
+    Some(why.to_owned())
+}
+
 pub(super) fn check_entity_name(kind: &str, name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("No name provided".into());
@@ -370,9 +416,38 @@ fn is_size(value: &str) -> bool {
     !value.ends_with('%') && is_size_or_percent(value)
 }
 
+/// The container config keys of later lines, each with the API extension that brought it (Incus
+/// 7.0.2's configuration metadata, less the keys of virtual machines only and of volatile
+/// state), and the free families (`prefix` ending in `.`) among them.
+const KEYS_SINCE: &[(&str, &str)] = &[
+    ("limits.memory.oom_priority", "instance_limits_oom"),
+    ("oci.cwd", "instance_oci_entrypoint"),
+    ("oci.entrypoint", "instance_oci_entrypoint"),
+    ("oci.gid", "instance_oci_entrypoint"),
+    ("oci.uid", "instance_oci_entrypoint"),
+    ("oci.dns.domain", "oci_network_config"),
+    ("oci.dns.nameservers", "oci_network_config"),
+    ("oci.dns.search", "oci_network_config"),
+    ("security.bpffs.delegate_attachs", "bpf_token_delegation"),
+    ("security.bpffs.delegate_cmds", "bpf_token_delegation"),
+    ("security.bpffs.delegate_maps", "bpf_token_delegation"),
+    ("security.bpffs.delegate_progs", "bpf_token_delegation"),
+    ("security.bpffs.path", "bpf_token_delegation"),
+    ("security.protection.start", "instance_protection_start"),
+    ("security.selinux.domain", "instance_selinux"),
+    ("security.selinux.label_rootfs", "instance_selinux"),
+    ("security.selinux.level", "instance_selinux"),
+    ("security.selinux.type", "instance_selinux"),
+    ("security.tags", "instance_security_tags"),
+    ("snapshots.expiry.manual", "snapshot_manual_expiry"),
+    ("systemd.credential.", "instance_systemd_credentials"),
+    ("systemd.credential-binary.", "instance_systemd_credentials"),
+];
+
 /// The daemon's instance config keys (Incus 6.0.4 `internal/instance/config.go`: the keys of
-/// every instance type and of containers), besides the free namespaces in [`check_key`].
-fn check_key(key: &str) -> Result<(), String> {
+/// every instance type and of containers, besides the free namespaces below), and those of
+/// [`KEYS_SINCE`] whose extension `line` has.
+fn check_key(key: &str, line: IncusLine) -> Result<(), String> {
     const KEYS: &[&str] = &[
         "boot.autorestart",
         "boot.autostart",
@@ -486,7 +561,16 @@ fn check_key(key: &str) -> Result<(), String> {
     ];
     // Exact keys only: a key inside a known namespace that the daemon does not know
     // (`security.nonsense`, `security.privileged ` with a trailing space) is unknown there too.
+    let since = KEYS_SINCE.iter().any(|(known, extension)| {
+        let matches = if known.ends_with('.') {
+            key.len() > known.len() && key.starts_with(known)
+        } else {
+            key == *known
+        };
+        matches && line.has_extension(extension)
+    });
     let known = KEYS.contains(&key)
+        || since
         || (key.starts_with("volatile.")
             && VOLATILE_DEVICE_SUFFIXES.iter().any(|s| key.ends_with(s)))
         || ["environment.", "user.", "image.", "linux.sysctl."]
@@ -500,7 +584,7 @@ fn check_key(key: &str) -> Result<(), String> {
     }
 }
 
-fn check_value(key: &str, value: &str) -> Result<(), String> {
+fn check_value(key: &str, value: &str, line: IncusLine) -> Result<(), String> {
     const BOOLEANS: &[&str] = &[
         "boot.autostart",
         "security.privileged",
@@ -510,6 +594,7 @@ fn check_value(key: &str, value: &str) -> Result<(), String> {
         "security.idmap.isolated",
         "migration.stateful",
         "limits.memory.swap",
+        "security.protection.start",
     ];
     const INTEGERS: &[&str] = &[
         "limits.processes",
@@ -520,6 +605,14 @@ fn check_value(key: &str, value: &str) -> Result<(), String> {
     ];
     if value.is_empty() {
         return Ok(());
+    }
+    if key == "boot.autostart" && line.has_extension(crate::line::BOOT_AUTOSTART_LAST_STATE) {
+        let ok = value == "last-state" || check_boolean(value).is_ok();
+        return if ok {
+            Ok(())
+        } else {
+            Err(format!("{value:?} isn't a valid value"))
+        };
     }
     if BOOLEANS.contains(&key) {
         let ok = ["true", "false", "1", "0", "yes", "no", "on", "off"]
@@ -539,7 +632,16 @@ fn check_value(key: &str, value: &str) -> Result<(), String> {
     match key {
         "limits.memory" if !is_size_or_percent(value) => Err(format!("Invalid value: {value}")),
         "limits.cpu" if !is_cpu_limit(value) => Err("Invalid CPU limit syntax".into()),
-        "snapshots.expiry" if !is_expiry(value) => Err("Invalid expiry expression".into()),
+        "snapshots.expiry" | "snapshots.expiry.manual" if !is_expiry(value) => {
+            Err("Invalid expiry expression".into())
+        }
+        "limits.memory.oom_priority" => match value.parse::<i64>() {
+            Err(_) => Err(format!("Invalid value for an integer {value:?}")),
+            Ok(n) if !(-1000..=1000).contains(&n) => Err(format!(
+                "Invalid value for a limit {value:?}. Must be between -1000 and 1000"
+            )),
+            Ok(_) => Ok(()),
+        },
         "snapshots.schedule" => check_schedule(value),
         _ => Ok(()),
     }
@@ -783,6 +885,33 @@ mod tests {
 
     fn error(text: &[u8]) -> String {
         parse_body::<Value>(text).unwrap_err().message
+    }
+
+    #[test]
+    fn a_key_of_a_later_line_is_known_only_where_the_line_has_its_extension() {
+        use super::{check_key, config_problem, IncusLine, KEYS_SINCE};
+        for (key, extension) in KEYS_SINCE {
+            assert!(IncusLine::V7_0.has_extension(extension), "{extension}");
+            let key = format!("{key}{}", if key.ends_with('.') { "x" } else { "" });
+            assert_eq!(check_key(&key, IncusLine::V7_0), Ok(()), "{key}");
+            assert_eq!(
+                check_key(&key, IncusLine::V6_0),
+                Err(format!("Unknown configuration key: {key}"))
+            );
+        }
+        // Measured on 7.0.2: a key of virtual machines only is unknown on a container.
+        assert!(check_key("initial.secureboot.db", IncusLine::V7_0).is_err());
+        let config = |key: &str, value: &str| [(key.to_owned(), value.to_owned())].into();
+        let problem = |key, value| config_problem(&config(key, value), IncusLine::V7_0);
+        assert_eq!(
+            problem("limits.memory.oom_priority", "-1001").as_deref(),
+            Some("Invalid value for a limit \"-1001\". Must be between -1000 and 1000")
+        );
+        assert_eq!(
+            problem("security.protection.start", "maybe").as_deref(),
+            Some("Invalid value for a boolean \"maybe\"")
+        );
+        assert_eq!(problem("snapshots.expiry.manual", "1d"), None);
     }
 
     #[test]

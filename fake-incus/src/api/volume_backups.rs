@@ -89,9 +89,21 @@ struct CreateBody {
     optimized_storage: bool,
 }
 
+/// On a line that checks it ([`crate::line::OBJECT_NAMES_ARE_API_NAMES`]), a backup's new name as
+/// an API name (a generated `backup{n}` always is one).
+fn check_name(ctx: &Ctx, name: &str) -> Result<(), ApiError> {
+    let checked = ctx
+        .app
+        .has_extension(crate::line::OBJECT_NAMES_ARE_API_NAMES);
+    super::validation::checked_api_name(checked, "storage volume backup", name)
+}
+
 pub(super) fn create(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
     let volume = volume(&ctx.app.state(), ctx, pool, name)?;
     let req: CreateBody = parse_body(body)?;
+    if !req.name.is_empty() {
+        check_name(ctx, &req.name)?;
+    }
     let made = {
         let state = ctx.app.state();
         backup_name(&req.name, |n| {
@@ -218,6 +230,7 @@ fn change(
 pub(super) fn rename(ctx: &Ctx, pool: &str, name: &str, old: &str, body: &[u8]) -> ApiResult {
     let (volume, found) = backup(ctx, pool, name, old)?;
     let req: super::RenameBody = parse_body(body)?;
+    check_name(ctx, &req.name)?;
     check_backup_name(&req.name)?;
     // The daemon names the backup by its full name `{volume}/{backup}` here.
     let url = crate::state::url(
@@ -308,6 +321,11 @@ pub(super) fn import(ctx: &Ctx, pool: &str, headers: &http::HeaderMap, body: &[u
         config: serde_json::from_value(index["config"]["volume"]["config"].clone())
             .unwrap_or_default(),
         created_at: String::new(),
+        content_type: index["config"]["volume"]["content_type"]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .unwrap_or("filesystem")
+            .to_owned(),
     };
     let spec = spec(
         ctx,

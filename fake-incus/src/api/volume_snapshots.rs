@@ -100,7 +100,15 @@ struct CreateBody {
     expires_at: Option<String>,
 }
 
-fn check_snapshot_name(name: &str) -> Result<(), ApiError> {
+/// A new snapshot name: on a line that checks it
+/// ([`crate::line::OBJECT_NAMES_ARE_API_NAMES`]) as an API name, before that without `/`.
+fn check_snapshot_name(ctx: &Ctx, name: &str) -> Result<(), ApiError> {
+    if ctx
+        .app
+        .has_extension(crate::line::OBJECT_NAMES_ARE_API_NAMES)
+    {
+        return super::validation::checked_api_name(true, "storage volume snapshot", name);
+    }
     if name.contains('/') {
         return Err(ApiError::bad_request("Storage name cannot contain \"/\""));
     }
@@ -110,7 +118,9 @@ fn check_snapshot_name(name: &str) -> Result<(), ApiError> {
 pub(super) fn create(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
     let volume = volume(&ctx.app.state(), ctx, pool, name)?;
     let req: CreateBody = parse_body(body)?;
-    check_snapshot_name(&req.name)?;
+    if !req.name.is_empty() {
+        check_snapshot_name(ctx, &req.name)?;
+    }
     let snap = if req.name.is_empty() {
         let state = ctx.app.state();
         (0..)
@@ -235,7 +245,7 @@ pub(super) fn update(
 pub(super) fn rename(ctx: &Ctx, pool: &str, name: &str, snap: &str, body: &[u8]) -> ApiResult {
     let found = snapshot(&ctx.app.state(), ctx, pool, name, snap)?;
     let req: super::RenameBody = parse_body(body)?;
-    check_snapshot_name(&req.name)?;
+    check_snapshot_name(ctx, &req.name)?;
     let resources = BTreeMap::from([("storage_volume_snapshots".to_string(), vec![found.url()])]);
     let op = ctx.start_task(
         spec(ctx, "Renaming storage volume snapshot", resources),
@@ -413,6 +423,7 @@ pub(super) fn copy(ctx: &Ctx, pool: &str, body: &[u8]) -> ApiResult {
                 description: req.description.clone(),
                 config,
                 created_at: clock::now(),
+                content_type: source.content_type.clone(),
             };
             if snap.is_none() && !req.source.volume_only {
                 let snapshots: Vec<VolumeSnapshot> = snapshots_of(state, &source)

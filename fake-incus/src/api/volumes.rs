@@ -59,6 +59,19 @@ struct Move {
     migration: bool,
 }
 
+/// Incus 6.0's rule of a new volume name (a later line checks it as an API name first).
+fn volume_name(key: &str) -> Result<(), ApiError> {
+    if key.is_empty() {
+        return Err(ApiError::bad_request("No name provided"));
+    }
+    if key.contains('/') {
+        return Err(ApiError::bad_request(
+            "Storage volume names may not contain slashes",
+        ));
+    }
+    Ok(())
+}
+
 /// `POST /1.0/storage-pools/{pool}/volumes`: the body's `type` says the collection. The daemon
 /// checks the name, then the type, then the pool.
 pub(super) fn create_typed(ctx: &Ctx, pool: &str, _headers: &HeaderMap, body: &[u8]) -> ApiResult {
@@ -72,7 +85,7 @@ pub(super) fn create_typed(ctx: &Ctx, pool: &str, _headers: &HeaderMap, body: &[
     }
     let req: Typed = parse_body(body)?;
     resource::api_name_first(&VOLUMES, ctx, body, "name")?;
-    VOLUMES.check_key(&req.name)?;
+    volume_name(&req.name)?;
     if req.kind != "custom" {
         return Err(ApiError::bad_request(format!(
             "Currently not allowed to create storage volumes of type \"{}\"",
@@ -87,7 +100,7 @@ impl Resource for Volumes {
         &DECL
     }
     fn template(&self) -> Value {
-        json!({"description": "", "config": {}, "created_at": ""})
+        json!({"description": "", "config": {}, "created_at": "", "content_type": "filesystem"})
     }
     fn parent(&self, state: &State, at: &At) -> Result<(), ApiError> {
         if state.storage_pools.iter().any(|p| p.name == at.parent) {
@@ -96,16 +109,8 @@ impl Resource for Volumes {
             Err(pool_not_found())
         }
     }
-    fn check_key(&self, key: &str) -> Result<(), ApiError> {
-        if key.is_empty() {
-            return Err(ApiError::bad_request("No name provided"));
-        }
-        if key.contains('/') {
-            return Err(ApiError::bad_request(
-                "Storage volume names may not contain slashes",
-            ));
-        }
-        Ok(())
+    fn check_key(&self, key: &str, _: &At) -> Result<(), ApiError> {
+        volume_name(key)
     }
     fn prepare(&self, _: &State, _: &At, object: &mut Value) -> Result<(), ApiError> {
         object["created_at"] = json!(clock::now());
@@ -152,6 +157,15 @@ impl Resource for Volumes {
     }
     fn etag(&self, object: &Value) -> String {
         crate::state::etag::hash(&json!([object["name"], "custom", object["config"]]))
+    }
+    /// A snapshot read as a volume (`GET .../volumes/custom/NAME%2FSNAPSHOT`, which the 6.0
+    /// client's `storage volume show POOL NAME/SNAPSHOT` sends).
+    fn read_other(&self, state: &State, at: &At, key: &str) -> Option<(Value, String)> {
+        state
+            .volumes(&at.parent, &at.project)
+            .into_iter()
+            .find(|v| v.kind == "custom" && v.is_snapshot() && v.name == key)
+            .map(|v| (v.to_json(), v.etag()))
     }
     /// A copy (`source.type: copy`) runs as an operation (see [`volume_snapshots`]).
     fn intercept_create(&self, ctx: &Ctx, at: &At, body: &[u8]) -> Option<ApiResult> {

@@ -3,7 +3,7 @@
 //! A fresh fake has none (an empty list is `null`, as the daemon's); a seeded state may hold
 //! some (kind `warning` of its `objects`).
 
-use super::resource::{Answer, Decl, Objects, Plain};
+use super::resource::{Answer, At, Decl, Objects, Plain};
 use super::Ctx;
 use crate::envelope::ApiError;
 use serde_json::Value;
@@ -31,7 +31,7 @@ fn of_the_project(ctx: &Ctx, warning: &Value) -> bool {
     }
 }
 
-fn never(_: &str) -> Result<(), ApiError> {
+fn never(_: &str, _: &At) -> Result<(), ApiError> {
     Err(ApiError::not_implemented())
 }
 

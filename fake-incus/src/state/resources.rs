@@ -232,6 +232,13 @@ pub(crate) struct Volume {
     pub(crate) config: StringMap,
     #[serde(default = "super::clock::now")]
     pub(crate) created_at: String,
+    /// `filesystem` (the default) or `block` (`--type block`: the volume is one raw disk).
+    #[serde(default = "filesystem")]
+    pub(crate) content_type: String,
+}
+
+fn filesystem() -> String {
+    "filesystem".to_owned()
 }
 
 impl Volume {
@@ -263,9 +270,14 @@ pub(crate) struct VolumeView {
     pub(crate) config: StringMap,
     pub(crate) used_by: Vec<String>,
     pub(crate) created_at: String,
+    pub(crate) content_type: String,
 }
 
 impl VolumeView {
+    /// Whether this is a snapshot (`NAME/SNAPSHOT`).
+    pub(crate) fn is_snapshot(&self) -> bool {
+        self.name.contains('/')
+    }
     pub(crate) fn url(&self, pool: &str) -> String {
         let path = match self.name.split_once('/') {
             Some((parent, snap)) => {
@@ -285,7 +297,7 @@ impl VolumeView {
         json!({
             "config": self.config, "description": self.description, "name": self.name,
             "type": self.kind, "used_by": self.used_by, "location": "none",
-            "content_type": "filesystem", "project": self.project, "created_at": self.created_at,
+            "content_type": self.content_type, "project": self.project, "created_at": self.created_at,
         })
     }
     pub(crate) fn etag(&self) -> String {
@@ -294,7 +306,8 @@ impl VolumeView {
 }
 
 impl State {
-    /// Every volume of a pool in a project: instance volumes (and snapshots), then custom ones.
+    /// Every volume of a pool in a project: instance volumes (and snapshots), then custom ones
+    /// (and theirs), as `storage_volumes_all` holds them.
     pub(crate) fn volumes(&self, pool: &str, project: &str) -> Vec<VolumeView> {
         let mut out = Vec::new();
         for instance in self.instances.iter().filter(|i| i.project == project) {
@@ -309,6 +322,7 @@ impl State {
                 config: StringMap::new(),
                 used_by: vec![url(&format!("/1.0/instances/{}", instance.name), project)],
                 created_at: instance.created_at.clone(),
+                content_type: filesystem(),
             });
             for snapshot in &instance.snapshots {
                 out.push(VolumeView {
@@ -319,23 +333,42 @@ impl State {
                     config: StringMap::new(),
                     used_by: vec![],
                     created_at: snapshot.created_at.clone(),
+                    content_type: filesystem(),
                 });
             }
         }
-        out.extend(
-            self.storage_volumes
+        let custom_project = self.volume_project(project);
+        for v in self
+            .storage_volumes
+            .iter()
+            .filter(|v| v.pool == pool && v.project == custom_project)
+        {
+            out.push(VolumeView {
+                project: v.project.clone(),
+                kind: "custom".into(),
+                name: v.name.clone(),
+                description: v.description.clone(),
+                config: v.config.clone(),
+                used_by: self.volume_used_by(v),
+                created_at: v.created_at.clone(),
+                content_type: v.content_type.clone(),
+            });
+            // A snapshot read as a volume: no config of its own, used by nothing.
+            let snapshots = self
+                .volume_snapshots
                 .iter()
-                .filter(|v| v.pool == pool && v.project == self.volume_project(project))
-                .map(|v| VolumeView {
-                    project: v.project.clone(),
-                    kind: "custom".into(),
-                    name: v.name.clone(),
-                    description: v.description.clone(),
-                    config: v.config.clone(),
-                    used_by: self.volume_used_by(v),
-                    created_at: v.created_at.clone(),
-                }),
-        );
+                .filter(|s| s.pool == pool && s.project == v.project && s.volume == v.name);
+            out.extend(snapshots.map(|s| VolumeView {
+                project: v.project.clone(),
+                kind: "custom".into(),
+                name: format!("{}/{}", v.name, s.name),
+                description: s.description.clone(),
+                config: StringMap::new(),
+                used_by: vec![],
+                created_at: s.created_at.clone(),
+                content_type: v.content_type.clone(),
+            }));
+        }
         out
     }
 

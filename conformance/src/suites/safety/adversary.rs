@@ -285,7 +285,7 @@ fn setup() -> FakeSetup {
 
 /// Runs one attack: `Err` with one line when the oracle finds a body that breaks a rule, or the
 /// result is not schema-valid.
-fn attack(session: &Session, attack: &Attack) -> Result<(), String> {
+fn attack(session: &Session, extensions: &[String], attack: &Attack) -> Result<(), String> {
     let called = session.call(
         if attack.create {
             "incus_instance_create"
@@ -308,7 +308,8 @@ fn attack(session: &Session, attack: &Attack) -> Result<(), String> {
             continue;
         }
         let body: Value = serde_json::from_str(&request.body).unwrap_or_default();
-        if let Some(broken) = oracle::violation(&body, attack.exec) {
+        let has = |extension: &str| extensions.iter().any(|e| e == extension);
+        if let Some(broken) = oracle::violation(&body, attack.exec, &has) {
             return Err(format!("{} -> reached Incus: {broken}", attack.line()));
         }
     }
@@ -318,6 +319,7 @@ fn attack(session: &Session, attack: &Attack) -> Result<(), String> {
 /// The sweep: every key and every device field once (long: with every hostile value), the value
 /// picked by the seed; names of devices likewise.
 fn sweep(session: &Session, long: bool) -> Result<(), String> {
+    let extensions = session.server_extensions()?;
     let lines = lines();
     let mut rng = TestRng::from_seed(
         RngAlgorithm::ChaCha,
@@ -342,7 +344,7 @@ fn sweep(session: &Session, long: bool) -> Result<(), String> {
                 exec: i % 3 == 0,
                 entry,
             };
-            attack(session, &one)?;
+            attack(session, &extensions, &one)?;
         }
     }
     for (i, (kind, field)) in lines.devices.iter().enumerate() {
@@ -359,7 +361,7 @@ fn sweep(session: &Session, long: bool) -> Result<(), String> {
                 exec: false,
                 entry,
             };
-            attack(session, &one)?;
+            attack(session, &extensions, &one)?;
         }
     }
     if long {
@@ -373,6 +375,7 @@ fn sweep(session: &Session, long: bool) -> Result<(), String> {
                 };
                 attack(
                     session,
+                    &extensions,
                     &Attack {
                         create: false,
                         exec: false,
@@ -444,7 +447,10 @@ pub(crate) fn checks(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
                 let cases = if long { 5_000 } else { 48 };
                 let trial =
                     "safety::adversary::generated_attacks_never_reach_incus_outside_the_rules";
-                property::check_cases(trial, cases, attacks(), |one| attack(&session, &one))
+                let extensions = session.server_extensions()?;
+                property::check_cases(trial, cases, attacks(), |one| {
+                    attack(&session, &extensions, &one)
+                })
             },
         ),
     ]
@@ -644,11 +650,13 @@ pub(crate) mod oracle {
         value: &str,
         config: &serde_json::Map<String, Value>,
         exec: bool,
+        has: &dyn Fn(&str) -> bool,
     ) -> Option<String> {
         if !key.chars().all(|c| c.is_ascii_graphic()) {
             return Some(format!("config key {key:?} is not printable ASCII"));
         }
-        match incus_keys::expected_config(key) {
+        let class = incus_keys::expected_config_on(key, has);
+        match class {
             Expected::Restricted => return Some(format!("restricted config key {key:?}")),
             Expected::GuestCode if !exec => {
                 return Some(format!("guest-code key {key:?} without incus.exec"))
@@ -658,7 +666,7 @@ pub(crate) mod oracle {
         if key.starts_with("user.") || key.starts_with("image.") {
             return None;
         }
-        if incus_keys::expected_config(key) == Expected::GuestCode {
+        if class == Expected::GuestCode {
             return (key.starts_with("environment.") && value.contains('\n'))
                 .then(|| format!("{key} with a line break"));
         }
@@ -682,6 +690,10 @@ pub(crate) mod oracle {
                     format!("snapshots.pattern {value:?} can render an invalid snapshot name")
                 })
             }
+            // Host impact (Incus 7.0): a negative OOM adjustment makes the host's processes die
+            // first.
+            "limits.memory.oom_priority" => (!integer_within(value, 0, 1000))
+                .then(|| format!("{key}={value:?} outside 0..=1000")),
             "boot.host_shutdown_timeout" | "boot.autostart.delay" => {
                 (!integer_within(value, 0, 300)).then(|| format!("{key}={value:?} outside 0..=300"))
             }
@@ -725,7 +737,7 @@ pub(crate) mod oracle {
         }
     }
 
-    fn device_violation(name: &str, device: &Value) -> Option<String> {
+    fn device_violation(name: &str, device: &Value, has: &dyn Fn(&str) -> bool) -> Option<String> {
         if !api_name(name) {
             return Some(format!("device name {name:?}"));
         }
@@ -733,13 +745,12 @@ pub(crate) mod oracle {
             return Some(format!("device {name:?} is not an object"));
         };
         let text = |key: &str| fields.get(key).and_then(Value::as_str).unwrap_or_default();
-        let allowed: &[&str] = match text("type") {
-            "nic" => incus_keys::PLAIN_NIC,
-            "disk" => incus_keys::PLAIN_DISK,
-            other => return Some(format!("device {name:?} of type {other:?}")),
-        };
+        let kind = text("type");
+        if !matches!(kind, "nic" | "disk") {
+            return Some(format!("device {name:?} of type {kind:?}"));
+        }
         for (key, value) in fields {
-            if key != "type" && !allowed.contains(&key.as_str()) {
+            if key != "type" && !incus_keys::plain_device_field(kind, key, has) {
                 return Some(format!("device {name:?} field {key:?}"));
             }
             let value = value.as_str().unwrap_or("\u{0}");
@@ -778,8 +789,13 @@ pub(crate) mod oracle {
         None
     }
 
-    /// What in a create or update body breaks the rules, if anything.
-    pub(crate) fn violation(body: &Value, exec: bool) -> Option<String> {
+    /// What in a create or update body breaks the rules, if anything, on a server with the API
+    /// extensions `has` reports (a key or field of a later line is plain only with its own).
+    pub(crate) fn violation(
+        body: &Value,
+        exec: bool,
+        has: &dyn Fn(&str) -> bool,
+    ) -> Option<String> {
         if body.get("ephemeral") == Some(&Value::Bool(true)) {
             return Some("ephemeral without incus.delete".into());
         }
@@ -790,7 +806,7 @@ pub(crate) mod oracle {
             .unwrap_or(&empty);
         for (key, value) in config {
             let text = value.as_str().unwrap_or("\u{0}");
-            if let Some(broken) = config_violation(key, text, config, exec) {
+            if let Some(broken) = config_violation(key, text, config, exec, has) {
                 return Some(broken);
             }
         }
@@ -800,7 +816,7 @@ pub(crate) mod oracle {
             .unwrap_or(&empty);
         devices
             .iter()
-            .find_map(|(name, device)| device_violation(name, device))
+            .find_map(|(name, device)| device_violation(name, device, has))
     }
 
     #[cfg(test)]
@@ -821,8 +837,9 @@ pub(crate) mod oracle {
                 json!({"devices": {"eth1": {"type": "nic", "network": "uplink"}}}),
                 json!({"ephemeral": true}),
             ];
+            let none = |_: &str| false;
             for body in bad {
-                assert!(violation(&body, false).is_some(), "{body}");
+                assert!(violation(&body, false, &none).is_some(), "{body}");
             }
             let good = [
                 json!({"config": {"snapshots.pattern": "auto-{{ creation_date|date:\"20060102\" }}-%d"}}),
@@ -831,8 +848,32 @@ pub(crate) mod oracle {
                 json!({"devices": {"eth1": {"type": "nic", "network": "incusbr0", "name": "eth1"}}}),
             ];
             for body in good {
-                assert_eq!(violation(&body, false), None, "{body}");
+                assert_eq!(violation(&body, false, &none), None, "{body}");
             }
+        }
+
+        #[test]
+        fn a_key_of_a_later_line_is_judged_by_the_servers_extensions() {
+            let seven = |extension: &str| extension != "instance_limits_oom";
+            let none = |_: &str| false;
+            let protection = json!({"config": {"security.protection.start": "true"}});
+            assert!(violation(&protection, false, &none).is_some());
+            assert_eq!(violation(&protection, false, &seven), None);
+            let secureboot = json!({"config": {"initial.secureboot.db": "x"}});
+            assert!(violation(&secureboot, false, &seven).is_some());
+            assert_eq!(violation(&secureboot, true, &seven), None);
+            let oom = json!({"config": {"limits.memory.oom_priority": "10"}});
+            assert!(violation(&oom, false, &seven).is_some());
+            let all = |_: &str| true;
+            assert_eq!(violation(&oom, false, &all), None);
+            let negative = json!({"config": {"limits.memory.oom_priority": "-1"}});
+            assert!(violation(&negative, false, &all).is_some());
+            let attached =
+                json!({"devices": {"d": {"type": "disk", "pool": "default", "attached": "true"}}});
+            assert!(violation(&attached, false, &none).is_some());
+            assert_eq!(violation(&attached, false, &all), None);
+            let tags = json!({"config": {"security.tags": "x"}});
+            assert!(violation(&tags, true, &all).is_some());
         }
     }
 }

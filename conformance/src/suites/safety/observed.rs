@@ -4,6 +4,12 @@
 //! Each trial builds the fault from the fake's rules (operation faults, transport faults, stall)
 //! and asserts the status, the fields that carry the outcome, and the journal: the mutating or
 //! exec request reached the backend exactly once, and the operation was read as documented.
+//!
+//! What a wait answers for a failed operation depends on the Incus line, and the trials follow
+//! the server's API extensions (never its version): Incus 6.0's wait answers an error envelope
+//! without the operation, so the core reads the operation back, and a read that fails leaves
+//! `operation` null; from [`WAIT_ANSWERS_THE_OPERATION`] (Incus 7.0) the wait answers the failed
+//! operation itself, so the result carries that final object and the operation is not read.
 //! Trials whose fault is a stalled read run on a connection with a 2 s request timeout (the
 //! reference host), so that a stall costs 2 s, not the default 30 s.
 
@@ -13,6 +19,8 @@ use std::time::Duration;
 use incus_operations::{Connection, Endpoint};
 use serde_json::{json, Value};
 
+use fake_incus::WAIT_ANSWERS_THE_OPERATION;
+
 use super::super::exec_output::start_instance;
 use super::super::host_target::{HostFactory, HostTargets};
 use super::super::mutation_faults::{self, Mutation, MUTATIONS, TRANSPORT_FAULTS};
@@ -21,6 +29,58 @@ use crate::runner::Check;
 use crate::scenario::format::FakeSetup;
 use crate::scenario::target::TargetFactory;
 use crate::ReferenceHost;
+
+/// How the server's wait reports an operation that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FailureReport {
+    /// An error envelope without the operation (Incus 6.0): the core reads the operation back.
+    Envelope,
+    /// The failed operation itself ([`WAIT_ANSWERS_THE_OPERATION`], Incus 7.0): nothing to read.
+    Operation,
+}
+
+impl FailureReport {
+    /// What the session's server does, by its API extensions.
+    fn of(session: &Session) -> Result<Self, String> {
+        Ok(
+            if session.server_has_extension(WAIT_ANSWERS_THE_OPERATION)? {
+                Self::Operation
+            } else {
+                Self::Envelope
+            },
+        )
+    }
+
+    /// How many times a call reads the failed operation (`GET /1.0/operations/{id}`).
+    fn reads(self) -> usize {
+        match self {
+            Self::Envelope => 1,
+            Self::Operation => 0,
+        }
+    }
+
+    /// The `operation` a result carries: null where the read back failed, else the final
+    /// object the wait answered; `Err` with what is wrong.
+    fn check_operation(self, operation: Option<&Value>, id: &str) -> Result<(), String> {
+        match self {
+            Self::Envelope if operation == Some(&Value::Null) => Ok(()),
+            Self::Envelope => Err("expected operation null (the read back failed)".to_owned()),
+            Self::Operation => {
+                let operation = operation.unwrap_or(&Value::Null);
+                let is_the_failure = operation["id"] == json!(id)
+                    && operation["status"] == json!("Failure")
+                    && operation["err"] == json!(FAILURE);
+                if is_the_failure {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "expected the failed operation the wait answered (id {id}, status Failure, err {FAILURE:?})"
+                    ))
+                }
+            }
+        }
+    }
+}
 
 /// The failure the faulted operations end with.
 const FAILURE: &str = "disk full";
@@ -125,9 +185,10 @@ fn failing(mutation: Mutation) -> Value {
 }
 
 /// Every async mutation whose operation fails, the failure reported by the wait and the read
-/// that follows answering with each of `reads` in turn: `failed` with the failure, `operation`
-/// null, the mutation sent once and the operation read once. Then `incus_operation_wait` on the
-/// same operation says the same.
+/// that follows answering with each of `reads` in turn: `failed` with the failure, the mutation
+/// sent once, and `operation` as the server's wait allows ([`FailureReport`]): null after the
+/// one read back that failed, or the failed operation the wait answered, unread. Then
+/// `incus_operation_wait` on the same operation says the same.
 fn failure_with_unreadable_operation(
     factory: &Arc<dyn TargetFactory>,
     reads: &[Value],
@@ -167,38 +228,42 @@ fn failure_with_unreadable_read_back(
     read: Value,
 ) -> Result<(), String> {
     let session = Session::start(factory, &FakeSetup::default())?;
+    let report = FailureReport::of(&session)?;
     let rules = [failing(mutation), read];
     let (called, sent) = mutation_faults::observe_on(&session, mutation, &rules)?;
     let context = |problem: &str| called.failure(&format!("with {rules:?}: {problem}"));
-    reported_failure(&called).map_err(|p| context(&p))?;
+    reported_failure(&called, report).map_err(|p| context(&p))?;
     if sent != 1 {
         return Err(context(&format!(
             "the mutating request was sent {sent} times"
         )));
     }
     let id = operation_id(&called)?;
-    read_once(&called, &id).map_err(|p| context(&p))?;
+    read_as_reported(&called, &id, report).map_err(|p| context(&p))?;
     let wait = json!({"operation_id": id, "wait_seconds": 1});
     let waited = session.call("incus_operation_wait", &["incus.read".to_owned()], wait);
-    reported_failure(&waited)?;
-    read_once(&waited, &id)?;
+    reported_failure(&waited, report)?;
+    read_as_reported(&waited, &id, report)?;
     if waited.sent(mutation.method, mutation.path) != Some(0) {
         return Err(waited.failure("the wait resent the mutation"));
     }
     Ok(())
 }
 
-/// `failed`, the failure as `wait_error`, no operation object, schema-valid.
-fn reported_failure(called: &Called) -> Result<(), String> {
+/// `failed`, the failure as `wait_error`, the operation as `report` allows, schema-valid.
+fn reported_failure(called: &Called, report: FailureReport) -> Result<(), String> {
     let result = &called.result;
     if result.get("status") != Some(&json!("failed"))
         || result.get("wait_error") != Some(&json!(FAILURE))
-        || result.get("operation") != Some(&Value::Null)
     {
         return Err(called.failure(&format!(
-            "expected status failed, wait_error {FAILURE:?} and operation null"
+            "expected status failed and wait_error {FAILURE:?}"
         )));
     }
+    let id = operation_id(called)?;
+    report
+        .check_operation(result.get("operation"), &id)
+        .map_err(|p| called.failure(&p))?;
     called.schema_valid()
 }
 
@@ -211,13 +276,19 @@ fn operation_id(called: &Called) -> Result<String, String> {
         .ok_or_else(|| called.failure("expected the operation identity"))
 }
 
-/// During the call, the operation was waited on once and read once.
-fn read_once(called: &Called, id: &str) -> Result<(), String> {
+/// During the call, the operation was waited on once and read as often as `report` needs
+/// (once after an error envelope, never after the failed operation itself).
+fn read_as_reported(called: &Called, id: &str, report: FailureReport) -> Result<(), String> {
     let read = format!("/1.0/operations/{id}");
-    for (path, what) in [(format!("{read}/wait"), "waited on"), (read, "read")] {
-        let times = called.sent("GET", &path).unwrap_or(1);
-        if times != 1 {
-            return Err(called.failure(&format!("the operation was {what} {times} times")));
+    for (path, what, expected) in [
+        (format!("{read}/wait"), "waited on", 1),
+        (read, "read", report.reads()),
+    ] {
+        let times = called.sent("GET", &path).unwrap_or(expected);
+        if times != expected {
+            return Err(called.failure(&format!(
+                "the operation was {what} {times} times, not {expected}"
+            )));
         }
     }
     Ok(())
@@ -270,8 +341,10 @@ fn exec_operation_fails(session: &Session) -> Result<(), String> {
 }
 
 /// The wait reports the failure and the read that follows stalls: still `failed` with the
-/// reason, and `operation` null rather than the object that said `Running`.
+/// reason, and `operation` null rather than the object that said `Running`; where the wait
+/// answers the failed operation itself, that object, and no read.
 fn exec_failure_unreadable(session: &Session) -> Result<(), String> {
+    let report = FailureReport::of(session)?;
     install(
         session,
         json!({"kind": "operation_fail", "message": FAILURE}),
@@ -285,12 +358,18 @@ fn exec_failure_unreadable(session: &Session) -> Result<(), String> {
             ("/status", json!("failed")),
             ("/exit_code", Value::Null),
             ("/reason", json!(FAILURE)),
-            ("/operation", Value::Null),
         ],
     )?;
     let id = operation_id(&called)?;
-    if called.sent("GET", &format!("/1.0/operations/{id}")) != Some(1) {
-        return Err(called.failure("expected the operation to be read once"));
+    report
+        .check_operation(called.result.get("operation"), &id)
+        .map_err(|p| called.failure(&p))?;
+    let reads = called.sent("GET", &format!("/1.0/operations/{id}"));
+    if reads != Some(report.reads()) {
+        return Err(called.failure(&format!(
+            "expected the operation to be read {} times, not {reads:?}",
+            report.reads()
+        )));
     }
     Ok(())
 }

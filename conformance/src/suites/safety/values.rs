@@ -468,14 +468,20 @@ fn restore(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
     ]
 }
 
-/// The server object of the fake with `extra` API extensions, as a `Respond` fault on `GET /1.0`.
-fn server_with(session: &Session, extra: &[&str]) -> Result<(), String> {
+/// The server object of the fake (of whichever Incus line the run imitates) with the API
+/// extensions `with` and without those of `without`, as a `Respond` fault on `GET /1.0`: a
+/// server that reports, or lacks, exactly the extensions a trial is about.
+fn server_editing(session: &Session, with: &[&str], without: &[&str]) -> Result<(), String> {
     let mut envelope = session.native("GET", "/1.0", None, 200)?;
     if let Some(list) = envelope
         .pointer_mut("/metadata/api_extensions")
         .and_then(Value::as_array_mut)
     {
-        list.extend(extra.iter().map(|e| json!(e)));
+        list.retain(|e| {
+            !e.as_str()
+                .is_some_and(|e| without.contains(&e) || with.contains(&e))
+        });
+        list.extend(with.iter().map(|e| json!(e)));
     }
     session.add_fault(&json!({
         "method": "GET",
@@ -494,6 +500,7 @@ fn extensions(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
             factory,
             Some(instance_seed()),
             move |session| {
+                server_editing(session, &[], &["instance_protection_start"])?;
                 let called = session.call(
                     "incus_instance_update",
                     &scopes(&[WRITE]),
@@ -516,7 +523,11 @@ fn extensions(factory: &Arc<dyn TargetFactory>) -> Vec<Check> {
             factory,
             Some(instance_seed()),
             move |session| {
-                server_with(session, &["instance_protection_start", "disk_attached"])?;
+                server_editing(
+                    session,
+                    &["instance_protection_start", "disk_attached"],
+                    &["instance_limits_oom"],
+                )?;
                 let called = session.call(
                     "incus_instance_update",
                     &scopes(&[WRITE]),

@@ -31,6 +31,8 @@ use serde_json::{json, Map, Value};
 pub(crate) struct At {
     pub(crate) project: String,
     pub(crate) parent: String,
+    /// The Incus line the fake answers as: what a hook asks `has_extension` of.
+    pub(crate) line: crate::line::IncusLine,
 }
 
 /// Which project an object belongs to.
@@ -179,8 +181,8 @@ pub(crate) trait Resource: Sync {
         Ok(())
     }
     /// Whether a key is a valid name for a new object.
-    fn check_key(&self, key: &str) -> Result<(), ApiError> {
-        plain::any_name(key)
+    fn check_key(&self, key: &str, at: &At) -> Result<(), ApiError> {
+        plain::any_name(key, at)
     }
     /// Fills what a new object takes from the server (its creation time, a project's default
     /// features) before it is checked.
@@ -249,6 +251,11 @@ pub(crate) trait Resource: Sync {
     }
     fn shown_to(&self, _ctx: &Ctx, _object: &Value) -> bool {
         true
+    }
+    /// What a get reads by a key the store does not hold (a custom volume's snapshot read as
+    /// the volume `NAME/SNAPSHOT`): its rendering and ETag; `None` (the default): not found.
+    fn read_other(&self, _state: &State, _at: &At, _key: &str) -> Option<(Value, String)> {
+        None
     }
     /// The object as the API shows it (adds `used_by`, the project, computed fields).
     fn render(&self, _state: &State, _at: &At, object: Value) -> Value {
@@ -531,6 +538,7 @@ fn at(resource: &dyn Resource, ctx: &Ctx, project: &str, parent: &str) -> At {
     At {
         project,
         parent: parent.to_owned(),
+        line: ctx.app.settings.line,
     }
 }
 
@@ -621,6 +629,7 @@ fn list(resource: &'static dyn Resource, ctx: &Ctx, parent: &str) -> ApiResult {
                     project.clone()
                 },
                 parent: at.parent.clone(),
+                line: at.line,
             };
             items.push(if ctx.recursion() == 0 {
                 json!(object_url(resource, &shown_in, &key))
@@ -640,8 +649,12 @@ fn get(resource: &'static dyn Resource, ctx: &Ctx, at: &At, key: &str) -> ApiRes
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
     resource.parent(state, at)?;
-    let object =
-        find_object(resource, state, at, key).ok_or_else(|| resource.not_found(Verb::Get, key))?;
+    let Some(object) = find_object(resource, state, at, key) else {
+        let (rendered, etag) = resource
+            .read_other(state, at, key)
+            .ok_or_else(|| resource.not_found(Verb::Get, key))?;
+        return Ok(envelope::sync_etag(rendered, &etag));
+    };
     let etag = resource.etag(&object);
     Ok(envelope::sync_etag(
         resource.render(state, at, object),
@@ -711,14 +724,14 @@ fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> A
     }
     let key = sent.get(decl.key).cloned().unwrap_or(json!(""));
     if decl.first == First::Name {
-        resource.check_key(key.as_str().unwrap_or_default())?;
+        resource.check_key(key.as_str().unwrap_or_default(), at)?;
     }
     object[decl.key] = key;
     let mut state = ctx.app.state();
     resource.parent(&state, at)?;
     resource.prepare(&state, at, &mut object)?;
     let key = object[decl.key].as_str().unwrap_or_default().to_owned();
-    resource.check_key(&key)?;
+    resource.check_key(&key, at)?;
     if find_object(resource, &state, at, &key).is_some() {
         return Err(resource.exists(Verb::Create, &key));
     }
@@ -732,6 +745,20 @@ fn create(resource: &'static dyn Resource, ctx: &Ctx, at: &At, body: &[u8]) -> A
     drop(state);
     ctx.applied();
     answer(decl.create, &object_url(resource, at, &key))
+}
+
+/// The daemon's check of a new `noun` name on a line that makes it
+/// ([`crate::line::OBJECT_NAMES_ARE_API_NAMES`]: `validate.IsAPIName`), `Invalid {noun} name:
+/// why` (400); `Ok` on a line that does not. A resource's [`Resource::check_key`] calls it where
+/// its handler makes the check.
+pub(crate) fn api_name(at: &At, noun: &str, key: &str) -> Result<(), ApiError> {
+    super::validation::checked_api_name(names_are_api_names(at), noun, key)
+}
+
+/// Whether the line checks new names as API names ([`api_name`]).
+pub(crate) fn names_are_api_names(at: &At) -> bool {
+    at.line
+        .has_extension(crate::line::OBJECT_NAMES_ARE_API_NAMES)
 }
 
 /// The daemon's first check of a new name, on a line that makes it
@@ -752,10 +779,7 @@ pub(crate) fn api_name_first(
     }
     let sent = body_object(body)?;
     let name = sent.get(field).and_then(Value::as_str).unwrap_or_default();
-    match super::validation::api_name_problem(name, false) {
-        Some(why) => Err(ApiError::bad_request(format!("Invalid {noun} name: {why}"))),
-        None => Ok(()),
-    }
+    super::validation::checked_api_name(true, noun, name)
 }
 
 fn update(
@@ -815,7 +839,7 @@ fn rename(
     resource.check_rename(&sent, at)?;
     let first = resource.decl().first;
     if first == First::Name {
-        resource.check_key(&new)?;
+        resource.check_key(&new, at)?;
     }
     let work = move |state: &mut State| -> Result<(), ApiError> {
         resource.parent(state, &place)?;
@@ -824,7 +848,7 @@ fn rename(
         if first == First::Object && found.is_none() {
             return Err(unknown());
         }
-        resource.check_key(&new)?;
+        resource.check_key(&new, &place)?;
         if find_object(resource, state, &place, &new).is_some() {
             return Err(resource.exists(Verb::Rename, &new));
         }

@@ -25,7 +25,7 @@ pub(crate) struct Plain {
     /// The answer to another config key (`{key}` stands for it).
     pub(crate) invalid_key: (u16, &'static str),
     /// The rule of a new object's key.
-    pub(crate) key_rule: fn(&str) -> Result<(), ApiError>,
+    pub(crate) key_rule: fn(&str, &At) -> Result<(), ApiError>,
     /// Whether the parent exists, and may hold such objects.
     pub(crate) parent: fn(&State, &At) -> Result<(), ApiError>,
     /// What else an object must satisfy.
@@ -69,7 +69,7 @@ impl Plain {
 }
 
 /// A key that is not empty and holds no `/`.
-pub(crate) fn any_name(key: &str) -> Result<(), ApiError> {
+pub(crate) fn any_name(key: &str, _: &At) -> Result<(), ApiError> {
     match key {
         "" => Err(ApiError::bad_request("No name provided")),
         k if k.contains('/') => Err(ApiError::bad_request("Name cannot contain \"/\"")),
@@ -97,8 +97,8 @@ impl Resource for Plain {
     fn parent(&self, state: &State, at: &At) -> Result<(), ApiError> {
         (self.parent)(state, at)
     }
-    fn check_key(&self, key: &str) -> Result<(), ApiError> {
-        (self.key_rule)(key)
+    fn check_key(&self, key: &str, at: &At) -> Result<(), ApiError> {
+        (self.key_rule)(key, at)
     }
     fn check_request(&self, body: &[u8]) -> Result<(), ApiError> {
         match self.request {

@@ -178,7 +178,123 @@ pub(crate) enum Expected {
     Restricted,
 }
 
-/// The documented class of a config key.
+/// The config keys of a later line (Incus 7.0's configuration metadata, `SECURITY.md`'s keys
+/// marked ⁷), each with its class and the API extension that brought it; a name ending in `.`
+/// is a family. Where the server lacks the extension, Incus does not know the key: restricted.
+/// A secret is guest code here (it needs what guest code needs); a host-impact key is plain,
+/// its bound checked on the value. The restricted ones (`security.bpffs.*`,
+/// `security.selinux.*`, `security.tags`) are restricted on any line, so they are not listed.
+const CONFIG_SINCE: &[(&str, Expected, &str)] = &[
+    (
+        "security.protection.start",
+        Expected::Plain,
+        "instance_protection_start",
+    ),
+    (
+        "limits.memory.oom_priority",
+        Expected::Plain,
+        "instance_limits_oom",
+    ),
+    (
+        "limits.memory.hotplug",
+        Expected::Plain,
+        "limits_memory_hotplug",
+    ),
+    (
+        "snapshots.expiry.manual",
+        Expected::Plain,
+        "snapshot_manual_expiry",
+    ),
+    ("oci.dns.domain", Expected::Plain, "oci_network_config"),
+    ("oci.dns.nameservers", Expected::Plain, "oci_network_config"),
+    ("oci.dns.search", Expected::Plain, "oci_network_config"),
+    (
+        "oci.entrypoint",
+        Expected::GuestCode,
+        "instance_oci_entrypoint",
+    ),
+    ("oci.cwd", Expected::GuestCode, "instance_oci_entrypoint"),
+    ("oci.uid", Expected::GuestCode, "instance_oci_entrypoint"),
+    ("oci.gid", Expected::GuestCode, "instance_oci_entrypoint"),
+    (
+        "initial.secureboot.",
+        Expected::GuestCode,
+        "instance_nvram_config",
+    ),
+    (
+        "initial.nvram.",
+        Expected::GuestCode,
+        "instance_nvram_config",
+    ),
+    (
+        "initial.nvram-binary.",
+        Expected::GuestCode,
+        "instance_nvram_config",
+    ),
+    (
+        "systemd.credential.",
+        Expected::GuestCode,
+        "instance_systemd_credentials",
+    ),
+    (
+        "systemd.credential-binary.",
+        Expected::GuestCode,
+        "instance_systemd_credentials",
+    ),
+];
+
+/// The device fields of a later line that `SECURITY.md` calls plain, with the API extension
+/// that brought each: a nic's, then a disk's.
+const NIC_SINCE: &[(&str, &str)] = &[
+    ("attached", "nic_attached_connected"),
+    ("connected", "nic_attached_connected"),
+];
+const DISK_SINCE: &[(&str, &str)] = &[
+    ("attached", "disk_attached"),
+    ("limits.read.burst", "device_burst_limits"),
+    ("limits.write.burst", "device_burst_limits"),
+    ("limits.max.burst", "device_burst_limits"),
+    ("limits.read.burst.length", "device_burst_limits"),
+    ("limits.write.burst.length", "device_burst_limits"),
+    ("limits.max.burst.length", "device_burst_limits"),
+];
+
+/// The documented class of a config key on a server with the API extensions `has` reports.
+pub(crate) fn expected_config_on(key: &str, has: &dyn Fn(&str) -> bool) -> Expected {
+    let since = CONFIG_SINCE.iter().find(|(name, _, _)| {
+        if name.ends_with('.') {
+            key.len() > name.len() && key.starts_with(name)
+        } else {
+            key == *name
+        }
+    });
+    match since {
+        Some((_, class, extension)) if has(extension) => *class,
+        Some(_) => Expected::Restricted,
+        None => expected_config(key),
+    }
+}
+
+/// Whether `SECURITY.md` calls a field of a device of `device_type` (`nic`, `disk`) plain, on a
+/// server with the API extensions `has` reports.
+pub(crate) fn plain_device_field(
+    device_type: &str,
+    field: &str,
+    has: &dyn Fn(&str) -> bool,
+) -> bool {
+    let (plain, since) = match device_type {
+        "nic" => (PLAIN_NIC, NIC_SINCE),
+        "disk" => (PLAIN_DISK, DISK_SINCE),
+        _ => return false,
+    };
+    plain.contains(&field)
+        || since
+            .iter()
+            .any(|(name, extension)| *name == field && has(extension))
+}
+
+/// The documented class of a config key (Incus 6.0.4's keys; a key of a later line is
+/// restricted here, as on a server without its extension: see [`expected_config_on`]).
 pub(crate) fn expected_config(key: &str) -> Expected {
     let in_family = |families: &[&str]| {
         families
