@@ -43,7 +43,7 @@
 //! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
 //! | 5 | `exec`, `operations` | exec sessions over websockets and the built-in interpreter; operations in one home: the operation and its registry, the driver (registration, events, a task's work, waits and expiry) and the gate every operation's work passes first (`exec` settles through `operations`) |
 //! | 6 | `faults`, `verify`, `journal`, `persist` | the fault rules and their verdicts; verification of the journal (`POST /verify`); the request journal and its queries; the state directory (`--state-dir`) and its group committer |
-//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls`, `differ`, `transcript`, `line` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client) and how to reach any Incus (`Source`: its socket, or HTTPS with the client certificate presented and the server's pinned), how two answers are compared (`differ`), the record/replay transcript format, the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates (made, or loaded from a `--tls-dir`), the Incus line the fake imitates (server version and API extensions; handlers ask `has_extension`) |
+//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls`, `differ`, `transcript`, `line`, `go` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client) and how to reach any Incus (`Source`: its socket, or HTTPS with the client certificate presented and the server's pinned), how two answers are compared (`differ`), the record/replay transcript format, the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates (made, or loaded from a `--tls-dir`), the Incus line the fake imitates (server version and API extensions; handlers ask `has_extension`), and the Go behaviour the daemon shows through (`go`: one file per Go package it imitates: `encoding/json`, `net/http`, `time`...) |
 //!
 //! Where to add things: an endpoint is a function in its resource's module under `api/` and a
 //! row of the route table (`api/routes.rs`, with the API extension that introduced it; state
@@ -61,6 +61,7 @@ pub mod differ;
 mod envelope;
 mod exec;
 mod faults;
+mod go;
 mod journal;
 mod line;
 mod members;

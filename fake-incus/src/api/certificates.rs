@@ -67,7 +67,7 @@ static DECL: Decl = Decl {
 fn decode(certificate: &str) -> Result<(String, String), ApiError> {
     let der = base64::engine::general_purpose::STANDARD
         .decode(certificate)
-        .map_err(|e| ApiError::bad_request(go_base64_error(&e)))?;
+        .map_err(|e| ApiError::bad_request(crate::go::encoding_base64::corrupt_input_error(&e)))?;
     x509_parser::parse_x509_certificate(&der)
         .map_err(|e| ApiError::bad_request(format!("Invalid certificate material: {e}")))?;
     Ok((crate::tls::fingerprint_der(&der), pem(&der)))
@@ -85,18 +85,6 @@ fn pem(der: &[u8]) -> String {
         "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
         lines.join("\n")
     )
-}
-
-/// Go's `base64.CorruptInputError` text.
-fn go_base64_error(error: &base64::DecodeError) -> String {
-    let at = match error {
-        base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => {
-            *at
-        }
-        base64::DecodeError::InvalidLength(at) => *at,
-        base64::DecodeError::InvalidPadding => 0,
-    };
-    format!("illegal base64 data at input byte {at}")
 }
 
 impl Resource for Certificates {
