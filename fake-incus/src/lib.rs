@@ -51,6 +51,16 @@
 //! fake with [`FakeIncus::call`] and checks errors with [`assert_native_error`]; a test of the
 //! transport (framing, TLS, websockets, a socket going away) uses a socket ([`client`]).
 
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
+/// CLUSTER.md's examples, compiled and run as doctests.
+#[doc = include_str!("../CLUSTER.md")]
+#[cfg(doctest)]
+pub struct ClusterDoctests;
+
 mod api;
 mod app;
 mod capture;

@@ -16,7 +16,7 @@
 //! Why one whole file rather than an append-only log: the state's changes are Rust code on
 //! plain data, not records, so a log would have to compute a difference between two states per
 //! commit, which costs about what serialising the state costs; and the whole file gives the
-//! atomicity and the format's version check for free. The measured cost is in the README
+//! atomicity and the format's version check for free. The measured cost is in STATE.md
 //! ("Persistence").
 //!
 //! This module knows nothing of the app: it is given a function that reads the mark and one

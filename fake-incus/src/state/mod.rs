@@ -85,7 +85,7 @@ pub(crate) struct Object {
 pub(crate) struct SeedError(String);
 
 impl State {
-    /// The state a fresh daemon has (see the README: project, profile, pool, `lo`, `busybox`).
+    /// The state a fresh daemon has (see STATE.md: project, profile, pool, `lo`, `busybox`).
     pub(crate) fn default_state() -> Self {
         defaults::state()
     }

@@ -1,6 +1,6 @@
 //! The crate map in `lib.rs`'s docs is the layering the code keeps: read the floors from that
 //! table, then every `crate::` path in the sources (comments and test modules aside) must name a
-//! module below the file's own.
+//! module below the file's own. The README stays a front door whose examples all run.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -163,4 +163,27 @@ fn every_module_uses_only_modules_below_it_in_the_crate_map() {
         "modules that use a module above them in the crate map:\n{}",
         upward.join("\n")
     );
+}
+
+#[test]
+fn the_readme_is_a_front_door_of_at_most_300_lines_and_its_examples_run() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("reading README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines; detail goes to the files it lists"
+    );
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("reading lib.rs");
+    for doc in ["README.md", "CLUSTER.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).expect("reading a doc");
+        assert!(
+            !text.contains("no_run") && !text.contains("rust,ignore"),
+            "{doc} has an example that is not run"
+        );
+        assert!(
+            lib.contains(&format!("#[doc = include_str!(\"../{doc}\")]")),
+            "{doc}'s examples are not doctests of lib.rs"
+        );
+    }
 }
