@@ -155,7 +155,7 @@ fn backup_tarball(
     instance_only: bool,
 ) -> Result<Vec<u8>, ApiError> {
     let project = &instance.project;
-    let snapshots: Vec<&crate::state::instances::Snapshot> = if instance_only {
+    let snapshots: Vec<&crate::state::instances::InstanceSnapshot> = if instance_only {
         Vec::new()
     } else {
         instance.snapshots.iter().collect()

@@ -19,8 +19,8 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
             ("::instances::PatchBody", "api.InstancePut"),
             ("::instances::RenameBody", "api.InstancePost"),
             ("::snapshots::CreateBody", "api.InstanceSnapshotsPost"),
-            ("::state::StateBody", "api.InstanceStatePut"),
-            ("::state::InstancesPut", "api.InstancesPut"),
+            ("::power::StateBody", "api.InstanceStatePut"),
+            ("::power::InstancesPut", "api.InstancesPut"),
             ("::cluster_enable::ClusterPut", "api.ClusterPut"),
             (
                 "::debug_repair::InstanceDebugRepairPost",

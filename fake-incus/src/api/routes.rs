@@ -13,9 +13,9 @@
 use super::router::{BoxFuture, Call, Pattern, Route, Table, ANY};
 use super::{
     backups, bitmaps, buckets, cluster, console, debug_repair, events, exec, files, host, images,
-    instances, logs, metadata, nbd, operations, rebuild, refusals, resource, server, sftp,
-    snapshots, state, storage, volume_backups, volume_files, volume_rebuild, volume_snapshots,
-    volumes, Ctx,
+    instances, logs, metadata, nbd, operations, power, rebuild, refusals, resource, server, sftp,
+    snapshots, storage, volume_backups, volume_files, volume_rebuild, volume_snapshots, volumes,
+    Ctx,
 };
 use crate::envelope::{self, ApiError, ApiResult};
 use http::Method;
@@ -146,7 +146,7 @@ const INSTANCES: &[Route] = &[
         instances::create(ctx, c.body())
     }),
     Route::new("/1.0/instances", PUT, |ctx, c| {
-        state::put_all(ctx, c.body())
+        power::put_all(ctx, c.body())
     }),
     Route::new("/1.0/instances/{name}", GET, |ctx, c| {
         instances::get(ctx, c.arg(0))
@@ -164,10 +164,10 @@ const INSTANCES: &[Route] = &[
         instances::rename(ctx, c.arg(0), c.body())
     }),
     Route::new("/1.0/instances/{name}/state", GET, |ctx, c| {
-        state::get(ctx, c.arg(0))
+        power::get(ctx, c.arg(0))
     }),
     Route::new("/1.0/instances/{name}/state", PUT, |ctx, c| {
-        state::put(ctx, c.arg(0), c.body())
+        power::put(ctx, c.arg(0), c.body())
     }),
     Route::new("/1.0/instances/{name}/backups", GET, |ctx, c| {
         backups::list(ctx, c.arg(0))

@@ -1,5 +1,6 @@
-//! `/1.0/instances/{name}/state`: read the state, start, stop, restart, freeze, unfreeze; and
-//! `PUT /1.0/instances`, the same change for every instance of a project it applies to.
+//! Power state: `/1.0/instances/{name}/state` (read it, start, stop, restart, freeze, unfreeze) and
+//! `PUT /1.0/instances`, the same change for every instance of a project it applies to. (The
+//! resources' state is `crate::state`.)
 
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
