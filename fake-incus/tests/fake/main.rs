@@ -27,6 +27,7 @@ mod named_snapshots;
 mod persistence;
 mod protocol;
 mod publish_compression;
+mod record_replay;
 mod refusals;
 mod resources;
 mod serve;

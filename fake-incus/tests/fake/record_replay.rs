@@ -3,7 +3,7 @@
 //! state it gives exactly the differences that state makes; the transcripts recorded from the
 //! real daemon (`tests/data/transcripts/`) replay with no difference but the known ones.
 
-#[path = "transcripts/mod.rs"]
+#[path = "../transcripts/mod.rs"]
 mod transcripts;
 
 use fake_incus::client::{self, Request};
