@@ -9,6 +9,7 @@ use super::resource::{check_etag, created};
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::operations::OpSpec;
+use crate::state::files::ImageFiles;
 use crate::state::{clock, url, Image, State};
 use bytes::Bytes;
 use http::HeaderMap;
@@ -722,7 +723,13 @@ pub(super) fn export(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let image = find(&ctx.app.state(), &ctx.project(), fingerprint)
         .cloned()
         .ok_or_else(|| ApiError::new(404, format!("Image \"{fingerprint}\" not found")))?;
-    let stored = ctx.app.files().image_files(&image.fingerprint);
+    let builtin = crate::state::defaults::busybox_files();
+    let stored = ctx.app.files().image_files(&image.fingerprint).or_else(|| {
+        (image.fingerprint == builtin.fingerprint).then(|| ImageFiles::Split {
+            metadata: builtin.metadata.clone(),
+            rootfs: builtin.rootfs.clone(),
+        })
+    });
     let files = match stored {
         Some(files) => files,
         None => {
@@ -736,7 +743,7 @@ pub(super) fn export(ctx: &Ctx, fingerprint: &str) -> ApiResult {
                 &tree,
                 Compression::Gzip,
             )?;
-            crate::state::files::ImageFiles::Unified(Bytes::from(tarball))
+            ImageFiles::Unified(Bytes::from(tarball))
         }
     };
     Ok(super::image_archive::export_response(
@@ -950,10 +957,7 @@ fn publish(ctx: &Ctx, body: &[u8]) -> ApiResult {
             });
             let mut files = app.files();
             files.set_image(&fingerprint, tree);
-            files.set_image_files(
-                &fingerprint,
-                crate::state::files::ImageFiles::Unified(Bytes::from(tarball)),
-            );
+            files.set_image_files(&fingerprint, ImageFiles::Unified(Bytes::from(tarball)));
             Ok(Some(
                 json!({"fingerprint": fingerprint, "size": size.to_string()}),
             ))

@@ -6,8 +6,9 @@
 //! JSON until that instance changes. The JSON format of the whole state (these resources, the
 //! files and the operations, with its version) is [`stored`]'s.
 
+pub(crate) mod archive;
 pub(crate) mod clock;
-mod defaults;
+pub(crate) mod defaults;
 pub(crate) mod etag;
 pub(crate) mod expiry;
 pub(crate) mod files;
