@@ -10,7 +10,6 @@
 //! not serve the method, only rows of that same path pattern are looked at: none serving the
 //! method, the answer is the daemon's `501 not implemented`; no row matching, `404 not found`.
 
-use super::resource::{self, Resource};
 use super::Ctx;
 use crate::envelope::{ApiError, ApiResult};
 use bytes::Bytes;
@@ -18,14 +17,22 @@ use http::{HeaderMap, Method, Request};
 use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 /// The future of an asynchronous handler.
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A generic implementation's check (see [`Check::Generic`]).
+pub(crate) type GenericCheck = Arc<dyn Fn(&Ctx, &Call) -> Result<(), ApiError> + Send + Sync>;
+
+/// A generic implementation's handler (see [`Handler::Generic`]).
+pub(crate) type GenericHandler = Arc<dyn Fn(&Ctx, &Call) -> ApiResult + Send + Sync>;
 
 /// Every method: the row answers (or checks) whatever the method.
 pub(crate) const ANY: &[&str] = &[];
 
 /// One row of the route table.
+#[derive(Clone)]
 pub(crate) struct Route {
     /// The path, as Incus's API documentation writes it: `/1.0/instances/{name}/state`. A
     /// `{...}` segment matches any one segment (the handler reads it with [`Call::arg`]); a last
@@ -49,6 +56,7 @@ pub(crate) struct Guard {
 }
 
 /// What a row does.
+#[derive(Clone)]
 pub(crate) enum Step {
     /// Checked before anything below it answers: an error is the answer, else the walk goes on.
     Check(Check),
@@ -57,18 +65,22 @@ pub(crate) enum Step {
 }
 
 /// A check row's check.
+#[derive(Clone)]
 pub(crate) enum Check {
     Fn(fn(&Ctx, &Call) -> Result<(), ApiError>),
-    /// What a declared resource checks first (see [`resource::Before`]).
-    Resource(&'static dyn Resource, resource::Before),
+    /// A check made by a generic implementation (what a declared resource checks first: see
+    /// `resource::routes`).
+    Generic(GenericCheck),
 }
 
 /// An endpoint row's handler.
+#[derive(Clone)]
 pub(crate) enum Handler {
     Sync(fn(&Ctx, &mut Call) -> ApiResult),
     Async(for<'a> fn(&'a Ctx, &'a mut Call) -> BoxFuture<'a, ApiResult>),
-    /// An endpoint of a declared resource, served by its one generic implementation.
-    Resource(&'static dyn Resource, resource::Action),
+    /// An endpoint served by a generic implementation (a declared resource's: see
+    /// `resource::routes`).
+    Generic(GenericHandler),
 }
 
 impl Route {
@@ -333,16 +345,12 @@ pub(crate) async fn dispatch(ctx: &Ctx, table: &Table, mut call: Call) -> ApiRes
         }
         match &route.step {
             Step::Check(Check::Fn(check)) => check(ctx, &call)?,
-            Step::Check(Check::Resource(resource, first)) => {
-                resource::first(*resource, ctx, *first, &call.args())?;
-            }
+            Step::Check(Check::Generic(check)) => check(ctx, &call)?,
             Step::Answer(handler) if route.serves(call.method()) => {
                 return match handler {
                     Handler::Sync(handler) => handler(ctx, &mut call),
                     Handler::Async(handler) => handler(ctx, &mut call).await,
-                    Handler::Resource(resource, action) => {
-                        resource::respond(*resource, ctx, *action, &call)
-                    }
+                    Handler::Generic(handler) => handler(ctx, &call),
                 };
             }
             Step::Answer(_) => seen = Some(&row.pattern),

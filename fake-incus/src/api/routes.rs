@@ -43,30 +43,12 @@ pub(crate) fn table() -> &'static Table {
         Table::new(
             before
                 .into_iter()
-                .flat_map(|rows| rows.iter().map(copy))
+                .flat_map(|rows| rows.iter().cloned())
                 .chain(declared_rows())
-                .chain(after.into_iter().flat_map(|rows| rows.iter().map(copy))),
+                .chain(after.into_iter().flat_map(|rows| rows.iter().cloned())),
         )
     });
     &TABLE
-}
-
-/// A row of a static part of the table, to own in the table.
-fn copy(route: &Route) -> Route {
-    use super::router::{Check, Handler, Step};
-    Route {
-        path: route.path.clone(),
-        methods: route.methods,
-        extension: route.extension,
-        guard: route.guard,
-        step: match &route.step {
-            Step::Check(Check::Fn(f)) => Step::Check(Check::Fn(*f)),
-            Step::Check(Check::Resource(r, b)) => Step::Check(Check::Resource(*r, *b)),
-            Step::Answer(Handler::Sync(f)) => Step::Answer(Handler::Sync(*f)),
-            Step::Answer(Handler::Async(f)) => Step::Answer(Handler::Async(*f)),
-            Step::Answer(Handler::Resource(r, a)) => Step::Answer(Handler::Resource(*r, *a)),
-        },
-    }
 }
 
 /// The rows of the declared resources: a longer collection first, so that the resource whose

@@ -24,6 +24,7 @@ use crate::operations::OpSpec;
 use crate::state::{etag, url, State};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 /// Where an object lives: the project that owns it (after its feature's fallback to `default`)
 /// and its parent's key (`""` for a top-level resource; `pool/bucket` for a bucket's keys).
@@ -403,13 +404,17 @@ pub(crate) fn routes(resource: &'static dyn Resource) -> Vec<Route> {
         guard: None,
         step,
     };
-    let check =
-        |path: &str, before: Before| row(path, ANY, Step::Check(Check::Resource(resource, before)));
+    let check = |path: &str, before: Before| {
+        let check = move |ctx: &Ctx, call: &Call| first(resource, ctx, before, &call.args());
+        row(path, ANY, Step::Check(Check::Generic(Arc::new(check))))
+    };
     let answer = |path: &str, methods, action: Action| {
         row(
             path,
             methods,
-            Step::Answer(Handler::Resource(resource, action)),
+            Step::Answer(Handler::Generic(Arc::new(move |ctx: &Ctx, call: &Call| {
+                respond(resource, ctx, action, call)
+            }))),
         )
     };
     let scoped = decl.scope != Scope::Global;
