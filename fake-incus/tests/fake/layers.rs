@@ -187,3 +187,23 @@ fn the_readme_is_a_front_door_of_at_most_300_lines_and_its_examples_run() {
         );
     }
 }
+
+#[test]
+fn the_go_behaviour_the_fake_imitates_lives_in_the_go_module_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let strays: Vec<String> = files
+        .iter()
+        .filter(|f| !f.starts_with(src.join("go")))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("reading a source");
+            text.contains("fn go_")
+        })
+        .map(|f| f.strip_prefix(&src).unwrap().display().to_string())
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "go_* functions outside src/go (one file per Go package there): {strays:?}"
+    );
+}
