@@ -18,6 +18,7 @@ pub(crate) mod member_records;
 pub(crate) mod operations;
 pub(crate) mod resources;
 pub(crate) mod snapshot;
+pub(crate) mod snapshot_names;
 pub(crate) mod stored;
 pub(crate) mod volume_backups;
 pub(crate) mod volume_snapshots;
