@@ -56,7 +56,8 @@ async fn take_unnamed(fake: &FakeIncus, collection: &str) -> String {
         .or_else(|| resources["storage_volume_snapshots"].get(0))
         .and_then(Value::as_str)
         .expect("the snapshot's url");
-    let name = url.rsplit('/').next().unwrap_or_default();
+    let name = url.split('?').next().unwrap_or_default();
+    let name = name.rsplit('/').next().unwrap_or_default();
     percent_encoding::percent_decode_str(name)
         .decode_utf8_lossy()
         .into_owned()
@@ -226,5 +227,33 @@ async fn a_pattern_the_fake_cannot_render_is_refused_saying_so() {
             let list = call(&fake, "GET", "/1.0/instances/c1/snapshots", None).await;
             assert!(names(&list).is_empty(), "{line}: nothing was taken");
         }
+    }
+}
+
+#[tokio::test]
+async fn a_volume_snapshot_index_counts_the_same_named_volumes_of_every_project_in_the_pool() {
+    // Measured on both daemons: a volume `v` in project A with snap0 and snap1; the first
+    // unnamed snapshot of `v` in project B is snap2 (the index query has no project).
+    for line in [IncusLine::V6_0, IncusLine::V7_0] {
+        let fake = fake_of(line).await;
+        for project in ["pa", "pb"] {
+            let made = call(
+                &fake,
+                "POST",
+                "/1.0/projects",
+                Some(json!({"name": project})),
+            )
+            .await;
+            assert_eq!(made.status(), 201, "{}", made.json());
+            let volumes = format!("{VOLUMES}?project={project}");
+            let made = call(&fake, "POST", &volumes, Some(json!({"name": "v"}))).await;
+            assert_eq!(made.status(), 200, "{}", made.json());
+        }
+        let snapshots = |project: &str| format!("{VOLUMES}/v/snapshots?project={project}");
+        let mut got = vec![];
+        for project in ["pa", "pa", "pb"] {
+            got.push(take_unnamed(&fake, &snapshots(project)).await);
+        }
+        assert_eq!(got, ["snap0", "snap1", "snap2"], "{line}");
     }
 }
