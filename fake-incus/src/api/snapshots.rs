@@ -54,6 +54,17 @@ fn check_api_name(api_names: bool, name: &str) -> Result<(), ApiError> {
     super::validation::checked_api_name(api_names, "snapshot", name)
 }
 
+/// 6.0's `validate.IsURLSegmentSafe`: `Invalid snapshot name: Cannot contain "/"` (then `?`,
+/// `&`, `+`).
+fn url_segment_safe(name: &str) -> Result<(), ApiError> {
+    match ["/", "?", "&", "+"].into_iter().find(|c| name.contains(c)) {
+        Some(c) => Err(ApiError::bad_request(format!(
+            "Invalid snapshot name: Cannot contain {c:?}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct CreateBody {
@@ -71,17 +82,18 @@ pub(super) fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
         let instance = super::found_instance(&state, &project, name)?;
         let req: CreateBody = parse_body(body)?;
         let api_names = ctx.app.has_extension(OBJECT_NAMES);
-        if !api_names && req.name.contains('/') {
-            return Err(ApiError::bad_request(
-                "Invalid snapshot name: Cannot contain \"/\"",
-            ));
-        }
         let snap = if req.name.is_empty() {
-            instance.next_snapshot_name()
+            instance
+                .next_snapshot_name(&state)
+                .map_err(|e| ApiError::new(e.status(), e.to_string()))?
         } else {
             req.name.clone()
         };
-        // 7.0 checks the name it will use, a generated one too.
+        // The daemon checks the name it will use, a generated one too: 7.0 as an API name
+        // (`..` refused), 6.0 only as a URL segment (`validate.IsURLSegmentSafe`).
+        if !api_names {
+            url_segment_safe(&snap)?;
+        }
         check_api_name(api_names, &snap)?;
         let snap_url =
             crate::state::url(&format!("/1.0/instances/{name}/snapshots/{snap}"), &project);

@@ -2,6 +2,7 @@
 //! heartbeat for 20.07s (2026-12-01 08:52:40.312695806 +0000 UTC)`, a file's `X-Incus-modified`).
 
 use std::time::{Duration, SystemTime};
+use time::OffsetDateTime;
 
 /// A duration as `Duration.String` writes it (`20.07s`, `1m0.627061261s`).
 pub(crate) fn duration_string(duration: Duration) -> String {
@@ -78,6 +79,125 @@ pub(crate) fn time_string_to_rfc3339(go: &str) -> Option<String> {
         .map(|_| text)
 }
 
+/// Go's `time.Time.Format(layout)` in UTC, for the reference-time elements of Go's `nextStdChunk`.
+pub(crate) fn format(t: OffsetDateTime, layout: &str) -> String {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    const DAYS: [&str; 7] = [
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+    ];
+    let month = MONTHS[usize::from(u8::from(t.month())) - 1];
+    let weekday = DAYS[usize::from(t.weekday().number_days_from_monday())];
+    let hour12 = match t.hour() % 12 {
+        0 => 12,
+        h => h,
+    };
+    let mut out = String::with_capacity(layout.len() + 8);
+    let mut rest = layout;
+    while !rest.is_empty() {
+        // The longest element first where one is a prefix of another, as Go checks them.
+        let chunk: Option<(usize, String)> = [
+            ("January", month.to_string()),
+            ("Jan", month[..3].to_string()),
+            ("Monday", weekday.to_string()),
+            ("Mon", weekday[..3].to_string()),
+            ("MST", "UTC".to_string()),
+            ("2006", format!("{:04}", t.year())),
+            ("002", format!("{:03}", t.ordinal())),
+            ("__2", format!("{:>3}", t.ordinal())),
+            ("01", format!("{:02}", u8::from(t.month()))),
+            ("02", format!("{:02}", t.day())),
+            ("03", format!("{hour12:02}")),
+            ("04", format!("{:02}", t.minute())),
+            ("05", format!("{:02}", t.second())),
+            ("06", format!("{:02}", t.year().rem_euclid(100))),
+            ("15", format!("{:02}", t.hour())),
+            // Go reads `_2006` as a literal `_` and the year.
+            ("_2006", format!("_{:04}", t.year())),
+            ("_2", format!("{:>2}", t.day())),
+            ("1", u8::from(t.month()).to_string()),
+            ("2", t.day().to_string()),
+            ("3", hour12.to_string()),
+            ("4", t.minute().to_string()),
+            ("5", t.second().to_string()),
+            ("PM", if t.hour() < 12 { "AM" } else { "PM" }.to_string()),
+            ("pm", if t.hour() < 12 { "am" } else { "pm" }.to_string()),
+            ("-07:00:00", "+00:00:00".to_string()),
+            ("-070000", "+000000".to_string()),
+            ("-07:00", "+00:00".to_string()),
+            ("-0700", "+0000".to_string()),
+            ("-07", "+00".to_string()),
+            ("Z07:00:00", "Z".to_string()),
+            ("Z070000", "Z".to_string()),
+            ("Z07:00", "Z".to_string()),
+            ("Z0700", "Z".to_string()),
+            ("Z07", "Z".to_string()),
+        ]
+        .into_iter()
+        .find(|(element, _)| rest.starts_with(element))
+        .map(|(element, value)| (element.len(), value))
+        .or_else(|| layout_fraction(t, rest));
+        match chunk {
+            Some((len, value)) => {
+                out.push_str(&value);
+                rest = &rest[len..];
+            }
+            None => {
+                let c = rest.chars().next().unwrap_or_default();
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    out
+}
+
+/// `.000` (fixed digits) or `.999` (trailing zeros dropped, the dot too if nothing is left):
+/// Go's fractional seconds, a run of one digit after `.` or `,` not followed by another digit.
+fn layout_fraction(t: OffsetDateTime, rest: &str) -> Option<(usize, String)> {
+    let bytes = rest.as_bytes();
+    let (&separator, tail) = bytes.split_first()?;
+    let digit = *tail.first()?;
+    if !matches!(separator, b'.' | b',') || !matches!(digit, b'0' | b'9') {
+        return None;
+    }
+    let run = tail.iter().take_while(|&&b| b == digit).count();
+    if tail.get(run).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    let nanos = format!("{:09}", t.nanosecond());
+    let digits = &nanos[..run.min(9)];
+    let value = if digit == b'0' {
+        format!("{}{digits}", char::from(separator))
+    } else {
+        let trimmed = digits.trim_end_matches('0');
+        if trimmed.is_empty() {
+            String::new()
+        } else {
+            format!("{}{trimmed}", char::from(separator))
+        }
+    };
+    Some((1 + run, value))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +243,18 @@ mod tests {
         ] {
             assert_eq!(time_string_to_rfc3339(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_layout_formats_go_reference_elements_in_utc() {
+        const NOW: OffsetDateTime = time::macros::datetime!(2026-12-06 05:41:03.120 UTC);
+        assert_eq!(format(NOW, "2006-01-02"), "2026-12-06");
+        assert_eq!(format(NOW, "20060102-150405"), "20261206-054103");
+        assert_eq!(
+            format(NOW, "Jan_2-3PM-Monday_2006"),
+            "Dec 6-5AM-Sunday_2026"
+        );
+        assert_eq!(format(NOW, "05.000-05.999"), "03.120-03.12");
+        assert_eq!(format(NOW, "x002y"), "x340y");
     }
 }

@@ -372,12 +372,19 @@ impl Instance {
         self.architecture = snapshot.architecture.clone();
     }
 
-    /// The first free `snapN` name.
-    pub(crate) fn next_snapshot_name(&self) -> String {
-        (0..)
-            .map(|n| format!("snap{n}"))
-            .find(|name| self.snapshot(name).is_none())
-            .unwrap_or_else(|| "snap".into())
+    /// The name of a snapshot taken without one: the expanded `snapshots.pattern` rendered now
+    /// and indexed against this instance's snapshots ([`super::snapshot_names`]).
+    pub(crate) fn next_snapshot_name(
+        &self,
+        state: &State,
+    ) -> Result<String, super::snapshot_names::PatternError> {
+        let config = self.expanded_config(state);
+        let pattern = config.get("snapshots.pattern").map(String::as_str);
+        super::snapshot_names::next_instance_snapshot_name(
+            super::snapshot_names::pattern_or_default(pattern),
+            time::OffsetDateTime::now_utc(),
+            self.snapshots.iter().map(|s| s.name.as_str()),
+        )
     }
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod instances;
 pub(crate) mod member_records;
 pub(crate) mod resources;
 pub(crate) mod snapshot;
+pub(crate) mod snapshot_names;
 pub(crate) mod store;
 pub(crate) mod stored;
 pub(crate) mod volume_backups;
