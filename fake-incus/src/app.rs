@@ -1,26 +1,22 @@
-//! The application: state, operations, journal, rules and identity, shared by every listener.
-//! It also drives operation lifecycles (start, finish, cancel, wait, expiry).
+//! The application, the composition root: it makes the fake's parts and wires them (the state
+//! store, operations, exec sessions, journal, fault rules, identity, settings, the files, the
+//! state directory's committer), and keeps what takes more than one of them: a reset, a capture
+//! of the whole state, the named snapshots, persistence. Every listener shares one.
 
-use crate::envelope::ApiError;
 use crate::exec::{Exec, ExecLogs};
-use crate::faults::operation::{self, OperationFault};
 use crate::faults::Faults;
 use crate::journal::Journal;
-use crate::lifecycle::Lifecycle;
+use crate::operations::Operations;
 use crate::persist::{Durability, Store};
 use crate::state::files::Files;
-use crate::state::operations::OpSpec;
+use crate::state::store::{StateGuard, StateStore};
 use crate::state::stored::{Stored, Versioned};
-use crate::state::{Operations, Snapshot, State};
+use crate::state::{Snapshot, State};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-/// Background work of a task operation, run under the state lock when the operation finishes.
-/// It returns the operation's final metadata (or keeps it when `None`).
-pub(crate) type Work = Box<dyn FnOnce(&mut State) -> Result<Option<Value>, ApiError> + Send>;
 
 /// How long an exec over websockets waits, by default, between its last websocket attaching and
 /// the command starting: the low end of the real daemon's 25-50 ms, so that the first output never
@@ -147,14 +143,12 @@ impl Identity {
 
 /// Everything a request handler can reach.
 pub(crate) struct App {
-    /// The live state; writers hold it briefly.
-    state: Mutex<State>,
-    /// The state as of the last change, for readers (see [`App::snapshot`]).
-    snapshot: RwLock<Arc<Snapshot>>,
+    /// The live state and its snapshots.
+    store: Arc<StateStore>,
     /// The start state (resources and files), what a reset returns to.
     initial: Stored,
-    /// Operations, their events and expiry.
-    pub(crate) lifecycle: Arc<Lifecycle>,
+    /// Operations: their registry, events, work and expiry.
+    pub(crate) operations: Arc<Operations>,
     /// Exec sessions and recorded exec output.
     pub(crate) exec: Arc<Exec>,
     pub(crate) journal: Journal,
@@ -191,9 +185,15 @@ impl App {
         let Stored { state, files, .. } = stored;
         let shutdown = CancellationToken::new();
         let journal = Journal::new(settings.journal_limit);
-        let lifecycle = Lifecycle::new(settings.retention, shutdown.clone(), settings.line);
+        let store = Arc::new(StateStore::new(state.clone(), settings.line));
+        let operations = Operations::new(
+            Arc::clone(&store),
+            settings.retention,
+            shutdown.clone(),
+            settings.line,
+        );
         let exec = Exec::new(
-            Arc::clone(&lifecycle),
+            Arc::clone(&operations),
             journal.clone(),
             settings.exec_connect_timeout,
             settings.exec_start_delay,
@@ -205,9 +205,8 @@ impl App {
                 operations: Vec::new(),
                 incus_version: None,
             },
-            snapshot: RwLock::new(Arc::new(Snapshot::new(state.clone(), settings.line))),
-            state: Mutex::new(state),
-            lifecycle,
+            store,
+            operations,
             exec,
             journal,
             files: Arc::new(Mutex::new(files)),
@@ -238,30 +237,13 @@ impl App {
     /// hold it across an `.await`. A change made through the guard is published as a new
     /// snapshot when the guard is dropped, before the lock is released.
     pub(crate) fn state(&self) -> StateGuard<'_> {
-        StateGuard {
-            state: self
-                .state
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-            snapshot: &self.snapshot,
-            changed: false,
-        }
+        self.store.lock()
     }
 
     /// The state as of the last change, for reading without locks: no writer or reader waits
     /// for what is done with it.
     pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
-        Arc::clone(
-            &self
-                .snapshot
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
-    }
-
-    /// The operations, locked. Never hold it across an `.await`.
-    pub(crate) fn ops(&self) -> MutexGuard<'_, Operations> {
-        self.lifecycle.ops()
+        self.store.snapshot()
     }
 
     /// The recorded exec output, locked. Never hold it across an `.await`.
@@ -298,7 +280,7 @@ impl App {
     /// [`App::reset`] to `stored` instead of the start state.
     fn return_to(&self, stored: Stored) {
         self.load(stored);
-        self.ops().list.clear();
+        self.operations.ops().list.clear();
         self.exec_logs().clear();
         self.exec.clear_sessions();
         self.journal.clear();
@@ -337,7 +319,13 @@ impl App {
         let state = self.state();
         let generation = self.snapshot().generation;
         let files = self.files().clone();
-        let operations = self.ops().list.iter().map(|op| op.to_json()).collect();
+        let operations = self
+            .operations
+            .ops()
+            .list
+            .iter()
+            .map(|op| op.to_json())
+            .collect();
         let stored = Stored {
             state: State::clone(&state),
             files,
@@ -474,84 +462,6 @@ impl App {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-
-    /// Starts a task operation on cluster member `location` whose `work` runs in the background,
-    /// shaped by an operation fault.
-    pub(crate) fn start_task(
-        self: &Arc<Self>,
-        spec: OpSpec,
-        fault: Option<OperationFault>,
-        location: Option<String>,
-        work: Work,
-    ) -> Value {
-        let (id, json) = self
-            .lifecycle
-            .create_operation(spec, fault.as_ref(), location);
-        let app = Arc::clone(self);
-        tokio::spawn(async move { app.drive_task(id, fault, work).await });
-        json
-    }
-
-    async fn drive_task(self: Arc<Self>, id: String, fault: Option<OperationFault>, work: Work) {
-        let (wait_started, cancelled, duration) = match self.ops().get(&id) {
-            Some(op) => (
-                op.wait_started.clone(),
-                op.cancelled.clone(),
-                op.spec.duration,
-            ),
-            None => return,
-        };
-        tokio::select! {
-            () = operation::pace(fault.as_ref(), duration, &wait_started) => {}
-            () = cancelled.notified() => return,
-            () = self.shutdown.cancelled() => return,
-        }
-        let outcome = match fault.as_ref().and_then(OperationFault::failure) {
-            Some(err) => Err(err),
-            None => {
-                let mut state = self.state();
-                if self.ops().get(&id).is_some_and(|op| op.status.is_final()) {
-                    return;
-                }
-                work(&mut state)
-            }
-        };
-        self.finish_operation(&id, outcome);
-    }
-
-    /// Settles an operation (see [`Lifecycle::finish_operation`]).
-    pub(crate) fn finish_operation(&self, id: &str, outcome: Result<Option<Value>, ApiError>) {
-        self.lifecycle.finish_operation(id, outcome);
-    }
-
-    /// Registers a running operation on cluster member `location` and returns its id and JSON.
-    pub(crate) fn create_operation(
-        &self,
-        spec: OpSpec,
-        fault: Option<&OperationFault>,
-        location: Option<String>,
-    ) -> (String, Value) {
-        self.lifecycle.create_operation(spec, fault, location)
-    }
-
-    /// Sets the metadata an operation starts with.
-    pub(crate) fn init_operation_metadata(&self, id: &str, metadata: Value) {
-        self.lifecycle.init_operation_metadata(id, metadata);
-    }
-
-    /// Cancels a running cancellable operation.
-    pub(crate) fn cancel_operation(&self, id: &str) -> Result<(), ApiError> {
-        self.lifecycle.cancel_operation(id)
-    }
-
-    /// Waits until the operation is final or `timeout` passes (`None`: no limit).
-    pub(crate) async fn wait_operation(
-        &self,
-        id: &str,
-        timeout: Option<Duration>,
-    ) -> Result<Value, ApiError> {
-        self.lifecycle.wait_operation(id, timeout).await
-    }
 }
 
 /// A named snapshot of the whole state.
@@ -616,51 +526,5 @@ impl std::ops::DerefMut for FilesGuard<'_> {
     fn deref_mut(&mut self) -> &mut Files {
         self.0.touch();
         &mut self.0
-    }
-}
-
-/// The live state, locked; mutable access marks it changed, and dropping a changed guard
-/// publishes the next [`Snapshot`].
-pub(crate) struct StateGuard<'a> {
-    state: MutexGuard<'a, State>,
-    snapshot: &'a RwLock<Arc<Snapshot>>,
-    changed: bool,
-}
-
-impl std::ops::Deref for StateGuard<'_> {
-    type Target = State;
-    fn deref(&self) -> &State {
-        &self.state
-    }
-}
-
-impl std::ops::DerefMut for StateGuard<'_> {
-    fn deref_mut(&mut self) -> &mut State {
-        self.changed = true;
-        &mut self.state
-    }
-}
-
-impl Drop for StateGuard<'_> {
-    fn drop(&mut self) {
-        if !self.changed {
-            return;
-        }
-        let previous = Arc::clone(
-            &self
-                .snapshot
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        let next = Arc::new(previous.next(&self.state));
-        let replaced = std::mem::replace(
-            &mut *self
-                .snapshot
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-            next,
-        );
-        // The old snapshot (and the JSON only it holds) is freed here, outside the read lock.
-        drop((previous, replaced));
     }
 }

@@ -850,10 +850,11 @@ fn file_node(asked: &str, path: &str, reply: &Reply) -> Result<Map<String, Value
         })
     };
     let modified = header("x-incus-modified")?;
-    let rfc3339 = go_time_to_rfc3339(modified).ok_or_else(|| CaptureError::Shape {
-        path: asked.into(),
-        problem: format!("x-incus-modified {modified:?} is not a time"),
-    })?;
+    let rfc3339 =
+        crate::go::time::time_string_to_rfc3339(modified).ok_or_else(|| CaptureError::Shape {
+            path: asked.into(),
+            problem: format!("x-incus-modified {modified:?} is not a time"),
+        })?;
     let mut node = Map::new();
     node.insert("path".into(), json!(path));
     node.insert("type".into(), json!(header("x-incus-type")?));
@@ -862,24 +863,6 @@ fn file_node(asked: &str, path: &str, reply: &Reply) -> Result<Map<String, Value
     node.insert("mode".into(), json!(number("x-incus-mode", 8)?));
     node.insert("modified".into(), json!(rfc3339));
     Ok(node)
-}
-
-/// Go's `time.Time.String()` (`2024-05-01 10:00:00.5 +0200 CEST`) as RFC 3339
-/// (`2024-05-01T10:00:00.5+02:00`).
-fn go_time_to_rfc3339(go: &str) -> Option<String> {
-    let mut parts = go.split(' ');
-    let (date, clock, offset) = (parts.next()?, parts.next()?, parts.next()?);
-    let (sign, digits) = offset.split_at_checked(1)?;
-    if !matches!(sign, "+" | "-")
-        || digits.len() != 4
-        || !digits.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    let text = format!("{date}T{clock}{sign}{}:{}", &digits[..2], &digits[2..]);
-    time::OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339)
-        .ok()
-        .map(|_| text)
 }
 
 /// An export's files: the one tarball of a unified image, or a split image's metadata and
@@ -911,29 +894,4 @@ async fn exported_parts(path: &str, reply: &Reply) -> Result<(Bytes, Option<Byte
     let rootfs = found.pop().unwrap_or_default();
     let metadata = found.pop().unwrap_or_default();
     Ok((metadata, Some(rootfs)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::go_time_to_rfc3339;
-
-    #[test]
-    fn a_file_api_modification_time_as_go_prints_it_reads_as_rfc3339() {
-        assert_eq!(
-            go_time_to_rfc3339("2026-12-01 22:31:37 +0000 UTC").as_deref(),
-            Some("2026-12-01T22:31:37+00:00")
-        );
-        assert_eq!(
-            go_time_to_rfc3339("2024-05-01 10:00:00.5 +0200 CEST").as_deref(),
-            Some("2024-05-01T10:00:00.5+02:00")
-        );
-        for bad in [
-            "",
-            "2024-05-01",
-            "2024-05-01 10:00:00 UTC",
-            "2024-13-01 10:00:00 +0000",
-        ] {
-            assert_eq!(go_time_to_rfc3339(bad), None, "{bad}");
-        }
-    }
 }

@@ -39,16 +39,27 @@
 //! |---|---|---|
 //! | 1 | `lib` (this handle), `control`, `members`, `capture`, `record`, `replay` | start and script the fake: the builder, the control socket, the cluster members' listeners and their down/up life; capture an Incus into a seed; record an Incus's traffic through a proxy, replay a transcript against an Incus |
 //! | 2 | `server` | the listeners: one task per connection, HTTP over a Unix socket or mutual TLS, into `api` |
-//! | 3 | `api` | the Incus API as a function from request to response: journal, faults, trust, routing, one module per resource; on a cluster it decides where the request belongs and hands that (a `cluster::Scope`) down explicitly, never through a task-local |
+//! | 3 | `api` | the Incus API as a function from request to response: journal, faults, trust, the route table (`api/routes.rs`, one row per endpoint, as Incus's `api10`), one module per resource; on a cluster it decides where the request belongs and hands that (a `cluster::Scope`) down explicitly, never through a task-local |
 //! | 4 | `app` | everything a handler reaches: state behind its lock and snapshots, operations' work, identity, settings |
-//! | 5 | `exec`, `lifecycle` | exec sessions over websockets and the built-in interpreter; operations' registration, events, waits and expiry (`exec` settles through `lifecycle`) |
+//! | 5 | `exec`, `operations` | exec sessions over websockets and the built-in interpreter; operations in one home: the operation and its registry, the driver (registration, events, a task's work, waits and expiry) and the gate every operation's work passes first (`exec` settles through `operations`) |
 //! | 6 | `faults`, `verify`, `journal`, `persist` | the fault rules and their verdicts; verification of the journal (`POST /verify`); the request journal and its queries; the state directory (`--state-dir`) and its group committer |
-//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls`, `differ`, `transcript`, `line` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client) and how to reach any Incus (`Source`: its socket, or HTTPS with the client certificate presented and the server's pinned), how two answers are compared (`differ`), the record/replay transcript format, the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates (made, or loaded from a `--tls-dir`), the Incus line the fake imitates (server version and API extensions; handlers ask `has_extension`) |
+//! | 7 | `client`, `cluster`, `state`, `envelope`, `pattern`, `tls`, `differ`, `transcript`, `line`, `go` | plain data and rules: how to ask the fake (`Request`, `Reply`, a socket client) and how to reach any Incus (`Source`: its socket, or HTTPS with the client certificate presented and the server's pinned), how two answers are compared (`differ`), the record/replay transcript format, the cluster's model (members, lives, placement), the resources, the response envelopes, path patterns, certificates (made, or loaded from a `--tls-dir`), the Incus line the fake imitates (server version and API extensions; handlers ask `has_extension`), and the Go behaviour the daemon shows through (`go`: one file per Go package it imitates: `encoding/json`, `net/http`, `time`...) |
 //!
-//! Where to add things: an endpoint is a function in its resource's module under `api/` (state
+//! Where to add things: an endpoint is a function in its resource's module under `api/` and a
+//! row of the route table (`api/routes.rs`, with the API extension that introduced it; state
 //! it changes in `state/`); a fault is a variant in `faults/`; a test of API semantics asks the
 //! fake with [`FakeIncus::call`] and checks errors with [`assert_native_error`]; a test of the
 //! transport (framing, TLS, websockets, a socket going away) uses a socket ([`client`]).
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
+/// CLUSTER.md's examples, compiled and run as doctests.
+#[doc = include_str!("../CLUSTER.md")]
+#[cfg(doctest)]
+pub struct ClusterDoctests;
 
 mod api;
 mod app;
@@ -60,10 +71,11 @@ pub mod differ;
 mod envelope;
 mod exec;
 mod faults;
+mod go;
 mod journal;
-mod lifecycle;
 mod line;
 mod members;
+mod operations;
 mod pattern;
 mod persist;
 pub mod record;
@@ -74,6 +86,7 @@ mod tls;
 pub mod transcript;
 mod verify;
 
+pub use api::routes::Endpoint;
 pub use capture::{capture, capture_from, CaptureError, CaptureOptions};
 pub use client::Source as CaptureSource;
 pub use client::{assert_native_error, Reply, Request};
@@ -95,6 +108,25 @@ pub use pattern::path_matches;
 /// fake's `API.md` is this and the measured coverage of the Incus API.
 pub fn declared_resources_markdown() -> String {
     api::declared_markdown()
+}
+
+/// The fake's route table, one [`Endpoint`] per row and method, in the order a request walks
+/// it: every endpoint it serves, with the API extension that introduced it (a line without
+/// the extension does not route it). `API.md` and the coverage tests read it.
+///
+/// ```
+/// let table = fake_incus::route_table();
+/// let state = table
+///     .iter()
+///     .find(|e| e.method == "PUT" && e.matches("/1.0/instances/c1/state"))
+///     .expect("a row");
+/// assert_eq!(state.path, "/1.0/instances/{name}/state");
+/// let nbd = table.iter().find(|e| e.matches("/1.0/instances/c1/nbd")).expect("a row");
+/// assert_eq!(nbd.extension, Some("instance_nbd"));
+/// assert!(!fake_incus::IncusLine::V6_0.has_extension("instance_nbd"));
+/// ```
+pub fn route_table() -> Vec<Endpoint> {
+    api::endpoints()
 }
 
 /// The futures of [`FakeIncusBuilder::start`] and [`FakeIncus::call`]: boxed, so that their
@@ -345,16 +377,7 @@ impl FakeIncusBuilder {
     }
 
     async fn start_serving(self) -> Result<FakeIncus, Error> {
-        let stored = match self.state {
-            Some(seed) => {
-                state::stored::Stored::from_json(seed, state::stored::Versioned::Optional)
-                    .map_err(|e| Error::State(e.to_string()))?
-            }
-            None => state::stored::Stored {
-                state: state::State::default_state(),
-                ..Default::default()
-            },
-        };
+        let mut stored = self.seed()?;
         for rule in &self.rules {
             rule.check()?;
         }
@@ -368,17 +391,7 @@ impl FakeIncusBuilder {
         for pem in &self.trusted {
             identity.trust_pem(pem)?;
         }
-        let (temp_dir, socket) = match self.unix_socket {
-            Some(path) => (None, path),
-            None => {
-                let dir = tempfile::Builder::new()
-                    .prefix("fake-incus-")
-                    .tempdir()
-                    .map_err(Error::io("creating the socket directory"))?;
-                let path = dir.path().join("unix.socket");
-                (Some(dir), path)
-            }
-        };
+        let (temp_dir, socket) = self.socket_path()?;
         let unix = server::unix::bind(&socket)
             .map_err(Error::io(format!("binding {}", socket.display())))?;
         let https = match self.https {
@@ -389,52 +402,15 @@ impl FakeIncusBuilder {
             ),
             None => None,
         };
-        let https_addr = match &https {
-            Some(listener) => Some(
-                listener
-                    .local_addr()
-                    .map_err(Error::io("reading the HTTPS address"))?,
-            ),
-            None => None,
-        };
-        let line = match (self.line, &stored.incus_version) {
-            (Some(line), _) => line,
-            (None, Some(version)) => IncusLine::of_server_version(version).map_err(|e| {
-                Error::State(format!(
-                    "the seed was read from Incus {version}: {e}; choose a line to serve it as"
-                ))
-            })?,
-            (None, None) => IncusLine::DEFAULT,
-        };
-        let defaults = Settings::default();
-        let settings = Settings {
-            line,
-            retention: self.retention.unwrap_or(defaults.retention),
-            exec_connect_timeout: self.exec_connect_timeout.unwrap_or(
-                if line.has_extension(crate::line::EXEC_CONNECT_TIMEOUT_10S) {
-                    Duration::from_secs(10)
-                } else {
-                    defaults.exec_connect_timeout
-                },
-            ),
-            exec_start_delay: self.exec_start_delay.unwrap_or(defaults.exec_start_delay),
-            https_address: https_addr.map(|a| a.to_string()),
-            journal_limit: self.journal_limit.unwrap_or(defaults.journal_limit),
-            header_read_timeout: self
-                .header_read_timeout
-                .unwrap_or(defaults.header_read_timeout),
-            idle_timeout: self.idle_timeout.unwrap_or(defaults.idle_timeout),
-        };
+        let https_addr = https
+            .as_ref()
+            .map(tokio::net::TcpListener::local_addr)
+            .transpose()
+            .map_err(Error::io("reading the HTTPS address"))?;
+        let settings = self.settings(self.line_of(&stored)?, https_addr);
         let names = cluster_names(&self.cluster)?;
-        let mut stored = stored;
-        let mut bound = Vec::new();
-        for (index, name) in names.iter().enumerate().skip(1) {
-            let path = member_socket(&socket, name);
-            let addr = https_addr.map(|a| SocketAddr::new(a.ip(), 0));
-            let listeners = members::listeners::bind(&path, addr)
-                .map_err(Error::io(format!("binding member {name}")))?;
-            bound.push((index, path, listeners));
-        }
+        let others = members::listeners::bind_others(&socket, &names, https_addr)
+            .map_err(|(name, e)| Error::io(format!("binding member {name}"))(e))?;
         if !names.is_empty() {
             cluster::place_seeded(&mut stored.state, &names);
         }
@@ -446,56 +422,26 @@ impl FakeIncusBuilder {
         for rule in self.rules {
             app.faults.install(rule)?.forget();
         }
+        let tls = https_addr
+            .map(|_| tls::server_config(&server_id))
+            .transpose()?;
         if names.is_empty() {
             tokio::spawn(server::unix::run(Arc::clone(&app), unix));
-            if let Some(listener) = https {
-                let config = tls::server_config(&server_id)?;
+            if let (Some(listener), Some(config)) = (https, tls) {
                 tokio::spawn(server::https::run(Arc::clone(&app), listener, config));
             }
         } else {
-            let tls = match https_addr {
-                Some(_) => Some(tls::server_config(&server_id)?),
-                None => None,
-            };
-            let mut first = Some(members::listeners::Bound { unix, tcp: https });
-            let mut infos = Vec::new();
-            let mut listeners = Vec::new();
-            for (index, name) in names.iter().enumerate() {
-                let (path, members_bound) = if index == 0 {
-                    (socket.clone(), first.take())
-                } else {
-                    let position = bound.iter().position(|(i, _, _)| *i == index);
-                    match position.map(|p| bound.swap_remove(p)) {
-                        Some((_, path, b)) => (path, Some(b)),
-                        None => continue,
-                    }
-                };
-                let Some(members_bound) = members_bound else {
-                    continue;
-                };
-                let https_address = match &members_bound.tcp {
-                    Some(l) => Some(
-                        l.local_addr()
-                            .map_err(Error::io("reading an HTTPS address"))?,
-                    ),
-                    None => None,
-                };
-                infos.push(cluster::MemberInfo {
-                    name: name.clone(),
-                    address: https_address
-                        .map_or_else(|| cluster::notional_address(index), |a| a.to_string()),
-                    unix_socket: path,
-                    https_address,
-                });
-                listeners.push(members_bound);
-            }
+            let first = members::listeners::Bound { unix, tcp: https };
             let timings = self.cluster_timings.unwrap_or_default();
-            let cluster = Arc::new(cluster::Cluster::new(infos, timings, tls, &app.shutdown));
-            let _ = app.cluster.set(Arc::clone(&cluster));
-            for (index, members_bound) in listeners.into_iter().enumerate() {
-                let until = cluster.life_token_at(index);
-                members::listeners::serve(&app, &cluster, index, members_bound, until);
-            }
+            members::listeners::bring_up(
+                &app,
+                &names,
+                (socket.clone(), first),
+                others,
+                tls,
+                timings,
+            )
+            .map_err(Error::io("reading an HTTPS address"))?;
         }
         tracing::info!(socket = %socket.display(), https = ?https_addr, "fake-incus ready");
         Ok(FakeIncus {
@@ -506,6 +452,71 @@ impl FakeIncusBuilder {
             server_id,
             client_id,
         })
+    }
+
+    /// The state to start from: the seed given, else the default state.
+    fn seed(&self) -> Result<state::stored::Stored, Error> {
+        match &self.state {
+            Some(seed) => {
+                state::stored::Stored::from_json(seed.clone(), state::stored::Versioned::Optional)
+                    .map_err(|e| Error::State(e.to_string()))
+            }
+            None => Ok(state::stored::Stored {
+                state: state::State::default_state(),
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// Where the Unix socket goes: the path given, else a temporary directory of its own (kept
+    /// as long as the fake).
+    fn socket_path(&self) -> Result<(Option<tempfile::TempDir>, PathBuf), Error> {
+        if let Some(path) = &self.unix_socket {
+            return Ok((None, path.clone()));
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("fake-incus-")
+            .tempdir()
+            .map_err(Error::io("creating the socket directory"))?;
+        let path = dir.path().join("unix.socket");
+        Ok((Some(dir), path))
+    }
+
+    /// The line to answer as: the one asked for, else the seed's `incus_version`, else the
+    /// default line.
+    fn line_of(&self, stored: &state::stored::Stored) -> Result<IncusLine, Error> {
+        match (self.line, &stored.incus_version) {
+            (Some(line), _) => Ok(line),
+            (None, Some(version)) => IncusLine::of_server_version(version).map_err(|e| {
+                Error::State(format!(
+                    "the seed was read from Incus {version}: {e}; choose a line to serve it as"
+                ))
+            }),
+            (None, None) => Ok(IncusLine::DEFAULT),
+        }
+    }
+
+    /// The settings: what was asked for, else the line's defaults.
+    fn settings(&self, line: IncusLine, https: Option<SocketAddr>) -> Settings {
+        let defaults = Settings::default();
+        Settings {
+            line,
+            retention: self.retention.unwrap_or(defaults.retention),
+            exec_connect_timeout: self.exec_connect_timeout.unwrap_or(
+                if line.has_extension(crate::line::EXEC_CONNECT_TIMEOUT_10S) {
+                    Duration::from_secs(10)
+                } else {
+                    defaults.exec_connect_timeout
+                },
+            ),
+            exec_start_delay: self.exec_start_delay.unwrap_or(defaults.exec_start_delay),
+            https_address: https.map(|a| a.to_string()),
+            journal_limit: self.journal_limit.unwrap_or(defaults.journal_limit),
+            header_read_timeout: self
+                .header_read_timeout
+                .unwrap_or(defaults.header_read_timeout),
+            idle_timeout: self.idle_timeout.unwrap_or(defaults.idle_timeout),
+        }
     }
 }
 
@@ -527,16 +538,6 @@ fn cluster_names(names: &[String]) -> Result<Vec<String>, Error> {
         }
     }
     Ok(names.to_vec())
-}
-
-/// Where a member other than the first has its Unix socket: `<dir>/<member>/unix.socket`,
-/// next to the first member's.
-fn member_socket(first: &Path, member: &str) -> PathBuf {
-    first
-        .parent()
-        .unwrap_or_else(|| Path::new("."))
-        .join(member)
-        .join("unix.socket")
 }
 
 /// A running fake Incus. Dropping it stops the listeners and removes the Unix socket.

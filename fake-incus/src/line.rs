@@ -156,6 +156,18 @@ pub(crate) const LOKI_DEPRECATED: &str = "server_logging";
 /// Consistently validate object names" (6.16), which landed after `server_logging_webhook`.
 pub(crate) const OBJECT_NAMES_ARE_API_NAMES: &str = "server_logging_webhook";
 
+/// A custom volume snapshot taken without a name needs a pattern with exactly one `%d`
+/// (`400 Couldn't determine snapshot name`), where 6.0 ran the pattern through Go's
+/// `fmt.Sprintf` whatever it held (`keep%!(EXTRA int=0)`). Incus commit "incusd/storage_volumes:
+/// Better handle bad patterns" (6.19), which landed after `network_hwaddr_pattern`.
+pub(crate) const VOLUME_SNAPSHOT_PATTERN_NEEDS_INDEX: &str = "network_hwaddr_pattern";
+
+/// ... except a pattern that is a template (its rendering differs from it): the rendering is
+/// the name as it is (a taken one fails the operation). Incus commit
+/// "incusd/storage_volumes_snapshot: Treat pongo templates as unique" (6.22), which landed after
+/// `nic_sriov_security_trusted`.
+pub(crate) const VOLUME_SNAPSHOT_TEMPLATE_NAMES: &str = "nic_sriov_security_trusted";
+
 /// A create whose name is taken fails in the database layer with 409 `This "Project" entry
 /// already exists`, where 6.0 answered 500 with SQLite's `UNIQUE constraint failed` (measured
 /// for projects and instance snapshots, `This "Instance_snapshot" entry`; cluster groups'

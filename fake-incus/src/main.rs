@@ -157,7 +157,7 @@ struct Serve {
     /// change before it is on disk. A state file of another format version is refused.
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
-    /// Fault rules (JSON: a list of rules, see the README).
+    /// Fault rules (JSON: a list of rules, see the fake's FAULTS.md).
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
     /// Serve the control socket (HTTP+JSON: rules, journal, state, reset) at this path.

@@ -16,7 +16,7 @@
 //! Why one whole file rather than an append-only log: the state's changes are Rust code on
 //! plain data, not records, so a log would have to compute a difference between two states per
 //! commit, which costs about what serialising the state costs; and the whole file gives the
-//! atomicity and the format's version check for free. The measured cost is in the README
+//! atomicity and the format's version check for free. The measured cost is in STATE.md
 //! ("Persistence").
 //!
 //! This module knows nothing of the app: it is given a function that reads the mark and one
@@ -151,7 +151,7 @@ impl Durability {
             .unwrap_or_else(PoisonError::into_inner);
         let stop = asked.stop;
         drop(asked);
-        if mark() > last || stop {
+        if mark() > last && !stop {
             self.commit(capture);
         }
         !stop
@@ -165,6 +165,11 @@ impl Durability {
         };
         let captured = began.elapsed();
         let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.stopped() {
+            // `finish` wrote the last state (newer than this capture) and the file may belong
+            // to the next fake on this directory already: no write after the stop.
+            return;
+        }
         let result = store.write(&bytes);
         drop(store);
         tracing::debug!(
@@ -219,20 +224,32 @@ impl Durability {
     }
 
     /// Commits once more, now, in this thread, and stops the committer (the fake is stopping).
+    /// When it returns, nothing more is written: the stop is set under the file's lock, so a
+    /// commit the committer thread was making is on disk before this last one, and none comes
+    /// after it (a fake started next on the same directory is alone with the file).
     pub(crate) fn finish(&self, capture: impl FnOnce() -> Option<(u64, Vec<u8>)>) {
+        let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stop = true;
         if let Some((mark, bytes)) = capture() {
-            let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
             if let Err(e) = store.write(&bytes) {
                 tracing::error!(error = %e, "the state could not be written at stop");
             } else {
                 self.committed.send_modify(|c| c.mark = c.mark.max(mark));
             }
         }
+        drop(store);
+        self.wake.notify_one();
+    }
+
+    /// Whether [`Durability::finish`] ran.
+    fn stopped(&self) -> bool {
         self.asked
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .stop = true;
-        self.wake.notify_one();
+            .stop
     }
 }
 
@@ -286,5 +303,42 @@ mod tests {
         durability.finish(|| Some((4, b"4".to_vec())));
         assert_eq!(std::fs::read(dir.path().join(FILE)).unwrap(), b"4");
         durability.wait(4).await.unwrap();
+    }
+
+    #[test]
+    fn nothing_is_written_after_finish_even_by_a_commit_that_captured_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open(dir.path()).unwrap();
+        let (entered, in_capture) = std::sync::mpsc::channel();
+        let (go, released) = std::sync::mpsc::channel::<()>();
+        let released = Mutex::new(released);
+        let durability = Durability::start(
+            store,
+            0,
+            Box::new(|| 1),
+            Box::new(move || {
+                // The committer took the old state, and is held here until the fake stopped.
+                let _ = entered.send(());
+                let _ = released
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(10));
+                Some((1, b"old".to_vec()))
+            }),
+        )
+        .unwrap();
+        in_capture
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the committer captures");
+        durability.finish(|| Some((2, b"new".to_vec())));
+        go.send(()).unwrap();
+        // The committer's round ends once it lets its reference go.
+        let bound = std::time::Instant::now() + Duration::from_secs(10);
+        while Arc::strong_count(&durability) > 1 {
+            assert!(std::time::Instant::now() < bound, "the committer stops");
+            std::thread::yield_now();
+        }
+        assert_eq!(std::fs::read(dir.path().join(FILE)).unwrap(), b"new");
+        assert!(!dir.path().join(TEMP).exists());
     }
 }

@@ -118,17 +118,17 @@ fn member_body(config: Value) -> Value {
 }
 
 /// Records a divergence when the two sides' values differ.
-fn same(p: &mut Probe, label: &str, what: &str, real: &Value, fake: &Value) {
+fn same(probe: &mut Probe, label: &str, what: &str, real: &Value, fake: &Value) {
     println!("{label}: {what} real {real} | fake {fake}");
     if real != fake {
         let diff = format!("{what}: value real {real} vs fake {fake}");
-        p.diffs.push((label.to_string(), diff));
+        probe.diffs.push((label.to_string(), diff));
     }
 }
 
 /// The instance's `location` on both sides.
-async fn locations(p: &mut Probe, label: &str, name: &str, q: &str) -> (Value, Value) {
-    let (r, f) = p
+async fn locations(probe: &mut Probe, label: &str, name: &str, q: &str) -> (Value, Value) {
+    let (r, f) = probe
         .step(label, Req::get(format!("/1.0/instances/{name}?{q}")))
         .await;
     (
@@ -138,11 +138,19 @@ async fn locations(p: &mut Probe, label: &str, name: &str, q: &str) -> (Value, V
 }
 
 /// Creates `name` from the busybox image with this `?target=` on both sides and waits.
-async fn create(p: &mut Probe, label: &str, name: &str, q: &str, target: &str) -> (Reply, Reply) {
+async fn create(
+    probe: &mut Probe,
+    label: &str,
+    name: &str,
+    q: &str,
+    target: &str,
+) -> (Reply, Reply) {
     let body = json!({"name": name, "source": {"type": "image", "alias": "busybox"}});
     let url = format!("/1.0/instances?{q}&target={target}");
-    let started = p.step(label, Req::new(Method::POST, url).json(&body)).await;
-    p.wait(label, &started).await
+    let started = probe
+        .step(label, Req::new(Method::POST, url).json(&body))
+        .await;
+    probe.wait(label, &started).await
 }
 
 async fn fake_cluster_answers_like_a_real_cluster_step_by_step() -> Completion {
@@ -229,7 +237,7 @@ async fn fake_cluster_answers_like_a_real_cluster_step_by_step() -> Completion {
     Completion::Completed
 }
 
-async fn reads(p: &mut Probe) {
+async fn reads(probe: &mut Probe) {
     for (label, path) in [
         ("server", "/1.0"),
         ("server of m2", "/1.0?target=m2"),
@@ -255,155 +263,182 @@ async fn reads(p: &mut Probe) {
             "/1.0/instances?target=nope",
         ),
     ] {
-        p.step(label, Req::get(path)).await;
+        probe.step(label, Req::get(path)).await;
     }
 }
 
-async fn placement_moves_and_copies(p: &mut Probe, q: &str) {
-    create(p, "create on m2", "dc-a", q, "m2").await;
-    let (r, f) = locations(p, "placed on m2", "dc-a", q).await;
-    same(p, "placed on m2", "location", &r, &f);
+async fn placement_moves_and_copies(probe: &mut Probe, q: &str) {
+    create(probe, "create on m2", "dc-a", q, "m2").await;
+    let (r, f) = locations(probe, "placed on m2", "dc-a", q).await;
+    same(probe, "placed on m2", "location", &r, &f);
     let body = json!({"name": "dc-x", "source": {"type": "image", "alias": "busybox"}});
     for (label, target) in [
         ("create on an unknown member", "nope"),
         ("create on an unknown group", "@nope"),
     ] {
         let url = format!("/1.0/instances?{q}&target={target}");
-        p.step(label, Req::new(Method::POST, url).json(&body)).await;
+        probe
+            .step(label, Req::new(Method::POST, url).json(&body))
+            .await;
     }
-    create(p, "create on group default", "dc-b", q, "@default").await;
+    create(probe, "create on group default", "dc-b", q, "@default").await;
     let moving = json!({"name": "dc-a", "migration": true, "live": false});
     let url = format!("/1.0/instances/dc-a?{q}&target=m3");
-    let started = p
+    let started = probe
         .step("move to m3", Req::new(Method::POST, &url).json(&moving))
         .await;
-    p.wait("move to m3", &started).await;
-    let (r, f) = locations(p, "moved to m3", "dc-a", q).await;
-    same(p, "moved to m3", "location", &r, &f);
-    p.step(
-        "move to its own member",
-        Req::new(Method::POST, &url).json(&moving),
-    )
-    .await;
+    probe.wait("move to m3", &started).await;
+    let (r, f) = locations(probe, "moved to m3", "dc-a", q).await;
+    same(probe, "moved to m3", "location", &r, &f);
+    probe
+        .step(
+            "move to its own member",
+            Req::new(Method::POST, &url).json(&moving),
+        )
+        .await;
     let mut copy = json!({"name": "dc-c", "source": {"type": "copy", "source": "dc-a"}});
-    p.step(
-        "copy onto m1 without the architecture",
-        Req::new(Method::POST, format!("/1.0/instances?{q}&target=m1")).json(&copy),
-    )
-    .await;
+    probe
+        .step(
+            "copy onto m1 without the architecture",
+            Req::new(Method::POST, format!("/1.0/instances?{q}&target=m1")).json(&copy),
+        )
+        .await;
     copy["architecture"] = json!("x86_64");
-    let started = p
+    let started = probe
         .step(
             "copy onto m1",
             Req::new(Method::POST, format!("/1.0/instances?{q}&target=m1")).json(&copy),
         )
         .await;
-    p.wait("copy onto m1", &started).await;
-    let (r, f) = locations(p, "copied onto m1", "dc-c", q).await;
-    same(p, "copied onto m1", "location", &r, &f);
+    probe.wait("copy onto m1", &started).await;
+    let (r, f) = locations(probe, "copied onto m1", "dc-c", q).await;
+    same(probe, "copied onto m1", "location", &r, &f);
 }
 
-async fn evacuation(p: &mut Probe, q: &str) {
+async fn evacuation(probe: &mut Probe, q: &str) {
     let state = "/1.0/cluster/members/m2/state";
     let evacuate = json!({"action": "evacuate"});
-    let started = p
+    let started = probe
         .step("evacuate m2", Req::new(Method::POST, state).json(&evacuate))
         .await;
-    p.wait("evacuate m2", &started).await;
-    p.step("m2 evacuated", Req::get("/1.0/cluster/members/m2"))
+    probe.wait("evacuate m2", &started).await;
+    probe
+        .step("m2 evacuated", Req::get("/1.0/cluster/members/m2"))
         .await;
     let body = json!({"name": "dc-e", "source": {"type": "image", "alias": "busybox"}});
-    p.step(
-        "create on the evacuated m2",
-        Req::new(Method::POST, format!("/1.0/instances?{q}&target=m2")).json(&body),
-    )
-    .await;
-    let started = p
+    probe
+        .step(
+            "create on the evacuated m2",
+            Req::new(Method::POST, format!("/1.0/instances?{q}&target=m2")).json(&body),
+        )
+        .await;
+    let started = probe
         .step(
             "evacuate m2 again",
             Req::new(Method::POST, state).json(&evacuate),
         )
         .await;
-    p.wait("evacuate m2 again", &started).await;
+    probe.wait("evacuate m2 again", &started).await;
     let restore = json!({"action": "restore"});
-    let started = p
+    let started = probe
         .step("restore m2", Req::new(Method::POST, state).json(&restore))
         .await;
-    p.wait("restore m2", &started).await;
-    p.step("m2 restored", Req::get("/1.0/cluster/members/m2"))
+    probe.wait("restore m2", &started).await;
+    probe
+        .step("m2 restored", Req::get("/1.0/cluster/members/m2"))
         .await;
-    let started = p
+    let started = probe
         .step(
             "restore m2 again",
             Req::new(Method::POST, state).json(&restore),
         )
         .await;
-    p.wait("restore m2 again", &started).await;
-    p.step(
-        "evacuate with a bad mode",
-        Req::new(Method::POST, state).json(&json!({"action": "evacuate", "mode": "bogus"})),
-    )
-    .await;
+    probe.wait("restore m2 again", &started).await;
+    probe
+        .step(
+            "evacuate with a bad mode",
+            Req::new(Method::POST, state).json(&json!({"action": "evacuate", "mode": "bogus"})),
+        )
+        .await;
 }
 
-async fn groups(p: &mut Probe, q: &str, group: &str) {
+async fn groups(probe: &mut Probe, q: &str, group: &str) {
     let url = format!("/1.0/cluster/groups/{group}");
     let made = json!({"name": group, "description": "probe", "members": ["m2"]});
-    p.step(
-        "group create",
-        Req::new(Method::POST, "/1.0/cluster/groups").json(&made),
+    probe
+        .step(
+            "group create",
+            Req::new(Method::POST, "/1.0/cluster/groups").json(&made),
+        )
+        .await;
+    probe.step("group get", Req::get(&url)).await;
+    probe
+        .step(
+            "group create again",
+            Req::new(Method::POST, "/1.0/cluster/groups").json(&made),
+        )
+        .await;
+    create(
+        probe,
+        "create on the group",
+        "dc-g",
+        q,
+        &format!("@{group}"),
     )
     .await;
-    p.step("group get", Req::get(&url)).await;
-    p.step(
-        "group create again",
-        Req::new(Method::POST, "/1.0/cluster/groups").json(&made),
-    )
-    .await;
-    create(p, "create on the group", "dc-g", q, &format!("@{group}")).await;
-    let (r, f) = locations(p, "placed on the group", "dc-g", q).await;
-    same(p, "placed on the group", "location", &r, &f);
-    p.step("group delete with a member", Req::new(Method::DELETE, &url))
+    let (r, f) = locations(probe, "placed on the group", "dc-g", q).await;
+    same(probe, "placed on the group", "location", &r, &f);
+    probe
+        .step("group delete with a member", Req::new(Method::DELETE, &url))
         .await;
     let emptied = json!({"description": "", "members": []});
-    p.step("group emptied", Req::new(Method::PUT, &url).json(&emptied))
+    probe
+        .step("group emptied", Req::new(Method::PUT, &url).json(&emptied))
         .await;
-    p.step("group delete", Req::new(Method::DELETE, &url)).await;
-    p.step(
-        "group default delete",
-        Req::new(Method::DELETE, "/1.0/cluster/groups/default"),
-    )
-    .await;
+    probe
+        .step("group delete", Req::new(Method::DELETE, &url))
+        .await;
+    probe
+        .step(
+            "group default delete",
+            Req::new(Method::DELETE, "/1.0/cluster/groups/default"),
+        )
+        .await;
 }
 
-async fn member_config(p: &mut Probe) {
+async fn member_config(probe: &mut Probe) {
     let url = "/1.0/cluster/members/m3";
     let manual = member_body(json!({"scheduler.instance": "manual"}));
-    p.step("member m3 manual", Req::new(Method::PUT, url).json(&manual))
+    probe
+        .step("member m3 manual", Req::new(Method::PUT, url).json(&manual))
         .await;
-    p.step("member m3 read", Req::get(url)).await;
+    probe.step("member m3 read", Req::get(url)).await;
     let mut dropped = member_body(json!({}));
     dropped["roles"] = json!([]);
-    p.step(
-        "member m3 without the database role",
-        Req::new(Method::PUT, url).json(&dropped),
-    )
-    .await;
-    p.step(
-        "member m3 bad config",
-        Req::new(Method::PUT, url).json(&member_body(json!({"foo": "bar"}))),
-    )
-    .await;
-    p.step(
-        "member m3 patch",
-        Req::new(Method::PATCH, url).json(&json!({"config": {"user.probe": "1"}})),
-    )
-    .await;
-    p.step(
-        "member m3 back",
-        Req::new(Method::PUT, url).json(&member_body(json!({}))),
-    )
-    .await;
+    probe
+        .step(
+            "member m3 without the database role",
+            Req::new(Method::PUT, url).json(&dropped),
+        )
+        .await;
+    probe
+        .step(
+            "member m3 bad config",
+            Req::new(Method::PUT, url).json(&member_body(json!({"foo": "bar"}))),
+        )
+        .await;
+    probe
+        .step(
+            "member m3 patch",
+            Req::new(Method::PATCH, url).json(&json!({"config": {"user.probe": "1"}})),
+        )
+        .await;
+    probe
+        .step(
+            "member m3 back",
+            Req::new(Method::PUT, url).json(&member_body(json!({}))),
+        )
+        .await;
 }
 
 /// How the probe kills and starts the real cluster's member `m3`.
@@ -493,16 +528,17 @@ async fn until(
 }
 
 /// Polls both sides until `done` holds on each; a side that does not settle is a divergence.
-async fn settle(p: &mut Probe, label: &str, req: Req, done: impl Fn(&Reply) -> bool + Copy) {
+async fn settle(probe: &mut Probe, label: &str, req: Req, done: impl Fn(&Reply) -> bool + Copy) {
     let bound = Duration::from_secs(60);
     let (r, f) = tokio::join!(
-        until(&p.real, &req, done, bound),
-        until(&p.fake, &req, done, bound)
+        until(&probe.real, &req, done, bound),
+        until(&probe.fake, &req, done, bound)
     );
     println!("{label}: real after {r:?} | fake after {f:?}");
     for (side, outcome) in [("real", r), ("fake", f)] {
         if let Err(e) = outcome {
-            p.diffs
+            probe
+                .diffs
                 .push((label.to_string(), format!("{side} did not settle: {e}")));
         }
     }
@@ -513,20 +549,21 @@ fn error_is(reply: &Reply, text: &str) -> bool {
 }
 
 async fn member_down_and_back(
-    p: &mut Probe,
+    probe: &mut Probe,
     fake: &fake_incus::FakeIncus,
     down: &MemberDown,
     q: &str,
 ) {
-    create(p, "create on m3", "dc-d", q, "m3").await;
+    create(probe, "create on m3", "dc-d", q, "m3").await;
     let inst = format!("/1.0/instances/dc-d?{q}");
     if let Err(e) = down.kill() {
-        p.diffs
+        probe
+            .diffs
             .push(("member down".into(), format!("killing m3: {e}")));
         return;
     }
     fake.member_down("m3").expect("the fake's m3 goes down");
-    settle(p, "m3 not ready", Req::get(&inst), |r| {
+    settle(probe, "m3 not ready", Req::get(&inst), |r| {
         error_is(r, "Server isn't ready yet")
     })
     .await;
@@ -552,30 +589,41 @@ async fn member_down_and_back(
             Req::new(Method::POST, format!("/1.0/instances?{q}&target=m3")).json(&body),
         ),
     ] {
-        p.step(label, req).await;
+        probe.step(label, req).await;
     }
-    settle(p, "m3 offline", Req::get("/1.0/cluster/members/m3"), |r| {
-        r.metadata()["status"] == "Offline"
-    })
+    settle(
+        probe,
+        "m3 offline",
+        Req::get("/1.0/cluster/members/m3"),
+        |r| r.metadata()["status"] == "Offline",
+    )
     .await;
-    p.step("down: member m3", Req::get("/1.0/cluster/members/m3"))
+    probe
+        .step("down: member m3", Req::get("/1.0/cluster/members/m3"))
         .await;
-    p.step("down: instance when offline", Req::get(&inst)).await;
+    probe
+        .step("down: instance when offline", Req::get(&inst))
+        .await;
     if let Err(e) = down.start() {
-        p.diffs
+        probe
+            .diffs
             .push(("member back".into(), format!("starting m3: {e}")));
         return;
     }
     fake.member_up("m3").expect("the fake's m3 comes back");
-    settle(p, "m3 back", Req::get(&inst), |r| r.is_success()).await;
-    p.step("back: instance", Req::get(&inst)).await;
+    settle(probe, "m3 back", Req::get(&inst), |r| r.is_success()).await;
+    probe.step("back: instance", Req::get(&inst)).await;
     // Serving again and showing Online come within a fraction of a second of each other, in
     // either order (measured): the member is compared once it shows Online on each side.
-    settle(p, "m3 online", Req::get("/1.0/cluster/members/m3"), |r| {
-        r.metadata()["status"] == "Online"
-    })
+    settle(
+        probe,
+        "m3 online",
+        Req::get("/1.0/cluster/members/m3"),
+        |r| r.metadata()["status"] == "Online",
+    )
     .await;
-    p.step("back: member m3", Req::get("/1.0/cluster/members/m3"))
+    probe
+        .step("back: member m3", Req::get("/1.0/cluster/members/m3"))
         .await;
 }
 

@@ -155,9 +155,9 @@ async fn remove_stale_projects(real: &Side) {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|p| {
-            let name = p["name"].as_str().unwrap_or_default();
-            let description = p["description"].as_str().unwrap_or_default();
+        .filter(|project| {
+            let name = project["name"].as_str().unwrap_or_default();
+            let description = project["description"].as_str().unwrap_or_default();
             name.starts_with("diff-")
                 && match description.strip_prefix(OWNER_MARK) {
                     Some(pid) => !alive(pid),
@@ -256,118 +256,125 @@ async fn fake_answers_like_the_real_daemon_request_by_request() -> Completion {
 }
 
 /// The request sequence. Paths are identical on both sides except operation and image ids.
-async fn run_sequence(p: &mut Probe, project: &str, name: &str, endpoints: &'static str) {
+async fn run_sequence(probe: &mut Probe, project: &str, name: &str, endpoints: &'static str) {
     let q = format!("project={project}");
     let inst = format!("/1.0/instances/{name}");
-    server_and_errors(p).await;
-    every_get_of_an_unknown_name(p, project, endpoints).await;
-    every_mutation_of_an_unknown_name(p, project, endpoints).await;
+    server_and_errors(probe).await;
+    every_get_of_an_unknown_name(probe, project, endpoints).await;
+    every_mutation_of_an_unknown_name(probe, project, endpoints).await;
 
     for recursion in 0..=2 {
         let path = format!("/1.0/instances?{q}&recursion={recursion}");
-        p.step(
-            &format!("list instances recursion={recursion} (empty)"),
-            Req::get(path),
-        )
-        .await;
+        probe
+            .step(
+                &format!("list instances recursion={recursion} (empty)"),
+                Req::get(path),
+            )
+            .await;
     }
     let create = json!({"name": name, "source": {"type": "image", "alias": "busybox"}});
-    let started = p
+    let started = probe
         .step(
             "create instance",
             Req::new(Method::POST, format!("/1.0/instances?{q}")).json(&create),
         )
         .await;
-    p.wait("create instance", &started).await;
+    probe.wait("create instance", &started).await;
     for recursion in 0..=2 {
         let path = format!("/1.0/instances?{q}&recursion={recursion}");
-        p.step(
-            &format!("list instances recursion={recursion}"),
-            Req::get(path),
+        probe
+            .step(
+                &format!("list instances recursion={recursion}"),
+                Req::get(path),
+            )
+            .await;
+    }
+    probe
+        .step("get instance", Req::get(format!("{inst}?{q}")))
+        .await;
+    probe
+        .step(
+            "get instance state (stopped)",
+            Req::get(format!("{inst}/state?{q}")),
         )
         .await;
-    }
-    p.step("get instance", Req::get(format!("{inst}?{q}")))
-        .await;
-    p.step(
-        "get instance state (stopped)",
-        Req::get(format!("{inst}/state?{q}")),
-    )
-    .await;
     let volume = format!("/1.0/storage-pools/default/volumes/container/{name}?{q}");
-    p.step("get container volume", Req::get(volume)).await;
+    probe.step("get container volume", Req::get(volume)).await;
 
     let start = json!({"action": "start", "timeout": 30});
-    let started = p
+    let started = probe
         .step(
             "start",
             Req::new(Method::PUT, format!("{inst}/state?{q}")).json(&start),
         )
         .await;
-    p.wait("start", &started).await;
-    p.step(
-        "get instance state (running)",
-        Req::get(format!("{inst}/state?{q}")),
-    )
-    .await;
+    probe.wait("start", &started).await;
+    probe
+        .step(
+            "get instance state (running)",
+            Req::get(format!("{inst}/state?{q}")),
+        )
+        .await;
 
     let exec = json!({
         "command": ["echo", "hi"], "environment": {}, "interactive": false,
         "wait-for-websocket": false, "record-output": true,
     });
-    let started = p
+    let started = probe
         .step(
             "exec echo hi (record-output)",
             Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
         )
         .await;
-    let (real, fake) = p.wait("exec echo hi (record-output)", &started).await;
-    exec_output(p, &inst, &q, (&real, &fake)).await;
-    exec_not_found(p, &inst, &q).await;
-    shell_lines(p, &inst, &q).await;
-    running_errors(p, &inst, &q, &create).await;
-    console(p, &inst, &q).await;
-    volume_move_refusals(p, &inst, &q).await;
+    let (real, fake) = probe.wait("exec echo hi (record-output)", &started).await;
+    exec_output(probe, &inst, &q, (&real, &fake)).await;
+    exec_not_found(probe, &inst, &q).await;
+    shell_lines(probe, &inst, &q).await;
+    running_errors(probe, &inst, &q, &create).await;
+    console(probe, &inst, &q).await;
+    volume_move_refusals(probe, &inst, &q).await;
 
-    freeze_and_restart(p, &inst, &q).await;
-    instance_updates(p, &inst, &q).await;
-    snapshots(p, &inst, &q).await;
-    p.step(
-        "delete running instance",
-        Req::new(Method::DELETE, format!("{inst}?{q}")),
-    )
-    .await;
+    freeze_and_restart(probe, &inst, &q).await;
+    instance_updates(probe, &inst, &q).await;
+    snapshots(probe, &inst, &q).await;
+    probe
+        .step(
+            "delete running instance",
+            Req::new(Method::DELETE, format!("{inst}?{q}")),
+        )
+        .await;
     let stop = json!({"action": "stop", "force": true, "timeout": -1});
-    let stopped = p
+    let stopped = probe
         .step(
             "stop (force)",
             Req::new(Method::PUT, format!("{inst}/state?{q}")).json(&stop),
         )
         .await;
-    p.wait("stop (force)", &stopped).await;
-    operations(p, &q, &stopped).await;
-    restore_and_delete_snapshot(p, &inst, &q).await;
-    stopped_errors(p, &inst, &q).await;
-    console_stopped(p, &inst, &q).await;
-    publish_unknown_compression(p, name, &q).await;
-    read_only_resources(p, project, name).await;
+    probe.wait("stop (force)", &stopped).await;
+    operations(probe, &q, &stopped).await;
+    restore_and_delete_snapshot(probe, &inst, &q).await;
+    stopped_errors(probe, &inst, &q).await;
+    console_stopped(probe, &inst, &q).await;
+    publish_unknown_compression(probe, name, &q).await;
+    read_only_resources(probe, project, name).await;
 }
 
-async fn server_and_errors(p: &mut Probe) {
-    p.step("GET /", Req::get("/")).await;
-    p.step("GET /1.0", Req::get("/1.0")).await;
-    p.step("GET /2.0", Req::get("/2.0")).await;
-    p.step(
-        "POST /1.0/operations",
-        Req::new(Method::POST, "/1.0/operations"),
-    )
-    .await;
-    server_config_refusals(p).await;
+async fn server_and_errors(probe: &mut Probe) {
+    probe.step("GET /", Req::get("/")).await;
+    probe.step("GET /1.0", Req::get("/1.0")).await;
+    probe.step("GET /2.0", Req::get("/2.0")).await;
+    probe
+        .step(
+            "POST /1.0/operations",
+            Req::new(Method::POST, "/1.0/operations"),
+        )
+        .await;
+    server_config_refusals(probe).await;
 }
 
 /// Server config values the daemon refuses, one rule each, and a stale `If-Match` on `PUT` and
 /// `PATCH /1.0`: every request is refused, so the shared daemon's config never changes.
-async fn server_config_refusals(p: &mut Probe) {
+async fn server_config_refusals(probe: &mut Probe) {
     let refused = [
         ("acme.agree_tos", "maybe"),
         ("core.bgp_asn", "x"),
@@ -392,14 +399,15 @@ async fn server_config_refusals(p: &mut Probe) {
     for (key, value) in refused {
         let body = json!({"config": {key: value}});
         let req = Req::new(Method::PATCH, "/1.0").json(&body);
-        p.step(&format!("PATCH /1.0 {key}={value}"), req).await;
+        probe.step(&format!("PATCH /1.0 {key}={value}"), req).await;
     }
     let stale = "0".repeat(64);
     for method in [Method::PUT, Method::PATCH] {
         let req = Req::new(method.clone(), "/1.0")
             .json(&json!({"config": {}}))
             .header("if-match", stale.clone());
-        p.step(&format!("{method} /1.0 with a stale If-Match"), req)
+        probe
+            .step(&format!("{method} /1.0 with a stale If-Match"), req)
             .await;
     }
 }
@@ -413,14 +421,14 @@ const ENDPOINTS_7_0: &str = include_str!("data/incus-7.0-endpoints.tsv");
 /// about names that exist on neither side: the same status and error text. Only those two are
 /// compared here (the answers are errors, or empty answers such as a project's `access`);
 /// websocket, event and console endpoints are left to their own steps.
-async fn every_get_of_an_unknown_name(p: &mut Probe, project: &str, list: &'static str) {
+async fn every_get_of_an_unknown_name(probe: &mut Probe, project: &str, list: &'static str) {
     let streams = ["websocket", "events", "sftp", "console"];
     for (_, path) in endpoints_naming_an_object(list, |method| method == "GET") {
         if streams.iter().any(|s| path.contains(s)) {
             continue;
         }
         let req = Req::get(unknown_names(path, project));
-        unknown_name_answers_agree(p, &format!("GET {path} (unknown names)"), &req).await;
+        unknown_name_answers_agree(probe, &format!("GET {path} (unknown names)"), &req).await;
     }
 }
 
@@ -430,7 +438,7 @@ async fn every_get_of_an_unknown_name(p: &mut Probe, project: &str, list: &'stat
 ///
 /// Nothing is left out: every path names an object that exists on neither side (a fresh project,
 /// names no test creates), so each request fails before it can act, on the daemon as on the fake.
-async fn every_mutation_of_an_unknown_name(p: &mut Probe, project: &str, list: &'static str) {
+async fn every_mutation_of_an_unknown_name(probe: &mut Probe, project: &str, list: &'static str) {
     let mut asked = 0;
     let mut equal = 0;
     for path in endpoints_naming_an_object(list, |method| method != "GET") {
@@ -441,7 +449,9 @@ async fn every_mutation_of_an_unknown_name(p: &mut Probe, project: &str, list: &
             req = req.json(&json!({}));
         }
         asked += 1;
-        if unknown_name_answers_agree(p, &format!("{method} {path} (unknown names)"), &req).await {
+        if unknown_name_answers_agree(probe, &format!("{method} {path} (unknown names)"), &req)
+            .await
+        {
             equal += 1;
         }
     }
@@ -478,16 +488,16 @@ fn unknown_names(path: &str, project: &str) -> String {
 }
 
 /// Sends `req` to both sides and records a divergence when their status or error text differ.
-async fn unknown_name_answers_agree(p: &mut Probe, label: &str, req: &Req) -> bool {
-    p.steps += 1;
-    let (r, f) = tokio::join!(p.real.send(req), p.fake.send(req));
+async fn unknown_name_answers_agree(probe: &mut Probe, label: &str, req: &Req) -> bool {
+    probe.steps += 1;
+    let (r, f) = tokio::join!(probe.real.send(req), probe.fake.send(req));
     let r = r.unwrap_or_else(|e| panic!("{e}"));
     let f = f.unwrap_or_else(|e| panic!("{e}"));
     let answer = |reply: &Reply| (reply.status, normalised(reply.body.get("error")));
     println!("{label}: real {} | fake {}", short(&r.body), short(&f.body));
     let agree = answer(&r) == answer(&f);
     if !agree {
-        p.diffs.push((
+        probe.diffs.push((
             label.to_string(),
             format!("real {:?} | fake {:?}", answer(&r), answer(&f)),
         ));
@@ -496,18 +506,19 @@ async fn unknown_name_answers_agree(p: &mut Probe, label: &str, req: &Req) -> bo
 }
 
 /// The recorded output of the exec: the log list and the stdout file.
-async fn exec_output(p: &mut Probe, inst: &str, q: &str, waited: (&Reply, &Reply)) {
-    p.step(
-        "exec output list",
-        Req::get(format!("{inst}/logs/exec-output?{q}")),
-    )
-    .await;
+async fn exec_output(probe: &mut Probe, inst: &str, q: &str, waited: (&Reply, &Reply)) {
+    probe
+        .step(
+            "exec output list",
+            Req::get(format!("{inst}/logs/exec-output?{q}")),
+        )
+        .await;
     let stdout = |r: &Reply| {
         let fallback = format!("{inst}/logs/exec-output/exec_missing.stdout");
         let path = r.metadata()["metadata"]["output"]["1"].as_str();
         format!("{}?{q}", path.unwrap_or(&fallback))
     };
-    let (real, fake) = p
+    let (real, fake) = probe
         .step_each(
             "exec output stdout",
             Req::get(stdout(waited.0)),
@@ -516,7 +527,7 @@ async fn exec_output(p: &mut Probe, inst: &str, q: &str, waited: (&Reply, &Reply
         .await;
     if real.body != fake.body {
         let diff = format!("body: real {} vs fake {}", real.body, fake.body);
-        p.diffs.push(("exec output stdout".into(), diff));
+        probe.diffs.push(("exec output stdout".into(), diff));
     }
 }
 
@@ -569,57 +580,57 @@ async fn output(side: &Side, reply: &Reply, fd: &str, q: &str) -> Value {
 }
 
 /// Runs each of [`SHELL_LINES`] with `sh -c` on both sides and compares status and output.
-async fn shell_lines(p: &mut Probe, inst: &str, q: &str) {
+async fn shell_lines(probe: &mut Probe, inst: &str, q: &str) {
     for line in SHELL_LINES {
         let label = format!("sh -c {line:?}");
         let exec = json!({
             "command": ["sh", "-c", line], "environment": {}, "interactive": false,
             "wait-for-websocket": false, "record-output": true,
         });
-        let started = p
+        let started = probe
             .step(
                 &label,
                 Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
             )
             .await;
-        let (real, fake) = p.wait(&label, &started).await;
+        let (real, fake) = probe.wait(&label, &started).await;
         let ret = |r: &Reply| r.metadata()["metadata"]["return"].clone();
         let real_out = (
             ret(&real),
-            output(&p.real, &real, "1", q).await,
-            output(&p.real, &real, "2", q).await,
+            output(&probe.real, &real, "1", q).await,
+            output(&probe.real, &real, "2", q).await,
         );
         let fake_out = (
             ret(&fake),
-            output(&p.fake, &fake, "1", q).await,
-            output(&p.fake, &fake, "2", q).await,
+            output(&probe.fake, &fake, "1", q).await,
+            output(&probe.fake, &fake, "2", q).await,
         );
         if real_out != fake_out {
             let show =
                 |o: &(Value, Value, Value)| format!("return {} stdout {} stderr {}", o.0, o.1, o.2);
             let diff = format!("real {} vs fake {}", show(&real_out), show(&fake_out));
-            p.diffs.push((label, diff));
+            probe.diffs.push((label, diff));
         }
     }
 }
 
 /// A command the busybox image does not hold (`pwd`), recorded: the operation fails with `Command
 /// not found` and `return` 127, and still lists both (empty) log files.
-async fn exec_not_found(p: &mut Probe, inst: &str, q: &str) {
+async fn exec_not_found(probe: &mut Probe, inst: &str, q: &str) {
     let label = "exec pwd, not in the image (record-output)";
     let exec = json!({
         "command": ["pwd"], "environment": {}, "interactive": false,
         "wait-for-websocket": false, "record-output": true,
     });
-    let started = p
+    let started = probe
         .step(
             label,
             Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
         )
         .await;
-    p.wait(label, &started).await;
+    probe.wait(label, &started).await;
     let op = |r: &Reply| format!("/1.0/operations/{}", r.operation_id().unwrap_or_default());
-    let (real, fake) = p
+    let (real, fake) = probe
         .step_each(
             "exec pwd operation",
             Req::get(op(&started.0)),
@@ -630,50 +641,51 @@ async fn exec_not_found(p: &mut Probe, inst: &str, q: &str) {
         let output = &side.metadata()["metadata"]["output"];
         if output.as_object().map(|o| o.len()) != Some(2) {
             let diff = format!("no two output logs: {}", side.body);
-            p.diffs.push(("exec pwd operation".into(), diff));
+            probe.diffs.push(("exec pwd operation".into(), diff));
         }
     }
-    exec_output(p, inst, q, (&real, &fake)).await;
+    exec_output(probe, inst, q, (&real, &fake)).await;
 }
 
 /// Errors while the instance runs: most are 202 then a failed operation.
-async fn running_errors(p: &mut Probe, inst: &str, q: &str, create: &Value) {
+async fn running_errors(probe: &mut Probe, inst: &str, q: &str, create: &Value) {
     let start = json!({"action": "start", "timeout": 30});
-    let started = p
+    let started = probe
         .step(
             "start when running",
             Req::new(Method::PUT, format!("{inst}/state?{q}")).json(&start),
         )
         .await;
-    p.wait("start when running", &started).await;
-    let started = p
+    probe.wait("start when running", &started).await;
+    let started = probe
         .step(
             "create duplicate instance",
             Req::new(Method::POST, format!("/1.0/instances?{q}")).json(create),
         )
         .await;
-    p.wait("create duplicate instance", &started).await;
+    probe.wait("create duplicate instance", &started).await;
     let bad = json!({"action": "jump"});
-    p.step(
-        "instance state bad action",
-        Req::new(Method::PUT, format!("{inst}/state?{q}")).json(&bad),
-    )
-    .await;
+    probe
+        .step(
+            "instance state bad action",
+            Req::new(Method::PUT, format!("{inst}/state?{q}")).json(&bad),
+        )
+        .await;
     for (label, command) in [
         ("exec command not found", json!(["nosuchcommand"])),
         ("exec exit 3", json!(["sh", "-c", "exit 3"])),
     ] {
         let exec = json!({"command": command, "wait-for-websocket": false, "record-output": true});
-        let started = p
+        let started = probe
             .step(
                 label,
                 Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
             )
             .await;
-        p.wait(label, &started).await;
+        probe.wait(label, &started).await;
     }
     let exec = json!({"command": ["sleep", "1"], "wait-for-websocket": false});
-    let started = p
+    let started = probe
         .step(
             "exec sleep 1",
             Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
@@ -681,44 +693,49 @@ async fn running_errors(p: &mut Probe, inst: &str, q: &str, create: &Value) {
         .await;
     let op = |r: &Reply| format!("/1.0/operations/{}", r.operation_id().unwrap_or_default());
     let (real, fake) = (op(&started.0), op(&started.1));
-    p.step_each(
-        "cancel running exec",
-        Req::new(Method::DELETE, &real),
-        Req::new(Method::DELETE, &fake),
-    )
-    .await;
-    p.wait("exec sleep 1", &started).await;
-    p.step_each(
-        "cancel finished exec",
-        Req::new(Method::DELETE, &real),
-        Req::new(Method::DELETE, &fake),
-    )
-    .await;
-    p.step_each(
-        "wait with a bad timeout",
-        Req::get(format!("{real}/wait?timeout=abc")),
-        Req::get(format!("{fake}/wait?timeout=abc")),
-    )
-    .await;
+    probe
+        .step_each(
+            "cancel running exec",
+            Req::new(Method::DELETE, &real),
+            Req::new(Method::DELETE, &fake),
+        )
+        .await;
+    probe.wait("exec sleep 1", &started).await;
+    probe
+        .step_each(
+            "cancel finished exec",
+            Req::new(Method::DELETE, &real),
+            Req::new(Method::DELETE, &fake),
+        )
+        .await;
+    probe
+        .step_each(
+            "wait with a bad timeout",
+            Req::get(format!("{real}/wait?timeout=abc")),
+            Req::get(format!("{fake}/wait?timeout=abc")),
+        )
+        .await;
     let unknown = "/1.0/operations/00000000-0000-0000-0000-000000000000";
-    p.step(
-        "cancel unknown operation",
-        Req::new(Method::DELETE, unknown),
-    )
-    .await;
-    exec_websocket_timeouts(p, inst, q).await;
+    probe
+        .step(
+            "cancel unknown operation",
+            Req::new(Method::DELETE, unknown),
+        )
+        .await;
+    exec_websocket_timeouts(probe, inst, q).await;
     // More than 5 s have passed since the `exec sleep 1` operation finished.
-    p.step_each(
-        "operation get after its retention",
-        Req::get(real),
-        Req::get(fake),
-    )
-    .await;
+    probe
+        .step_each(
+            "operation get after its retention",
+            Req::get(real),
+            Req::get(fake),
+        )
+        .await;
 }
 
 /// A websocket-mode exec nobody connects to: the POST answers (fds), a wait that times out
 /// while they run, and the failure 5 s later.
-async fn exec_websocket_timeouts(p: &mut Probe, inst: &str, q: &str) {
+async fn exec_websocket_timeouts(probe: &mut Probe, inst: &str, q: &str) {
     let mut started = Vec::new();
     // Only non-interactive: an unconnected interactive exec can delay the real instance's
     // next stop by minutes.
@@ -729,61 +746,70 @@ async fn exec_websocket_timeouts(p: &mut Probe, inst: &str, q: &str) {
         let url = format!("{inst}/exec?{q}");
         started.push((
             label,
-            p.step(label, Req::new(Method::POST, url).json(&exec)).await,
+            probe
+                .step(label, Req::new(Method::POST, url).json(&exec))
+                .await,
         ));
     }
     let op = |r: &Reply| format!("/1.0/operations/{}", r.operation_id().unwrap_or_default());
     let (real, fake) = (op(&started[0].1 .0), op(&started[0].1 .1));
-    p.step_each(
-        "operation get while running",
-        Req::get(real.clone()),
-        Req::get(fake.clone()),
-    )
-    .await;
-    p.step_each(
-        "operation wait timeout=1 while running",
-        Req::get(format!("{real}/wait?timeout=1")),
-        Req::get(format!("{fake}/wait?timeout=1")),
-    )
-    .await;
+    probe
+        .step_each(
+            "operation get while running",
+            Req::get(real.clone()),
+            Req::get(fake.clone()),
+        )
+        .await;
+    probe
+        .step_each(
+            "operation wait timeout=1 while running",
+            Req::get(format!("{real}/wait?timeout=1")),
+            Req::get(format!("{fake}/wait?timeout=1")),
+        )
+        .await;
     for (label, pair) in &started {
-        p.wait(label, pair).await;
+        probe.wait(label, pair).await;
     }
 }
 
 /// The console of the running container: the websocket operation's answer, a second attach
 /// (refused, then forced: the first is cancelled), cancelling it, the refusals of the body and
 /// of the type, and a frozen instance's console.
-async fn console(p: &mut Probe, inst: &str, q: &str) {
+async fn console(probe: &mut Probe, inst: &str, q: &str) {
     let url = format!("{inst}/console?{q}");
     let post = |body: &str| Req::new(Method::POST, &url).raw(body);
-    let first = p
+    let first = probe
         .step(
             "console",
             post(r#"{"width":80,"height":24,"type":"console"}"#),
         )
         .await;
-    p.step("console already connected", post("{}")).await;
-    let forced = p.step("console forced", post(r#"{"force":true}"#)).await;
+    probe.step("console already connected", post("{}")).await;
+    let forced = probe
+        .step("console forced", post(r#"{"force":true}"#))
+        .await;
     let op = |r: &Reply| format!("/1.0/operations/{}", r.operation_id().unwrap_or_default());
-    p.step_each(
-        "console taken over",
-        Req::get(op(&first.0)),
-        Req::get(op(&first.1)),
-    )
-    .await;
-    p.step_each(
-        "console cancel",
-        Req::new(Method::DELETE, op(&forced.0)),
-        Req::new(Method::DELETE, op(&forced.1)),
-    )
-    .await;
-    p.step_each(
-        "console cancelled",
-        Req::get(op(&forced.0)),
-        Req::get(op(&forced.1)),
-    )
-    .await;
+    probe
+        .step_each(
+            "console taken over",
+            Req::get(op(&first.0)),
+            Req::get(op(&first.1)),
+        )
+        .await;
+    probe
+        .step_each(
+            "console cancel",
+            Req::new(Method::DELETE, op(&forced.0)),
+            Req::new(Method::DELETE, op(&forced.1)),
+        )
+        .await;
+    probe
+        .step_each(
+            "console cancelled",
+            Req::get(op(&forced.0)),
+            Req::get(op(&forced.1)),
+        )
+        .await;
     for (label, body) in [
         ("console empty body", ""),
         ("console array body", "[1]"),
@@ -791,60 +817,66 @@ async fn console(p: &mut Probe, inst: &str, q: &str) {
         ("console vga on a container", r#"{"type":"vga"}"#),
         ("console unknown type", r#"{"type":"bogus"}"#),
     ] {
-        p.step(label, post(body)).await;
+        probe.step(label, post(body)).await;
     }
-    p.step(
-        "console of an unknown instance",
-        Req::new(Method::POST, format!("/1.0/instances/nosuch/console?{q}")).raw("{}"),
-    )
-    .await;
+    probe
+        .step(
+            "console of an unknown instance",
+            Req::new(Method::POST, format!("/1.0/instances/nosuch/console?{q}")).raw("{}"),
+        )
+        .await;
     let state = format!("{inst}/state?{q}");
     let action = |name: &str| Req::new(Method::PUT, &state).json(&json!({"action": name}));
-    let frozen = p.step("console: freeze", action("freeze")).await;
-    p.wait("console: freeze", &frozen).await;
-    p.step("console of a frozen instance", post("{}")).await;
-    let thawed = p.step("console: unfreeze", action("unfreeze")).await;
-    p.wait("console: unfreeze", &thawed).await;
+    let frozen = probe.step("console: freeze", action("freeze")).await;
+    probe.wait("console: freeze", &frozen).await;
+    probe.step("console of a frozen instance", post("{}")).await;
+    let thawed = probe.step("console: unfreeze", action("unfreeze")).await;
+    probe.wait("console: unfreeze", &thawed).await;
 }
 
 /// A custom volume's move and rename refusals (the daemon here has one pool, so a move to a
 /// second one is checked by the fake's own tests): an unknown target pool, a taken name, and a
 /// volume that the running instance attaches; the volumes are removed again.
-async fn volume_move_refusals(p: &mut Probe, inst: &str, q: &str) {
+async fn volume_move_refusals(probe: &mut Probe, inst: &str, q: &str) {
     let volumes = format!("/1.0/storage-pools/default/volumes/custom?{q}");
     let volume = |name: &str| format!("/1.0/storage-pools/default/volumes/custom/{name}?{q}");
     for name in ["mv1", "mv2"] {
         let body = json!({"name": name, "config": {}});
-        p.step(
-            &format!("volume {name} create"),
-            Req::new(Method::POST, &volumes).json(&body),
-        )
-        .await;
+        probe
+            .step(
+                &format!("volume {name} create"),
+                Req::new(Method::POST, &volumes).json(&body),
+            )
+            .await;
     }
     let post = |body: Value| Req::new(Method::POST, volume("mv1")).json(&body);
-    p.step(
-        "volume move to an unknown pool",
-        post(json!({"name": "mv3", "pool": "nope"})),
-    )
-    .await;
-    p.step(
-        "volume move onto a taken name",
-        post(json!({"name": "mv2", "pool": "default"})),
-    )
-    .await;
+    probe
+        .step(
+            "volume move to an unknown pool",
+            post(json!({"name": "mv3", "pool": "nope"})),
+        )
+        .await;
+    probe
+        .step(
+            "volume move onto a taken name",
+            post(json!({"name": "mv2", "pool": "default"})),
+        )
+        .await;
     let attach = json!({"devices": {"mv": {"type": "disk", "pool": "default", "source": "mv1", "path": "/mnt/mv"}}});
-    p.step(
-        "volume attach (running instance)",
-        Req::new(Method::PATCH, format!("{inst}?{q}")).json(&attach),
-    )
-    .await;
-    p.step(
-        "volume rename while a running instance attaches it",
-        post(json!({"name": "mv3"})),
-    )
-    .await;
+    probe
+        .step(
+            "volume attach (running instance)",
+            Req::new(Method::PATCH, format!("{inst}?{q}")).json(&attach),
+        )
+        .await;
+    probe
+        .step(
+            "volume rename while a running instance attaches it",
+            post(json!({"name": "mv3"})),
+        )
+        .await;
     // Detach: a PUT of the instance without the device (PATCH merges devices).
-    let (real, fake) = p
+    let (real, fake) = probe
         .step(
             "volume detach: get instance",
             Req::get(format!("{inst}?{q}")),
@@ -858,97 +890,105 @@ async fn volume_move_refusals(p: &mut Probe, inst: &str, q: &str) {
         body
     };
     let url = format!("{inst}?{q}");
-    let started = p
+    let started = probe
         .step_each(
             "volume detach",
             Req::new(Method::PUT, &url).json(&detached(&real)),
             Req::new(Method::PUT, &url).json(&detached(&fake)),
         )
         .await;
-    p.wait("volume detach", &started).await;
+    probe.wait("volume detach", &started).await;
     for name in ["mv1", "mv2"] {
-        p.step(
-            &format!("volume {name} delete"),
-            Req::new(Method::DELETE, volume(name)),
-        )
-        .await;
+        probe
+            .step(
+                &format!("volume {name} delete"),
+                Req::new(Method::DELETE, volume(name)),
+            )
+            .await;
     }
 }
 
 /// A stopped instance's console is refused.
-async fn console_stopped(p: &mut Probe, inst: &str, q: &str) {
-    p.step(
-        "console of a stopped instance",
-        Req::new(Method::POST, format!("{inst}/console?{q}")).raw("{}"),
-    )
-    .await;
+async fn console_stopped(probe: &mut Probe, inst: &str, q: &str) {
+    probe
+        .step(
+            "console of a stopped instance",
+            Req::new(Method::POST, format!("{inst}/console?{q}")).raw("{}"),
+        )
+        .await;
 }
 
 /// A publish of the stopped instance with a compression the daemon does not know: the operation
 /// fails with its text (before any image is made, so nothing lands in the images the probe's
 /// project shares with `default`).
-async fn publish_unknown_compression(p: &mut Probe, name: &str, q: &str) {
+async fn publish_unknown_compression(probe: &mut Probe, name: &str, q: &str) {
     let body =
         json!({"source": {"type": "instance", "name": name}, "compression_algorithm": "foo"});
-    let started = p
+    let started = probe
         .step(
             "publish with an unknown compression",
             Req::new(Method::POST, format!("/1.0/images?{q}")).json(&body),
         )
         .await;
-    p.wait("publish with an unknown compression", &started)
+    probe
+        .wait("publish with an unknown compression", &started)
         .await;
 }
 
 /// Freeze (and exec on a frozen instance), unfreeze, restart.
-async fn freeze_and_restart(p: &mut Probe, inst: &str, q: &str) {
+async fn freeze_and_restart(probe: &mut Probe, inst: &str, q: &str) {
     let state = format!("{inst}/state?{q}");
     let action = |name: &str| Req::new(Method::PUT, &state).json(&json!({"action": name}));
-    let started = p.step("freeze", action("freeze")).await;
-    p.wait("freeze", &started).await;
-    p.step("get instance state (frozen)", Req::get(&state))
+    let started = probe.step("freeze", action("freeze")).await;
+    probe.wait("freeze", &started).await;
+    probe
+        .step("get instance state (frozen)", Req::get(&state))
         .await;
     let exec = json!({"command": ["true"], "wait-for-websocket": false});
-    p.step(
-        "exec on a frozen instance",
-        Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
-    )
-    .await;
-    let started = p.step("unfreeze", action("unfreeze")).await;
-    p.wait("unfreeze", &started).await;
+    probe
+        .step(
+            "exec on a frozen instance",
+            Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
+        )
+        .await;
+    let started = probe.step("unfreeze", action("unfreeze")).await;
+    probe.wait("unfreeze", &started).await;
     let restart = json!({"action": "restart", "force": true});
-    let started = p
+    let started = probe
         .step(
             "restart (force)",
             Req::new(Method::PUT, &state).json(&restart),
         )
         .await;
-    p.wait("restart (force)", &started).await;
-    p.step("get instance state (restarted)", Req::get(&state))
+    probe.wait("restart (force)", &started).await;
+    probe
+        .step("get instance state (restarted)", Req::get(&state))
         .await;
 }
 
 /// Errors once the instance is stopped.
-async fn stopped_errors(p: &mut Probe, inst: &str, q: &str) {
+async fn stopped_errors(probe: &mut Probe, inst: &str, q: &str) {
     let stop = json!({"action": "stop", "force": true});
-    let started = p
+    let started = probe
         .step(
             "stop when stopped",
             Req::new(Method::PUT, format!("{inst}/state?{q}")).json(&stop),
         )
         .await;
-    p.wait("stop when stopped", &started).await;
+    probe.wait("stop when stopped", &started).await;
     let exec = json!({"command": ["true"], "wait-for-websocket": true});
-    p.step(
-        "exec on a stopped instance",
-        Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
-    )
-    .await;
-    p.step(
-        "instances with a bad filter",
-        Req::get(format!("/1.0/instances?{q}&recursion=1&filter=name%20zz")),
-    )
-    .await;
+    probe
+        .step(
+            "exec on a stopped instance",
+            Req::new(Method::POST, format!("{inst}/exec?{q}")).json(&exec),
+        )
+        .await;
+    probe
+        .step(
+            "instances with a bad filter",
+            Req::get(format!("/1.0/instances?{q}&recursion=1&filter=name%20zz")),
+        )
+        .await;
     for (label, body) in [
         ("create without source", json!({"name": "nosource"})),
         (
@@ -956,32 +996,36 @@ async fn stopped_errors(p: &mut Probe, inst: &str, q: &str) {
             json!({"name": "bad_name!", "source": {"type": "image", "alias": "busybox"}}),
         ),
     ] {
-        p.step(
-            label,
-            Req::new(Method::POST, format!("/1.0/instances?{q}")).json(&body),
+        probe
+            .step(
+                label,
+                Req::new(Method::POST, format!("/1.0/instances?{q}")).json(&body),
+            )
+            .await;
+    }
+    probe
+        .step(
+            "delete unknown instance",
+            Req::new(Method::DELETE, format!("/1.0/instances/nosuch?{q}")),
         )
         .await;
-    }
-    p.step(
-        "delete unknown instance",
-        Req::new(Method::DELETE, format!("/1.0/instances/nosuch?{q}")),
-    )
-    .await;
-    p.step(
-        "snapshots of unknown instance",
-        Req::get(format!("/1.0/instances/nosuch/snapshots?{q}")),
-    )
-    .await;
-    p.step(
-        "method not allowed",
-        Req::new(Method::PATCH, format!("/1.0/instances?{q}")).json(&json!({})),
-    )
-    .await;
+    probe
+        .step(
+            "snapshots of unknown instance",
+            Req::get(format!("/1.0/instances/nosuch/snapshots?{q}")),
+        )
+        .await;
+    probe
+        .step(
+            "method not allowed",
+            Req::new(Method::PATCH, format!("/1.0/instances?{q}")).json(&json!({})),
+        )
+        .await;
 }
 
 /// PUT with the instance's own body (as a client would), after a GET on each side.
-async fn put_update(p: &mut Probe, inst: &str, q: &str) {
-    let (real, fake) = p
+async fn put_update(probe: &mut Probe, inst: &str, q: &str) {
+    let (real, fake) = probe
         .step("get instance (for PUT)", Req::get(format!("{inst}?{q}")))
         .await;
     let body = |r: &Reply| {
@@ -990,25 +1034,25 @@ async fn put_update(p: &mut Probe, inst: &str, q: &str) {
         m
     };
     let url = format!("{inst}?{q}");
-    let started = p
+    let started = probe
         .step_each(
             "PUT update",
             Req::new(Method::PUT, &url).json(&body(&real)),
             Req::new(Method::PUT, &url).json(&body(&fake)),
         )
         .await;
-    p.wait("PUT update", &started).await;
+    probe.wait("PUT update", &started).await;
     let stale = Req::new(Method::PUT, &url)
         .header(
             "If-Match",
             "\"0000000000000000000000000000000000000000000000000000000000000000\"",
         )
         .json(&json!({"description": "stale"}));
-    p.step("PUT with stale If-Match", stale).await;
+    probe.step("PUT with stale If-Match", stale).await;
 }
 
-async fn instance_updates(p: &mut Probe, inst: &str, q: &str) {
-    let (real, fake) = p
+async fn instance_updates(probe: &mut Probe, inst: &str, q: &str) {
+    let (real, fake) = probe
         .step("get instance (etag)", Req::get(format!("{inst}?{q}")))
         .await;
     assert!(
@@ -1021,15 +1065,15 @@ async fn instance_updates(p: &mut Probe, inst: &str, q: &str) {
             "\"0000000000000000000000000000000000000000000000000000000000000000\"",
         )
         .json(&json!({"description": "stale"}));
-    p.step("PATCH with stale If-Match", stale).await;
+    probe.step("PATCH with stale If-Match", stale).await;
     let star = Req::new(Method::PATCH, format!("{inst}?{q}"))
         .header("If-Match", "*")
         .json(&json!({"description": "star"}));
-    p.step("PATCH with If-Match *", star).await;
+    probe.step("PATCH with If-Match *", star).await;
     let description = Req::new(Method::PATCH, format!("{inst}?{q}"))
         .json(&json!({"description": "probe", "config": {"user.probe": "0"}}));
-    p.step("PATCH description", description).await;
-    let before = p
+    probe.step("PATCH description", description).await;
+    let before = probe
         .step(
             "get instance (etag before)",
             Req::get(format!("{inst}?{q}")),
@@ -1037,193 +1081,211 @@ async fn instance_updates(p: &mut Probe, inst: &str, q: &str) {
         .await;
     let description = Req::new(Method::PATCH, format!("{inst}?{q}"))
         .json(&json!({"description": "probe2", "config": {"user.probe": "0"}}));
-    p.step("PATCH description only", description).await;
-    let after = p
+    probe.step("PATCH description only", description).await;
+    let after = probe
         .step("get instance (etag after)", Req::get(format!("{inst}?{q}")))
         .await;
-    p.etag_changes("ETag after a description-only PATCH", &before, &after);
+    probe.etag_changes("ETag after a description-only PATCH", &before, &after);
     let patch = Req::new(Method::PATCH, format!("{inst}?{q}"))
         .json(&json!({"config": {"user.probe": "1"}}));
-    p.step("PATCH ok", patch).await;
-    let patched = p
+    probe.step("PATCH ok", patch).await;
+    let patched = probe
         .step(
             "get instance (etag patched)",
             Req::get(format!("{inst}?{q}")),
         )
         .await;
-    p.etag_changes("ETag after a config PATCH", &after, &patched);
+    probe.etag_changes("ETag after a config PATCH", &after, &patched);
     let bad = Req::new(Method::PATCH, format!("{inst}?{q}"))
         .json(&json!({"config": {"limits.memory": "bogus"}}));
-    p.step("PATCH bad config", bad).await;
+    probe.step("PATCH bad config", bad).await;
     // Undo it where it was wrongly applied (`""` deletes a key), so one divergence stays one.
     let undo = Req::new(Method::PATCH, format!("{inst}?{q}"))
         .json(&json!({"config": {"limits.memory": ""}}));
-    p.step("PATCH removing limits.memory", undo).await;
-    p.step(
-        "PATCH bad JSON",
-        Req::new(Method::PATCH, format!("{inst}?{q}")).raw("{"),
-    )
-    .await;
-    p.step(
-        "PATCH empty body",
-        Req::new(Method::PATCH, format!("{inst}?{q}")).raw(""),
-    )
-    .await;
-    p.step(
-        "state change with a truncated literal",
-        Req::new(Method::PUT, format!("{inst}/state?{q}")).raw("nul"),
-    )
-    .await;
-    p.step(
-        "get instance after PATCH",
-        Req::get(format!("{inst}?{q}&recursion=1")),
-    )
-    .await;
-    put_update(p, inst, q).await;
+    probe.step("PATCH removing limits.memory", undo).await;
+    probe
+        .step(
+            "PATCH bad JSON",
+            Req::new(Method::PATCH, format!("{inst}?{q}")).raw("{"),
+        )
+        .await;
+    probe
+        .step(
+            "PATCH empty body",
+            Req::new(Method::PATCH, format!("{inst}?{q}")).raw(""),
+        )
+        .await;
+    probe
+        .step(
+            "state change with a truncated literal",
+            Req::new(Method::PUT, format!("{inst}/state?{q}")).raw("nul"),
+        )
+        .await;
+    probe
+        .step(
+            "get instance after PATCH",
+            Req::get(format!("{inst}?{q}&recursion=1")),
+        )
+        .await;
+    put_update(probe, inst, q).await;
 }
 
-async fn snapshots(p: &mut Probe, inst: &str, q: &str) {
-    let started = p
+async fn snapshots(probe: &mut Probe, inst: &str, q: &str) {
+    let started = probe
         .step(
             "snapshot create",
             Req::new(Method::POST, format!("{inst}/snapshots?{q}")).json(&json!({"name": "snap0"})),
         )
         .await;
-    p.wait("snapshot create", &started).await;
-    let started = p
+    probe.wait("snapshot create", &started).await;
+    let started = probe
         .step(
             "snapshot create duplicate",
             Req::new(Method::POST, format!("{inst}/snapshots?{q}")).json(&json!({"name": "snap0"})),
         )
         .await;
-    p.wait("snapshot create duplicate", &started).await;
-    p.step("snapshots list", Req::get(format!("{inst}/snapshots?{q}")))
+    probe.wait("snapshot create duplicate", &started).await;
+    probe
+        .step("snapshots list", Req::get(format!("{inst}/snapshots?{q}")))
         .await;
-    p.step(
-        "snapshots list recursion=1",
-        Req::get(format!("{inst}/snapshots?{q}&recursion=1")),
-    )
-    .await;
-    p.step(
-        "snapshot get",
-        Req::get(format!("{inst}/snapshots/snap0?{q}")),
-    )
-    .await;
-    let started = p
+    probe
+        .step(
+            "snapshots list recursion=1",
+            Req::get(format!("{inst}/snapshots?{q}&recursion=1")),
+        )
+        .await;
+    probe
+        .step(
+            "snapshot get",
+            Req::get(format!("{inst}/snapshots/snap0?{q}")),
+        )
+        .await;
+    let started = probe
         .step(
             "snapshot create snap1",
             Req::new(Method::POST, format!("{inst}/snapshots?{q}")).json(&json!({"name": "snap1"})),
         )
         .await;
-    p.wait("snapshot create snap1", &started).await;
-    let snap0 = p
+    probe.wait("snapshot create snap1", &started).await;
+    let snap0 = probe
         .step(
             "snapshot get snap0",
             Req::get(format!("{inst}/snapshots/snap0?{q}")),
         )
         .await;
-    let snap1 = p
+    let snap1 = probe
         .step(
             "snapshot get snap1",
             Req::get(format!("{inst}/snapshots/snap1?{q}")),
         )
         .await;
     // Incus gives every snapshot of an instance the same ETag.
-    p.etag_changes("ETag of two snapshots", &snap0, &snap1);
-    p.step(
-        "snapshot get unknown",
-        Req::get(format!("{inst}/snapshots/nosuch?{q}")),
-    )
-    .await;
+    probe.etag_changes("ETag of two snapshots", &snap0, &snap1);
+    probe
+        .step(
+            "snapshot get unknown",
+            Req::get(format!("{inst}/snapshots/nosuch?{q}")),
+        )
+        .await;
 }
 
 /// Restores on the stopped instance: restoring a running busybox container on the real
 /// daemon sometimes blocks for minutes (its clean shutdown), which would make the probe flaky.
-async fn restore_and_delete_snapshot(p: &mut Probe, inst: &str, q: &str) {
-    let started = p
+async fn restore_and_delete_snapshot(probe: &mut Probe, inst: &str, q: &str) {
+    let started = probe
         .step(
             "restore snapshot",
             Req::new(Method::PUT, format!("{inst}?{q}")).json(&json!({"restore": "snap0"})),
         )
         .await;
-    p.wait("restore snapshot", &started).await;
-    let started = p
+    probe.wait("restore snapshot", &started).await;
+    let started = probe
         .step(
             "restore missing snapshot",
             Req::new(Method::PUT, format!("{inst}?{q}")).json(&json!({"restore": "nosuch"})),
         )
         .await;
-    p.wait("restore missing snapshot", &started).await;
-    let started = p
+    probe.wait("restore missing snapshot", &started).await;
+    let started = probe
         .step(
             "snapshot delete",
             Req::new(Method::DELETE, format!("{inst}/snapshots/snap0?{q}")),
         )
         .await;
-    p.wait("snapshot delete", &started).await;
+    probe.wait("snapshot delete", &started).await;
 }
 
-async fn operations(p: &mut Probe, q: &str, stopped: &(Reply, Reply)) {
-    p.step("operations list", Req::get(format!("/1.0/operations?{q}")))
+async fn operations(probe: &mut Probe, q: &str, stopped: &(Reply, Reply)) {
+    probe
+        .step("operations list", Req::get(format!("/1.0/operations?{q}")))
         .await;
-    p.step(
-        "operations list recursion=1",
-        Req::get(format!("/1.0/operations?{q}&recursion=1")),
-    )
-    .await;
+    probe
+        .step(
+            "operations list recursion=1",
+            Req::get(format!("/1.0/operations?{q}&recursion=1")),
+        )
+        .await;
     let id = |r: &Reply| r.operation_id().unwrap_or_default();
     let (real, fake) = (id(&stopped.0), id(&stopped.1));
-    p.step_each(
-        "operation get (finished, retained)",
-        Req::get(format!("/1.0/operations/{real}")),
-        Req::get(format!("/1.0/operations/{fake}")),
-    )
-    .await;
-    p.step_each(
-        "operation wait timeout=1 (finished)",
-        Req::get(format!("/1.0/operations/{real}/wait?timeout=1")),
-        Req::get(format!("/1.0/operations/{fake}/wait?timeout=1")),
-    )
-    .await;
+    probe
+        .step_each(
+            "operation get (finished, retained)",
+            Req::get(format!("/1.0/operations/{real}")),
+            Req::get(format!("/1.0/operations/{fake}")),
+        )
+        .await;
+    probe
+        .step_each(
+            "operation wait timeout=1 (finished)",
+            Req::get(format!("/1.0/operations/{real}/wait?timeout=1")),
+            Req::get(format!("/1.0/operations/{fake}/wait?timeout=1")),
+        )
+        .await;
     let unknown = "/1.0/operations/00000000-0000-0000-0000-000000000000";
-    p.step("operation get unknown", Req::get(unknown)).await;
-    p.step(
-        "operations with project and all-projects",
-        Req::get(format!("/1.0/operations?{q}&all-projects=true")),
-    )
-    .await;
-    p.step(
-        "operation wait unknown",
-        Req::get(format!("{unknown}/wait?timeout=1")),
-    )
-    .await;
+    probe.step("operation get unknown", Req::get(unknown)).await;
+    probe
+        .step(
+            "operations with project and all-projects",
+            Req::get(format!("/1.0/operations?{q}&all-projects=true")),
+        )
+        .await;
+    probe
+        .step(
+            "operation wait unknown",
+            Req::get(format!("{unknown}/wait?timeout=1")),
+        )
+        .await;
 }
 
-async fn read_only_resources(p: &mut Probe, project: &str, name: &str) {
+async fn read_only_resources(probe: &mut Probe, project: &str, name: &str) {
     let q = format!("project={project}");
-    p.step(
-        "get unknown instance",
-        Req::get(format!("/1.0/instances/nosuch?{q}")),
-    )
-    .await;
-    p.step(
-        "create instance bad JSON",
-        Req::new(Method::POST, format!("/1.0/instances?{q}")).raw("{"),
-    )
-    .await;
-    p.step(
-        "create instance: bytes after the JSON value are ignored",
-        Req::new(Method::POST, format!("/1.0/instances?{q}")).raw(r#"{"name": "x1"} junk"#),
-    )
-    .await;
-    let (real, fake) = p
+    probe
+        .step(
+            "get unknown instance",
+            Req::get(format!("/1.0/instances/nosuch?{q}")),
+        )
+        .await;
+    probe
+        .step(
+            "create instance bad JSON",
+            Req::new(Method::POST, format!("/1.0/instances?{q}")).raw("{"),
+        )
+        .await;
+    probe
+        .step(
+            "create instance: bytes after the JSON value are ignored",
+            Req::new(Method::POST, format!("/1.0/instances?{q}")).raw(r#"{"name": "x1"} junk"#),
+        )
+        .await;
+    let (real, fake) = probe
         .step("images list", Req::get(format!("/1.0/images?{q}")))
         .await;
-    p.step(
-        "images list recursion=1",
-        Req::get(format!("/1.0/images?{q}&recursion=1")),
-    )
-    .await;
+    probe
+        .step(
+            "images list recursion=1",
+            Req::get(format!("/1.0/images?{q}&recursion=1")),
+        )
+        .await;
     let busybox = |r: &Reply| {
         r.metadata()
             .as_array()
@@ -1235,37 +1297,43 @@ async fn read_only_resources(p: &mut Probe, project: &str, name: &str) {
             .unwrap_or_default()
             .to_string()
     };
-    p.step_each(
-        "image get",
-        Req::get(format!("{}?{q}", busybox(&real))),
-        Req::get(format!("{}?{q}", busybox(&fake))),
-    )
-    .await;
-    p.step(
-        "image get unknown",
-        Req::get(format!("/1.0/images/ffff?{q}")),
-    )
-    .await;
-    p.step(
-        "image aliases",
-        Req::get(format!("/1.0/images/aliases?{q}")),
-    )
-    .await;
-    p.step(
-        "image aliases recursion=1",
-        Req::get(format!("/1.0/images/aliases?{q}&recursion=1")),
-    )
-    .await;
-    p.step(
-        "image alias busybox",
-        Req::get(format!("/1.0/images/aliases/busybox?{q}")),
-    )
-    .await;
-    p.step(
-        "image alias unknown",
-        Req::get(format!("/1.0/images/aliases/nosuch?{q}")),
-    )
-    .await;
+    probe
+        .step_each(
+            "image get",
+            Req::get(format!("{}?{q}", busybox(&real))),
+            Req::get(format!("{}?{q}", busybox(&fake))),
+        )
+        .await;
+    probe
+        .step(
+            "image get unknown",
+            Req::get(format!("/1.0/images/ffff?{q}")),
+        )
+        .await;
+    probe
+        .step(
+            "image aliases",
+            Req::get(format!("/1.0/images/aliases?{q}")),
+        )
+        .await;
+    probe
+        .step(
+            "image aliases recursion=1",
+            Req::get(format!("/1.0/images/aliases?{q}&recursion=1")),
+        )
+        .await;
+    probe
+        .step(
+            "image alias busybox",
+            Req::get(format!("/1.0/images/aliases/busybox?{q}")),
+        )
+        .await;
+    probe
+        .step(
+            "image alias unknown",
+            Req::get(format!("/1.0/images/aliases/nosuch?{q}")),
+        )
+        .await;
     for (label, path) in [
         ("networks", "/1.0/networks"),
         ("network lo", "/1.0/networks/lo"),
@@ -1304,49 +1372,59 @@ async fn read_only_resources(p: &mut Probe, project: &str, name: &str) {
         ("certificate unknown", "/1.0/certificates/nosuch"),
         ("warning unknown", "/1.0/warnings/nosuch"),
     ] {
-        p.step(label, Req::get(format!("{path}?{q}"))).await;
-        p.step(
-            &format!("{label} recursion=1"),
-            Req::get(format!("{path}?{q}&recursion=1")),
+        probe.step(label, Req::get(format!("{path}?{q}"))).await;
+        probe
+            .step(
+                &format!("{label} recursion=1"),
+                Req::get(format!("{path}?{q}&recursion=1")),
+            )
+            .await;
+    }
+    probe.step("projects", Req::get("/1.0/projects")).await;
+    probe
+        .step(
+            "projects recursion=1",
+            Req::get("/1.0/projects?recursion=1"),
         )
         .await;
-    }
-    p.step("projects", Req::get("/1.0/projects")).await;
-    p.step(
-        "projects recursion=1",
-        Req::get("/1.0/projects?recursion=1"),
-    )
-    .await;
-    p.step("project get", Req::get(format!("/1.0/projects/{project}")))
+    probe
+        .step("project get", Req::get(format!("/1.0/projects/{project}")))
         .await;
-    p.step("project unknown", Req::get("/1.0/projects/nosuchproject"))
+    probe
+        .step("project unknown", Req::get("/1.0/projects/nosuchproject"))
         .await;
-    p.step(
-        "project state",
-        Req::get(format!("/1.0/projects/{project}/state")),
-    )
-    .await;
-    p.step(
-        "project state unknown",
-        Req::get("/1.0/projects/nosuchproject/state"),
-    )
-    .await;
-    p.step(
-        "instances in unknown project",
-        Req::get("/1.0/instances?project=nosuchproject"),
-    )
-    .await;
-    p.step(
-        "instance in unknown project",
-        Req::get(format!("/1.0/instances/{name}?project=nosuchproject")),
-    )
-    .await;
+    probe
+        .step(
+            "project state",
+            Req::get(format!("/1.0/projects/{project}/state")),
+        )
+        .await;
+    probe
+        .step(
+            "project state unknown",
+            Req::get("/1.0/projects/nosuchproject/state"),
+        )
+        .await;
+    probe
+        .step(
+            "instances in unknown project",
+            Req::get("/1.0/instances?project=nosuchproject"),
+        )
+        .await;
+    probe
+        .step(
+            "instance in unknown project",
+            Req::get(format!("/1.0/instances/{name}?project=nosuchproject")),
+        )
+        .await;
     let inst = format!("/1.0/instances/{name}?{q}");
-    let deleted = p
+    let deleted = probe
         .step("delete instance", Req::new(Method::DELETE, &inst))
         .await;
-    p.wait("delete instance", &deleted).await;
-    p.step("get instance after delete", Req::get(inst)).await;
+    probe.wait("delete instance", &deleted).await;
+    probe
+        .step("get instance after delete", Req::get(inst))
+        .await;
 }
 
 /// Known divergences of the fake in 7.0 mode from Incus 7.0.2, each with its reason. Every
@@ -1425,17 +1503,16 @@ async fn fake_as_incus_7_0_answers_like_the_real_7_0_daemon_endpoint_by_endpoint
         diffs: Vec::new(),
         steps: 0,
     };
-    let p = &mut probe;
-    every_get_without_a_name(p, &project, ENDPOINTS_7_0).await;
-    every_get_of_an_unknown_name(p, &project, ENDPOINTS_7_0).await;
-    every_mutation_of_an_unknown_name(p, &project, ENDPOINTS_7_0).await;
-    what_7_0_adds(p, &project, &set).await;
+    every_get_without_a_name(&mut probe, &project, ENDPOINTS_7_0).await;
+    every_get_of_an_unknown_name(&mut probe, &project, ENDPOINTS_7_0).await;
+    every_mutation_of_an_unknown_name(&mut probe, &project, ENDPOINTS_7_0).await;
+    what_7_0_adds(&mut probe, &project, &set).await;
     report(&probe, KNOWN_7_0);
     Completion::Completed
 }
 
 /// Every `GET` endpoint of a list that names no object, compared whole (streams left out).
-async fn every_get_without_a_name(p: &mut Probe, project: &str, list: &'static str) {
+async fn every_get_without_a_name(probe: &mut Probe, project: &str, list: &'static str) {
     let endpoints = list
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -1448,47 +1525,54 @@ async fn every_get_without_a_name(p: &mut Probe, project: &str, list: &'static s
         if path == "/1.0/events" {
             continue;
         }
-        p.step(
-            &format!("GET {path}"),
-            Req::get(format!("{path}?project={project}")),
-        )
-        .await;
+        probe
+            .step(
+                &format!("GET {path}"),
+                Req::get(format!("{path}?project={project}")),
+            )
+            .await;
     }
 }
 
 /// The resources Incus 7.0 adds, with objects: a network address set (created, read, listed,
 /// patched, deleted) and a custom volume's files, bitmaps, NBD and rebuild.
-async fn what_7_0_adds(p: &mut Probe, project: &str, set: &str) {
+async fn what_7_0_adds(probe: &mut Probe, project: &str, set: &str) {
     let q = format!("project={project}");
     let sets = format!("/1.0/network-address-sets?{q}");
     let one = format!("/1.0/network-address-sets/{set}?{q}");
     let body = json!({"name": set, "addresses": ["10.0.0.1", "10.0.1.0/24", "10.0.0.120-10.0.0.130"],
                       "description": "probe", "config": {"user.a": "b"}});
-    p.step(
-        "create network address set",
-        Req::new(Method::POST, &sets).json(&body),
-    )
-    .await;
-    p.step(
-        "create network address set again",
-        Req::new(Method::POST, &sets).json(&body),
-    )
-    .await;
-    p.step("get network address set", Req::get(&one)).await;
-    p.step(
-        "list network address sets",
-        Req::get(format!("{sets}&recursion=1")),
-    )
-    .await;
-    let patch = json!({"config": {"user.c": "d"}});
-    p.step(
-        "patch network address set",
-        Req::new(Method::PATCH, &one).json(&patch),
-    )
-    .await;
-    p.step("get patched network address set", Req::get(&one))
+    probe
+        .step(
+            "create network address set",
+            Req::new(Method::POST, &sets).json(&body),
+        )
         .await;
-    p.step("delete network address set", Req::new(Method::DELETE, &one))
+    probe
+        .step(
+            "create network address set again",
+            Req::new(Method::POST, &sets).json(&body),
+        )
+        .await;
+    probe.step("get network address set", Req::get(&one)).await;
+    probe
+        .step(
+            "list network address sets",
+            Req::get(format!("{sets}&recursion=1")),
+        )
+        .await;
+    let patch = json!({"config": {"user.c": "d"}});
+    probe
+        .step(
+            "patch network address set",
+            Req::new(Method::PATCH, &one).json(&patch),
+        )
+        .await;
+    probe
+        .step("get patched network address set", Req::get(&one))
+        .await;
+    probe
+        .step("delete network address set", Req::new(Method::DELETE, &one))
         .await;
     // Refused on 7.0, so nothing is made: an ACL rule naming a set that does not exist, a
     // project with its own networks (OVN needed), a state change of a project that does not
@@ -1496,76 +1580,88 @@ async fn what_7_0_adds(p: &mut Probe, project: &str, set: &str) {
     for (direction, field) in [("ingress", "source"), ("egress", "destination")] {
         let rule = json!({"action": "allow", "state": "enabled", field: format!("${set}-none")});
         let acl = json!({"name": format!("{set}-acl"), direction: [rule]});
-        p.step(
-            &format!("ACL {direction} rule naming an unknown address set"),
-            Req::new(Method::POST, format!("/1.0/network-acls?{q}")).json(&acl),
-        )
-        .await;
+        probe
+            .step(
+                &format!("ACL {direction} rule naming an unknown address set"),
+                Req::new(Method::POST, format!("/1.0/network-acls?{q}")).json(&acl),
+            )
+            .await;
     }
     let networks = json!({"name": format!("{project}-n"), "config": {"features.networks": "true"}});
-    p.step(
-        "project with features.networks",
-        Req::new(Method::POST, "/1.0/projects").json(&networks),
-    )
-    .await;
-    for body in [json!({"state": {"action": "bogus"}}), json!({})] {
-        p.step(
-            &format!("PUT /1.0/instances in an unknown project, body {body}"),
-            Req::new(Method::PUT, "/1.0/instances?project=nosuchproject").json(&body),
+    probe
+        .step(
+            "project with features.networks",
+            Req::new(Method::POST, "/1.0/projects").json(&networks),
         )
         .await;
+    for body in [json!({"state": {"action": "bogus"}}), json!({})] {
+        probe
+            .step(
+                &format!("PUT /1.0/instances in an unknown project, body {body}"),
+                Req::new(Method::PUT, "/1.0/instances?project=nosuchproject").json(&body),
+            )
+            .await;
     }
     let volumes = format!("/1.0/storage-pools/default/volumes/custom?{q}");
     let volume = "/1.0/storage-pools/default/volumes/custom/v1";
-    p.step(
-        "create custom volume",
-        Req::new(Method::POST, &volumes).json(&json!({"name": "v1"})),
-    )
-    .await;
-    p.step(
-        "volume files /",
-        Req::get(format!("{volume}/files?path=/&{q}")),
-    )
-    .await;
-    p.step(
-        "volume file push",
-        Req::new(Method::POST, format!("{volume}/files?path=/hello&{q}")).raw("hi"),
-    )
-    .await;
-    p.step(
-        "volume files / after a push",
-        Req::get(format!("{volume}/files?path=/&{q}")),
-    )
-    .await;
-    p.step(
-        "volume file missing",
-        Req::get(format!("{volume}/files?path=/nope&{q}")),
-    )
-    .await;
-    p.step("volume bitmaps", Req::get(format!("{volume}/bitmaps?{q}")))
+    probe
+        .step(
+            "create custom volume",
+            Req::new(Method::POST, &volumes).json(&json!({"name": "v1"})),
+        )
         .await;
-    p.step(
-        "volume nbd",
-        Req::get(format!("{volume}/nbd?{q}")).header("upgrade", "nbd"),
-    )
-    .await;
-    let started = p
+    probe
+        .step(
+            "volume files /",
+            Req::get(format!("{volume}/files?path=/&{q}")),
+        )
+        .await;
+    probe
+        .step(
+            "volume file push",
+            Req::new(Method::POST, format!("{volume}/files?path=/hello&{q}")).raw("hi"),
+        )
+        .await;
+    probe
+        .step(
+            "volume files / after a push",
+            Req::get(format!("{volume}/files?path=/&{q}")),
+        )
+        .await;
+    probe
+        .step(
+            "volume file missing",
+            Req::get(format!("{volume}/files?path=/nope&{q}")),
+        )
+        .await;
+    probe
+        .step("volume bitmaps", Req::get(format!("{volume}/bitmaps?{q}")))
+        .await;
+    probe
+        .step(
+            "volume nbd",
+            Req::get(format!("{volume}/nbd?{q}")).header("upgrade", "nbd"),
+        )
+        .await;
+    let started = probe
         .step(
             "volume rebuild",
             Req::new(Method::POST, format!("{volume}/rebuild?{q}")),
         )
         .await;
-    p.wait("volume rebuild", &started).await;
-    p.step(
-        "volume files / after a rebuild",
-        Req::get(format!("{volume}/files?path=/&{q}")),
-    )
-    .await;
-    p.step(
-        "delete custom volume",
-        Req::new(Method::DELETE, format!("{volume}?{q}")),
-    )
-    .await;
+    probe.wait("volume rebuild", &started).await;
+    probe
+        .step(
+            "volume files / after a rebuild",
+            Req::get(format!("{volume}/files?path=/&{q}")),
+        )
+        .await;
+    probe
+        .step(
+            "delete custom volume",
+            Req::new(Method::DELETE, format!("{volume}?{q}")),
+        )
+        .await;
 }
 
 fn main() -> std::process::ExitCode {

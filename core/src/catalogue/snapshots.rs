@@ -68,7 +68,7 @@ fn create() -> Spec {
         name: "incus_instance_snapshot_create",
         title: "Snapshot an instance",
         description: concat!(
-            "Takes a snapshot of an instance (running or stopped). A new snapshot's name follows Incus 7.0's rule (1 to 64 bytes, starting and ending with an ASCII letter or digit, none of $ ? & + \" ' ` * / %, no white space or control character; invalid_input otherwise, on every line). Without snapshot, Incus names it by the instance's snapshots.pattern (snapN with the first free number by default); the instance is read first, and a pattern outside the safe grammar of SECURITY.md is refused with restricted_input. stateful also saves the runtime state where supported. A duplicate name fails inside the operation (status failed).",
+            "Takes a snapshot of an instance (running or stopped). A new snapshot's name follows Incus 7.0's rule (1 to 64 bytes, starting and ending with an ASCII letter or digit, none of $ ? & + \" ' ` * / %, no white space or control character; invalid_input otherwise, on every line). Without snapshot, Incus names it by the instance's snapshots.pattern (by default snapN, N one more than the largest number of an existing snapN); the instance is read first, and a pattern outside the safe grammar of SECURITY.md is refused with restricted_input. stateful also saves the runtime state where supported. A duplicate name fails inside the operation (status failed).",
             mutation_returns!(),
             project_note!()
         ),

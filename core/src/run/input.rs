@@ -288,7 +288,8 @@ struct SnapshotCreateBody<'a> {
 
 impl SnapshotCreate {
     /// The native body. Without a snapshot name the native name is empty, and Incus picks the
-    /// first free `snapN`.
+    /// name from the instance's `snapshots.pattern` (`snapN` by default, N one more than the
+    /// largest of an existing `snapN`).
     pub(crate) fn body(&self) -> Value {
         let body = SnapshotCreateBody {
             stateful: self.stateful,

@@ -9,30 +9,16 @@
 use super::image_archive::{yaml, Tarball};
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
+use crate::operations::OpSpec;
 use crate::state::files::Tree;
 use crate::state::instances::Backup;
-use crate::state::operations::OpSpec;
 use crate::state::{clock, Instance, State};
 use bytes::Bytes;
-use http::{header, HeaderMap, HeaderValue, Method, Response};
+use http::{header, HeaderMap, HeaderValue, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::io::Read;
 use std::sync::Arc;
-
-pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> ApiResult {
-    match (rest, method.as_str()) {
-        ([name, "backups"], "GET") => list(ctx, name),
-        ([name, "backups"], "POST") => create(ctx, name, body),
-        ([_, "backups"], _) => Err(ApiError::not_implemented()),
-        ([name, "backups", backup], "GET") => get(ctx, name, backup),
-        ([name, "backups", backup], "POST") => rename(ctx, name, backup, body),
-        ([name, "backups", backup], "DELETE") => delete(ctx, name, backup),
-        ([name, "backups", backup, "export"], "GET") => export(ctx, name, backup),
-        ([_, "backups", ..], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
-}
 
 fn backup_not_found() -> ApiError {
     ApiError::new(404, "Instance backup not found")
@@ -48,7 +34,7 @@ fn instance(ctx: &Ctx, name: &str) -> Result<Instance, ApiError> {
         .ok_or_else(|| instance_not_found(name, &project))
 }
 
-fn list(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn list(ctx: &Ctx, name: &str) -> ApiResult {
     let instance = instance(ctx, name)?;
     let items: Vec<Value> = instance
         .backups
@@ -66,7 +52,7 @@ fn list(ctx: &Ctx, name: &str) -> ApiResult {
 
 /// The daemon loads the backup by its full name first: an unknown instance's backup is an
 /// unknown backup.
-fn get(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
+pub(super) fn get(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
     let instance = instance(ctx, name).map_err(|_| backup_not_found())?;
     let found = instance
         .backups
@@ -109,7 +95,7 @@ fn backup_spec(
     spec
 }
 
-fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+pub(super) fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let current = instance(ctx, name)?;
     let req: CreateBody = parse_body(body)?;
     let backup_name = backup_name(&req.name, |n| current.backups.iter().any(|b| b.name == n))?;
@@ -169,7 +155,7 @@ fn backup_tarball(
     instance_only: bool,
 ) -> Result<Vec<u8>, ApiError> {
     let project = &instance.project;
-    let snapshots: Vec<&crate::state::instances::Snapshot> = if instance_only {
+    let snapshots: Vec<&crate::state::instances::InstanceSnapshot> = if instance_only {
         Vec::new()
     } else {
         instance.snapshots.iter().collect()
@@ -237,7 +223,7 @@ fn backup_tarball(
     tarball.finish()
 }
 
-fn rename(ctx: &Ctx, name: &str, backup: &str, body: &[u8]) -> ApiResult {
+pub(super) fn rename(ctx: &Ctx, name: &str, backup: &str, body: &[u8]) -> ApiResult {
     let current = instance(ctx, name).map_err(|_| backup_not_found())?;
     if !current.backups.iter().any(|b| b.name == backup) {
         return Err(backup_not_found());
@@ -275,7 +261,7 @@ fn rename(ctx: &Ctx, name: &str, backup: &str, body: &[u8]) -> ApiResult {
     Ok(envelope::operation_created(op))
 }
 
-fn delete(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
+pub(super) fn delete(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
     let current = instance(ctx, name).map_err(|_| backup_not_found())?;
     if !current.backups.iter().any(|b| b.name == backup) {
         return Err(backup_not_found());
@@ -298,7 +284,7 @@ fn delete(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
 }
 
 /// The tarball, as the daemon sends it (octet-stream, `inline;filename=` with no name).
-fn export(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
+pub(super) fn export(ctx: &Ctx, name: &str, backup: &str) -> ApiResult {
     let current = instance(ctx, name).map_err(|_| backup_not_found())?;
     if !current.backups.iter().any(|b| b.name == backup) {
         return Err(backup_not_found());

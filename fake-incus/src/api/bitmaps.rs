@@ -18,21 +18,19 @@ fn no_qemu() -> ApiError {
     ApiError::new(501, "fake-incus: no dirty bitmaps (the fake runs no QEMU)")
 }
 
-/// `…/volumes/{type}/{name}/bitmaps[/{bitmap}]`; `bitmap` is the path after `bitmaps`.
+/// `…/volumes/{type}/{name}/bitmaps[/{bitmap}]`.
 pub(super) fn volume_bitmaps(
     ctx: &Ctx,
     method: &Method,
     (pool, kind, name): (&str, &str, &str),
-    bitmap: &[&str],
+    bitmap: Option<&str>,
 ) -> ApiResult {
     // What the refusal of a stopped instance says, by request.
     let doing = match (bitmap, method.as_str()) {
-        ([], "GET") => "Listing bitmaps",
-        ([], "POST") => "Creating bitmaps",
-        ([_], "GET") => "Listing bitmap",
-        ([_], "DELETE") => "Deleting bitmaps",
-        ([] | [_], _) => return Err(ApiError::not_implemented()),
-        _ => return Err(ApiError::not_found()),
+        (None, "POST") => "Creating bitmaps",
+        (None, _) => "Listing bitmaps",
+        (Some(_), "DELETE") => "Deleting bitmaps",
+        (Some(_), _) => "Listing bitmap",
     };
     let found = volume(
         ctx,
@@ -56,10 +54,7 @@ pub(super) fn volume_bitmaps(
 }
 
 /// `POST /1.0/instances/{name}/bitmaps`: bitmaps across a running virtual machine's disks.
-pub(super) fn instance_bitmaps(ctx: &Ctx, method: &Method, name: &str) -> ApiResult {
-    if *method != Method::POST {
-        return Err(ApiError::not_implemented());
-    }
+pub(super) fn instance_bitmaps(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();
     let instance = found_instance(&snapshot.state, &project, name)?;

@@ -1,6 +1,5 @@
 //! Request bodies decoded the way the daemon's Go decoder reads them.
 
-use super::validation;
 use crate::envelope::ApiError;
 use serde::de::DeserializeOwned;
 
@@ -11,8 +10,8 @@ use serde::de::DeserializeOwned;
 /// leaves every field at its zero value, and a top-level value that is not an object is
 /// refused for the daemon's request structs. Every error is a 400.
 pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    /// The Go type the daemon decodes each request body into.
-    fn go_type<T>() -> Option<&'static str> {
+    /// The Go type (of Incus's `shared/api`) the daemon decodes each request body into.
+    fn api_struct<T>() -> Option<&'static str> {
         let name = std::any::type_name::<T>();
         let table = [
             ("::instances::CreateBody", "api.InstancesPost"),
@@ -20,8 +19,8 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
             ("::instances::PatchBody", "api.InstancePut"),
             ("::instances::RenameBody", "api.InstancePost"),
             ("::snapshots::CreateBody", "api.InstanceSnapshotsPost"),
-            ("::state::StateBody", "api.InstanceStatePut"),
-            ("::state::InstancesPut", "api.InstancesPut"),
+            ("::power::StateBody", "api.InstanceStatePut"),
+            ("::power::InstancesPut", "api.InstancesPut"),
             ("::cluster_enable::ClusterPut", "api.ClusterPut"),
             (
                 "::debug_repair::InstanceDebugRepairPost",
@@ -43,7 +42,7 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
             .find(|(suffix, _)| name.ends_with(suffix))
             .map(|(_, go)| *go)
     }
-    let cleaned = validation::go_json_text(body);
+    let cleaned = crate::go::encoding_json::read_strings(body);
     let body = cleaned.as_slice();
     let first = serde_json::Deserializer::from_slice(body)
         .into_iter::<serde_json::Value>()
@@ -57,14 +56,20 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
                 .next()
             {
                 Some(Ok(value)) => Ok(value),
-                Some(Err(e)) => Err(ApiError::bad_request(go_decode_error(body, &e))),
+                Some(Err(e)) => Err(ApiError::bad_request(
+                    crate::go::encoding_json::decode_error(body, &e),
+                )),
                 None => Err(ApiError::bad_request("EOF")),
             };
         }
-        Some(Err(e)) => return Err(ApiError::bad_request(go_decode_error(body, &e))),
+        Some(Err(e)) => {
+            return Err(ApiError::bad_request(
+                crate::go::encoding_json::decode_error(body, &e),
+            ))
+        }
         None => return Err(ApiError::bad_request("EOF")),
     };
-    if let Some(go) = go_type::<T>() {
+    if let Some(go) = api_struct::<T>() {
         let kind = match &value {
             serde_json::Value::Array(_) => Some("array"),
             serde_json::Value::String(_) => Some("string"),
@@ -73,9 +78,9 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
             _ => None,
         };
         if let Some(kind) = kind {
-            return Err(ApiError::bad_request(format!(
-                "json: cannot unmarshal {kind} into Go value of type {go}"
-            )));
+            return Err(ApiError::bad_request(
+                crate::go::encoding_json::unmarshal_type_error(kind, go),
+            ));
         }
     }
     if value.is_null() {
@@ -86,66 +91,6 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
             .map_err(|e| ApiError::bad_request(e.to_string()));
     }
     T::deserialize(value).map_err(|e| ApiError::bad_request(e.to_string()))
-}
-
-/// Go's `encoding/json` wording for syntax errors; other errors keep serde's text.
-fn go_decode_error(body: &[u8], err: &serde_json::Error) -> String {
-    if err.is_eof() {
-        return "unexpected EOF".into();
-    }
-    if !err.is_syntax() {
-        return err.to_string();
-    }
-    let line_start: usize = body
-        .split(|&b| b == b'\n')
-        .take(err.line().saturating_sub(1))
-        .map(|l| l.len() + 1)
-        .sum();
-    let offset = line_start + err.column().saturating_sub(1);
-    let Some(&found) = body.get(offset) else {
-        return "unexpected EOF".into();
-    };
-    let text = err.to_string();
-    if text.starts_with("control character") {
-        return format!("invalid character {} in string literal", go_quote(found));
-    }
-    if text.starts_with("invalid escape") {
-        return format!(
-            "invalid character {} in string escape code",
-            go_quote(found)
-        );
-    }
-    let before = body[..offset]
-        .iter()
-        .rev()
-        .find(|b| !b.is_ascii_whitespace());
-    let expecting = match before {
-        Some(b'{') | Some(b',') => "looking for beginning of object key string",
-        Some(b'"') | Some(b'}') | Some(b']') => "after object key:value pair",
-        _ => "looking for beginning of value",
-    };
-    format!("invalid character {} {expecting}", go_quote(found))
-}
-
-/// Go's `quoteChar`: the byte as the rune of the same value, quoted the way `strconv.Quote`
-/// quotes it, between single quotes.
-fn go_quote(byte: u8) -> String {
-    let inner = match byte {
-        b'\'' => "\\'".to_string(),
-        b'"' => "\"".to_string(),
-        b'\\' => "\\\\".to_string(),
-        0x07 => "\\a".to_string(),
-        0x08 => "\\b".to_string(),
-        0x0c => "\\f".to_string(),
-        b'\n' => "\\n".to_string(),
-        b'\r' => "\\r".to_string(),
-        b'\t' => "\\t".to_string(),
-        0x0b => "\\v".to_string(),
-        b if b < 0x20 || b == 0x7f => format!("\\x{b:02x}"),
-        b if (0x80..=0xa0).contains(&b) || b == 0xad => format!("\\u{b:04x}"),
-        b => char::from(b).to_string(),
-    };
-    format!("'{inner}'")
 }
 
 /// Deserializes `null` as the default value, as Go's decoder does for maps, slices and strings.
@@ -226,9 +171,14 @@ pub(crate) fn check_field_kinds(
             serde_json::Value::Null => continue,
             serde_json::Value::Bool(_) => "bool",
             serde_json::Value::Number(n) if n.is_f64() && go.starts_with("int") => {
-                return Err(ApiError::bad_request(format!(
-                    "json: cannot unmarshal number {n} into Go struct field {go_type}.{field} of type {go}"
-                )))
+                return Err(ApiError::bad_request(
+                    crate::go::encoding_json::unmarshal_field_type_error(
+                        &format!("number {n}"),
+                        go_type,
+                        field,
+                        go,
+                    ),
+                ))
             }
             serde_json::Value::Number(_) => "number",
             serde_json::Value::String(_) => "string",
@@ -236,9 +186,9 @@ pub(crate) fn check_field_kinds(
             serde_json::Value::Object(_) => "object",
         };
         if !fits {
-            return Err(ApiError::bad_request(format!(
-                "json: cannot unmarshal {kind} into Go struct field {go_type}.{field} of type {go}"
-            )));
+            return Err(ApiError::bad_request(
+                crate::go::encoding_json::unmarshal_field_type_error(kind, go_type, field, go),
+            ));
         }
     }
     Ok(())

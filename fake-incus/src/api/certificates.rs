@@ -14,7 +14,7 @@
 use super::resource::{At, Decl, Objects, Resource};
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::State;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -67,7 +67,7 @@ static DECL: Decl = Decl {
 fn decode(certificate: &str) -> Result<(String, String), ApiError> {
     let der = base64::engine::general_purpose::STANDARD
         .decode(certificate)
-        .map_err(|e| ApiError::bad_request(go_base64_error(&e)))?;
+        .map_err(|e| ApiError::bad_request(crate::go::encoding_base64::corrupt_input_error(&e)))?;
     x509_parser::parse_x509_certificate(&der)
         .map_err(|e| ApiError::bad_request(format!("Invalid certificate material: {e}")))?;
     Ok((crate::tls::fingerprint_der(&der), pem(&der)))
@@ -85,18 +85,6 @@ fn pem(der: &[u8]) -> String {
         "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
         lines.join("\n")
     )
-}
-
-/// Go's `base64.CorruptInputError` text.
-fn go_base64_error(error: &base64::DecodeError) -> String {
-    let at = match error {
-        base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => {
-            *at
-        }
-        base64::DecodeError::InvalidLength(at) => *at,
-        base64::DecodeError::InvalidPadding => 0,
-    };
-    format!("illegal base64 data at input byte {at}")
 }
 
 impl Resource for Certificates {
@@ -275,7 +263,7 @@ fn redeem(ctx: &Ctx, req: &CertificatesPost) -> ApiResult {
             "No matching cluster join operation found",
         ));
     }
-    let found = ctx.app.ops().list.iter().find_map(|op| {
+    let found = ctx.app.operations.ops().list.iter().find_map(|op| {
         let running = !op.status.is_final() && op.spec.class == "token";
         let matches = !token.secret.is_empty() && op.metadata["secret"] == json!(token.secret);
         (running && matches && op.metadata.get("request").is_some())
@@ -320,7 +308,7 @@ fn redeem(ctx: &Ctx, req: &CertificatesPost) -> ApiResult {
     Certificates.created(ctx, &mut state, &at, &object);
     drop(state);
     // The token is used up; the daemon cancels its operation.
-    let _ = ctx.app.cancel_operation(&id);
+    let _ = ctx.app.operations.cancel_operation(&id);
     ctx.applied();
     super::resource::created(&format!("/1.0/certificates/{fingerprint}"))
 }
@@ -399,7 +387,10 @@ fn token_operation(
         may_cancel: true,
         duration: Duration::ZERO,
     };
-    let (_, operation) = ctx.app.create_operation(spec, None, ctx.location());
+    let (_, operation) = ctx
+        .app
+        .operations
+        .create_operation(spec, None, ctx.location());
     ctx.applied();
     envelope::operation_created(operation)
 }

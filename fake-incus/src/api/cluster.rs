@@ -4,8 +4,8 @@
 //! member down. A standalone fake only gets the standalone answers of `/1.0/cluster*`.
 
 use super::cluster_groups::member_not_found;
-use super::migration::segments;
-use super::{only, Ctx};
+use super::router::segments;
+use super::Ctx;
 use crate::cluster::{Cluster, Database, MemberInfo, Routed, Want};
 use crate::envelope::{self, ApiError, ApiResult, Body};
 use crate::state::etag;
@@ -14,111 +14,143 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// `/1.0/cluster[/...]`.
-pub(super) fn route(
-    ctx: &Ctx,
-    method: &Method,
-    rest: &[&str],
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult {
-    let Some(cluster) = ctx.app.cluster() else {
-        return standalone(ctx, method, rest, body);
-    };
-    match rest {
-        [] if method == Method::PUT => super::cluster_enable::put(ctx, true, body),
-        [] => {
-            only(method, Method::GET)?;
-            let member = this_member(ctx, cluster);
-            let metadata = cluster_object(ctx, &member.name, true);
-            let tag = etag::hash(&metadata);
-            Ok(envelope::sync_etag(metadata, &tag))
-        }
-        ["members"] if method == Method::POST => join_token(ctx, cluster, body),
-        ["members"] => {
-            only(method, Method::GET)?;
-            let items: Vec<Value> = cluster
-                .members
-                .iter()
-                .map(|m| {
-                    if ctx.recursion() == 0 {
-                        json!(format!("/1.0/cluster/members/{}", m.name))
-                    } else {
-                        member_object(ctx, cluster, m)
-                    }
-                })
-                .collect();
-            Ok(envelope::sync(Value::Array(items)))
-        }
-        ["members", name] => {
-            let member = cluster.member(name).ok_or_else(member_not_found)?;
-            let object = member_object(ctx, cluster, member);
-            let writable = json!({
-                "roles": object["roles"], "failure_domain": object["failure_domain"],
-                "description": object["description"], "config": object["config"],
-                "groups": object["groups"],
-            });
-            let tag = etag::hash(&writable);
-            match *method {
-                Method::GET => Ok(envelope::sync_etag(object, &tag)),
-                Method::PUT | Method::PATCH => super::cluster_groups::update_member(
-                    ctx,
-                    cluster,
-                    name,
-                    body,
-                    method == Method::PATCH,
-                    headers,
-                    &tag,
-                ),
-                _ => Err(ApiError::not_implemented()),
-            }
-        }
-        ["members", name, "state"] => {
-            cluster.member(name).ok_or_else(member_not_found)?;
-            if method == Method::POST {
-                return super::evacuation::post(ctx, cluster, name, body);
-            }
-            only(method, Method::GET)?;
-            Ok(envelope::sync(member_state(ctx)))
-        }
-        ["groups", rest @ ..] => {
-            super::cluster_groups::groups(ctx, cluster, method, rest, headers, body)
-        }
-        _ => Err(ApiError::not_found()),
-    }
+/// The cluster of a clustered fake (its endpoints' rows are guarded by it).
+fn cluster_of(ctx: &Ctx) -> Result<&Arc<Cluster>, ApiError> {
+    ctx.app.cluster().ok_or_else(ApiError::not_found)
 }
 
-/// What a standalone daemon answers on `/1.0/cluster*`.
-fn standalone(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> ApiResult {
-    match rest {
-        [] if method == Method::PUT => super::cluster_enable::put(ctx, false, body),
-        [] => {
-            only(method, Method::GET)?;
-            let metadata = cluster_object(ctx, "", false);
-            let tag = etag::hash(&metadata);
-            Ok(envelope::sync_etag(metadata, &tag))
-        }
-        ["members"] if method == Method::POST => {
-            Err(ApiError::bad_request("This server is not clustered"))
-        }
-        ["members", _, "state"] => Err(ApiError::new(404, "Cluster member not found")),
-        ["members", _] if method == Method::POST => {
-            Err(ApiError::new(404, "Cluster member not found"))
-        }
-        ["members", ..] => Err(ApiError::internal("Server is not clustered")),
-        ["groups", _] if method == Method::DELETE => {
-            Err(ApiError::new(404, "Cluster_group not found"))
-        }
-        ["groups", ..] => Err(ApiError::bad_request("This server is not clustered")),
-        _ => Err(ApiError::not_found()),
-    }
+/// `GET /1.0/cluster`: the cluster as the member the request came through sees it, or a
+/// standalone daemon's answer.
+pub(super) fn get(ctx: &Ctx) -> ApiResult {
+    let metadata = match ctx.app.cluster() {
+        Some(cluster) => cluster_object(ctx, &this_member(ctx, cluster).name, true),
+        None => cluster_object(ctx, "", false),
+    };
+    let tag = etag::hash(&metadata);
+    Ok(envelope::sync_etag(metadata, &tag))
+}
+
+/// `PUT /1.0/cluster`.
+pub(super) fn enable(ctx: &Ctx, body: &[u8]) -> ApiResult {
+    super::cluster_enable::put(ctx, ctx.app.cluster().is_some(), body)
+}
+
+/// What a standalone daemon answers about its cluster's members.
+pub(super) fn not_clustered() -> ApiResult {
+    Err(ApiError::internal("Server is not clustered"))
+}
+
+/// `GET /1.0/cluster/members`.
+pub(super) fn members(ctx: &Ctx) -> ApiResult {
+    let cluster = cluster_of(ctx)?;
+    let items: Vec<Value> = cluster
+        .members
+        .iter()
+        .map(|m| {
+            if ctx.recursion() == 0 {
+                json!(format!("/1.0/cluster/members/{}", m.name))
+            } else {
+                member_object(ctx, cluster, m)
+            }
+        })
+        .collect();
+    Ok(envelope::sync(Value::Array(items)))
+}
+
+/// The 404 of a member the cluster does not have.
+pub(super) fn known_member(ctx: &Ctx, name: &str) -> Result<(), ApiError> {
+    cluster_of(ctx)?
+        .member(name)
+        .map(drop)
+        .ok_or_else(member_not_found)
+}
+
+/// A member as the API shows it, with its ETag.
+fn member_with_etag(ctx: &Ctx, name: &str) -> Result<(Value, String), ApiError> {
+    let cluster = cluster_of(ctx)?;
+    let member = cluster.member(name).ok_or_else(member_not_found)?;
+    let object = member_object(ctx, cluster, member);
+    let writable = json!({
+        "roles": object["roles"], "failure_domain": object["failure_domain"],
+        "description": object["description"], "config": object["config"],
+        "groups": object["groups"],
+    });
+    let tag = etag::hash(&writable);
+    Ok((object, tag))
+}
+
+/// `GET /1.0/cluster/members/{name}`.
+pub(super) fn member(ctx: &Ctx, name: &str) -> ApiResult {
+    let (object, tag) = member_with_etag(ctx, name)?;
+    Ok(envelope::sync_etag(object, &tag))
+}
+
+/// `PUT` (`patch`: `PATCH`) `/1.0/cluster/members/{name}`.
+pub(super) fn update_member(
+    ctx: &Ctx,
+    name: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+    patch: bool,
+) -> ApiResult {
+    let (_, tag) = member_with_etag(ctx, name)?;
+    let cluster = cluster_of(ctx)?;
+    super::cluster_groups::update_member(ctx, cluster, name, body, patch, headers, &tag)
+}
+
+/// `GET /1.0/cluster/members/{name}/state`.
+pub(super) fn member_state(ctx: &Ctx) -> ApiResult {
+    Ok(envelope::sync(member_state_object(ctx)))
+}
+
+/// `POST /1.0/cluster/members/{name}/state`: evacuate or restore.
+pub(super) fn evacuate(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+    super::evacuation::post(ctx, cluster_of(ctx)?, name, body)
+}
+
+/// `GET /1.0/cluster/groups`.
+pub(super) fn groups(ctx: &Ctx) -> ApiResult {
+    super::cluster_groups::list(ctx)
+}
+
+/// `POST /1.0/cluster/groups`.
+pub(super) fn create_group(ctx: &Ctx, body: &[u8]) -> ApiResult {
+    super::cluster_groups::create(ctx, cluster_of(ctx)?, body)
+}
+
+/// `GET /1.0/cluster/groups/{name}`.
+pub(super) fn group(ctx: &Ctx, name: &str) -> ApiResult {
+    super::cluster_groups::get(ctx, name)
+}
+
+/// `PUT` (`patch`: `PATCH`) `/1.0/cluster/groups/{name}`.
+pub(super) fn update_group(
+    ctx: &Ctx,
+    name: &str,
+    body: &[u8],
+    patch: bool,
+    headers: &HeaderMap,
+) -> ApiResult {
+    super::cluster_groups::update(ctx, cluster_of(ctx)?, name, body, patch, headers)
+}
+
+/// `POST /1.0/cluster/groups/{name}`: a rename.
+pub(super) fn rename_group(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+    super::cluster_groups::rename(ctx, name, body)
+}
+
+/// `DELETE /1.0/cluster/groups/{name}`.
+pub(super) fn delete_group(ctx: &Ctx, name: &str) -> ApiResult {
+    super::cluster_groups::delete(ctx, name)
 }
 
 /// `POST /1.0/cluster/members {"server_name"}`: a join token for a new member (its name must be
 /// new), listing the online members' addresses.
-fn join_token(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> ApiResult {
+pub(super) fn join_token(ctx: &Ctx, body: &[u8]) -> ApiResult {
+    let cluster = cluster_of(ctx)?;
     #[derive(serde::Deserialize)]
     struct ClusterMembersPost {
         #[serde(default)]
@@ -188,7 +220,7 @@ fn member_object(ctx: &Ctx, cluster: &Cluster, member: &MemberInfo) -> Value {
 }
 
 /// `GET /1.0/cluster/members/{name}/state`.
-fn member_state(ctx: &Ctx) -> Value {
+fn member_state_object(ctx: &Ctx) -> Value {
     let pools: serde_json::Map<String, Value> = ctx
         .app
         .snapshot()
@@ -360,7 +392,12 @@ fn owner(ctx: &Ctx, cluster: &Cluster, req: &Request<Bytes>) -> Result<Owner, Ap
             Ok(location.map_or(Owner::Here, Owner::Member))
         }
         ["1.0", "operations", id, ..] => {
-            let location = ctx.app.ops().get(id).and_then(|op| op.location.clone());
+            let location = ctx
+                .app
+                .operations
+                .ops()
+                .get(id)
+                .and_then(|op| op.location.clone());
             Ok(location.map_or(Owner::Here, Owner::Member))
         }
         ["1.0", "cluster", "members", name, "state"] if cluster.member(name).is_some() => {
@@ -656,6 +693,7 @@ fn operations_of_live_members(ctx: &Ctx, cluster: &Cluster, here: &str, value: &
     };
     let locations: std::collections::HashMap<String, Option<String>> = ctx
         .app
+        .operations
         .ops()
         .list
         .iter()

@@ -11,7 +11,7 @@
 
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::State;
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -21,12 +21,12 @@
 //!   Failed to add member to cluster group: Failed to get cluster group ID: Cluster_group not
 //!   found`. Nothing changes unless every check passes.
 
-use super::{only, parse_body, Ctx};
+use super::{parse_body, Ctx};
 use crate::cluster::{config_problem, known_role, Cluster, Group, Records, DEFAULT_GROUP};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::etag;
 use crate::state::member_records::database_role;
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -41,51 +41,31 @@ fn group_not_found() -> ApiError {
 }
 
 /// `/1.0/cluster/groups[/{name}]` on a cluster.
-pub(super) fn groups(
-    ctx: &Ctx,
-    cluster: &Cluster,
-    method: &Method,
-    rest: &[&str],
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult {
-    match rest {
-        [] if method == Method::POST => create(ctx, cluster, body),
-        [] => {
-            only(method, Method::GET)?;
-            let snapshot = ctx.app.snapshot();
-            let records = snapshot.state.records();
-            let items: Vec<Value> = records
-                .groups
-                .iter()
-                .map(|group| {
-                    if ctx.recursion() == 0 {
-                        json!(format!("/1.0/cluster/groups/{}", group.name))
-                    } else {
-                        group_object(&records, &group.name).unwrap_or(Value::Null)
-                    }
-                })
-                .collect();
-            Ok(envelope::sync(Value::Array(items)))
-        }
-        [name] => match *method {
-            Method::GET => {
-                let snapshot = ctx.app.snapshot();
-                let object =
-                    group_object(&snapshot.state.records(), name).ok_or_else(group_not_found)?;
-                let tag = etag::hash(
-                    &json!({"description": object["description"], "members": object["members"]}),
-                );
-                Ok(envelope::sync_etag(object, &tag))
+/// `GET /1.0/cluster/groups`.
+pub(super) fn list(ctx: &Ctx) -> ApiResult {
+    let snapshot = ctx.app.snapshot();
+    let records = snapshot.state.records();
+    let items: Vec<Value> = records
+        .groups
+        .iter()
+        .map(|group| {
+            if ctx.recursion() == 0 {
+                json!(format!("/1.0/cluster/groups/{}", group.name))
+            } else {
+                group_object(&records, &group.name).unwrap_or(Value::Null)
             }
-            Method::PUT => update(ctx, cluster, name, body, false, headers),
-            Method::PATCH => update(ctx, cluster, name, body, true, headers),
-            Method::POST => rename(ctx, name, body),
-            Method::DELETE => delete(ctx, name),
-            _ => Err(ApiError::not_implemented()),
-        },
-        _ => Err(ApiError::not_found()),
-    }
+        })
+        .collect();
+    Ok(envelope::sync(Value::Array(items)))
+}
+
+/// `GET /1.0/cluster/groups/{name}`.
+pub(super) fn get(ctx: &Ctx, name: &str) -> ApiResult {
+    let snapshot = ctx.app.snapshot();
+    let object = group_object(&snapshot.state.records(), name).ok_or_else(group_not_found)?;
+    let tag =
+        etag::hash(&json!({"description": object["description"], "members": object["members"]}));
+    Ok(envelope::sync_etag(object, &tag))
 }
 
 /// A group as the API shows it; `None` for an unknown group.
@@ -127,7 +107,7 @@ fn check_group_name(ctx: &Ctx, name: &str) -> Result<(), ApiError> {
     super::validation::checked_api_name(checked, "cluster group", name)
 }
 
-fn create(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> ApiResult {
+pub(super) fn create(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> ApiResult {
     let req: GroupBody = parse_body(body)?;
     check_group_name(ctx, &req.name)?;
     if req.name.is_empty() {
@@ -164,7 +144,7 @@ fn create(ctx: &Ctx, cluster: &Cluster, body: &[u8]) -> ApiResult {
     super::resource::created(&format!("/1.0/cluster/groups/{}", req.name))
 }
 
-fn update(
+pub(super) fn update(
     ctx: &Ctx,
     cluster: &Cluster,
     name: &str,
@@ -217,7 +197,7 @@ fn update(
     Ok(envelope::empty())
 }
 
-fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+pub(super) fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let req: super::RenameBody = parse_body(body)?;
     let mut state = ctx.app.state();
     let records = state.records_mut();
@@ -249,7 +229,7 @@ fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     super::resource::created(&format!("/1.0/cluster/groups/{}", req.name))
 }
 
-fn delete(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn delete(ctx: &Ctx, name: &str) -> ApiResult {
     let mut state = ctx.app.state();
     let records = state.records_mut();
     if records.group(name).is_none() {

@@ -4,13 +4,12 @@
 //! session ([`crate::exec`]'s console) runs what the image's init runs on the console.
 
 use super::body::check_field_kinds;
-use super::{instance_not_found, only, parse_body, Ctx};
+use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::exec::interpreter::{self, fs::Fs};
 use crate::exec::{ConsoleProgram, ExecRequest};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::PowerState;
-use http::Method;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -33,8 +32,7 @@ struct ConsoleBody {
     force: bool,
 }
 
-pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiResult {
-    only(method, Method::POST)?;
+pub(super) fn post(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     if name.contains('/') {
         return Err(ApiError::bad_request("Invalid instance name"));
     }
@@ -87,7 +85,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
                 "This console is already connected. Force is required to take it over.",
             ));
         }
-        ctx.app.cancel_operation(&attached)?;
+        ctx.app.operations.cancel_operation(&attached)?;
     }
     let program = console_program(ctx, &project, name);
     let spec = OpSpec {
@@ -97,11 +95,14 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
     };
     let (id, _) = ctx.create_operation(spec);
     let fds = ctx.app.exec.start_console_session(&id, program);
-    ctx.app.init_operation_metadata(&id, json!({ "fds": fds }));
+    ctx.app
+        .operations
+        .init_operation_metadata(&id, json!({ "fds": fds }));
     let _ = (req.width, req.height);
     ctx.applied();
     let op = ctx
         .app
+        .operations
         .ops()
         .get(&id)
         .map(|op| op.to_json())
@@ -112,6 +113,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
 /// The running console operation of the instance at `url`, if one is attached.
 fn attached_console(ctx: &Ctx, project: &str, url: &str) -> Option<String> {
     ctx.app
+        .operations
         .ops()
         .list
         .iter()

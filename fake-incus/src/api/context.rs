@@ -2,13 +2,13 @@
 //! request context ([`Ctx`]: app, trust, journal sequence, query parameters).
 
 use crate::app::App;
-use crate::app::Work;
 use crate::cluster::Scope;
 use crate::envelope::ApiError;
 use crate::faults::exec::ExecFaults;
 use crate::faults::operation::OperationFault;
 use crate::journal::Listener;
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
+use crate::operations::Work;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -41,12 +41,14 @@ impl Ctx {
     /// Starts a task operation for this request, shaped by its operation fault.
     pub(crate) fn start_task(&self, spec: OpSpec, work: Work) -> Value {
         self.app
+            .operations
             .start_task(spec, self.operation_fault.clone(), self.location(), work)
     }
     /// Registers a running operation for this request (its work driven by the caller),
     /// shaped by its operation fault; returns its id and JSON.
     pub(crate) fn create_operation(&self, spec: OpSpec) -> (String, Value) {
         self.app
+            .operations
             .create_operation(spec, self.operation_fault.as_ref(), self.location())
     }
     /// The cluster member what this request creates belongs to (`None`: not clustered).

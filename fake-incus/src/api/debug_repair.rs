@@ -8,7 +8,6 @@
 use super::{found_instance, parse_body, Ctx};
 use crate::envelope::{ApiError, ApiResult};
 use crate::state::PowerState;
-use http::Method;
 use serde::Deserialize;
 
 pub(super) const EXTENSION: &str = "instances_debug_repair";
@@ -20,10 +19,7 @@ struct InstanceDebugRepairPost {
     action: String,
 }
 
-pub(super) fn repair(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiResult {
-    if *method != Method::POST {
-        return Err(ApiError::not_implemented());
-    }
+pub(super) fn repair(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let req: InstanceDebugRepairPost = parse_body(body)?;
     if req.action != "rebuild-config-volume" {
         return Err(ApiError::bad_request(format!(

@@ -33,7 +33,7 @@ use super::migration::{instances_on, relocate, NO_CRIU, SOURCE_SETUP};
 use super::{parse_body, Ctx};
 use crate::cluster::{Cluster, Want};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{Instance, PowerState, State};
 use serde::Deserialize;
 use serde_json::json;

@@ -6,18 +6,15 @@ use super::{is_upgrade, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use http::{Method, Request};
+use http::Request;
 use hyper_util::rt::TokioIo;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-pub(super) fn route(ctx: &Ctx, mut req: Request<Bytes>) -> ApiResult {
-    if req.method() != Method::GET {
-        return Err(ApiError::not_implemented());
-    }
+pub(super) fn serve(ctx: &Ctx, req: &mut Request<Bytes>) -> ApiResult {
     let key = req.headers().get("sec-websocket-key").cloned();
-    let Some(key) = key.filter(|_| is_upgrade(&req)) else {
+    let Some(key) = key.filter(|_| is_upgrade(req)) else {
         return Err(ApiError::bad_request(
             "websocket: the client is not using the websocket protocol",
         ));
@@ -26,10 +23,10 @@ pub(super) fn route(ctx: &Ctx, mut req: Request<Bytes>) -> ApiResult {
         .param("type")
         .is_none_or(|types| types.is_empty() || types.split(',').any(|t| t == "operation"));
     let project = (!ctx.all_projects()).then(|| ctx.project());
-    let mut events = ctx.app.lifecycle.events.subscribe();
+    let mut events = ctx.app.operations.events.subscribe();
     let shutdown = ctx.app.shutdown.clone();
     let app = std::sync::Arc::clone(&ctx.app);
-    let on_upgrade = hyper::upgrade::on(&mut req);
+    let on_upgrade = hyper::upgrade::on(req);
     tokio::spawn(async move {
         let Ok(upgraded) = on_upgrade.await else {
             return;

@@ -1,12 +1,11 @@
 //! `POST /1.0/instances/{name}/exec`: validates synchronously, then creates the websocket (or
 //! task) operation handled by [`crate::exec`].
 
-use super::{instance_not_found, only, parse_body, Ctx};
+use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::exec::{self, ExecRequest};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::PowerState;
-use http::Method;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -38,8 +37,7 @@ struct ExecBody {
     cwd: String,
 }
 
-pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiResult {
-    only(method, Method::POST)?;
+pub(super) fn post(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let (instance_url, config_env) = {
         let state = ctx.app.state();
@@ -109,7 +107,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
         let metadata = json!({
             "command": req.command, "environment": environment, "fds": fds, "interactive": req.interactive,
         });
-        ctx.app.init_operation_metadata(&id, metadata);
+        ctx.app.operations.init_operation_metadata(&id, metadata);
         operation_json(ctx, &id)
     } else {
         let mut spec = OpSpec::task(&project, "Executing command", instance_url.clone());
@@ -135,6 +133,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiR
 
 fn operation_json(ctx: &Ctx, id: &str) -> Value {
     ctx.app
+        .operations
         .ops()
         .get(id)
         .map(|op| op.to_json())

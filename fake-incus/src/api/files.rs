@@ -16,16 +16,13 @@ impl From<FileError> for ApiError {
     }
 }
 
-pub(super) fn route(
+pub(super) fn instance(
     ctx: &Ctx,
     method: &Method,
     name: &str,
     headers: &HeaderMap,
     body: &Bytes,
 ) -> ApiResult {
-    if !matches!(method.as_str(), "GET" | "HEAD" | "POST" | "DELETE") {
-        return Err(ApiError::not_implemented());
-    }
     let project = ctx.project();
     if ctx.app.snapshot().instance(&project, name).is_none() {
         return Err(instance_not_found(name, &project));

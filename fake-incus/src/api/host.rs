@@ -7,7 +7,7 @@ use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::line::IncusLine;
 use crate::state::{etag, url, State, StringMap};
-use http::{HeaderMap, Method, Response, StatusCode};
+use http::{HeaderMap, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -383,23 +383,9 @@ fn parse<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, Api
     super::parse_body(body)
 }
 
-/// The server endpoints served here (`rest` after `/1.0/`).
-pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> Option<ApiResult> {
-    let answer = match rest {
-        ["resources"] => resources(ctx),
-        ["metrics"] => return Some(super::only(method, Method::GET).map(|()| metrics(ctx))),
-        ["metadata", "configuration"] => Ok(envelope::sync(
-            ctx.app.settings.line.configuration().clone(),
-        )),
-        ["network-allocations"] => allocations(ctx),
-        _ => return None,
-    };
-    Some(super::only(method, Method::GET).and(answer))
-}
-
 /// `GET /1.0/resources` (Go `api.Resources`): the host a real cluster member described. A
 /// standalone server knows no `?target=` member; on a cluster the member was picked before.
-fn resources(ctx: &Ctx) -> ApiResult {
+pub(super) fn resources(ctx: &Ctx) -> ApiResult {
     if ctx.app.cluster().is_none() && ctx.param("target").is_some_and(|t| !t.is_empty()) {
         return Err(ApiError::new(404, "Cluster member not found"));
     }
@@ -411,7 +397,7 @@ fn resources(ctx: &Ctx) -> ApiResult {
 /// `GET /1.0/metrics`: Prometheus text of what the fake holds: one `incus_procs_total` and
 /// `incus_cpu_seconds_total` series per running instance, and the server's operation and
 /// warning counts.
-fn metrics(ctx: &Ctx) -> Response<envelope::Body> {
+pub(super) fn metrics(ctx: &Ctx) -> Response<envelope::Body> {
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
     let project = ctx.param("project").filter(|p| !p.is_empty());
@@ -452,7 +438,7 @@ fn metrics(ctx: &Ctx) -> Response<envelope::Body> {
 
 /// `GET /1.0/network-allocations` (Go `api.NetworkAllocations`): the addresses of the managed
 /// networks of the project (or of all projects).
-fn allocations(ctx: &Ctx) -> ApiResult {
+pub(super) fn allocations(ctx: &Ctx) -> ApiResult {
     ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;

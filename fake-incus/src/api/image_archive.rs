@@ -3,17 +3,15 @@
 //! `GET /1.0/images/{fp}/export` (one file, or the daemon's multipart for a split image).
 
 use crate::envelope::{self, ApiError};
-use crate::state::files::{ImageFiles, Kind, Tree};
+use crate::state::archive;
+use crate::state::files::{ImageFiles, Tree};
 use bytes::Bytes;
 use http::{header, HeaderValue, Response};
 use serde_json::Value;
-use std::io::Write;
 
-/// A tarball being written (the `tar` crate), entries in order, compressed when finished.
-pub(super) struct Tarball {
-    builder: tar::Builder<Vec<u8>>,
-    now: u64,
-}
+/// A tarball being written ([`archive::Tarball`]) whose errors are the daemon's, compressed
+/// when finished.
+pub(super) struct Tarball(archive::Tarball);
 
 /// How a tarball the daemon makes is compressed: a publish's `compression_algorithm` (else the
 /// project's, else the server's `images.compression_algorithm`, else gzip). The daemon runs the
@@ -50,12 +48,7 @@ impl Compression {
     fn apply(self, tar: Vec<u8>) -> Result<Vec<u8>, ApiError> {
         match self {
             Self::None => Ok(tar),
-            Self::Gzip => {
-                let mut gzip =
-                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-                gzip.write_all(&tar).map_err(failed)?;
-                gzip.finish().map_err(failed)
-            }
+            Self::Gzip => archive::gzip(&tar).map_err(failed),
             Self::Xz => {
                 let mut out = Vec::new();
                 lzma_rs::xz_compress(&mut std::io::Cursor::new(tar), &mut out).map_err(failed)?;
@@ -71,68 +64,23 @@ fn failed(e: std::io::Error) -> ApiError {
 
 impl Tarball {
     pub(super) fn new() -> Self {
-        Self {
-            builder: tar::Builder::new(Vec::new()),
-            now: time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64,
-        }
+        Self(archive::Tarball::new())
     }
 
     /// A regular file written now.
     pub(super) fn file(&mut self, name: &str, bytes: &[u8], mode: u32) -> Result<(), ApiError> {
-        let mut header = tar::Header::new_gnu();
-        header.set_entry_type(tar::EntryType::Regular);
-        header.set_mode(mode);
-        header.set_mtime(self.now);
-        header.set_size(bytes.len() as u64);
-        self.builder
-            .append_data(&mut header, name, bytes)
-            .map_err(failed)
+        self.0.file(name, bytes, mode).map_err(failed)
     }
 
     /// A directory made now.
     pub(super) fn dir(&mut self, name: &str, mode: u32) -> Result<(), ApiError> {
-        let mut header = tar::Header::new_gnu();
-        header.set_entry_type(tar::EntryType::Directory);
-        header.set_mode(mode);
-        header.set_mtime(self.now);
-        header.set_size(0);
-        self.builder
-            .append_data(&mut header, name, std::io::empty())
-            .map_err(failed)
+        self.0.dir(name, mode).map_err(failed)
     }
 
     /// Every entry of `tree` under `prefix` (its `/` is `prefix` itself), with its mode, owner
     /// and time.
     pub(super) fn tree(&mut self, prefix: &str, tree: &Tree) -> Result<(), ApiError> {
-        for (path, node) in tree.entries() {
-            let name = format!("{prefix}{}", if path == "/" { "" } else { path });
-            let mut header = tar::Header::new_gnu();
-            header.set_mode(node.mode);
-            header.set_uid(u64::from(node.uid));
-            header.set_gid(u64::from(node.gid));
-            header.set_mtime(node.modified.unix_timestamp().max(0) as u64);
-            let appended = match &node.kind {
-                Kind::File(content) => {
-                    header.set_entry_type(tar::EntryType::Regular);
-                    header.set_size(content.len() as u64);
-                    self.builder
-                        .append_data(&mut header, &name, content.as_ref())
-                }
-                Kind::Directory => {
-                    header.set_entry_type(tar::EntryType::Directory);
-                    header.set_size(0);
-                    self.builder
-                        .append_data(&mut header, &name, std::io::empty())
-                }
-                Kind::Symlink(target) => {
-                    header.set_entry_type(tar::EntryType::Symlink);
-                    header.set_size(0);
-                    self.builder.append_link(&mut header, &name, target)
-                }
-            };
-            appended.map_err(failed)?;
-        }
-        Ok(())
+        self.0.tree(prefix, tree).map_err(failed)
     }
 
     /// The gzip-compressed tarball (the daemon's default).
@@ -142,7 +90,7 @@ impl Tarball {
 
     /// The tarball, compressed so.
     pub(super) fn finish_with(self, compression: Compression) -> Result<Vec<u8>, ApiError> {
-        let tar = self.builder.into_inner().map_err(failed)?;
+        let tar = self.0.into_tar().map_err(failed)?;
         compression.apply(tar)
     }
 }

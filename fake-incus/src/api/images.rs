@@ -8,48 +8,15 @@ use super::image_upload::{self, Form, Upload};
 use super::resource::{check_etag, created};
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
+use crate::state::files::ImageFiles;
 use crate::state::{clock, url, Image, State};
 use bytes::Bytes;
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::Digest;
 use std::collections::BTreeMap;
-
-pub(super) async fn route(
-    ctx: &Ctx,
-    method: &Method,
-    rest: &[&str],
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> ApiResult {
-    if !matches!(rest, [fp] if *fp != "aliases") {
-        ctx.require_project(|_| {
-            "Check if project has images: fetch project: Project not found".into()
-        })?;
-    }
-    match (rest, method.as_str()) {
-        ([], "GET") => list(ctx),
-        ([], "POST") => create(ctx, headers, body).await,
-        (["aliases"], "GET") => list_aliases(ctx),
-        (["aliases"], "POST") => create_alias(ctx, body),
-        (["aliases", alias], "GET") => get_alias(ctx, alias),
-        (["aliases", alias], "DELETE") => delete_alias(ctx, alias),
-        (["aliases", alias], "POST") => rename_alias(ctx, alias, body),
-        (["aliases", alias], "PUT") => update_alias(ctx, alias, headers, body, false),
-        (["aliases", alias], "PATCH") => update_alias(ctx, alias, headers, body, true),
-        ([fingerprint], "GET") => get(ctx, fingerprint),
-        ([fingerprint], "DELETE") => delete(ctx, fingerprint),
-        ([fingerprint], "PUT") => put(ctx, fingerprint, headers, body),
-        ([fingerprint], "PATCH") => patch(ctx, fingerprint, headers, body),
-        ([fingerprint, "export"], "GET") => export(ctx, fingerprint),
-        ([fingerprint, "refresh"], "POST") => refresh(ctx, fingerprint),
-        ([fingerprint, "secret"], "POST") => secret(ctx, fingerprint),
-        ([] | ["aliases"] | ["aliases", _] | [_], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
-}
 
 /// The images visible from a project (shared with `default` when `features.images=false`).
 fn images<'a>(state: &'a State, project: &str) -> impl Iterator<Item = &'a Image> {
@@ -57,7 +24,18 @@ fn images<'a>(state: &'a State, project: &str) -> impl Iterator<Item = &'a Image
     state.images.iter().filter(move |i| i.project == owner)
 }
 
-fn list(ctx: &Ctx) -> ApiResult {
+/// The images' project check, first of all but on `/1.0/images/{fingerprint}` (`rest`: the path
+/// after `/1.0/images`).
+pub(super) fn project_first(ctx: &Ctx, rest: &[&str]) -> Result<(), ApiError> {
+    if !matches!(rest, [fp] if *fp != "aliases") {
+        ctx.require_project(|_| {
+            "Check if project has images: fetch project: Project not found".into()
+        })?;
+    }
+    Ok(())
+}
+
+pub(super) fn list(ctx: &Ctx) -> ApiResult {
     let filter = ctx
         .param("filter")
         .filter(|f| !f.is_empty())
@@ -95,7 +73,7 @@ fn find<'a>(state: &'a State, project: &str, prefix: &str) -> Option<&'a Image> 
     matches.next().is_none().then_some(first)
 }
 
-fn get(ctx: &Ctx, fingerprint: &str) -> ApiResult {
+pub(super) fn get(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
     let image = find(state, &ctx.project(), fingerprint)
@@ -121,7 +99,7 @@ fn shown(ctx: &Ctx, image: &Image) -> Value {
 /// `DELETE /1.0/images/{fp}`: resolved when asked (so a second delete of an image whose first
 /// delete still runs is accepted, as on the daemon), removed in the operation, which fails with
 /// the daemon's 404 when the image went in the meantime.
-fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
+pub(super) fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let project = ctx.project();
     let (owner, full) = {
         let state = ctx.app.state();
@@ -159,7 +137,7 @@ fn delete(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     Ok(envelope::operation_created(op))
 }
 
-fn list_aliases(ctx: &Ctx) -> ApiResult {
+pub(super) fn list_aliases(ctx: &Ctx) -> ApiResult {
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
@@ -176,7 +154,7 @@ fn list_aliases(ctx: &Ctx) -> ApiResult {
     Ok(envelope::sync(Value::Array(out)))
 }
 
-fn get_alias(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn get_alias(ctx: &Ctx, name: &str) -> ApiResult {
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
     let project = ctx.project();
@@ -210,7 +188,7 @@ struct ImagesPostSource {
 /// decided in the operation, like the daemon, which reports every upload problem there.
 /// Publishing an instance or a snapshot is served ([`publish`]); other JSON requests (copying
 /// from a remote or a URL, push tokens) are not simulated: 501.
-async fn create(ctx: &Ctx, headers: &HeaderMap, body: &Bytes) -> ApiResult {
+pub(super) async fn create(ctx: &Ctx, headers: &HeaderMap, body: &Bytes) -> ApiResult {
     let header = |name: &str| {
         headers
             .get(name)
@@ -305,7 +283,7 @@ async fn create(ctx: &Ctx, headers: &HeaderMap, body: &Bytes) -> ApiResult {
     // The daemon sets `fingerprint` and `size` once the upload is read, also when the import
     // then fails (a duplicate fingerprint, an alias in use); the 202 still has `null`.
     if let (Some(metadata), Some(id)) = (early_metadata, op["id"].as_str()) {
-        ctx.app.init_operation_metadata(id, metadata);
+        ctx.app.operations.init_operation_metadata(id, metadata);
     }
     ctx.applied();
     Ok(envelope::operation_created(op))
@@ -490,7 +468,7 @@ fn alias_exists(name: &str) -> ApiError {
 }
 
 /// `POST /1.0/images/aliases`: the target is a fingerprint or a unique prefix of one.
-fn create_alias(ctx: &Ctx, body: &[u8]) -> ApiResult {
+pub(super) fn create_alias(ctx: &Ctx, body: &[u8]) -> ApiResult {
     let req: AliasBody = parse_body(body)?;
     let checks_names = ctx
         .app
@@ -526,7 +504,7 @@ fn create_alias(ctx: &Ctx, body: &[u8]) -> ApiResult {
     created(&url(&format!("/1.0/images/aliases/{}", req.name), &project))
 }
 
-fn delete_alias(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn delete_alias(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let mut state = ctx.app.state();
     let index = alias_owner(&state, &project, name).ok_or_else(alias_not_found)?;
@@ -553,7 +531,7 @@ fn alias_api_name(ctx: &Ctx, name: &str) -> Result<(), ApiError> {
     }
 }
 
-fn rename_alias(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+pub(super) fn rename_alias(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let req: AliasBody = parse_body(body)?;
     alias_api_name(ctx, &req.name)?;
     let project = ctx.project();
@@ -572,7 +550,13 @@ fn rename_alias(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
 }
 
 /// `PUT` (target required) and `PATCH` (only the fields sent) of an alias, with `If-Match`.
-fn update_alias(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8], patch: bool) -> ApiResult {
+pub(super) fn update_alias(
+    ctx: &Ctx,
+    name: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+    patch: bool,
+) -> ApiResult {
     let (target, description) = if patch {
         let fields: serde_json::Map<String, Value> = parse_body(body)?;
         let text = |key: &str| match fields.get(key) {
@@ -672,7 +656,7 @@ struct ImagePut {
 /// `PUT /1.0/images/{fp}` (`incus image edit`): public, auto_update, properties and profiles
 /// replaced (no profiles: `default`), `expires_at` set unless zero; a missing profile is the
 /// daemon's 500.
-fn put(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+pub(super) fn put(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let image = found(&ctx.app.state(), &project, fingerprint)?;
     check_etag(headers, &image.etag())?;
@@ -708,7 +692,7 @@ fn put(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiRes
 
 /// `PATCH /1.0/images/{fp}` (`incus image set-property`): `public` and `auto_update` when sent as
 /// booleans, `properties` merged over the current ones.
-fn patch(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+pub(super) fn patch(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     let image = found(&ctx.app.state(), &ctx.project(), fingerprint)?;
     check_etag(headers, &image.etag())?;
     let fields: serde_json::Map<String, Value> = parse_body(body)?;
@@ -735,11 +719,17 @@ fn patch(ctx: &Ctx, fingerprint: &str, headers: &HeaderMap, body: &[u8]) -> ApiR
 
 /// `GET /1.0/images/{fp}/export`: the files the image was imported or published as; an image
 /// the fake was seeded with (no files) is exported as a unified tarball of its tree.
-fn export(ctx: &Ctx, fingerprint: &str) -> ApiResult {
+pub(super) fn export(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let image = find(&ctx.app.state(), &ctx.project(), fingerprint)
         .cloned()
         .ok_or_else(|| ApiError::new(404, format!("Image \"{fingerprint}\" not found")))?;
-    let stored = ctx.app.files().image_files(&image.fingerprint);
+    let builtin = crate::state::defaults::busybox_files();
+    let stored = ctx.app.files().image_files(&image.fingerprint).or_else(|| {
+        (image.fingerprint == builtin.fingerprint).then(|| ImageFiles::Split {
+            metadata: builtin.metadata.clone(),
+            rootfs: builtin.rootfs.clone(),
+        })
+    });
     let files = match stored {
         Some(files) => files,
         None => {
@@ -753,7 +743,7 @@ fn export(ctx: &Ctx, fingerprint: &str) -> ApiResult {
                 &tree,
                 Compression::Gzip,
             )?;
-            crate::state::files::ImageFiles::Unified(Bytes::from(tarball))
+            ImageFiles::Unified(Bytes::from(tarball))
         }
     };
     Ok(super::image_archive::export_response(
@@ -765,7 +755,7 @@ fn export(ctx: &Ctx, fingerprint: &str) -> ApiResult {
 
 /// `POST /1.0/images/{fp}/refresh`: an operation that fails as the daemon's does for an image
 /// with no remote source (every image of the fake).
-fn refresh(ctx: &Ctx, fingerprint: &str) -> ApiResult {
+pub(super) fn refresh(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let project = ctx.project();
     let image = found(&ctx.app.state(), &project, fingerprint)?;
     let spec = OpSpec {
@@ -795,7 +785,7 @@ fn refresh(ctx: &Ctx, fingerprint: &str) -> ApiResult {
 
 /// `POST /1.0/images/{fp}/secret`: a running token operation (`Image download token`) whose
 /// metadata holds the secret.
-fn secret(ctx: &Ctx, fingerprint: &str) -> ApiResult {
+pub(super) fn secret(ctx: &Ctx, fingerprint: &str) -> ApiResult {
     let project = ctx.project();
     let image = found(&ctx.app.state(), &project, fingerprint)?;
     let spec = OpSpec {
@@ -810,7 +800,10 @@ fn secret(ctx: &Ctx, fingerprint: &str) -> ApiResult {
         may_cancel: true,
         duration: std::time::Duration::ZERO,
     };
-    let (_, operation) = ctx.app.create_operation(spec, None, ctx.location());
+    let (_, operation) = ctx
+        .app
+        .operations
+        .create_operation(spec, None, ctx.location());
     ctx.applied();
     Ok(envelope::operation_created(operation))
 }
@@ -964,10 +957,7 @@ fn publish(ctx: &Ctx, body: &[u8]) -> ApiResult {
             });
             let mut files = app.files();
             files.set_image(&fingerprint, tree);
-            files.set_image_files(
-                &fingerprint,
-                crate::state::files::ImageFiles::Unified(Bytes::from(tarball)),
-            );
+            files.set_image_files(&fingerprint, ImageFiles::Unified(Bytes::from(tarball)));
             Ok(Some(
                 json!({"fingerprint": fingerprint, "size": size.to_string()}),
             ))

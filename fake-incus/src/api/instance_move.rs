@@ -6,7 +6,7 @@
 use super::validation::{check_name, has_root_disk};
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::State;
 use std::sync::Arc;
 

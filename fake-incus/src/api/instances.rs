@@ -10,45 +10,22 @@ use super::validation::{
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::line::IncusLine;
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::snapshot::InstanceView;
 use crate::state::{Devices, Instance, State, StringMap};
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
-pub(super) fn route(
-    ctx: &Ctx,
-    method: &Method,
-    rest: &[&str],
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult {
-    match (rest, method.as_str()) {
-        ([], "GET") => list(ctx),
-        ([], "POST") if is_backup_upload(headers) => super::backups::import(ctx, headers, body),
-        ([], "POST") => create(ctx, body),
-        ([], "PUT") => super::state::put_all(ctx, body),
-        ([], _) => Err(ApiError::not_implemented()),
-        ([name], "GET") => get(ctx, name),
-        ([name], "PUT") => put(ctx, name, headers, body),
-        ([name], "PATCH") => patch(ctx, name, headers, body),
-        ([name], "DELETE") => delete(ctx, name),
-        ([name], "POST") => rename(ctx, name, body),
-        ([_], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
-}
-
 /// The daemon takes a create whose body is `application/octet-stream` as a backup to import.
-fn is_backup_upload(headers: &HeaderMap) -> bool {
+pub(super) fn is_backup_upload(headers: &HeaderMap) -> bool {
     headers
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes() == b"application/octet-stream")
 }
 
-fn list(ctx: &Ctx) -> ApiResult {
+pub(super) fn list(ctx: &Ctx) -> ApiResult {
     let filter = ctx
         .param("filter")
         .filter(|f| !f.is_empty())
@@ -153,7 +130,7 @@ impl Fields for InstanceFields<'_> {
     }
 }
 
-fn get(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn get(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();
     let view = snapshot
@@ -215,7 +192,7 @@ struct CreateBody {
     kind: String,
 }
 
-fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
+pub(super) fn create(ctx: &Ctx, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     if ctx.app.state().project(&project).is_none() {
         return Err(ApiError::new(
@@ -540,7 +517,7 @@ struct PutBody {
     stateful: bool,
 }
 
-fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+pub(super) fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
@@ -555,7 +532,7 @@ fn put(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     let name = name.to_string();
     let app = std::sync::Arc::clone(&ctx.app);
     let line = ctx.app.settings.line;
-    let (description, work): (&'static str, crate::app::Work) = if req.restore.is_empty() {
+    let (description, work): (&'static str, crate::operations::Work) = if req.restore.is_empty() {
         (
             "Updating instance",
             Box::new(move |state: &mut State| update(state, &project, &name, req, line)),
@@ -751,7 +728,7 @@ struct PatchBody {
     restore: String,
 }
 
-fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+pub(super) fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let mut state = ctx.app.state();
     let current = super::found_instance(&state, &project, name)?;
@@ -800,7 +777,7 @@ fn patch(ctx: &Ctx, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
     Ok(envelope::empty())
 }
 
-fn delete(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn delete(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();
@@ -846,7 +823,7 @@ struct RenameBody {
 }
 
 /// `POST /1.0/instances/{name}` with a new name (renames only; migration is out of scope).
-fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+pub(super) fn rename(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();

@@ -7,7 +7,7 @@
 
 use super::{instance_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use http::{header, HeaderValue, Method, Response};
+use http::{header, HeaderValue, Response};
 use serde_json::Value;
 
 /// The log handlers load the instance before they read its log directory (Incus commit
@@ -15,20 +15,16 @@ use serde_json::Value;
 /// log list of an unknown instance is the instance's 404.
 const LOGS_LOAD_THE_INSTANCE: &str = "daemon_storage_logs";
 
-pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
-    // A method the route has no handler for is the daemon's 501, before anything is looked up.
-    let handled = match rest {
-        [_, "logs"] | [_, "logs", "exec-output"] => *method == Method::GET,
-        [_, "logs", _] | [_, "logs", "exec-output", _] | [_, "console"] => {
-            *method == Method::GET || *method == Method::DELETE
-        }
-        _ => return Err(ApiError::not_found()),
-    };
-    if !handled {
-        return Err(ApiError::not_implemented());
-    }
+/// What every log endpoint reads first: the instance (its 404), and where the daemon keeps its
+/// logs (`/var/log/incus/<project>_<name>`) with the key of its recorded exec output. `listing`:
+/// the log list, which read the log directory before anything else until the handlers loaded
+/// the instance first.
+fn instance_logs(
+    ctx: &Ctx,
+    name: &str,
+    listing: bool,
+) -> Result<(String, (String, String)), ApiError> {
     let project = ctx.project();
-    let name = rest.first().copied().unwrap_or_default();
     // The daemon's log directory of the instance (`/var/log/incus/<project>_<name>`).
     let dir = match project.as_str() {
         "default" => name.to_owned(),
@@ -37,7 +33,7 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
     if ctx.app.state().instance(&project, name).is_none() {
         // The log list read the instance's log directory before anything else until the
         // handlers loaded the instance first.
-        if matches!(rest, [_, "logs"]) && !ctx.app.has_extension(LOGS_LOAD_THE_INSTANCE) {
+        if listing && !ctx.app.has_extension(LOGS_LOAD_THE_INSTANCE) {
             return Err(ApiError::new(
                 404,
                 format!("open /var/log/incus/{dir}: no such file or directory"),
@@ -45,81 +41,120 @@ pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str]) -> ApiResult {
         }
         return Err(instance_not_found(name, &project));
     }
-    let key = (project, name.to_string());
-    match (rest, method.as_str()) {
-        ([_, "logs"], "GET") => Ok(envelope::sync(Value::Array(vec![Value::String(format!(
-            "/1.0/instances/{name}/logs/lxc.log"
-        ))]))),
-        ([_, "logs", file], _) if *file != "exec-output" && !valid_log_name(file) => Err(
-            ApiError::bad_request(format!("Log file name {file:?} not valid")),
-        ),
-        ([_, "logs", "lxc.log"], "GET") => Ok(download("lxc.log", Vec::new())),
-        // The fake writes no other log file: each is missing, as it is on the daemon until
-        // the instance runs a VM, migrates or is snapshotted.
-        ([_, "logs", file], "GET") if *file != "exec-output" => Err(ApiError::new(
-            404,
-            format!("open /var/log/incus/{dir}/{file}: no such file or directory"),
-        )),
-        ([_, "logs", file], "DELETE") => {
-            if !file.ends_with(".log") || *file == "lxc.log" || *file == "qemu.log" {
-                return Err(ApiError::bad_request(
-                    "Only log files excluding qemu.log and lxc.log may be deleted",
-                ));
-            }
-            Err(ApiError::new(
-                404,
-                format!("remove /var/log/incus/{dir}/{file}: no such file or directory"),
-            ))
-        }
-        ([_, "console"], "GET") => match ctx.param("type").unwrap_or("log") {
-            "log" | "" => {
-                let mut response = Response::new(envelope::full(Vec::new()));
-                response.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
-                Ok(response)
-            }
-            other => Err(ApiError::internal(format!(
-                "Invalid value for type parameter: {other}"
-            ))),
-        },
-        ([_, "console"], "DELETE") => {
-            ctx.applied();
-            Ok(envelope::sync(serde_json::json!({})))
-        }
-        ([_, "logs", "exec-output"], "GET") => {
-            let logs = ctx.app.exec_logs();
-            let files: Vec<String> = logs
-                .get(&key)
-                .map(|files| files.keys().cloned().collect())
-                .unwrap_or_default();
-            let urls = files
-                .iter()
-                .map(|f| Value::String(format!("/1.0/instances/{name}/logs/exec-output/{f}")));
-            Ok(envelope::sync(Value::Array(urls.collect())))
-        }
-        ([_, "logs", "exec-output", file], "GET") => {
-            let bytes = ctx
-                .app
-                .exec_logs()
-                .get(&key)
-                .and_then(|files| files.get(*file).cloned());
-            let bytes = bytes.ok_or_else(ApiError::not_found)?;
-            Ok(download(file, bytes))
-        }
-        ([_, "logs", "exec-output", file], "DELETE") => {
-            let removed = ctx
-                .app
-                .exec_logs()
-                .get_mut(&key)
-                .and_then(|files| files.remove(*file));
-            removed.ok_or_else(ApiError::not_found)?;
-            ctx.applied();
-            Ok(envelope::empty())
-        }
-        _ => Err(ApiError::not_implemented()),
+    Ok((dir, (project, name.to_string())))
+}
+
+/// `GET /1.0/instances/{name}/logs`.
+pub(super) fn list(ctx: &Ctx, name: &str) -> ApiResult {
+    instance_logs(ctx, name, true)?;
+    Ok(envelope::sync(Value::Array(vec![Value::String(format!(
+        "/1.0/instances/{name}/logs/lxc.log"
+    ))])))
+}
+
+/// A log file's name, as the daemon checks it.
+fn check_log_name(file: &str) -> Result<(), ApiError> {
+    if valid_log_name(file) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "Log file name {file:?} not valid"
+        )))
     }
+}
+
+/// `GET /1.0/instances/{name}/logs/{file}`.
+pub(super) fn file(ctx: &Ctx, name: &str, file: &str) -> ApiResult {
+    let (dir, _) = instance_logs(ctx, name, false)?;
+    check_log_name(file)?;
+    if file == "lxc.log" {
+        return Ok(download("lxc.log", Vec::new()));
+    }
+    // The fake writes no other log file: each is missing, as it is on the daemon until
+    // the instance runs a VM, migrates or is snapshotted.
+    Err(ApiError::new(
+        404,
+        format!("open /var/log/incus/{dir}/{file}: no such file or directory"),
+    ))
+}
+
+/// `DELETE /1.0/instances/{name}/logs/{file}`.
+pub(super) fn delete_file(ctx: &Ctx, name: &str, file: &str) -> ApiResult {
+    let (dir, _) = instance_logs(ctx, name, false)?;
+    check_log_name(file)?;
+    if !file.ends_with(".log") || file == "lxc.log" || file == "qemu.log" {
+        return Err(ApiError::bad_request(
+            "Only log files excluding qemu.log and lxc.log may be deleted",
+        ));
+    }
+    Err(ApiError::new(
+        404,
+        format!("remove /var/log/incus/{dir}/{file}: no such file or directory"),
+    ))
+}
+
+/// `GET /1.0/instances/{name}/console` (`type=log`, the default): the console log, empty.
+pub(super) fn console(ctx: &Ctx, name: &str) -> ApiResult {
+    instance_logs(ctx, name, false)?;
+    match ctx.param("type").unwrap_or("log") {
+        "log" | "" => {
+            let mut response = Response::new(envelope::full(Vec::new()));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            Ok(response)
+        }
+        other => Err(ApiError::internal(format!(
+            "Invalid value for type parameter: {other}"
+        ))),
+    }
+}
+
+/// `DELETE /1.0/instances/{name}/console`: the console log cleared.
+pub(super) fn clear_console(ctx: &Ctx, name: &str) -> ApiResult {
+    instance_logs(ctx, name, false)?;
+    ctx.applied();
+    Ok(envelope::sync(serde_json::json!({})))
+}
+
+/// `GET /1.0/instances/{name}/logs/exec-output`.
+pub(super) fn exec_outputs(ctx: &Ctx, name: &str) -> ApiResult {
+    let (_, key) = instance_logs(ctx, name, false)?;
+    let logs = ctx.app.exec_logs();
+    let files: Vec<String> = logs
+        .get(&key)
+        .map(|files| files.keys().cloned().collect())
+        .unwrap_or_default();
+    let urls = files
+        .iter()
+        .map(|f| Value::String(format!("/1.0/instances/{name}/logs/exec-output/{f}")));
+    Ok(envelope::sync(Value::Array(urls.collect())))
+}
+
+/// `GET /1.0/instances/{name}/logs/exec-output/{file}`.
+pub(super) fn exec_output(ctx: &Ctx, name: &str, file: &str) -> ApiResult {
+    let (_, key) = instance_logs(ctx, name, false)?;
+    let bytes = ctx
+        .app
+        .exec_logs()
+        .get(&key)
+        .and_then(|files| files.get(file).cloned());
+    let bytes = bytes.ok_or_else(ApiError::not_found)?;
+    Ok(download(file, bytes))
+}
+
+/// `DELETE /1.0/instances/{name}/logs/exec-output/{file}`.
+pub(super) fn delete_exec_output(ctx: &Ctx, name: &str, file: &str) -> ApiResult {
+    let (_, key) = instance_logs(ctx, name, false)?;
+    let removed = ctx
+        .app
+        .exec_logs()
+        .get_mut(&key)
+        .and_then(|files| files.remove(file));
+    removed.ok_or_else(ApiError::not_found)?;
+    ctx.applied();
+    Ok(envelope::empty())
 }
 
 /// A file as the daemon sends it: octet-stream, `inline;filename=`.

@@ -6,45 +6,44 @@ use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::Instance;
 use bytes::Bytes;
-use http::{header, HeaderMap, HeaderValue, Method, Response};
+use http::{header, HeaderMap, HeaderValue, Response};
 use serde_json::{json, Map, Value};
 
-pub(super) fn route(
+/// The instance's metadata and templates, as they are now (the instance's 404 otherwise).
+fn current(ctx: &Ctx, name: &str) -> Result<(Value, crate::state::StringMap), ApiError> {
+    let project = ctx.project();
+    let state = ctx.app.state();
+    let instance = super::found_instance(&state, &project, name)?;
+    Ok((metadata_of(instance), instance.templates.clone()))
+}
+
+/// `GET /1.0/instances/{name}/metadata`.
+pub(super) fn get(ctx: &Ctx, name: &str) -> ApiResult {
+    let (metadata, _) = current(ctx, name)?;
+    let etag = crate::state::etag::hash(&metadata);
+    Ok(envelope::sync_etag(metadata, &etag))
+}
+
+/// `PUT` (`patch`: `PATCH`) `/1.0/instances/{name}/metadata`.
+pub(super) fn put(
     ctx: &Ctx,
-    method: &Method,
-    rest: &[&str],
+    name: &str,
     headers: &HeaderMap,
     body: &Bytes,
+    patch: bool,
 ) -> ApiResult {
-    let project = ctx.project();
-    let name = rest.first().copied().unwrap_or_default();
-    let current = {
-        let state = ctx.app.state();
-        let instance = super::found_instance(&state, &project, name)?;
-        (metadata_of(instance), instance.templates.clone())
+    let (metadata, _) = current(ctx, name)?;
+    super::resource::check_etag(headers, &crate::state::etag::hash(&metadata))?;
+    let sent: Map<String, Value> = super::parse_body(body)?;
+    let merged = if patch {
+        let mut merged = metadata.as_object().cloned().unwrap_or_default();
+        merged.extend(sent);
+        merged
+    } else {
+        sent
     };
-    match (rest, method.as_str()) {
-        ([_, "metadata"], "GET") => {
-            let etag = crate::state::etag::hash(&current.0);
-            Ok(envelope::sync_etag(current.0, &etag))
-        }
-        ([_, "metadata"], "PUT" | "PATCH") => {
-            super::resource::check_etag(headers, &crate::state::etag::hash(&current.0))?;
-            let sent: Map<String, Value> = super::parse_body(body)?;
-            let merged = if *method == Method::PATCH {
-                let mut merged = current.0.as_object().cloned().unwrap_or_default();
-                merged.extend(sent);
-                merged
-            } else {
-                sent
-            };
-            let metadata = normalized(&merged);
-            update(ctx, name, |instance| instance.metadata = Some(metadata))
-        }
-        ([_, "metadata"], _) => Err(ApiError::not_implemented()),
-        ([_, "metadata", "templates"], method) => templates(ctx, name, method, &current.1, body),
-        _ => Err(ApiError::not_found()),
-    }
+    let metadata = normalized(&merged);
+    update(ctx, name, |instance| instance.metadata = Some(metadata))
 }
 
 /// The metadata as the daemon renders it (the empty form when the instance has none).
@@ -94,13 +93,10 @@ fn update(ctx: &Ctx, name: &str, change: impl FnOnce(&mut Instance)) -> ApiResul
     Ok(envelope::empty())
 }
 
-fn templates(
-    ctx: &Ctx,
-    name: &str,
-    method: &str,
-    current: &crate::state::StringMap,
-    body: &Bytes,
-) -> ApiResult {
+/// `/1.0/instances/{name}/metadata/templates[?path=]`, every method.
+pub(super) fn templates(ctx: &Ctx, name: &str, method: &str, body: &Bytes) -> ApiResult {
+    let (_, current) = current(ctx, name)?;
+    let current = &current;
     let path = ctx.param("path").unwrap_or_default().to_string();
     let not_found = |path: &str| ApiError::new(404, format!("Template {path:?} not found"));
     if method == "GET" && path.is_empty() {

@@ -19,10 +19,11 @@
 //!   source) onto another member is a 500 [`NO_CRIU`] at once; onto its own member, or with
 //!   `live: false`, it is made.
 
+use super::router::segments;
 use super::{parse_body, Ctx};
 use crate::cluster::{Cluster, Want};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{PowerState, State};
 use bytes::Bytes;
 use http::{Method, Request};
@@ -255,19 +256,6 @@ pub(super) fn relocate(instance: &mut crate::state::Instance, to: &str, group: O
             instance.config.remove("volatile.cluster.group");
         }
     }
-}
-
-/// The path's segments, percent-decoded.
-pub(super) fn segments(path: &str) -> Vec<String> {
-    path.trim_end_matches('/')
-        .split('/')
-        .skip(1)
-        .map(|s| {
-            percent_encoding::percent_decode_str(s)
-                .decode_utf8_lossy()
-                .into_owned()
-        })
-        .collect()
 }
 
 /// The metadata a finished move has: the target unpacked the instance's volume.

@@ -1,7 +1,8 @@
 //! The Incus API as a function from request to response.
 //!
 //! [`serve`] is the whole application: it journals the request, applies the fault rules, checks
-//! trust, routes to the resource modules and journals the answer. Listeners only move bytes.
+//! trust, routes by the route table ([`routes`], read by [`router`]) to the resource modules and
+//! journals the answer. Listeners only move bytes.
 
 mod backups;
 mod bitmaps;
@@ -34,16 +35,18 @@ mod network_address_sets;
 mod network_objects;
 mod networks;
 mod operations;
+mod power;
 mod profiles;
 mod projects;
 mod rebuild;
 mod refusals;
 pub(crate) mod resource;
 mod resources;
+mod router;
+pub(crate) mod routes;
 mod server;
 mod sftp;
 mod snapshots;
-mod state;
 mod storage;
 mod validation;
 mod volume_backups;
@@ -59,7 +62,7 @@ pub(crate) use context::{Ctx, Peer};
 pub(crate) use journaling::is_upgrade;
 
 use crate::app::App;
-use crate::envelope::{self, ApiError, ApiResult};
+use crate::envelope::{ApiError, ApiResult};
 use crate::journal::Listener;
 use bytes::Bytes;
 use http::{Method, Request};
@@ -122,180 +125,25 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
     plan.transport.after(&app.journal, seq, response).await
 }
 
-/// Routes a request to its resource module.
+/// Routes a request by the route table ([`routes`]), after what is checked of every request
+/// to the API: trust (an untrusted client may only redeem a trust token, `POST
+/// /1.0/certificates`) and a restricted certificate's projects.
 async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
-    let path = req.uri().path().to_string();
-    let segments: Vec<String> = path
-        .trim_end_matches('/')
-        .split('/')
-        .skip(1)
-        .map(|s| {
-            percent_encoding::percent_decode_str(s)
-                .decode_utf8_lossy()
-                .into_owned()
-        })
-        .collect();
-    let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
-    let method = req.method().clone();
-    if path == "/" {
-        return only(&method, Method::GET).map(|()| envelope::sync(serde_json::json!(["/1.0"])));
-    }
-    if segs.first() != Some(&"1.0") {
-        return Err(ApiError::not_found());
-    }
-    // An untrusted client may only redeem a trust token (`POST /1.0/certificates`).
-    let redeeming = segs[1..] == ["certificates"] && method == Method::POST;
-    if !ctx.trusted && segs.len() > 1 && !redeeming {
-        return Err(ApiError::forbidden());
-    }
-    certificates::check_restrictions(ctx, &method, &segs[1..])?;
-    match (segs.len(), &method) {
-        (1, &Method::PUT) if ctx.trusted => {
-            return host::update(ctx, req.headers(), req.body(), false)
+    let call = router::Call::new(req);
+    let segs = call.segments();
+    if segs.first().map(String::as_str) == Some("1.0") {
+        let method = call.method();
+        let below: Vec<&str> = segs[1..].iter().map(String::as_str).collect();
+        let redeeming = below == ["certificates"] && method == Method::POST;
+        if !ctx.trusted && !below.is_empty() && !redeeming {
+            return Err(ApiError::forbidden());
         }
-        (1, &Method::PATCH) if ctx.trusted => {
-            return host::update(ctx, req.headers(), req.body(), true)
-        }
-        (1, _) => return server::route(ctx, &method),
-        _ => {}
+        certificates::check_restrictions(ctx, method, &below)?;
     }
-    if let Some(answer) = host::route(ctx, &method, &segs[1..]) {
-        return answer;
-    }
-    let per_instance = segs[1] == "instances" && segs.len() >= 3;
-    if per_instance {
-        ctx.require_project(|_| "Project not found".into())?;
-        if segs[2].contains('/') {
-            return Err(ApiError::bad_request("Invalid instance name"));
-        }
-    }
-    if let ["storage-pools", pool, "volumes", "custom"] = &segs[1..] {
-        if method == Method::POST && volume_backups::is_import(req.headers()) {
-            ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
-            return volume_backups::import(ctx, pool, req.headers(), req.body());
-        }
-    }
-    if let ["storage-pools", pool, "buckets", _, "backups"] = &segs[1..] {
-        if method == Method::GET && ctx.app.has_extension(crate::line::BUCKET_BACKUPS_LISTED) {
-            return buckets::listed_backups(ctx, pool);
-        }
-    }
-    // What Incus 7.0 adds below a volume, each served by a line with its API extension.
-    if let ["storage-pools", pool, "volumes", kind, name, sub, rest @ ..] = &segs[1..] {
-        let volume = (*pool, *kind, *name);
-        let served = |extension: &str| ctx.app.has_extension(extension);
-        match (*sub, rest) {
-            ("files", []) if served(volume_files::FILES_EXTENSION) => {
-                return volume_files::files(ctx, &method, volume, req.headers(), req.body());
-            }
-            ("sftp", []) if served(volume_files::SFTP_EXTENSION) => {
-                return volume_files::sftp(ctx, volume, req);
-            }
-            ("nbd", []) if served(nbd::VOLUME_EXTENSION) => {
-                return nbd::volume_nbd(ctx, volume, &req);
-            }
-            ("bitmaps", bitmap) if served(bitmaps::EXTENSION) => {
-                return bitmaps::volume_bitmaps(ctx, &method, volume, bitmap);
-            }
-            ("rebuild", []) if served(volume_rebuild::EXTENSION) => {
-                return volume_rebuild::rebuild(ctx, &method, volume, req.body());
-            }
-            _ => {}
-        }
-    }
-    // A custom volume's snapshots are served apart from its declaration.
-    if let ["storage-pools", pool, "volumes", "custom", name, rest @ ..] = &segs[1..] {
-        if rest.first() == Some(&"snapshots") {
-            ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
-            return volume_snapshots::route(
-                ctx,
-                &method,
-                pool,
-                name,
-                rest,
-                req.headers(),
-                req.body(),
-            );
-        }
-        if rest.first() == Some(&"backups") {
-            ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?;
-            return volume_backups::route(ctx, &method, pool, name, rest, req.body());
-        }
-    }
-    if segs[1] == "network-address-sets" && !ctx.app.has_extension(network_address_sets::EXTENSION)
-    {
-        return Err(ApiError::not_found());
-    }
-    if let Some((resource, parent, rest)) = resource::find(&segs[1..]) {
-        // A pool's volumes other than its custom ones are the storage module's.
-        let pool_volumes = segs[1] == "storage-pools" && segs.get(3) == Some(&"volumes");
-        if !(pool_volumes && parent.is_empty()) {
-            return resource::serve(
-                resource,
-                ctx,
-                &method,
-                &parent,
-                rest,
-                req.headers(),
-                req.body(),
-            );
-        }
-    }
-    match segs[1] {
-        "instances" => match segs.get(3) {
-            None => instances::route(ctx, &method, &segs[2..], req.headers(), req.body()),
-            Some(&"state") => state::route(ctx, &method, &segs[2..], req.body()),
-            Some(&"backups") => backups::route(ctx, &method, &segs[2..], req.body()),
-            Some(&"snapshots") => {
-                snapshots::route(ctx, &method, &segs[2..], req.headers(), req.body())
-            }
-            Some(&"exec") if segs.len() == 4 => exec::route(ctx, &method, segs[2], req.body()),
-            Some(&"console") if segs.len() == 4 && method == Method::POST => {
-                console::route(ctx, &method, segs[2], req.body())
-            }
-            Some(&"logs" | &"console") => logs::route(ctx, &method, &segs[2..]),
-            Some(&"metadata") => {
-                metadata::route(ctx, &method, &segs[2..], req.headers(), req.body())
-            }
-            Some(&"rebuild") if segs.len() == 4 => {
-                rebuild::route(ctx, &method, segs[2], req.body())
-            }
-            Some(&"files") if segs.len() == 4 => {
-                files::route(ctx, &method, segs[2], req.headers(), req.body())
-            }
-            Some(&"sftp") if segs.len() == 4 => sftp::route(ctx, segs[2], req),
-            Some(&"access") if segs.len() == 4 => refusals::access(&method),
-            Some(&"nbd") if segs.len() == 4 && ctx.app.has_extension(nbd::INSTANCE_EXTENSION) => {
-                nbd::instance_nbd(ctx, segs[2], &req)
-            }
-            Some(&"bitmaps") if segs.len() == 4 && ctx.app.has_extension(bitmaps::EXTENSION) => {
-                bitmaps::instance_bitmaps(ctx, &method, segs[2])
-            }
-            Some(&"debug")
-                if segs[3..] == ["debug", "repair"]
-                    && ctx.app.has_extension(debug_repair::EXTENSION) =>
-            {
-                debug_repair::repair(ctx, &method, segs[2], req.body())
-            }
-            Some(&"debug") if segs[3..] == ["debug", "memory"] => {
-                refusals::debug_memory(ctx, &method, segs[2])
-            }
-            _ => Err(ApiError::not_found()),
-        },
-        "images" if segs.len() == 4 && segs[3] == "export" && method == Method::POST => {
-            refusals::image_push(ctx, segs[2], req.body())
-        }
-        "cluster" if segs[2..] == ["certificate"] && ctx.app.cluster().is_none() => {
-            refusals::cluster_certificate(&method, req.body())
-        }
-        "images" => images::route(ctx, &method, &segs[2..], req.headers(), req.body()).await,
-        "storage-pools" => storage::route(ctx, &method, &segs[2..], req.headers(), req.body()),
-        "cluster" => cluster::route(ctx, &method, &segs[2..], req.headers(), req.body()),
-        "operations" => operations::route(ctx, req, &segments[2..]).await,
-        "events" if segs.len() == 2 => events::route(ctx, req),
-        _ => Err(ApiError::not_found()),
-    }
+    router::dispatch(ctx, routes::table(), call).await
 }
+
+pub(crate) use routes::endpoints;
 
 /// The declared resources as Markdown (API.md's part on them).
 pub(crate) fn declared_markdown() -> String {
@@ -326,15 +174,6 @@ fn declared() -> &'static [&'static dyn resource::Resource] {
         &warnings::WARNINGS,
     ];
     DECLARED
-}
-
-/// 501 unless the method is the one the route handles.
-pub(crate) fn only(method: &Method, allowed: Method) -> Result<(), ApiError> {
-    if *method == allowed {
-        Ok(())
-    } else {
-        Err(ApiError::not_implemented())
-    }
 }
 
 /// The 404 of a missing instance snapshot (or of its instance, on snapshot endpoints).

@@ -9,7 +9,7 @@ use super::volume_files::volume;
 use super::{found_instance, Ctx};
 use crate::envelope::{ApiError, ApiResult};
 use bytes::Bytes;
-use http::{header, Method, Request};
+use http::{header, Request};
 
 pub(super) const VOLUME_EXTENSION: &str = "storage_volume_nbd";
 pub(super) const INSTANCE_EXTENSION: &str = "instance_nbd";
@@ -28,9 +28,6 @@ pub(super) fn volume_nbd(
     (pool, kind, name): (&str, &str, &str),
     req: &Request<Bytes>,
 ) -> ApiResult {
-    if req.method() != Method::GET {
-        return Err(ApiError::not_implemented());
-    }
     wants_nbd(req)?;
     let found = volume(
         ctx,
@@ -60,9 +57,6 @@ pub(super) fn volume_nbd(
 
 /// `GET /1.0/instances/{name}/nbd`: every disk of a virtual machine.
 pub(super) fn instance_nbd(ctx: &Ctx, name: &str, req: &Request<Bytes>) -> ApiResult {
-    if req.method() != Method::GET {
-        return Err(ApiError::not_implemented());
-    }
     wants_nbd(req)?;
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();

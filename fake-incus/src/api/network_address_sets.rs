@@ -38,6 +38,7 @@ static PLAIN: Plain = Plain {
             kind: "network-address-set",
             key: "name",
         },
+        extension: Some(EXTENSION),
         ..Decl::DEFAULTS
     },
     fields: r#"{"addresses":[],"config":{},"description":"","name":"","used_by":[],"project":""}"#,

@@ -3,7 +3,7 @@
 
 use super::{is_upgrade, Ctx};
 use crate::envelope::{self, ApiError, ApiResult, Body};
-use crate::lifecycle::op_not_found;
+use crate::operations::op_not_found;
 use bytes::Bytes;
 use futures_util::FutureExt;
 use http::{header, HeaderValue, Request, Response, StatusCode};
@@ -13,27 +13,14 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub(super) async fn route(ctx: &Ctx, req: Request<Bytes>, rest: &[String]) -> ApiResult {
-    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-    match (rest.as_slice(), req.method().as_str()) {
-        ([], "GET") => list(ctx),
-        ([id], "GET") => get(ctx, id),
-        ([id], "DELETE") => cancel(ctx, id),
-        ([id, "wait"], "GET") => wait(ctx, id),
-        ([id, "websocket"], "GET") => connect(ctx, req, id),
-        ([] | [_] | [_, "wait" | "websocket"], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
-}
-
-fn list(ctx: &Ctx) -> ApiResult {
+pub(super) fn list(ctx: &Ctx) -> ApiResult {
     if ctx.all_projects() && ctx.param("project").is_some() {
         return Err(ApiError::bad_request(
             "Cannot specify a project when requesting all projects",
         ));
     }
     let projects = ctx.projects();
-    let ops = ctx.app.ops();
+    let ops = ctx.app.operations.ops();
     // Go encodes the map with sorted keys: failure, running, success...
     let mut groups: BTreeMap<String, Value> = BTreeMap::new();
     for op in ops
@@ -58,20 +45,20 @@ fn list(ctx: &Ctx) -> ApiResult {
     ))
 }
 
-fn get(ctx: &Ctx, id: &str) -> ApiResult {
-    let ops = ctx.app.ops();
+pub(super) fn get(ctx: &Ctx, id: &str) -> ApiResult {
+    let ops = ctx.app.operations.ops();
     let op = ops.get(id).ok_or_else(op_not_found)?;
     Ok(envelope::sync(op.to_json_read()))
 }
 
-fn cancel(ctx: &Ctx, id: &str) -> ApiResult {
-    ctx.app.cancel_operation(id)?;
+pub(super) fn cancel(ctx: &Ctx, id: &str) -> ApiResult {
+    ctx.app.operations.cancel_operation(id)?;
     ctx.applied();
     Ok(envelope::empty())
 }
 
 /// Answers 200 at once; the body (sync or error envelope) follows when the wait ends.
-fn wait(ctx: &Ctx, id: &str) -> ApiResult {
+pub(super) fn wait(ctx: &Ctx, id: &str) -> ApiResult {
     let timeout = match ctx.param("timeout") {
         None | Some("-1") => None,
         Some(text) => {
@@ -85,13 +72,13 @@ fn wait(ctx: &Ctx, id: &str) -> ApiResult {
             }
         }
     };
-    if ctx.app.ops().get(id).is_none() {
+    if ctx.app.operations.ops().get(id).is_none() {
         return Err(op_not_found());
     }
     let app = ctx.app.clone();
     let id = id.to_string();
     let body = async move {
-        let bytes = match app.wait_operation(&id, timeout).await {
+        let bytes = match app.operations.wait_operation(&id, timeout).await {
             Ok(op) => {
                 let mut bytes =
                     serde_json::to_vec(&envelope::sync_envelope(op)).unwrap_or_default();
@@ -118,9 +105,14 @@ fn wait(ctx: &Ctx, id: &str) -> ApiResult {
 }
 
 /// `GET /1.0/operations/{id}/websocket?secret=…`.
-fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
+pub(super) fn connect(ctx: &Ctx, mut req: Request<Bytes>, op_id: &str) -> ApiResult {
     let secret = ctx.param("secret").map(String::from);
-    let final_status = ctx.app.ops().get(op_id).map(|op| op.status.is_final());
+    let final_status = ctx
+        .app
+        .operations
+        .ops()
+        .get(op_id)
+        .map(|op| op.status.is_final());
     let secret = match (final_status, secret) {
         (None, None) => return Err(ApiError::bad_request("Missing websocket secret")),
         (None, Some(_)) => return Err(op_not_found()),

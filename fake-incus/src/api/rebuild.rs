@@ -5,9 +5,8 @@
 
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{PowerState, State};
-use http::Method;
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -28,8 +27,7 @@ struct Source {
     fingerprint: String,
 }
 
-pub(super) fn route(ctx: &Ctx, method: &Method, name: &str, body: &[u8]) -> ApiResult {
-    super::only(method, Method::POST)?;
+pub(super) fn post(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let instance_url = {
         let state = ctx.app.state();

@@ -14,22 +14,19 @@
 //! - `PUT /1.0/cluster/certificate` on a standalone fake: the certificate and key must be PEM
 //!   (`400`), then the daemon finds no cluster certificate to replace (`404`).
 
-use super::{instance_not_found, only, Ctx};
+use super::{instance_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::instances::PowerState;
-use http::Method;
 use serde::Deserialize;
 use serde_json::Value;
 
 /// `GET /1.0/instances/{name}/access`.
-pub(super) fn access(method: &Method) -> ApiResult {
-    only(method, Method::GET)?;
+pub(super) fn access() -> ApiResult {
     Ok(envelope::sync(Value::Null))
 }
 
 /// `GET /1.0/instances/{name}/debug/memory`.
-pub(super) fn debug_memory(ctx: &Ctx, method: &Method, name: &str) -> ApiResult {
-    only(method, Method::GET)?;
+pub(super) fn debug_memory(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let (kind, status) = {
         let state = ctx.app.state();
@@ -133,8 +130,7 @@ fn is_pem(text: &str) -> bool {
 }
 
 /// `PUT /1.0/cluster/certificate` on a standalone fake.
-pub(super) fn cluster_certificate(method: &Method, body: &[u8]) -> ApiResult {
-    only(method, Method::PUT)?;
+pub(super) fn cluster_certificate(body: &[u8]) -> ApiResult {
     let req: CertificateBody = super::parse_body(body)?;
     if !is_pem(&req.cluster_certificate) {
         return Err(ApiError::bad_request(

@@ -1,12 +1,11 @@
 //! `GET /1.0`: the server object, trusted and untrusted forms.
 
-use super::{only, Ctx};
+use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::journal::Listener;
 use crate::state::etag;
 use crate::state::snapshot::{Derived, Prebuilt};
 use bytes::Bytes;
-use http::Method;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -40,8 +39,7 @@ const BEFORE_METHOD: usize = 2;
 const BEFORE_PROJECT: usize = 3;
 const AFTER_PROJECT: usize = 4;
 
-pub(super) fn route(ctx: &Ctx, method: &Method) -> ApiResult {
-    only(method, Method::GET)?;
+pub(super) fn get(ctx: &Ctx) -> ApiResult {
     if let Some(cluster) = ctx.app.cluster().filter(|_| ctx.trusted) {
         let member = match ctx.param("target").filter(|t| !t.is_empty()) {
             Some(target) => cluster
@@ -259,7 +257,7 @@ mod tests {
     }
 
     async fn answer(ctx: &Ctx) -> (Value, Vec<u8>) {
-        let resp = route(ctx, &Method::GET).unwrap();
+        let resp = get(ctx).unwrap();
         let etag = resp
             .headers()
             .get(http::header::ETAG)

@@ -13,7 +13,7 @@ use crate::app::App;
 use crate::envelope::{ApiError, ApiResult};
 use crate::state::files::{clean, Attrs, FileError, Kind, Node, Owner, TREE_LIMIT};
 use bytes::Bytes;
-use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use russh_sftp::extensions::{HardlinkExtension, Statvfs, StatvfsExtension, HARDLINK, STATVFS};
 use russh_sftp::protocol::{
@@ -28,10 +28,7 @@ const HANDLE_LIMIT: usize = 64;
 /// Symlinks followed when resolving one path.
 const LINK_DEPTH: usize = 16;
 
-pub(super) fn route(ctx: &Ctx, name: &str, req: Request<Bytes>) -> ApiResult {
-    if req.method() != Method::GET {
-        return Err(ApiError::not_implemented());
-    }
+pub(super) fn instance(ctx: &Ctx, name: &str, req: Request<Bytes>) -> ApiResult {
     // The daemon checks the upgrade before it looks the instance up.
     if !wants_upgrade(&req) {
         return Err(ApiError::bad_request("Missing or invalid upgrade header"));
@@ -140,11 +137,11 @@ fn failure(code: Code, message: impl Into<String>) -> Failure {
 
 /// A missing file as the daemon's SFTP server says it (Go's `os.PathError`: the call and the
 /// path as the client sent it); other failures as they are.
-fn go_path_error(failure: Failure, call: &str, path: &str) -> Failure {
+fn path_error(failure: Failure, call: &str, path: &str) -> Failure {
     if failure.0.status_code == Code::NoSuchFile {
         Failure(
             russh_sftp::server::StatusReply::new(Code::NoSuchFile)
-                .with_message(format!("{call} {path}: no such file or directory"))
+                .with_message(crate::go::os::path_error(call, path, crate::go::os::ENOENT))
                 .with_language_tag(""),
         )
     } else {
@@ -154,13 +151,18 @@ fn go_path_error(failure: Failure, call: &str, path: &str) -> Failure {
 
 /// A failed link or rename as the daemon's server says it (Go's `os.LinkError`: the call and
 /// both paths as the client sent them).
-fn go_link_error(failure: Failure, call: &str, old: &str, new: &str) -> Failure {
+fn link_error(failure: Failure, call: &str, old: &str, new: &str) -> Failure {
     if failure.0.status_code != Code::NoSuchFile {
         return failure;
     }
     Failure(
         russh_sftp::server::StatusReply::new(Code::NoSuchFile)
-            .with_message(format!("{call} {old} {new}: no such file or directory"))
+            .with_message(crate::go::os::link_error(
+                call,
+                old,
+                new,
+                crate::go::os::ENOENT,
+            ))
             .with_language_tag(""),
     )
 }
@@ -337,7 +339,7 @@ impl Session {
     fn hardlink(&self, old: &str, new: &str) -> Result<(), Failure> {
         let (_, node) = self
             .lookup(old, false)
-            .map_err(|f| go_link_error(f, "link", old, new))?;
+            .map_err(|f| link_error(f, "link", old, new))?;
         if self.lookup(new, false).is_ok() {
             return Err(failure(
                 Code::Failure,
@@ -352,7 +354,7 @@ impl Session {
         }
         let path = clean(new);
         self.with_tree(|tree| tree.link(&path, node))
-            .map_err(|f| go_link_error(f, "link", old, new))
+            .map_err(|f| link_error(f, "link", old, new))
     }
 
     fn listing(&self, path: &str) -> Result<Vec<File>, Failure> {
@@ -425,7 +427,7 @@ impl russh_sftp::server::Handler for Session {
                     self.hardlink(&old, &new)?;
                 } else {
                     self.with_tree(|tree| tree.rename(&old, &new))
-                        .map_err(|f| go_link_error(f, "rename", &old, &new))?;
+                        .map_err(|f| link_error(f, "rename", &old, &new))?;
                 }
                 Ok(Packet::Status(self.durable(id).await?))
             }
@@ -454,7 +456,7 @@ impl russh_sftp::server::Handler for Session {
         let writing = pflags.intersects(OpenFlags::WRITE | OpenFlags::APPEND | OpenFlags::CREATE);
         let existing = self.lookup(&filename, true);
         if !writing {
-            let (_, node) = existing.map_err(|f| go_path_error(f, "open", &filename))?;
+            let (_, node) = existing.map_err(|f| path_error(f, "open", &filename))?;
             // A directory opens for reading too (`incus file pull` opens before it stats);
             // it has no bytes to read.
             let content = match node.kind {
@@ -638,7 +640,7 @@ impl russh_sftp::server::Handler for Session {
     async fn remove(&mut self, id: u32, filename: String) -> Result<Status, Self::Error> {
         let (path, node) = self
             .lookup(&filename, false)
-            .map_err(|f| go_path_error(f, "remove", &filename))?;
+            .map_err(|f| path_error(f, "remove", &filename))?;
         if node.kind == Kind::Directory {
             return Err(failure(Code::Failure, "is a directory"));
         }

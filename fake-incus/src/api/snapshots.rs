@@ -3,42 +3,13 @@
 
 use super::{instance_not_found, parse_body, snapshot_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::State;
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-pub(super) fn route(
-    ctx: &Ctx,
-    method: &Method,
-    rest: &[&str],
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult {
-    // The snapshot's segment, decoded once by the router, is decoded again.
-    let decoded;
-    let rest = match rest {
-        [name, "snapshots", snap] => {
-            decoded = query_unescape(snap)?;
-            &[*name, "snapshots", decoded.as_str()][..]
-        }
-        _ => rest,
-    };
-    match (rest, method.as_str()) {
-        ([name, "snapshots"], "GET") => list(ctx, name),
-        ([name, "snapshots"], "POST") => create(ctx, name, body),
-        ([_, "snapshots"], _) => Err(ApiError::not_implemented()),
-        ([name, "snapshots", snap], "GET") => get(ctx, name, snap),
-        ([name, "snapshots", snap], "DELETE") => delete(ctx, name, snap),
-        ([name, "snapshots", snap], "POST") => rename(ctx, name, snap, body),
-        ([name, "snapshots", snap], "PUT" | "PATCH") => update(ctx, name, snap, headers, body),
-        ([_, "snapshots", _], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
-}
-
-fn list(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn list(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
@@ -59,7 +30,7 @@ fn list(ctx: &Ctx, name: &str) -> ApiResult {
     Ok(envelope::sync(Value::Array(items)))
 }
 
-fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
+pub(super) fn get(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
@@ -83,6 +54,17 @@ fn check_api_name(api_names: bool, name: &str) -> Result<(), ApiError> {
     super::validation::checked_api_name(api_names, "snapshot", name)
 }
 
+/// 6.0's `validate.IsURLSegmentSafe`: `Invalid snapshot name: Cannot contain "/"` (then `?`,
+/// `&`, `+`).
+fn url_segment_safe(name: &str) -> Result<(), ApiError> {
+    match ["/", "?", "&", "+"].into_iter().find(|c| name.contains(c)) {
+        Some(c) => Err(ApiError::bad_request(format!(
+            "Invalid snapshot name: Cannot contain {c:?}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct CreateBody {
@@ -93,24 +75,25 @@ struct CreateBody {
     expires_at: Option<String>,
 }
 
-fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+pub(super) fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let (instance_url, snap_name, snap_url) = {
         let state = ctx.app.state();
         let instance = super::found_instance(&state, &project, name)?;
         let req: CreateBody = parse_body(body)?;
         let api_names = ctx.app.has_extension(OBJECT_NAMES);
-        if !api_names && req.name.contains('/') {
-            return Err(ApiError::bad_request(
-                "Invalid snapshot name: Cannot contain \"/\"",
-            ));
-        }
         let snap = if req.name.is_empty() {
-            instance.next_snapshot_name()
+            instance
+                .next_snapshot_name(&state)
+                .map_err(|e| ApiError::new(e.status(), e.to_string()))?
         } else {
             req.name.clone()
         };
-        // 7.0 checks the name it will use, a generated one too.
+        // The daemon checks the name it will use, a generated one too: 7.0 as an API name
+        // (`..` refused), 6.0 only as a URL segment (`validate.IsURLSegmentSafe`).
+        if !api_names {
+            url_segment_safe(&snap)?;
+        }
         check_api_name(api_names, &snap)?;
         let snap_url =
             crate::state::url(&format!("/1.0/instances/{name}/snapshots/{snap}"), &project);
@@ -172,7 +155,7 @@ fn create(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     Ok(envelope::operation_created(op))
 }
 
-fn delete(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
+pub(super) fn delete(ctx: &Ctx, name: &str, snap: &str) -> ApiResult {
     let project = ctx.project();
     let (instance_url, snap_url) = snapshot_urls(ctx, name, snap)?;
     let spec = snapshot_spec(&project, "Deleting snapshot", instance_url, snap_url);
@@ -228,7 +211,7 @@ struct RenameBody {
 }
 
 /// `POST /1.0/instances/{name}/snapshots/{snap}` with a new name (migration is not simulated).
-fn rename(ctx: &Ctx, name: &str, snap: &str, body: &[u8]) -> ApiResult {
+pub(super) fn rename(ctx: &Ctx, name: &str, snap: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let (instance_url, snap_url) = snapshot_urls(ctx, name, snap)?;
     let req: RenameBody = parse_body(body)?;
@@ -285,7 +268,13 @@ fn rename(ctx: &Ctx, name: &str, snap: &str, body: &[u8]) -> ApiResult {
 
 /// `PUT` and `PATCH`: only `expires_at` is writable; a body without it as a string changes
 /// nothing (still an operation), one with it sets it (RFC 3339, the daemon's 400 otherwise).
-fn update(ctx: &Ctx, name: &str, snap: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+pub(super) fn update(
+    ctx: &Ctx,
+    name: &str,
+    snap: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult {
     let project = ctx.project();
     let (instance_url, snap_url) = snapshot_urls(ctx, name, snap)?;
     {
@@ -338,7 +327,7 @@ pub(super) fn parse_time(text: &str) -> Result<String, ApiError> {
 /// then `url.QueryUnescape` (`instanceSnapshotHandler`, `cmd/incusd/instance_snapshot.go` of 6.0.4
 /// and 7.0), so `s%2531` names `s1` and `a+b` names `a b` (both checked on the real daemons). A
 /// malformed escape is Go's error, answered as an internal error.
-fn query_unescape(segment: &str) -> Result<String, ApiError> {
+pub(super) fn decoded(segment: &str) -> Result<String, ApiError> {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -369,7 +358,7 @@ fn query_unescape(segment: &str) -> Result<String, ApiError> {
 
 #[cfg(test)]
 mod decoding_tests {
-    use super::query_unescape;
+    use super::decoded as query_unescape;
 
     #[test]
     fn a_snapshot_segment_is_decoded_as_a_query_value() {

@@ -3,11 +3,9 @@
 //! [`super::volumes`]): every volume of a pool, the volumes of an instance type, and their gets.
 
 use super::resource::{At, Decl, Resource, Sub, Typed, Verb};
-use super::volumes;
 use super::{pool_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::{Pool, State};
-use http::{HeaderMap, Method};
 use serde_json::{json, Value};
 
 const VOLUME_TYPES: &[&str] = &["container", "virtual-machine", "image", "custom"];
@@ -133,43 +131,16 @@ fn resources(ctx: &Ctx, _: &At, key: &str, _: &[&str]) -> ApiResult {
     Ok(envelope::sync(super::resources::pool_usage()))
 }
 
-/// The volume endpoints of a pool that are not a custom volume's (`rest` after
-/// `/1.0/storage-pools/`).
-pub(super) fn route(
-    ctx: &Ctx,
-    method: &Method,
-    rest: &[&str],
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult {
-    match rest {
-        [_, "volumes"] | [_, "volumes", _] => {
-            ctx.require_project(|_| "Project not found".into())?;
-        }
-        _ => {
-            ctx.require_project(|p| format!("Failed to load project \"{p}\": Project not found"))?
-        }
-    }
-    match (rest, method.as_str()) {
-        ([pool, "volumes"], "POST") => volumes::create_typed(ctx, pool, headers, body),
-        ([pool, "volumes"], "GET") => list_volumes(ctx, pool, None),
-        ([_, "volumes", kind, ..], _) if !VOLUME_TYPES.contains(kind) => {
-            Err(ApiError::bad_request("Invalid storage volume type name"))
-        }
-        ([_, "volumes", kind], "POST") => Err(ApiError::bad_request(format!(
-            "Currently not allowed to create storage volumes of type \"{kind}\""
-        ))),
-        ([pool, "volumes", kind], "GET") => list_volumes(ctx, pool, Some(kind)),
-        ([pool, "volumes", kind, name], "GET") => volumes::get_volume(ctx, pool, kind, name),
-        ([pool, "volumes", kind, name, "snapshots", snap], "GET") => {
-            volumes::get_volume(ctx, pool, kind, &format!("{name}/{snap}"))
-        }
-        ([_, "volumes", ..], _) if rest.len() <= 6 => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
+/// 400 unless `kind` is a volume type of the API.
+pub(super) fn check_type(kind: &str) -> Result<(), ApiError> {
+    if VOLUME_TYPES.contains(&kind) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request("Invalid storage volume type name"))
     }
 }
 
-fn list_volumes(ctx: &Ctx, pool: &str, kind: Option<&str>) -> ApiResult {
+pub(super) fn list_volumes(ctx: &Ctx, pool: &str, kind: Option<&str>) -> ApiResult {
     let snapshot = ctx.app.snapshot();
     let state = &snapshot.state;
     if !state.storage_pools.iter().any(|p| p.name == pool) {

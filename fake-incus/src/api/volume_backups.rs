@@ -14,32 +14,10 @@ use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::volume_backups::{VolumeBackup, TARBALLS};
 use crate::state::{clock, State, Volume};
 use bytes::Bytes;
-use http::Method;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// `rest` after `/1.0/storage-pools/{pool}/volumes/custom/{name}`: `["backups", ..]`.
-pub(super) fn route(
-    ctx: &Ctx,
-    method: &Method,
-    pool: &str,
-    name: &str,
-    rest: &[&str],
-    body: &[u8],
-) -> ApiResult {
-    match (rest, method.as_str()) {
-        (["backups"], "GET") => list(ctx, pool, name),
-        (["backups"], "POST") => create(ctx, pool, name, body),
-        (["backups", backup], "GET") => get(ctx, pool, name, backup),
-        (["backups", backup], "POST") => rename(ctx, pool, name, backup, body),
-        (["backups", backup], "DELETE") => delete(ctx, pool, name, backup),
-        (["backups", backup, "export"], "GET") => export(ctx, pool, name, backup),
-        (["backups", ..], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
-}
 
 fn backup_not_found() -> ApiError {
     ApiError::new(404, "Storage volume backup not found")
@@ -68,7 +46,7 @@ fn backup(
     Ok((volume, found))
 }
 
-fn list(ctx: &Ctx, pool: &str, name: &str) -> ApiResult {
+pub(super) fn list(ctx: &Ctx, pool: &str, name: &str) -> ApiResult {
     let state = ctx.app.state();
     let volume = volume(&state, ctx, pool, name)?;
     let items: Vec<Value> = backups_of(&state, &volume)
@@ -86,7 +64,7 @@ fn list(ctx: &Ctx, pool: &str, name: &str) -> ApiResult {
     Ok(envelope::sync(Value::Array(items)))
 }
 
-fn get(ctx: &Ctx, pool: &str, name: &str, name_of_backup: &str) -> ApiResult {
+pub(super) fn get(ctx: &Ctx, pool: &str, name: &str, name_of_backup: &str) -> ApiResult {
     let (_, found) = backup(ctx, pool, name, name_of_backup)?;
     Ok(envelope::sync(found.to_json()))
 }
@@ -120,7 +98,7 @@ fn check_name(ctx: &Ctx, name: &str) -> Result<(), ApiError> {
     super::validation::checked_api_name(checked, "storage volume backup", name)
 }
 
-fn create(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
+pub(super) fn create(ctx: &Ctx, pool: &str, name: &str, body: &[u8]) -> ApiResult {
     let volume = volume(&ctx.app.state(), ctx, pool, name)?;
     let req: CreateBody = parse_body(body)?;
     if !req.name.is_empty() {
@@ -249,7 +227,7 @@ fn change(
     Ok(())
 }
 
-fn rename(ctx: &Ctx, pool: &str, name: &str, old: &str, body: &[u8]) -> ApiResult {
+pub(super) fn rename(ctx: &Ctx, pool: &str, name: &str, old: &str, body: &[u8]) -> ApiResult {
     let (volume, found) = backup(ctx, pool, name, old)?;
     let req: super::RenameBody = parse_body(body)?;
     check_name(ctx, &req.name)?;
@@ -275,7 +253,7 @@ fn rename(ctx: &Ctx, pool: &str, name: &str, old: &str, body: &[u8]) -> ApiResul
     Ok(envelope::operation_created(op))
 }
 
-fn delete(ctx: &Ctx, pool: &str, name: &str, backup_name: &str) -> ApiResult {
+pub(super) fn delete(ctx: &Ctx, pool: &str, name: &str, backup_name: &str) -> ApiResult {
     let (volume, found) = backup(ctx, pool, name, backup_name)?;
     let spec = spec(
         ctx,
@@ -298,7 +276,7 @@ fn delete(ctx: &Ctx, pool: &str, name: &str, backup_name: &str) -> ApiResult {
     Ok(envelope::operation_created(op))
 }
 
-fn export(ctx: &Ctx, pool: &str, name: &str, backup_name: &str) -> ApiResult {
+pub(super) fn export(ctx: &Ctx, pool: &str, name: &str, backup_name: &str) -> ApiResult {
     let (_, found) = backup(ctx, pool, name, backup_name)?;
     let tarball = ctx
         .app

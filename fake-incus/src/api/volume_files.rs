@@ -96,9 +96,6 @@ pub(super) fn files(
     headers: &HeaderMap,
     body: &Bytes,
 ) -> ApiResult {
-    if !matches!(method.as_str(), "GET" | "HEAD" | "POST" | "DELETE") {
-        return Err(ApiError::not_implemented());
-    }
     let found = volume(ctx, pool, kind, name, VOLUME_TYPES, invalid_type)?;
     let owner = custom(ctx, found)?;
     super::files::serve(ctx, method, &owner, headers, body)
@@ -110,9 +107,6 @@ pub(super) fn sftp(
     (pool, kind, name): (&str, &str, &str),
     req: Request<Bytes>,
 ) -> ApiResult {
-    if req.method() != Method::GET {
-        return Err(ApiError::not_implemented());
-    }
     if !super::sftp::wants_upgrade(&req) {
         return Err(ApiError::bad_request("Missing or invalid upgrade header"));
     }

@@ -7,22 +7,14 @@
 use super::volume_files::volume;
 use super::Ctx;
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{url, PowerState, State};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub(super) const EXTENSION: &str = "storage_volumes_rebuild";
 
-pub(super) fn rebuild(
-    ctx: &Ctx,
-    method: &http::Method,
-    (pool, kind, name): (&str, &str, &str),
-    body: &[u8],
-) -> ApiResult {
-    if *method != http::Method::POST {
-        return Err(ApiError::not_implemented());
-    }
+pub(super) fn rebuild(ctx: &Ctx, (pool, kind, name): (&str, &str, &str), body: &[u8]) -> ApiResult {
     if !["container", "virtual-machine", "image", "custom"].contains(&kind) {
         return Err(ApiError::bad_request("Invalid storage volume type name"));
     }

@@ -11,7 +11,7 @@ use super::volume_snapshots;
 use super::{parse_body, pool_not_found, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::state::{clock, Devices, State, StringMap, Volume};
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -74,7 +74,7 @@ fn volume_name(key: &str) -> Result<(), ApiError> {
 
 /// `POST /1.0/storage-pools/{pool}/volumes`: the body's `type` says the collection. The daemon
 /// checks the name, then the type, then the pool.
-pub(super) fn create_typed(ctx: &Ctx, pool: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult {
+pub(super) fn create_typed(ctx: &Ctx, pool: &str, _headers: &HeaderMap, body: &[u8]) -> ApiResult {
     #[derive(Deserialize, Default)]
     #[serde(default)]
     struct Typed {
@@ -92,7 +92,7 @@ pub(super) fn create_typed(ctx: &Ctx, pool: &str, headers: &HeaderMap, body: &[u
             req.kind
         )));
     }
-    resource::serve(&VOLUMES, ctx, &Method::POST, pool, &[], headers, body)
+    resource::create_below(&VOLUMES, ctx, pool, body)
 }
 
 impl Resource for Volumes {

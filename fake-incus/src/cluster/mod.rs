@@ -520,8 +520,8 @@ impl Cluster {
                 "Offline",
                 format!(
                     "No heartbeat for {} ({})",
-                    go_duration(died.elapsed() + before),
-                    go_time(wall.checked_sub(before).unwrap_or(wall))
+                    crate::go::time::duration_string(died.elapsed() + before),
+                    crate::go::time::utc_time_string(wall.checked_sub(before).unwrap_or(wall))
                 ),
             )
         };
@@ -636,63 +636,6 @@ pub(crate) fn place_seeded(state: &mut crate::state::State, members: &[String]) 
     }
 }
 
-/// A duration as Go's `time.Duration.String` writes it (`20.07s`, `1m0.627061261s`).
-pub(crate) fn go_duration(duration: Duration) -> String {
-    let nanos = duration.as_nanos();
-    if nanos == 0 {
-        return "0s".into();
-    }
-    if nanos < 1_000_000_000 {
-        let (unit, scale) = match nanos {
-            n if n < 1_000 => return format!("{n}ns"),
-            n if n < 1_000_000 => ("µs", 1_000u128),
-            _ => ("ms", 1_000_000u128),
-        };
-        return format!("{}{unit}", fraction(nanos, scale));
-    }
-    let hours = nanos / 3_600_000_000_000;
-    let minutes = nanos / 60_000_000_000 % 60;
-    let seconds = fraction(nanos % 60_000_000_000, 1_000_000_000);
-    match (hours, minutes) {
-        (0, 0) => format!("{seconds}s"),
-        (0, m) => format!("{m}m{seconds}s"),
-        (h, m) => format!("{h}h{m}m{seconds}s"),
-    }
-}
-
-/// `value / scale` with its decimals, trailing zeros dropped.
-fn fraction(value: u128, scale: u128) -> String {
-    let whole = value / scale;
-    let rest = value % scale;
-    if rest == 0 {
-        return whole.to_string();
-    }
-    let width = scale.ilog10() as usize;
-    let decimals = format!("{rest:0width$}");
-    format!("{whole}.{}", decimals.trim_end_matches('0'))
-}
-
-/// A time as Go's `time.Time.String` writes a UTC time (`2026-12-01 08:52:40.312695806 +0000
-/// UTC`).
-pub(crate) fn go_time(at: SystemTime) -> String {
-    let at = time::OffsetDateTime::from(at);
-    let nanos = at.nanosecond();
-    let fraction = if nanos == 0 {
-        String::new()
-    } else {
-        format!(".{nanos:09}").trim_end_matches('0').to_string()
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}{fraction} +0000 UTC",
-        at.year(),
-        u8::from(at.month()),
-        at.day(),
-        at.hour(),
-        at.minute(),
-        at.second()
-    )
-}
-
 /// What the request being served belongs to on a cluster, carried by the request's context
 /// to whatever it starts (operations, instances, exec streams).
 #[derive(Debug, Clone, Default)]
@@ -780,27 +723,6 @@ mod tests {
         assert_eq!(fast.offline.min * 250, real.offline.min);
         assert_eq!(fast.back_online.max * 250, real.back_online.max);
         assert_eq!(fast.refused_window, Duration::ZERO);
-    }
-
-    #[test]
-    fn durations_are_written_as_go_writes_them() {
-        assert_eq!(go_duration(Duration::from_millis(20_070)), "20.07s");
-        assert_eq!(
-            go_duration(Duration::from_nanos(60_627_061_261)),
-            "1m0.627061261s"
-        );
-        assert_eq!(go_duration(Duration::from_secs(20)), "20s");
-        assert_eq!(go_duration(Duration::from_millis(120)), "120ms");
-        assert_eq!(go_duration(Duration::from_micros(1500)), "1.5ms");
-        assert_eq!(go_duration(Duration::from_secs(3_725)), "1h2m5s");
-    }
-
-    #[test]
-    fn times_are_written_as_go_writes_a_utc_time() {
-        let at = SystemTime::UNIX_EPOCH + Duration::new(1_796_115_160, 312_695_806);
-        assert_eq!(go_time(at), "2026-12-01 08:52:40.312695806 +0000 UTC");
-        let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_115_160);
-        assert_eq!(go_time(whole), "2026-12-01 08:52:40 +0000 UTC");
     }
 
     #[test]

@@ -186,14 +186,14 @@ async fn run(
     program: ConsoleProgram,
 ) {
     let Some(cancelled) = exec
-        .lifecycle
+        .operations
         .ops()
         .get(op_id)
         .map(|op| op.cancelled.clone())
     else {
         return;
     };
-    let done = exec.lifecycle.shutdown.child_token();
+    let done = exec.operations.shutdown.child_token();
     let detached = done.child_token();
     let (typed_tx, typed) = mpsc::channel(16);
     let mut typed_tx = Some(typed_tx);
@@ -222,7 +222,7 @@ async fn run(
     if let Some(console) = console {
         console.abort();
     }
-    exec.lifecycle.finish_operation(op_id, Ok(None));
+    exec.operations.finish_operation(op_id, Ok(None));
     done.cancel();
 }
 
@@ -263,7 +263,7 @@ fn attach(
         out_rx,
         closer.clone(),
         stream_given,
-        exec.lifecycle.shutdown.clone(),
+        exec.operations.shutdown.clone(),
     ));
     let reader = ConsoleReader {
         fd: fd.to_owned(),

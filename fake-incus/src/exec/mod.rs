@@ -19,7 +19,7 @@ use crate::envelope::ApiError;
 use crate::faults::exec::ExecFaults;
 use crate::faults::operation::OperationFault;
 use crate::journal::Journal;
-use crate::lifecycle::Lifecycle;
+use crate::operations::Operations;
 use bytes::Bytes;
 use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
@@ -57,7 +57,7 @@ pub(crate) type ExecLogs = BTreeMap<(String, String), BTreeMap<String, Bytes>>;
 pub(crate) struct Exec {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     logs: Mutex<ExecLogs>,
-    lifecycle: Arc<Lifecycle>,
+    operations: Arc<Operations>,
     journal: Journal,
     /// How long a websocket session waits for its fds.
     connect_timeout: Duration,
@@ -69,7 +69,7 @@ pub(crate) struct Exec {
 
 impl Exec {
     pub(crate) fn new(
-        lifecycle: Arc<Lifecycle>,
+        operations: Arc<Operations>,
         journal: Journal,
         connect_timeout: Duration,
         start_delay: Duration,
@@ -77,7 +77,7 @@ impl Exec {
         Arc::new(Self {
             sessions: Mutex::new(HashMap::new()),
             logs: Mutex::new(ExecLogs::new()),
-            lifecycle,
+            operations,
             journal,
             connect_timeout,
             start_delay,
@@ -164,7 +164,7 @@ impl Exec {
             secrets: fds.iter().map(|fd| (fd.to_string(), secret())).collect(),
             connected: Mutex::new(BTreeSet::new()),
             sockets: tx,
-            shutdown: self.lifecycle.shutdown.clone(),
+            shutdown: self.operations.shutdown.clone(),
         });
         let fds = session.fds();
         self.sessions().insert(op_id.into(), session);

@@ -5,7 +5,8 @@ use super::sockets::{pump, writer, Out, Reader, Signals};
 use super::{exit_error, interpreter, start_failure, Exec, ExecRequest, Ws, SIGKILL};
 use crate::envelope::ApiError;
 use crate::faults::exec::ExecFaults;
-use crate::faults::operation::{self, OperationFault};
+use crate::faults::operation::OperationFault;
+use crate::operations::Gate;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use std::collections::{BTreeSet, HashMap};
@@ -58,7 +59,7 @@ impl Runner {
     ) -> (Self, CommandEnds) {
         let (stdin_tx, stdin) = mpsc::channel(16);
         let (sig_tx, signals) = mpsc::unbounded_channel();
-        let done = exec.lifecycle.shutdown.child_token();
+        let done = exec.operations.shutdown.child_token();
         let filter = Arc::new(faults.kill_filter());
         let runner = Self {
             exec,
@@ -202,30 +203,26 @@ impl Runner {
         let Some(fault) = self.op_fault.clone() else {
             return true;
         };
-        let (wait_started, cancelled) = match self.exec.lifecycle.ops().get(&self.op_id) {
-            Some(op) => (op.wait_started.clone(), op.cancelled.clone()),
-            None => return false,
-        };
-        let pace = operation::pace(Some(&fault), Duration::ZERO, &wait_started);
-        tokio::pin!(pace);
-        loop {
+        let (operations, id, done) = (
+            Arc::clone(&self.exec.operations),
+            self.op_id.clone(),
+            self.done.clone(),
+        );
+        let gate = operations.gate(&id, Some(&fault), Duration::ZERO, &done);
+        tokio::pin!(gate);
+        let gate = loop {
             tokio::select! {
-                () = &mut pace => break,
+                gate = &mut gate => break gate,
                 Some((fd, ws, seq)) = sockets.recv() => self.attach(fd, ws, seq),
-                () = cancelled.notified() => {
-                    self.close();
-                    return false;
-                }
-                () = self.done.cancelled() => return false,
             }
-        }
-        match fault.failure() {
-            Some(err) => {
-                self.exec.lifecycle.finish_operation(&self.op_id, Err(err));
+        };
+        match gate {
+            Gate::Open => true,
+            Gate::Failed | Gate::Cancelled => {
                 self.close();
                 false
             }
-            None => true,
+            Gate::Gone | Gate::Stopped => false,
         }
     }
 
@@ -262,10 +259,10 @@ impl Runner {
     fn cancel_signal(&self) -> impl std::future::Future<Output = ()> + 'static {
         let cancelled = self
             .exec
-            .lifecycle
+            .operations
             .has_extension(crate::line::EXEC_CANCELLABLE)
             .then(|| {
-                let ops = self.exec.lifecycle.ops();
+                let ops = self.exec.operations.ops();
                 ops.get(&self.op_id).map(|op| op.cancelled.clone())
             })
             .flatten();
@@ -291,37 +288,37 @@ impl Runner {
     /// Fails the operation; one a cancel made final fails all the same (its run function's
     /// error is the operation's outcome).
     fn fail(&self, err: ApiError) {
-        if self.exec.lifecycle.is_cancelled(&self.op_id) {
-            self.exec.lifecycle.fail_after_cancel(&self.op_id, err);
+        if self.exec.operations.is_cancelled(&self.op_id) {
+            self.exec.operations.fail_after_cancel(&self.op_id, err);
         } else {
-            self.exec.lifecycle.finish_operation(&self.op_id, Err(err));
+            self.exec.operations.finish_operation(&self.op_id, Err(err));
         }
     }
 
     /// Puts `return` in the metadata, settles the operation and closes every socket. A cancelled
     /// operation cannot take the metadata: it fails with the daemon's error for that.
     fn finish(&self, code: i32, error: Option<ApiError>) {
-        if self.exec.lifecycle.is_cancelled(&self.op_id) {
+        if self.exec.operations.is_cancelled(&self.op_id) {
             self.fail(ApiError::internal(
                 "Only pending or running operations can be updated",
             ));
             self.close();
             return;
         }
-        let mut metadata = self.exec.lifecycle.operation_metadata(&self.op_id);
+        let mut metadata = self.exec.operations.operation_metadata(&self.op_id);
         if let Some(object) = metadata.as_object_mut() {
             object.insert("return".into(), code.into());
         }
         match error {
             Some(err) => {
                 self.exec
-                    .lifecycle
+                    .operations
                     .set_operation_metadata(&self.op_id, metadata);
-                self.exec.lifecycle.finish_operation(&self.op_id, Err(err));
+                self.exec.operations.finish_operation(&self.op_id, Err(err));
             }
             None => self
                 .exec
-                .lifecycle
+                .operations
                 .finish_operation(&self.op_id, Ok(Some(metadata))),
         }
         self.close();
@@ -352,7 +349,7 @@ impl Runner {
             out_rx,
             closer.clone(),
             stream_given,
-            self.exec.lifecycle.shutdown.clone(),
+            self.exec.operations.shutdown.clone(),
         )));
         self.writers.insert(fd.clone(), out_tx);
         let reader = Reader {

@@ -9,8 +9,8 @@
 
 use super::{exit_error, interpreter, start_failure, Exec, ExecRequest, SIGKILL};
 use crate::faults::exec::ExecFaults;
-use crate::faults::operation::{self, OperationFault};
-use crate::state::operations::OpStatus;
+use crate::faults::operation::OperationFault;
+use crate::operations::{Gate, OpStatus};
 use bytes::Bytes;
 use serde_json::Value;
 use std::sync::Arc;
@@ -37,9 +37,9 @@ pub(super) fn start_task_session(
     record: Option<Recording>,
 ) {
     // Subscribed before the command starts, so no stop of the instance can be missed.
-    let events = exec.lifecycle.events.subscribe();
+    let events = exec.operations.events.subscribe();
     let (status, instance_url) = {
-        let ops = exec.lifecycle.ops();
+        let ops = exec.operations.ops();
         match ops.get(op_id) {
             Some(op) => (
                 op.watch.subscribe(),
@@ -56,27 +56,15 @@ pub(super) fn start_task_session(
     let exec = Arc::clone(exec);
     let id = op_id.to_string();
     tokio::spawn(async move {
-        let Some((wait_started, cancelled)) = exec
-            .lifecycle
-            .ops()
-            .get(&id)
-            .map(|op| (op.wait_started.clone(), op.cancelled.clone()))
-        else {
-            return;
-        };
-        tokio::select! {
-            () = operation::pace(op_fault.as_ref(), Duration::ZERO, &wait_started) => {}
-            () = cancelled.notified() => return,
-            () = exec.lifecycle.shutdown.cancelled() => return,
-        }
-        if let Some(err) = op_fault.as_ref().and_then(OperationFault::failure) {
-            exec.lifecycle.finish_operation(&id, Err(err));
+        let operations = &exec.operations;
+        let gate = operations.gate(&id, op_fault.as_ref(), Duration::ZERO, &operations.shutdown);
+        if gate.await != Gate::Open {
             return;
         }
         if let Some((status, error)) = start_failure(&req.command) {
-            exec.lifecycle
+            exec.operations
                 .set_operation_metadata(&id, serde_json::json!({"return": status}));
-            exec.lifecycle.finish_operation(&id, Err(error));
+            exec.operations.finish_operation(&id, Err(error));
             return;
         }
         let (_, stdin) = mpsc::channel(1);
@@ -100,12 +88,12 @@ pub(super) fn start_task_session(
             done = command => done,
             () = kill_on_stop => return,
             () = operation_ended(status) => return,
-            () = exec.lifecycle.shutdown.cancelled() => return,
+            () = exec.operations.shutdown.cancelled() => return,
         };
         faults.after_exit().await;
         exec.durable().await;
         if exec
-            .lifecycle
+            .operations
             .ops()
             .get(&id)
             .is_none_or(|op| op.status.is_final())
@@ -126,10 +114,10 @@ pub(super) fn start_task_session(
         match exit_error(code) {
             // Not found (127) or not executable (126): the operation fails, its metadata kept.
             Some(err) => {
-                exec.lifecycle.set_operation_metadata(&id, metadata);
-                exec.lifecycle.finish_operation(&id, Err(err));
+                exec.operations.set_operation_metadata(&id, metadata);
+                exec.operations.finish_operation(&id, Err(err));
             }
-            None => exec.lifecycle.finish_operation(&id, Ok(Some(metadata))),
+            None => exec.operations.finish_operation(&id, Ok(Some(metadata))),
         }
     });
 }
@@ -176,28 +164,33 @@ async fn collect(mut rx: mpsc::Receiver<Bytes>) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::journal::Journal;
-    use crate::lifecycle::Lifecycle;
-    use crate::state::operations::OpSpec;
+    use crate::operations::OpSpec;
+    use crate::operations::Operations;
     use tokio_util::sync::CancellationToken;
 
     /// Exec operations cannot be cancelled on the daemon; when a fault makes one cancellable,
     /// the cancel must end its command.
     #[tokio::test]
     async fn cancel_of_a_cancellable_task_exec_stops_its_endless_command() {
-        let lifecycle = Lifecycle::new(
+        let store = Arc::new(crate::state::store::StateStore::new(
+            crate::state::State::default_state(),
+            crate::line::IncusLine::V6_0,
+        ));
+        let operations = Operations::new(
+            store,
             Duration::from_secs(5),
             CancellationToken::new(),
             crate::line::IncusLine::V6_0,
         );
         let exec = Exec::new(
-            Arc::clone(&lifecycle),
+            Arc::clone(&operations),
             Journal::new(16),
             Duration::from_secs(5),
             Duration::ZERO,
         );
         let mut spec = OpSpec::task("default", "Executing command", "/1.0/instances/c1".into());
         spec.may_cancel = true;
-        let (id, _) = lifecycle.create_operation(spec, None, None);
+        let (id, _) = operations.create_operation(spec, None, None);
         let req = ExecRequest {
             command: vec!["yes".into()],
             environment: Default::default(),
@@ -211,7 +204,7 @@ mod tests {
         // The running task holds the only other reference to the exec sessions.
         assert_eq!(Arc::strong_count(&exec), 2, "the task runs");
         tokio::task::yield_now().await;
-        lifecycle.cancel_operation(&id).unwrap();
+        operations.cancel_operation(&id).unwrap();
         let mut ended = false;
         for _ in 0..500 {
             if Arc::strong_count(&exec) == 1 {
@@ -222,7 +215,7 @@ mod tests {
         }
         assert!(ended, "the endless command still runs 5 s after the cancel");
         assert_eq!(
-            lifecycle.ops().get(&id).map(|op| op.status),
+            operations.ops().get(&id).map(|op| op.status),
             Some(OpStatus::Cancelled)
         );
     }

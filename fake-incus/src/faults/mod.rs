@@ -5,8 +5,8 @@
 //! `probability`, whose draw fires) gives the verdict. Requests that no rule selects pass. A
 //! rule's random numbers (`probability`, `jitter_ms`) come from its own generator seeded with its
 //! `seed`, drawn once per request it selects, so the same requests get the same faults run to run. A rule carries one fault or several that act in different places (a
-//! delay and an operation failure, say). Rules are serde types (the JSON rule format of the
-//! README) and have Rust builders; a rule that could never match or fire is refused with a
+//! delay and an operation failure, say). Rules are serde types (the JSON rule format of
+//! FAULTS.md) and have Rust builders; a rule that could never match or fire is refused with a
 //! [`RuleError`].
 //!
 //! Where a fault acts decides its module, and each module holds the effect beside the type:

@@ -46,7 +46,8 @@ pub(crate) fn member_up(app: &Arc<App>, name: &str) -> Result<(), String> {
         return Ok(());
     };
     // Its operations died with the daemon.
-    app.ops()
+    app.operations
+        .ops()
         .list
         .retain(|op| op.location.as_deref() != Some(name));
     listeners::start(app, cluster, index, until)

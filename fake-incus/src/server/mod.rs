@@ -140,24 +140,13 @@ fn holds_a_json_value(bytes: &[u8]) -> bool {
     )
 }
 
-/// An answer in the form Go's `net/http` writes itself (plain text, connection closed):
-/// `400 Bad Request`, or `400 Bad Request: <why>` when Go says why.
-fn go_plain(status: http::StatusCode, why: Option<&str>) -> Response<Body> {
-    let reason = status.canonical_reason().unwrap_or_default();
-    let phrase = match why {
-        Some(why) => format!("{reason}: {why}"),
-        None => reason.to_string(),
-    };
-    let text = match status {
-        http::StatusCode::NOT_IMPLEMENTED => why.unwrap_or(reason).to_string(),
-        _ => format!("{} {phrase}", status.as_u16()),
-    };
-    let mut response = Response::new(crate::envelope::full(text));
+/// A refusal as Go's `net/http` writes it itself (plain text, connection closed).
+fn refused(status: http::StatusCode, why: Option<&str>) -> Response<Body> {
+    let refusal = crate::go::net_http::Refusal { status, why };
+    let mut response = Response::new(crate::envelope::full(refusal.body()));
     *response.status_mut() = status;
-    if status != http::StatusCode::NOT_IMPLEMENTED {
-        if let Ok(phrase) = hyper::ext::ReasonPhrase::try_from(phrase.into_bytes()) {
-            response.extensions_mut().insert(phrase);
-        }
+    if let Ok(phrase) = hyper::ext::ReasonPhrase::try_from(refusal.reason().into_bytes()) {
+        response.extensions_mut().insert(phrase);
     }
     let headers = response.headers_mut();
     headers.insert(
@@ -180,13 +169,13 @@ fn before_routing(parts: &http::request::Parts) -> Option<Response<Body>> {
     }
     let hosts = parts.headers.get_all(header::HOST).iter().count();
     if parts.version == Version::HTTP_11 && hosts == 0 {
-        return Some(go_plain(
+        return Some(refused(
             http::StatusCode::BAD_REQUEST,
             Some("missing required Host header"),
         ));
     }
     if hosts > 1 {
-        return Some(go_plain(http::StatusCode::BAD_REQUEST, None));
+        return Some(refused(http::StatusCode::BAD_REQUEST, None));
     }
     let codings: Vec<&[u8]> = parts
         .headers
@@ -197,7 +186,7 @@ fn before_routing(parts: &http::request::Parts) -> Option<Response<Body>> {
     if !codings.is_empty()
         && (codings.len() > 1 || !codings[0].trim_ascii().eq_ignore_ascii_case(b"chunked"))
     {
-        return Some(go_plain(
+        return Some(refused(
             http::StatusCode::NOT_IMPLEMENTED,
             Some("Unsupported transfer encoding"),
         ));
@@ -384,69 +373,23 @@ impl<IO> Watched<IO> {
     }
 
     /// Go's answer in place of hyper's parse-error answer `hyper_answer`, if it is one.
-    fn go_parse_error(&self, hyper_answer: &[u8]) -> Option<Vec<u8>> {
+    fn parse_error_replacement(&self, hyper_answer: &[u8]) -> Option<Vec<u8>> {
         if self.activity.served.load(Ordering::SeqCst)
             || self.activity.h2.load(Ordering::SeqCst)
             || !hyper_answer.starts_with(b"HTTP/1.1 4") && !hyper_answer.starts_with(b"HTTP/1.1 5")
         {
             return None;
         }
-        let code = &hyper_answer[9..12];
-        let (status, why) = if code == b"431" {
-            ("431 Request Header Fields Too Large", "")
-        } else {
-            go_reason_for(&self.head)
-        };
-        let body = match status {
-            "501 Not Implemented" => why.to_string(),
-            _ if why.is_empty() => status.to_string(),
-            _ => format!("{status}: {why}"),
-        };
-        let line = if status.starts_with("501") || why.is_empty() {
-            status.to_string()
-        } else {
-            format!("{status}: {why}")
-        };
-        Some(
-            format!(
-                "HTTP/1.1 {line}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n{body}"
-            )
-            .into_bytes(),
-        )
-    }
-}
-
-/// What Go's server says about a request head that does not parse: status and reason.
-fn go_reason_for(head: &[u8]) -> (&'static str, &'static str) {
-    let text = String::from_utf8_lossy(head);
-    let mut lines = text.split('\n').map(|l| l.trim_end_matches('\r'));
-    let request_line = lines.next().unwrap_or_default();
-    let parts: Vec<&str> = request_line.split(' ').collect();
-    if let [_, _, version] = parts.as_slice() {
-        let digits = version.strip_prefix("HTTP/").map(str::as_bytes);
-        if let Some([major, b'.', minor]) = digits {
-            if major.is_ascii_digit() && minor.is_ascii_digit() && *major != b'1' {
-                return (
-                    "505 HTTP Version Not Supported",
-                    "unsupported protocol version",
-                );
+        let refusal = if &hyper_answer[9..12] == b"431" {
+            crate::go::net_http::Refusal {
+                status: http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                why: None,
             }
-        }
-    }
-    for line in lines.take_while(|l| !l.is_empty()) {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
+        } else {
+            crate::go::net_http::unparsed_head(&self.head)
         };
-        if name.contains([' ', '\t']) {
-            return ("400 Bad Request", "invalid header name");
-        }
-        if name.eq_ignore_ascii_case("transfer-encoding")
-            && !value.trim().eq_ignore_ascii_case("chunked")
-        {
-            return ("501 Not Implemented", "Unsupported transfer encoding");
-        }
+        Some(refusal.http1())
     }
-    ("400 Bad Request", "")
 }
 
 /// What the daemon answers on its Unix socket to an HTTP/2 connection preface: Go's server
@@ -524,7 +467,7 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Watched<IO> {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         std::task::ready!(self.poll_pending(cx))?;
-        if let Some(replacement) = self.go_parse_error(buf) {
+        if let Some(replacement) = self.parse_error_replacement(buf) {
             self.pending = Some((replacement, 0));
             let _ = self.poll_pending(cx)?;
             return Poll::Ready(Ok(buf.len()));
@@ -547,7 +490,7 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Watched<IO> {
         std::task::ready!(self.poll_pending(cx))?;
         if !self.activity.served.load(Ordering::SeqCst) {
             let joined: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
-            if let Some(replacement) = self.go_parse_error(&joined) {
+            if let Some(replacement) = self.parse_error_replacement(&joined) {
                 self.pending = Some((replacement, 0));
                 let _ = self.poll_pending(cx)?;
                 return Poll::Ready(Ok(joined.len()));

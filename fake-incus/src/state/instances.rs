@@ -66,7 +66,7 @@ pub(crate) struct Instance {
     #[serde(default)]
     pub(crate) started_at: Option<String>,
     #[serde(default)]
-    pub(crate) snapshots: Vec<Snapshot>,
+    pub(crate) snapshots: Vec<InstanceSnapshot>,
     /// The cluster member it lives on (`None`: not clustered, `"none"` in the API).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) location: Option<String>,
@@ -99,7 +99,7 @@ pub(crate) struct Backup {
 /// A snapshot: a frozen copy of the instance's writable fields.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Snapshot {
+pub(crate) struct InstanceSnapshot {
     pub(crate) name: String,
     #[serde(default = "clock::now")]
     pub(crate) created_at: String,
@@ -329,7 +329,7 @@ impl Instance {
             .insert("volatile.last_state.ready".into(), "false".into());
     }
 
-    pub(crate) fn snapshot(&self, name: &str) -> Option<&Snapshot> {
+    pub(crate) fn snapshot(&self, name: &str) -> Option<&InstanceSnapshot> {
         self.snapshots.iter().find(|s| s.name == name)
     }
 
@@ -339,8 +339,8 @@ impl Instance {
         name: &str,
         stateful: bool,
         expires_at: Option<String>,
-    ) -> Snapshot {
-        Snapshot {
+    ) -> InstanceSnapshot {
+        InstanceSnapshot {
             name: name.into(),
             created_at: clock::now(),
             expires_at: expires_at.unwrap_or_else(zero),
@@ -357,7 +357,7 @@ impl Instance {
     /// Brings config, devices, description, ephemeral and architecture back from a snapshot, as the
     /// daemon does; the power state, the profiles and `stateful` are kept (the daemon keeps the
     /// instance's profiles on restore).
-    pub(crate) fn restore(&mut self, snapshot: &Snapshot) {
+    pub(crate) fn restore(&mut self, snapshot: &InstanceSnapshot) {
         let power = self.config.get("volatile.last_state.power").cloned();
         self.config = snapshot.config.clone();
         match power {
@@ -372,16 +372,23 @@ impl Instance {
         self.architecture = snapshot.architecture.clone();
     }
 
-    /// The first free `snapN` name.
-    pub(crate) fn next_snapshot_name(&self) -> String {
-        (0..)
-            .map(|n| format!("snap{n}"))
-            .find(|name| self.snapshot(name).is_none())
-            .unwrap_or_else(|| "snap".into())
+    /// The name of a snapshot taken without one: the expanded `snapshots.pattern` rendered now
+    /// and indexed against this instance's snapshots ([`super::snapshot_names`]).
+    pub(crate) fn next_snapshot_name(
+        &self,
+        state: &State,
+    ) -> Result<String, super::snapshot_names::PatternError> {
+        let config = self.expanded_config(state);
+        let pattern = config.get("snapshots.pattern").map(String::as_str);
+        super::snapshot_names::next_instance_snapshot_name(
+            super::snapshot_names::pattern_or_default(pattern),
+            time::OffsetDateTime::now_utc(),
+            self.snapshots.iter().map(|s| s.name.as_str()),
+        )
     }
 }
 
-impl Snapshot {
+impl InstanceSnapshot {
     pub(crate) fn url(&self, instance: &Instance) -> String {
         url(
             &format!("/1.0/instances/{}/snapshots/{}", instance.name, self.name),

@@ -1,22 +1,24 @@
-//! The fake daemon's state: every resource of every project, and the running operations.
+//! The fake daemon's state: every resource of every project.
 //!
-//! The state is plain data behind one `std::sync::Mutex` owned by the app, which writers hold
-//! briefly (never across an `.await`). Every change publishes an immutable [`Snapshot`] that
+//! The state is plain data behind one `std::sync::Mutex` ([`store::StateStore`]), which writers
+//! hold briefly (never across an `.await`). Every change publishes an immutable [`Snapshot`] that
 //! readers take without waiting for writers and render outside any lock, reusing each instance's
 //! JSON until that instance changes. The JSON format of the whole state (these resources, the
 //! files and the operations, with its version) is [`stored`]'s.
 
+pub(crate) mod archive;
 pub(crate) mod clock;
-mod defaults;
+pub(crate) mod defaults;
 pub(crate) mod etag;
 pub(crate) mod expiry;
 pub(crate) mod files;
 pub(crate) mod images;
 pub(crate) mod instances;
 pub(crate) mod member_records;
-pub(crate) mod operations;
 pub(crate) mod resources;
 pub(crate) mod snapshot;
+pub(crate) mod snapshot_names;
+pub(crate) mod store;
 pub(crate) mod stored;
 pub(crate) mod volume_backups;
 pub(crate) mod volume_snapshots;
@@ -28,7 +30,6 @@ use std::sync::Arc;
 
 pub(crate) use images::Image;
 pub(crate) use instances::{Instance, PowerState};
-pub(crate) use operations::Operations;
 pub(crate) use resources::{Network, Pool, Profile, Project, Volume};
 pub(crate) use snapshot::Snapshot;
 
@@ -37,8 +38,8 @@ pub(crate) type StringMap = BTreeMap<String, String>;
 /// Devices: name -> device config.
 pub(crate) type Devices = BTreeMap<String, StringMap>;
 
-/// All resources. Operations live beside it in [`Operations`], files in [`files::Files`]; the
-/// state format ([`stored`]) holds all three. Every field is stored through the serde derives.
+/// All resources. Operations live beside it (`crate::operations`), files in [`files::Files`];
+/// the state format ([`stored`]) holds all three. Every field is stored through the serde derives.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct State {
@@ -86,7 +87,7 @@ pub(crate) struct Object {
 pub(crate) struct SeedError(String);
 
 impl State {
-    /// The state a fresh daemon has (see the README: project, profile, pool, `lo`, `busybox`).
+    /// The state a fresh daemon has (see STATE.md: project, profile, pool, `lo`, `busybox`).
     pub(crate) fn default_state() -> Self {
         defaults::state()
     }

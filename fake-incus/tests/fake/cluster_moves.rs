@@ -807,7 +807,7 @@ async fn records_seen(fake: &FakeIncus) -> (Value, Value) {
     let members: Vec<Value> = members
         .metadata()
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("the members list: {}", members.json()))
         .iter()
         .map(|m| json!([m["server_name"], m["config"], m["groups"], m["status"]]))
         .collect();

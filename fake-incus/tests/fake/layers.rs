@@ -1,6 +1,6 @@
 //! The crate map in `lib.rs`'s docs is the layering the code keeps: read the floors from that
 //! table, then every `crate::` path in the sources (comments and test modules aside) must name a
-//! module below the file's own.
+//! module below the file's own. The README stays a front door whose examples all run.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -162,5 +162,48 @@ fn every_module_uses_only_modules_below_it_in_the_crate_map() {
         upward.is_empty(),
         "modules that use a module above them in the crate map:\n{}",
         upward.join("\n")
+    );
+}
+
+#[test]
+fn the_readme_is_a_front_door_of_at_most_300_lines_and_its_examples_run() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("reading README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines; detail goes to the files it lists"
+    );
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("reading lib.rs");
+    for doc in ["README.md", "CLUSTER.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).expect("reading a doc");
+        assert!(
+            !text.contains("no_run") && !text.contains("rust,ignore"),
+            "{doc} has an example that is not run"
+        );
+        assert!(
+            lib.contains(&format!("#[doc = include_str!(\"../{doc}\")]")),
+            "{doc}'s examples are not doctests of lib.rs"
+        );
+    }
+}
+
+#[test]
+fn the_go_behaviour_the_fake_imitates_lives_in_the_go_module_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let strays: Vec<String> = files
+        .iter()
+        .filter(|f| !f.starts_with(src.join("go")))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("reading a source");
+            text.contains("fn go_")
+        })
+        .map(|f| f.strip_prefix(&src).unwrap().display().to_string())
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "go_* functions outside src/go (one file per Go package there): {strays:?}"
     );
 }

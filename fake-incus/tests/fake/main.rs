@@ -27,10 +27,12 @@ mod named_snapshots;
 mod persistence;
 mod protocol;
 mod publish_compression;
+mod record_replay;
 mod refusals;
 mod resources;
 mod serve;
 mod sftp_extensions;
+mod snapshot_patterns;
 #[path = "../tarball/mod.rs"]
 mod tarball;
 mod tokens;

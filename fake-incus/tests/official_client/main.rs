@@ -16,6 +16,7 @@ mod images;
 mod instances;
 mod publish;
 mod resources;
+mod snapshot_patterns;
 mod standalone;
 #[path = "../tarball/mod.rs"]
 mod tarball;
@@ -35,6 +36,7 @@ fn main() -> std::process::ExitCode {
     trials.extend(publish::trials());
     trials.extend(volume_backups::trials());
     trials.extend(volume_moves::trials());
+    trials.extend(snapshot_patterns::trials());
     trials.extend(cli_set::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

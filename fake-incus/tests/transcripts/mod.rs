@@ -1,8 +1,8 @@
 //! The transcripts kept in `tests/data/transcripts/` (recorded from the real daemon by
 //! `ci/record-transcripts.sh`) and the differences their replay is known to show (shared by
 //! the test binaries that replay them).
-// `record_replay` replays the kept transcripts; `record_real` records new ones and needs only
-// the known differences.
+// `record_replay` (in the fake's test binary) replays the kept transcripts; `record_real`
+// records new ones and needs only the known differences.
 #![allow(dead_code)]
 
 use fake_incus::replay::Report;

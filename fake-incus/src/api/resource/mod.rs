@@ -5,8 +5,8 @@
 //! its own: its declaration, its validation, how it renders, what it refuses, what follows a
 //! change, and its sub-endpoints.
 //!
-//! The route table ([`table`]) lists every declared resource; [`find`] picks the one whose
-//! collection path is the longest prefix of the request's path.
+//! Each declared resource contributes rows to the route table ([`routes`]): its collection, its
+//! object and the endpoints below it, each with the checks the implementation makes first.
 
 pub(crate) mod doc;
 pub(crate) mod plain;
@@ -17,12 +17,14 @@ pub(crate) use plain::Plain;
 pub(crate) use store::{Objects, Store, Typed};
 
 use super::filter::Filter;
+use super::router::{Call, Check, Handler, Route, Step, ANY};
 use super::{parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{etag, url, State};
-use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 /// Where an object lives: the project that owns it (after its feature's fallback to `default`)
 /// and its parent's key (`""` for a top-level resource; `pool/bucket` for a bucket's keys).
@@ -122,6 +124,9 @@ pub(crate) struct Decl {
     pub(crate) store: &'static dyn Store,
     /// The endpoints below an object.
     pub(crate) subs: &'static [Sub],
+    /// The API extension that introduced the resource: a line without it routes none of its
+    /// endpoints.
+    pub(crate) extension: Option<&'static str>,
 }
 
 impl Decl {
@@ -150,6 +155,7 @@ impl Decl {
             key: "name",
         },
         subs: &[],
+        extension: None,
     };
 }
 
@@ -162,23 +168,6 @@ pub(crate) struct Sub {
     pub(crate) serve: fn(&Ctx, &At, &str, &[&str]) -> ApiResult,
     /// What the fake answers (API.md).
     pub(crate) does: &'static str,
-}
-
-impl Sub {
-    fn captures<'a>(&self, rest: &[&'a str]) -> Option<Vec<&'a str>> {
-        if self.path.len() != rest.len() {
-            return None;
-        }
-        let mut captured = Vec::new();
-        for (p, s) in self.path.iter().zip(rest) {
-            match *p {
-                "{}" => captured.push(*s),
-                p if p == *s => {}
-                _ => return None,
-            }
-        }
-        Some(captured)
-    }
 }
 
 /// A declared resource: its [`Decl`], its store, and hooks whose defaults are the common case.
@@ -370,80 +359,176 @@ pub(crate) fn table() -> &'static [&'static dyn Resource] {
     super::declared()
 }
 
-/// The resource a path (its segments after `1.0`) belongs to, the parent's key, and the rest of
-/// the path after the collection: the longest collection that is a prefix wins.
-pub(crate) fn find<'a>(
-    segs: &'a [&'a str],
-) -> Option<(&'static dyn Resource, String, &'a [&'a str])> {
-    // Every request asks, so the patterns are matched as they are split, allocating nothing;
-    // only the resource found gets its parents' key.
-    let segments = |resource: &dyn Resource| resource.decl().collection.split('/').skip(2);
-    let mut best: Option<(&'static dyn Resource, usize)> = None;
-    for resource in table() {
-        let mut length = 0;
-        let mut matched = true;
-        for pattern in segments(*resource) {
-            match segs.get(length) {
-                Some(seg) if pattern == "{}" || pattern == *seg => length += 1,
-                _ => {
-                    matched = false;
-                    break;
-                }
-            }
-        }
-        if matched && best.is_none_or(|(_, longest)| length > longest) {
-            best = Some((*resource, length));
-        }
-    }
-    best.map(|(resource, length)| {
-        let parents: Vec<&str> = segments(resource)
-            .zip(segs)
-            .filter(|(pattern, _)| *pattern == "{}")
-            .map(|(_, seg)| *seg)
-            .collect();
-        (resource, parents.join("/"), &segs[length..])
-    })
+/// What a declared resource checks before the method is looked at, as a check row of the
+/// route table.
+#[derive(Clone, Copy)]
+pub(crate) enum Before {
+    /// The collection's: the request's project exists.
+    Collection,
+    /// An object's: the request's project exists.
+    Object,
+    /// An endpoint below an object: the project, then the object's parent.
+    Sub,
 }
 
-/// Serves a request to a declared resource; `rest` is the path after its collection.
-pub(crate) fn serve(
+/// A declared resource's endpoint, as a row of the route table.
+#[derive(Clone, Copy)]
+pub(crate) enum Action {
+    List,
+    Create,
+    Get,
+    Update,
+    Patch,
+    Rename,
+    Delete,
+    Sub(&'static Sub),
+    /// A path below an object that no endpoint serves: the project's 404, else `not found`.
+    Unknown,
+}
+
+/// The rows a declared resource contributes to the route table: its collection, its object
+/// and the endpoints below it, each after the checks the generic implementation makes first.
+pub(crate) fn routes(resource: &'static dyn Resource) -> Vec<Route> {
+    const GET: &[&str] = &["GET"];
+    const POST: &[&str] = &["POST"];
+    const PUT: &[&str] = &["PUT"];
+    const PATCH: &[&str] = &["PATCH"];
+    const DELETE: &[&str] = &["DELETE"];
+    let decl = resource.decl();
+    let collection = decl.collection.replace("{}", "{name}");
+    let object = format!("{collection}/{{{}}}", decl.key.replace('_', "-"));
+    let row = |path: &str, methods: &'static [&'static str], step: Step| Route {
+        path: path.to_owned().into(),
+        methods,
+        extension: decl.extension,
+        guard: None,
+        step,
+    };
+    let check = |path: &str, before: Before| {
+        let check = move |ctx: &Ctx, call: &Call| first(resource, ctx, before, &call.args());
+        row(path, ANY, Step::Check(Check::Generic(Arc::new(check))))
+    };
+    let answer = |path: &str, methods, action: Action| {
+        row(
+            path,
+            methods,
+            Step::Answer(Handler::Generic(Arc::new(move |ctx: &Ctx, call: &Call| {
+                respond(resource, ctx, action, call)
+            }))),
+        )
+    };
+    let scoped = decl.scope != Scope::Global;
+    let mut out = Vec::new();
+    if scoped {
+        out.push(check(&collection, Before::Collection));
+    }
+    out.push(answer(&collection, GET, Action::List));
+    if decl.create != Answer::No {
+        out.push(answer(&collection, POST, Action::Create));
+    }
+    if scoped {
+        out.push(check(&object, Before::Object));
+    }
+    out.push(answer(&object, GET, Action::Get));
+    if decl.update {
+        out.push(answer(&object, PUT, Action::Update));
+        out.push(answer(&object, PATCH, Action::Patch));
+    }
+    if decl.rename != Answer::No {
+        out.push(answer(&object, POST, Action::Rename));
+    }
+    if decl.delete {
+        out.push(answer(&object, DELETE, Action::Delete));
+    }
+    let mut paths: Vec<&[&str]> = Vec::new();
+    for sub in decl.subs {
+        if !paths.contains(&sub.path) {
+            paths.push(sub.path);
+        }
+    }
+    for path in paths {
+        let below = path
+            .iter()
+            .map(|s| if *s == "{}" { "{name}" } else { s })
+            .collect::<Vec<_>>()
+            .join("/");
+        let below = format!("{object}/{below}");
+        out.push(check(&below, Before::Sub));
+        for sub in decl.subs.iter().filter(|s| s.path == path) {
+            out.push(answer(
+                &below,
+                std::slice::from_ref(&sub.method),
+                Action::Sub(sub),
+            ));
+        }
+    }
+    out.push(answer(&format!("{object}/**"), ANY, Action::Unknown));
+    out
+}
+
+/// How many of a request's arguments name the object's parents.
+fn parents(resource: &dyn Resource) -> usize {
+    resource.decl().collection.matches("{}").count()
+}
+
+/// A check row of a declared resource (see [`Before`]); `args` are the path's arguments.
+pub(crate) fn first(
     resource: &'static dyn Resource,
     ctx: &Ctx,
-    method: &Method,
-    parent: &str,
-    rest: &[&str],
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult {
+    before: Before,
+    args: &[&str],
+) -> Result<(), ApiError> {
     let decl = resource.decl();
     if decl.scope != Scope::Global {
-        let text = decl.project_not_found[usize::from(!rest.is_empty())];
+        let text = decl.project_not_found[usize::from(!matches!(before, Before::Collection))];
         ctx.require_project(|p| text.replace("{}", p))?;
     }
+    if let Before::Sub = before {
+        let parent = args[..parents(resource)].join("/");
+        let at = at(resource, ctx, &ctx.project(), &parent);
+        resource.parent(&ctx.app.snapshot().state, &at)?;
+    }
+    Ok(())
+}
+
+/// A create in the collection below `parent`, checked as the collection's `POST` is (the
+/// volumes' typed create hands its custom volumes here).
+pub(crate) fn create_below(
+    resource: &'static dyn Resource,
+    ctx: &Ctx,
+    parent: &str,
+    body: &[u8],
+) -> ApiResult {
+    first(resource, ctx, Before::Collection, &[])?;
     let at = at(resource, ctx, &ctx.project(), parent);
-    match (rest, method.as_str()) {
-        ([], "GET") => list(resource, ctx, parent),
-        ([], "POST") if decl.create != Answer::No => create(resource, ctx, &at, body),
-        ([key], "GET") => get(resource, ctx, &at, key),
-        ([key], "PUT") if decl.update => update(resource, ctx, &at, key, headers, body, false),
-        ([key], "PATCH") if decl.update => update(resource, ctx, &at, key, headers, body, true),
-        ([key], "POST") if decl.rename != Answer::No => rename(resource, ctx, &at, key, body),
-        ([key], "DELETE") if decl.delete => delete(resource, ctx, &at, key),
-        ([] | [_], _) => Err(ApiError::not_implemented()),
-        ([key, rest @ ..], _) => {
-            let routed: Vec<&Sub> = decl
-                .subs
-                .iter()
-                .filter(|s| s.captures(rest).is_some())
-                .collect();
-            if routed.is_empty() {
-                return Err(ApiError::not_found());
-            }
-            resource.parent(&ctx.app.snapshot().state, &at)?;
-            match routed.iter().find(|s| s.method == method.as_str()) {
-                Some(sub) => (sub.serve)(ctx, &at, key, &sub.captures(rest).unwrap_or_default()),
-                None => Err(ApiError::not_implemented()),
-            }
+    create(resource, ctx, &at, body)
+}
+
+/// An endpoint row of a declared resource (see [`Action`]).
+pub(crate) fn respond(
+    resource: &'static dyn Resource,
+    ctx: &Ctx,
+    action: Action,
+    call: &Call,
+) -> ApiResult {
+    let args = call.args();
+    let (parent, rest) = args.split_at(parents(resource).min(args.len()));
+    let parent = parent.join("/");
+    let key = rest.first().copied().unwrap_or_default();
+    let at = at(resource, ctx, &ctx.project(), &parent);
+    let (headers, body) = (call.headers(), call.body());
+    match action {
+        Action::List => list(resource, ctx, &parent),
+        Action::Create => create(resource, ctx, &at, body),
+        Action::Get => get(resource, ctx, &at, key),
+        Action::Update => update(resource, ctx, &at, key, headers, body, false),
+        Action::Patch => update(resource, ctx, &at, key, headers, body, true),
+        Action::Rename => rename(resource, ctx, &at, key, body),
+        Action::Delete => delete(resource, ctx, &at, key),
+        Action::Sub(sub) => (sub.serve)(ctx, &at, key, rest.get(1..).unwrap_or_default()),
+        Action::Unknown => {
+            first(resource, ctx, Before::Object, &args)?;
+            Err(ApiError::not_found())
         }
     }
 }

@@ -1,11 +1,11 @@
-//! `/1.0/instances/{name}/state`: read the state, start, stop, restart, freeze, unfreeze; and
-//! `PUT /1.0/instances`, the same change for every instance of a project it applies to.
+//! Power state: `/1.0/instances/{name}/state` (read it, start, stop, restart, freeze, unfreeze) and
+//! `PUT /1.0/instances`, the same change for every instance of a project it applies to. (The
+//! resources' state is `crate::state`.)
 
 use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
-use crate::state::operations::OpSpec;
+use crate::operations::OpSpec;
 use crate::state::{PowerState, State};
-use http::Method;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -14,16 +14,7 @@ const STATE_CHANGE_DURATION: Duration = Duration::from_millis(200);
 /// How long a restart takes in the fake: a stop, then a start.
 const RESTART_DURATION: Duration = Duration::from_millis(400);
 
-pub(super) fn route(ctx: &Ctx, method: &Method, rest: &[&str], body: &[u8]) -> ApiResult {
-    match (rest, method.as_str()) {
-        ([name, "state"], "GET") => get(ctx, name),
-        ([name, "state"], "PUT") => put(ctx, name, body),
-        ([_, "state"], _) => Err(ApiError::not_implemented()),
-        _ => Err(ApiError::not_found()),
-    }
-}
-
-fn get(ctx: &Ctx, name: &str) -> ApiResult {
+pub(super) fn get(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();
     let view = snapshot
@@ -99,7 +90,7 @@ impl Action {
     }
 }
 
-fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
+pub(super) fn put(ctx: &Ctx, name: &str, body: &[u8]) -> ApiResult {
     let project = ctx.project();
     let (instance_url, status) = {
         let state = ctx.app.state();

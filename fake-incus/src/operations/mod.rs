@@ -1,20 +1,48 @@
-//! Operation lifecycles: registering, settling, cancelling, waiting for and expiring the
-//! operations, and their events. The work of task operations is run by the app, exec sessions
-//! by the exec module (both above this one); both settle through here.
+//! Operations, in one home: what an operation is and the registry of them ([`operation`]), and
+//! the driver ([`Operations`]): registering, settling, cancelling, waiting for and expiring
+//! them, their events, the work of a task operation ([`Operations::start_task`]) and the gate
+//! every operation's work passes first ([`Operations::gate`]: paced as its fault says, then
+//! failed when the fault says so). Exec sessions (the module above) drive their own work and
+//! settle through here.
+
+pub(crate) mod operation;
+
+pub(crate) use operation::{OpSpec, OpStatus, Operation, Registry};
 
 use crate::envelope::ApiError;
-use crate::faults::operation::OperationFault;
+use crate::faults::operation::{self as fault, OperationFault};
 use crate::line::{self, IncusLine};
-use crate::state::operations::{OpSpec, OpStatus, Operation};
-use crate::state::Operations;
+use crate::state::store::StateStore;
+use crate::state::State;
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// Background work of a task operation, run under the state lock when the operation finishes.
+/// It returns the operation's final metadata (or keeps it when `None`).
+pub(crate) type Work = Box<dyn FnOnce(&mut State) -> Result<Option<Value>, ApiError> + Send>;
+
+/// What the gate let through (see [`Operations::gate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// The work may run.
+    Open,
+    /// The operation failed at the gate, as its fault says (it is settled).
+    Failed,
+    /// The operation was cancelled while it waited.
+    Cancelled,
+    /// The operation is gone (a reset).
+    Gone,
+    /// The session or the fake stopped meanwhile.
+    Stopped,
+}
+
 /// The operations and their events.
-pub(crate) struct Lifecycle {
-    ops: Mutex<Operations>,
+pub(crate) struct Operations {
+    ops: Mutex<Registry>,
+    /// The state a task operation's work changes.
+    store: Arc<StateStore>,
     /// Operation events for `/1.0/events` listeners: (project, event).
     pub(crate) events: tokio::sync::broadcast::Sender<(String, Value)>,
     /// How long a final operation stays visible.
@@ -25,14 +53,16 @@ pub(crate) struct Lifecycle {
     line: IncusLine,
 }
 
-impl Lifecycle {
+impl Operations {
     pub(crate) fn new(
+        store: Arc<StateStore>,
         retention: Duration,
         shutdown: CancellationToken,
         line: IncusLine,
     ) -> Arc<Self> {
         Arc::new(Self {
-            ops: Mutex::new(Operations::default()),
+            ops: Mutex::new(Registry::default()),
+            store,
             events: tokio::sync::broadcast::channel(1024).0,
             retention,
             shutdown,
@@ -46,7 +76,7 @@ impl Lifecycle {
     }
 
     /// The operations, locked. Never hold it across an `.await`.
-    pub(crate) fn ops(&self) -> MutexGuard<'_, Operations> {
+    pub(crate) fn ops(&self) -> MutexGuard<'_, Registry> {
         self.ops
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -204,14 +234,84 @@ impl Lifecycle {
         }
     }
 
+    /// Starts a task operation on cluster member `location` whose `work` runs in the background,
+    /// shaped by an operation fault.
+    pub(crate) fn start_task(
+        self: &Arc<Self>,
+        spec: OpSpec,
+        fault: Option<OperationFault>,
+        location: Option<String>,
+        work: Work,
+    ) -> Value {
+        let (id, json) = self.create_operation(spec, fault.as_ref(), location);
+        let operations = Arc::clone(self);
+        tokio::spawn(async move { operations.drive_task(id, fault, work).await });
+        json
+    }
+
+    /// Runs a task operation's work once its gate opens (after its spec's duration when no fault
+    /// shapes it), under the state lock, and settles the operation with the outcome.
+    async fn drive_task(self: Arc<Self>, id: String, fault: Option<OperationFault>, work: Work) {
+        let Some(duration) = self.ops().get(&id).map(|op| op.spec.duration) else {
+            return;
+        };
+        if self
+            .gate(&id, fault.as_ref(), duration, &self.shutdown)
+            .await
+            != Gate::Open
+        {
+            return;
+        }
+        let outcome = {
+            let mut state = self.store.lock();
+            if self.ops().get(&id).is_some_and(|op| op.status.is_final()) {
+                return;
+            }
+            work(&mut state)
+        };
+        self.finish_operation(&id, outcome);
+    }
+
+    /// The gate an operation's work passes first, written once for task operations and exec
+    /// sessions: it holds the work back as the operation's fault says (its length, forever,
+    /// until a wait is in flight; `default` when no fault shapes it), then fails the operation
+    /// when the fault says so. A cancel of the operation, or `stop`, ends the wait.
+    pub(crate) async fn gate(
+        self: &Arc<Self>,
+        id: &str,
+        fault: Option<&OperationFault>,
+        default: Duration,
+        stop: &CancellationToken,
+    ) -> Gate {
+        let Some((wait_started, cancelled)) = self
+            .ops()
+            .get(id)
+            .map(|op| (op.wait_started.clone(), op.cancelled.clone()))
+        else {
+            return Gate::Gone;
+        };
+        tokio::select! {
+            () = fault::pace(fault, default, &wait_started) => {}
+            () = cancelled.notified() => return Gate::Cancelled,
+            () = stop.cancelled() => return Gate::Stopped,
+        }
+        match fault.and_then(OperationFault::failure) {
+            Some(err) => {
+                self.finish_operation(id, Err(err));
+                Gate::Failed
+            }
+            None => Gate::Open,
+        }
+    }
+
     fn expire_later(self: &Arc<Self>, id: &str) {
-        let lifecycle = Arc::downgrade(self);
+        let operations = Arc::downgrade(self);
         let id = id.to_string();
         let retention = self.retention;
         tokio::spawn(async move {
             tokio::time::sleep(retention).await;
-            if let Some(lifecycle) = lifecycle.upgrade() {
-                lifecycle.ops().remove(&id);
+            if let Some(operations) = operations.upgrade() {
+                operations.ops().remove(&id);
             }
         });
     }

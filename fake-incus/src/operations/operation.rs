@@ -1,8 +1,9 @@
-//! Operations: the registry of background operations with their status, metadata and waiters.
-//! The lifecycle (start, finish, cancel, expiry) is driven from above (the lifecycle and the app).
+//! An operation ([`Operation`]: what it is, [`OpSpec`], and where it stands, [`OpStatus`]) and
+//! the registry of every operation ([`Registry`]), as the daemon shows them. The driver above
+//! ([`super::Operations`]) registers, settles and expires them.
 
-use super::clock;
 use crate::line::{self, IncusLine};
+use crate::state::clock;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -198,11 +199,11 @@ impl Operation {
 
 /// Every operation, in creation order.
 #[derive(Debug, Default)]
-pub(crate) struct Operations {
+pub(crate) struct Registry {
     pub(crate) list: Vec<Operation>,
 }
 
-impl Operations {
+impl Registry {
     pub(crate) fn get(&self, id: &str) -> Option<&Operation> {
         self.list.iter().find(|o| o.id == id)
     }

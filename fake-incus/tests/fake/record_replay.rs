@@ -3,7 +3,7 @@
 //! state it gives exactly the differences that state makes; the transcripts recorded from the
 //! real daemon (`tests/data/transcripts/`) replay with no difference but the known ones.
 
-#[path = "transcripts/mod.rs"]
+#[path = "../transcripts/mod.rs"]
 mod transcripts;
 
 use fake_incus::client::{self, Request};
@@ -72,26 +72,7 @@ async fn exec_over_websockets(socket: &Path) -> Vec<u8> {
 /// returns the type of the server's first packet.
 async fn sftp_first_packet(socket: &Path) -> u8 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::UnixStream::connect(socket)
-        .await
-        .expect("connect");
-    let upgrade = "GET /1.0/instances/c1/sftp HTTP/1.1\r\nHost: incus\r\n\
-                   Connection: Upgrade\r\nUpgrade: sftp\r\n\r\n";
-    stream.write_all(upgrade.as_bytes()).await.expect("upgrade");
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut byte = [0u8];
-        stream
-            .read_exact(&mut byte)
-            .await
-            .expect("the upgrade's answer");
-        head.push(byte[0]);
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 101"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
+    let mut stream = crate::common::sftp_upgrade(socket, "/1.0/instances/c1/sftp").await;
     // SSH_FXP_INIT, version 3.
     stream
         .write_all(&[0, 0, 0, 5, 1, 0, 0, 0, 3])
