@@ -13,9 +13,8 @@ clone of this repository, the way those CI systems would run them on a Debian ma
 As a CI system's project-level settings would, the runner sets a few variables over the recipes':
 INCUS_OPERATIONS_REPO (this repository, for `git clone`), CARGO_TARGET_DIR (the CI's own target
 directory: a warm cache) and, for the operator recipes, INCUS_SOCKET: the real Incus of
---operator-socket. Without one the operator recipes are reported skipped, never passed: a fake cannot
-stand in there, since the acceptance run checks what only a real daemon does (the fake names an unnamed
-snapshot snapN whatever the instance's snapshots.pattern, which the run's safety values read as a failure). Fresh clones get the modification times their files have in this checkout (where that
+--operator-socket. Without one the operator recipes are reported skipped, never passed: they are an
+operator's acceptance run of a real Incus, and a pass against a fake would prove less than it says. Fresh clones get the modification times their files have in this checkout (where that
 cache was built) from a post-checkout hook (core.hooksPath, as `git restore-mtime` does for cached CI
 builds), so that cargo reuses the CI's build instead of compiling the workspace again for each clone.
 
