@@ -11,6 +11,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// mimalloc rather than the system allocator: a small read allocates a few dozen short-lived
+/// buffers (hyper's connection and request, the task, the answer), and glibc's malloc and free
+/// were a quarter of the fake's instructions per request (callgrind; BENCHMARKS.md, "The
+/// fake's small reads beside nginx").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A scriptable fake Incus daemon (the API of Incus 6.0 or 7.0) for tests.
 #[derive(Parser)]
 #[command(name = "fake-incus", version, about)]
