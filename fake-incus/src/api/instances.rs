@@ -11,7 +11,7 @@ use super::{instance_not_found, parse_body, Ctx};
 use crate::envelope::{self, ApiError, ApiResult};
 use crate::line::IncusLine;
 use crate::operations::OpSpec;
-use crate::state::snapshot::InstanceView;
+use crate::state::snapshot::{InstanceView, Prebuilt};
 use crate::state::{Devices, Instance, State, StringMap};
 use http::HeaderMap;
 use serde::Deserialize;
@@ -35,6 +35,25 @@ pub(super) fn list(ctx: &Ctx) -> ApiResult {
     let projects = ctx.projects();
     let recursion = ctx.recursion();
     let snapshot = ctx.app.snapshot();
+    if recursion == 0 && filter.is_none() && kind.is_none() {
+        // The plain list (what a client asks before nearly everything) is kept whole per
+        // snapshot and per project (or all of them): a request costs a lookup.
+        let project = if ctx.all_projects() {
+            ALL_PROJECTS_KEY.to_owned()
+        } else {
+            ctx.project()
+        };
+        let answer = snapshot.answer(&[LIST_KEY, &project], || Prebuilt {
+            body: envelope::sync_list_body(
+                &snapshot
+                    .instances_in(&projects)
+                    .map(|view| view.url_json().as_ref())
+                    .collect::<Vec<&[u8]>>(),
+            ),
+            etag: None,
+        });
+        return Ok(envelope::sync_prebuilt(answer.body, answer.etag));
+    }
     let mut items = Vec::new();
     for view in snapshot
         .instances_in(&projects)
@@ -130,18 +149,32 @@ impl Fields for InstanceFields<'_> {
     }
 }
 
+/// The answer cache key of the plain instance list (see [`list`]); project names hold no NUL.
+const LIST_KEY: &str = "\0GET /1.0/instances";
+/// The project part of that key under `all-projects=true`.
+const ALL_PROJECTS_KEY: &str = "\0all-projects";
+
 pub(super) fn get(ctx: &Ctx, name: &str) -> ApiResult {
     let project = ctx.project();
     let snapshot = ctx.app.snapshot();
     let view = snapshot
         .instance(&project, name)
         .ok_or_else(|| instance_not_found(name, &project))?;
-    let object = if ctx.recursion() >= 1 {
-        view.full_json()
-    } else {
-        view.object_json()
-    };
-    Ok(envelope::sync_raw([object.as_ref()], Some(view.etag())))
+    if ctx.recursion() >= 1 {
+        return Ok(envelope::sync_raw(
+            [view.full_json().as_ref()],
+            Some(view.etag()),
+        ));
+    }
+    // Kept whole per instance and snapshot, like the object it wraps.
+    let answer = view.get_answer(|object, etag| Prebuilt {
+        body: envelope::sync_body(&[object.as_ref()]),
+        etag: envelope::etag_header(etag),
+    });
+    Ok(envelope::sync_prebuilt(
+        answer.body.clone(),
+        answer.etag.clone(),
+    ))
 }
 
 #[derive(Deserialize)]

@@ -32,6 +32,8 @@ pub(crate) struct Rendered {
     full: OnceLock<Bytes>,
     state: OnceLock<Bytes>,
     etag: OnceLock<String>,
+    /// The whole answer of `GET /1.0/instances/{name}` (see [`InstanceView::get_answer`]).
+    get: OnceLock<Prebuilt>,
 }
 
 /// The state as it was after one change, with its rendering caches.
@@ -193,8 +195,9 @@ impl Snapshot {
 
     /// The whole answer kept under `key` for this snapshot, made by `make` when there is none.
     /// At most [`ANSWERS_KEPT`] keys are kept; an answer past them is made every time. The
-    /// answer must depend only on this snapshot and the key (one user: the server endpoint,
-    /// keyed by user, authentication method and project).
+    /// answer must depend only on this snapshot and the key (its users: the server endpoint,
+    /// keyed by user, authentication method and project; the instance list at recursion 0, keyed
+    /// by its projects).
     pub(crate) fn answer(&self, key: &[&str], make: impl FnOnce() -> Prebuilt) -> Prebuilt {
         let same = |kept: &[Box<str>]| {
             kept.len() == key.len() && kept.iter().zip(key).all(|(a, b)| **a == **b)
@@ -267,6 +270,16 @@ impl<'a> InstanceView<'a> {
     pub(crate) fn etag(&self) -> &'a str {
         let (instance, state, rendered) = (self.instance, self.state, self.rendered);
         rendered.etag.get_or_init(|| instance.etag(state))
+    }
+
+    /// The whole answer of `GET /1.0/instances/{name}` (recursion 0): `make` builds it from
+    /// [`Self::object_json`] and [`Self::etag`] on first use; later requests send the same bytes
+    /// and header value again.
+    pub(crate) fn get_answer(&self, make: impl FnOnce(&Bytes, &str) -> Prebuilt) -> &'a Prebuilt {
+        let rendered = self.rendered;
+        rendered
+            .get
+            .get_or_init(|| make(self.object_json(), self.etag()))
     }
 
     /// The state the instance belongs to (for values that are not cached).
