@@ -29,6 +29,8 @@ use crate::envelope::{ApiError, Body};
 use crate::journal::Listener;
 use crate::line::IncusLine;
 use bytes::Bytes;
+use futures_util::future::Either;
+use futures_util::TryFutureExt;
 use http::{header, HeaderValue, Response, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -568,11 +570,21 @@ pub(crate) async fn serve_connection_until<IO>(
                 .map(|response| response.map(|body| hold_until_sent(body, in_flight)))
         }
     });
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    if h1_only {
-        builder = builder.http1_only();
-    }
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let io = TokioIo::new(io);
+    let connection = if h1_only {
+        // hyper's HTTP/1 connection itself: hyper-util's `auto` builder first reads up to 24
+        // bytes on its own to tell HTTP/2's preface from HTTP/1 (even when told HTTP/1 only), one
+        // more system call and copy per connection (the preface is answered by `Watched`).
+        Either::Left(
+            hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .with_upgrades()
+                .map_err(Box::<dyn std::error::Error + Send + Sync>::from),
+        )
+    } else {
+        Either::Right(builder.serve_connection_with_upgrades(io, service))
+    };
     tokio::select! {
         result = connection => {
             if let Err(err) = result {
