@@ -47,7 +47,7 @@ async fn each_line_answers_its_server_version_and_api_extensions() {
 
 #[tokio::test]
 async fn the_default_line_is_the_one_the_readme_names() {
-    let fake = common::fake().await;
+    let fake = common::default_fake().await;
     assert_eq!(
         server(&fake).await["environment"]["server_version"],
         IncusLine::DEFAULT.server_version()
