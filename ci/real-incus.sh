@@ -2,6 +2,7 @@
 # Real-Incus acceptance for CI: runs real-incus-acceptance (every operation against a real daemon, in a
 # throw-away project) and its differential mode (portable scenarios on the real daemon and on the fake),
 # on Incus 6.0 (the system daemon) and on Incus 7.0 (ci/incus7.sh: a daemon from a trixie tree beside it).
+# On the 6.0 daemon it also runs the operator CI recipes as written (ci/recipes.sh --only operator).
 #
 # Works from a clean clone, as root, on Debian 12:
 #   - installs incus-base/incus-client (ci/install-incus.sh) and busybox-static when missing;
@@ -143,6 +144,8 @@ summary() {
 
 log "Incus 6.0 leg: $SOCKET"
 acceptance "$SOCKET" "$REPORT_DIR"
+log "the operator CI recipes (ci/recipes/*/operator*) as written, on a fresh clone, against this daemon"
+RECIPES_OPERATOR_SOCKET="$SOCKET" bash ci/recipes.sh --only operator || status=1
 if [ "${REAL_INCUS_SKIP_COMPARE:-0}" != 1 ]; then
   log "differential run against the fake (report in $REPORT_DIR/compare-fake)"
   cargo run --profile "$PROFILE" -q -p real-incus -- --yes-create-resources --unix "$SOCKET" --compare-fake \

@@ -27,12 +27,14 @@ fn main() {
     let mut found: Vec<(String, PathBuf)> = Vec::new();
     for (tree, suffix) in TREES {
         let dir = repository.join(tree);
-        println!("cargo:rerun-if-changed={}", dir.display());
+        // Relative to the package (as cargo reads them), so that a build stays fresh in another
+        // checkout of the same files (the CI recipes' clones reuse the CI's target directory).
+        println!("cargo:rerun-if-changed=../{tree}");
         collect(&dir, tree, suffix, &mut found);
     }
     for file in FILES {
         let path = repository.join(file);
-        println!("cargo:rerun-if-changed={}", path.display());
+        println!("cargo:rerun-if-changed=../{file}");
         if path.is_file() {
             found.push(((*file).to_owned(), path));
         }

@@ -103,7 +103,7 @@ pub fn safety_value_cases() -> Vec<serde_json::Value> {
 /// generated from the registered tests.
 pub fn clauses_markdown() -> String {
     let factory: Arc<dyn scenario::target::TargetFactory> =
-        Arc::new(suites::unavailable::Unavailable);
+        Arc::new(suites::listing_only::ListingOnly);
     let checks = suites::registry(&factory, suites::Subject::Core);
     clauses::render_markdown(
         checks

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// A scriptable fake Incus daemon (the API of Incus 6.0 or 7.0) for tests.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "fake-incus", version, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

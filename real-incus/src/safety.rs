@@ -96,7 +96,7 @@ pub(crate) async fn run(
         method: METHOD.to_owned(),
         ..SafetyValues::default()
     };
-    let mut rec = Recorder::new(targets, "", sink);
+    let mut recorder = Recorder::new(targets, "", sink);
     match cases() {
         Ok(cases) => {
             eprintln!(
@@ -111,7 +111,7 @@ pub(crate) async fn run(
                         direct: &targets.standard,
                         guard: &guard,
                         sandbox,
-                        rec: &mut rec,
+                        recorder: &mut recorder,
                         out: &mut section,
                         member: None,
                         source: Some(source),
@@ -128,7 +128,7 @@ pub(crate) async fn run(
     section.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     SafetyRun {
         section,
-        checks: rec.checks,
+        checks: recorder.checks,
     }
 }
 
@@ -202,7 +202,7 @@ struct Section<'a, 'r> {
     direct: &'a Target,
     guard: &'r Guard,
     sandbox: &'a Sandbox,
-    rec: &'r mut Recorder<'a>,
+    recorder: &'r mut Recorder<'a>,
     out: &'r mut SafetyValues,
     /// On a cluster, the member the instance (and so its volume) is on.
     member: Option<String>,
@@ -314,7 +314,7 @@ impl Section<'_, '_> {
         let (output, elapsed) =
             recorder::call_as(self.direct, &scopes, operation, input.clone()).await;
         let verdict = recorder::judge(self.direct, operation, &output, &expect);
-        self.rec.record_judged(judged(
+        self.recorder.record_judged(judged(
             operation,
             name,
             input,
@@ -372,7 +372,7 @@ impl Section<'_, '_> {
                 &Expect::error(refusal.expect),
             )
         });
-        self.rec.record_judged(judged(
+        self.recorder.record_judged(judged(
             refusal.operation,
             &format!(
                 "safety values: {}: refused: {}",
@@ -1165,7 +1165,7 @@ mod tests {
     #[tokio::test]
     async fn a_change_sent_for_a_refused_input_is_kept_from_the_daemon_and_fails_the_case() {
         let (fake, admin, targets, sandbox) = on_the_fake().await;
-        let mut rec = Recorder::new(&targets, "", None);
+        let mut recorder = Recorder::new(&targets, "", None);
         let mut out = SafetyValues::default();
         let guard = Guard::start(&admin, &sandbox.project, 90).expect("guard");
         let mut section = Section {
@@ -1173,7 +1173,7 @@ mod tests {
             direct: &targets.standard,
             guard: &guard,
             sandbox: &sandbox,
-            rec: &mut rec,
+            recorder: &mut recorder,
             out: &mut out,
             member: None,
             source: None,

@@ -27,12 +27,12 @@ pub(crate) mod reliability;
 mod restricted;
 mod safety;
 pub(crate) use safety::value_cases;
+pub(crate) mod listing_only;
 mod scenarios;
 mod scopes;
 mod session;
 mod spec_table;
 mod timeouts;
-pub(crate) mod unavailable;
 
 /// What the run checks: the core with the harness's own hosts, or a host under certification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub(crate) enum Subject {
 /// The trials an adapter run leaves out, grouped by reason in name order: the names' common
 /// `::` prefix (a trailing `*` when the group has more than one trial), and the reason.
 pub(crate) fn in_process_only() -> Vec<(String, &'static str)> {
-    let factory: Arc<dyn TargetFactory> = Arc::new(unavailable::Unavailable);
+    let factory: Arc<dyn TargetFactory> = Arc::new(listing_only::ListingOnly);
     let mut groups: Vec<(&'static str, Vec<String>)> = Vec::new();
     for check in registry(&factory, Subject::Core) {
         let Some(reason) = check.in_process_only else {
@@ -127,7 +127,7 @@ mod registry_tests {
     use std::collections::BTreeSet;
 
     fn listing() -> Vec<Check> {
-        let factory: Arc<dyn TargetFactory> = Arc::new(unavailable::Unavailable);
+        let factory: Arc<dyn TargetFactory> = Arc::new(listing_only::ListingOnly);
         registry(&factory, Subject::Core)
     }
 
@@ -167,7 +167,7 @@ mod registry_tests {
 
     #[test]
     fn the_in_process_only_listing_names_exactly_the_trials_an_adapter_run_leaves_out() {
-        let factory: Arc<dyn TargetFactory> = Arc::new(unavailable::Unavailable);
+        let factory: Arc<dyn TargetFactory> = Arc::new(listing_only::ListingOnly);
         let adapter: BTreeSet<String> = registry(&factory, Subject::Adapter)
             .into_iter()
             .map(|c| c.name)
@@ -187,7 +187,7 @@ mod registry_tests {
 
     #[test]
     fn certification_leaves_out_the_checks_of_the_harness_own_hosts() {
-        let factory: Arc<dyn TargetFactory> = Arc::new(unavailable::Unavailable);
+        let factory: Arc<dyn TargetFactory> = Arc::new(listing_only::ListingOnly);
         let certified = registry(&factory, Subject::HostUnderCertification);
         let core = registry(&factory, Subject::Core);
         assert!(certified.len() < core.len());

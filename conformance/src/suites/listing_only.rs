@@ -4,10 +4,10 @@
 use crate::scenario::format::FakeSetup;
 use crate::scenario::target::{BoxFuture, Target, TargetFactory};
 
-/// A factory that cannot start targets.
-pub(crate) struct Unavailable;
+/// A factory for listing the checks only: it starts no target.
+pub(crate) struct ListingOnly;
 
-impl TargetFactory for Unavailable {
+impl TargetFactory for ListingOnly {
     fn start<'a>(
         &'a self,
         _setup: &'a FakeSetup,
