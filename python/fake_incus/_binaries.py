@@ -21,7 +21,7 @@ INCUS_CONFORMANCE = "incus-conformance"
 # An environment variable per program overrides where it is taken from.
 OVERRIDES = {FAKE_INCUS: "FAKE_INCUS_BIN", INCUS_CONFORMANCE: "INCUS_CONFORMANCE_BIN"}
 
-# The line the fake imitates when it has no --incus-version flag (and its default when it has).
+# The line a fake-incus without the --incus-version flag imitates (one with it defaults to 7.0).
 DEFAULT_LINE = "6.0"
 
 _BUILD_HINT = (
