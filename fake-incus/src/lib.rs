@@ -1,6 +1,6 @@
 //! A scriptable Incus simulator: a fake Incus daemon over a Unix socket and mutual HTTPS that
-//! answers like Incus 6.0.4, runs exec over websockets with a built-in interpreter, applies
-//! scripted faults and journals every request.
+//! answers like Incus 7.0.2 (or 6.0.4: [`IncusLine`]), runs exec over websockets with a built-in
+//! interpreter, applies scripted faults and journals every request.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -279,9 +279,10 @@ impl IncusLine {
     pub const V6_0: Self = Self(0);
     /// Incus 7.0 LTS, as 7.0.2 answers.
     pub const V7_0: Self = Self(1);
-    /// The line a fake imitates when none is asked for: the newest it matches with no known
-    /// difference (the fake's README names it).
-    pub const DEFAULT: Self = Self::V6_0;
+    /// The line a fake imitates when none is asked for (neither by the builder nor by a seed's
+    /// `incus_version`): the newest it matches with no known difference, 7.0 (the fake's README
+    /// names it).
+    pub const DEFAULT: Self = Self::V7_0;
 
     /// Every line the fake imitates, oldest first.
     pub fn all() -> impl Iterator<Item = Self> {

@@ -127,7 +127,7 @@ struct Serve {
     #[arg(long, value_name = "PATH")]
     unix: PathBuf,
     /// The Incus line to answer as (its /1.0, API extensions and behaviour). Default: the
-    /// line of the --state seed's `incus_version` (a capture records it), else 6.0.
+    /// line of the --state seed's `incus_version` (a capture records it), else 7.0.
     #[arg(long, value_name = "6.0|7.0")]
     incus_version: Option<fake_incus::IncusLine>,
     /// Also serve HTTPS with mutual TLS at this address; port 0 picks a free port. Without

@@ -43,7 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="fake_incus_version",
         default=None,
         help="the Incus line the fake_incus fixture imitates (6.0, 7.0); a test's marker wins. "
-        "Default: the ini value fake_incus_version, else the fake's own default (6.0).",
+        "Default: the ini value fake_incus_version, else the fake's own default (7.0).",
     )
     group.addoption(
         "--fake-incus-binary",

@@ -47,7 +47,7 @@ const EXIT_FAILED: u8 = 101;
 /// - `--expected-failures FILE`: a baseline of tests known to fail (text, one name per line, or
 ///   a JSON list); the run fails on a failure that is not listed and on a listed test that passes;
 /// - `--incus-version 6.0|7.0`: the Incus line the fakes answer as, so that a producer certifies
-///   against the Incus its users run.
+///   against the Incus its users run (default: the fake's default line, 7.0).
 ///
 /// Without `--test-threads`, trials run on four threads per CPU (they mostly wait on their fake).
 ///
@@ -85,7 +85,7 @@ pub struct RunArgs {
     real_time: bool,
 
     /// The Incus line the fake answers as in every suite and scenario: 6.0 or 7.0 (its
-    /// server version, API extensions and behaviour). Default: the fake's default line.
+    /// server version, API extensions and behaviour). Default: the fake's default line, 7.0.
     #[arg(long = "incus-version", value_name = "6.0|7.0")]
     incus_version: Option<fake_incus::IncusLine>,
 

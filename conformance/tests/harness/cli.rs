@@ -64,6 +64,22 @@ fn help_documents_the_report_and_baseline_flags() {
 }
 
 #[test]
+fn help_names_the_default_incus_line() {
+    let output = conformance(&["run", "--help"]);
+    assert!(output.status.success(), "{output:?}");
+    let text = stdout(&output);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let said = format!(
+        "Default: the fake's default line, {}",
+        fake_incus::IncusLine::DEFAULT.name()
+    );
+    assert!(
+        words.join(" ").contains(&said),
+        "{said:?} missing from help:\n{text}"
+    );
+}
+
+#[test]
 fn an_unreadable_baseline_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.txt");

@@ -5,7 +5,6 @@
 //! request. (Exec's own bounds are tested below the evidence gate, in `core/src/run/tests.rs`.)
 use crate::run_support;
 
-use fake_incus::FakeIncus;
 use incus_operations::Scope;
 use run_support::{call_with, kind, Act, Bench, ALL};
 use serde_json::{json, Value};
@@ -577,7 +576,7 @@ fn restricted_profiles() -> Value {
 /// the mutation; denied calls send no mutation (the journal shows only the profile reads).
 #[tokio::test]
 async fn a_named_profile_with_restricted_config_or_devices_is_denied_on_create_and_update() {
-    let bench = Bench::with(FakeIncus::builder().state(restricted_profiles())).await;
+    let bench = Bench::with(crate::run_support::fake_builder().state(restricted_profiles())).await;
     for profile in ["privileged", "rawlxc", "hostdisk"] {
         let host = bench.host();
         bench.fake.clear_journal();
@@ -626,7 +625,7 @@ async fn a_named_profile_with_restricted_config_or_devices_is_denied_on_create_a
 
 #[tokio::test]
 async fn plain_named_profiles_pass_and_a_host_may_allow_restricted_ones() {
-    let bench = Bench::with(FakeIncus::builder().state(restricted_profiles())).await;
+    let bench = Bench::with(crate::run_support::fake_builder().state(restricted_profiles())).await;
     let host = bench.host();
     let plain = json!({"name": "a", "source": {"type": "image", "alias": "busybox"}, "profiles": ["default", "plain"]});
     let result = call_with(&host, "incus_instance_create", plain, &ALL).await;
@@ -646,7 +645,7 @@ async fn plain_named_profiles_pass_and_a_host_may_allow_restricted_ones() {
 
 #[tokio::test]
 async fn an_input_device_that_replaces_a_profile_device_is_judged_as_the_input_wrote_it() {
-    let bench = Bench::with(FakeIncus::builder().state(restricted_profiles())).await;
+    let bench = Bench::with(crate::run_support::fake_builder().state(restricted_profiles())).await;
     let host = bench.host();
     let input = json!({
         "name": "c",

@@ -9,7 +9,7 @@ use crate::run_support;
 
 use std::time::Duration;
 
-use fake_incus::{FakeIncus, Fault, Rule};
+use fake_incus::{Fault, Rule};
 use run_support::{kind, Bench};
 use serde_json::{json, Value};
 
@@ -298,7 +298,11 @@ async fn a_single_item_over_the_output_bound_is_output_limit() {
 
 #[tokio::test]
 async fn read_failures_are_transport_timeout_or_invalid_response() {
-    let bench = Bench::with_timeout(FakeIncus::builder(), Duration::from_millis(1500)).await;
+    let bench = Bench::with_timeout(
+        crate::run_support::fake_builder(),
+        Duration::from_millis(1500),
+    )
+    .await;
     let cases = [
         (Fault::Stall, "timeout"),
         (Fault::GarbageBody, "invalid_response"),

@@ -7,7 +7,7 @@ use crate::run_support;
 
 use std::time::Duration;
 
-use fake_incus::{FakeIncus, Fault, Rule};
+use fake_incus::{Fault, Rule};
 use incus_operations::{AllowAll, Client, RunOptions};
 use run_support::{assert_valid, kind, Bench, ALL};
 use serde_json::{json, Value};
@@ -124,7 +124,11 @@ async fn waited_seconds_is_the_effective_wait() {
             .unwrap_or_default();
         assert!(query.contains(&format!("timeout={expected}")), "{query}");
     }
-    let long = Bench::with_timeout(FakeIncus::builder(), Duration::from_millis(61_000)).await;
+    let long = Bench::with_timeout(
+        crate::run_support::fake_builder(),
+        Duration::from_millis(61_000),
+    )
+    .await;
     let result = long
         .call("incus_instance_create", json!({"name": "w", "source": {"type": "image", "alias": "busybox"}, "wait_seconds": 60}))
         .await;
@@ -192,7 +196,11 @@ async fn an_operation_not_finished_within_the_wait_is_running() {
 
 #[tokio::test(start_paused = true)]
 async fn a_local_wait_deadline_reports_running_and_cancels_nothing() {
-    let bench = Bench::with_timeout(FakeIncus::builder(), Duration::from_millis(2500)).await;
+    let bench = Bench::with_timeout(
+        crate::run_support::fake_builder(),
+        Duration::from_millis(2500),
+    )
+    .await;
     let _never = bench
         .fake
         .add_rule(Rule::new("POST", "/1.0/instances").fault(Fault::OperationNeverFinish));
@@ -596,7 +604,7 @@ async fn a_wait_cut_short_while_the_operation_runs_is_running_not_failed() {
 /// operation cannot be read back either, the outcome was not observed.
 #[tokio::test(start_paused = true)]
 async fn a_cut_wait_on_a_cluster_whose_operation_cannot_be_read_is_running_not_failed() {
-    let builder = FakeIncus::builder()
+    let builder = crate::run_support::fake_builder()
         .cluster(["m1", "m2", "m3"])
         .cluster_timings(fake_incus::ClusterTimings::fast())
         .state(json!({"instances": [{"name": "web", "status": "Stopped", "location": "m2"}]}));
@@ -651,7 +659,8 @@ async fn safety_observed_a_failure_the_wait_reports_is_failed_when_the_read_back
     for (index, (name, mut input, method, path)) in mutations(&fingerprint).into_iter().enumerate()
     {
         let read_fault = unreadable_operation()[index % 3].clone();
-        let bench = Bench::with_timeout(FakeIncus::builder(), Duration::from_secs(2)).await;
+        let bench =
+            Bench::with_timeout(crate::run_support::fake_builder(), Duration::from_secs(2)).await;
         bench.instance("web").await;
         let snapshot = bench
             .call(
@@ -702,7 +711,8 @@ async fn safety_observed_a_failure_the_wait_reports_is_failed_when_the_read_back
 /// call reports, not `running`.
 #[tokio::test(start_paused = true)]
 async fn safety_observed_a_failure_observed_before_the_call_bound_is_reported_as_failed() {
-    let bench = Bench::with_timeout(FakeIncus::builder(), Duration::from_secs(5)).await;
+    let bench =
+        Bench::with_timeout(crate::run_support::fake_builder(), Duration::from_secs(5)).await;
     let _fail =
         bench.fake.add_rule(
             Rule::new("POST", "/1.0/instances").fault(Fault::OperationFail {
@@ -727,7 +737,7 @@ async fn safety_observed_a_failure_observed_before_the_call_bound_is_reported_as
 
 #[tokio::test(start_paused = true)]
 async fn member_down_during_the_wait_on_a_cluster_is_running_not_failed() {
-    let builder = FakeIncus::builder()
+    let builder = crate::run_support::fake_builder()
         .cluster(["m1", "m2", "m3"])
         .cluster_timings(fake_incus::ClusterTimings::fast())
         .state(json!({"instances": [{"name": "web", "status": "Running", "location": "m2"}]}));

@@ -5,7 +5,7 @@
 //! cancel), GetOperation, GetOperationWait, DeleteOperation, GetNetwork, GetNetworks.
 use crate::run_support;
 
-use fake_incus::{FakeIncus, Fault, Rule};
+use fake_incus::{Fault, Rule};
 use incus_operations::REDACTED;
 use run_support::{kind, Bench};
 use serde_json::{json, Value};
@@ -37,7 +37,7 @@ async fn server_get_replaces_credential_keys_and_keeps_the_others() {
         "core.proxy_http": "http://u:pw-5@proxy:3128", "core.proxy_https": "http://proxy:3128",
         "loki.auth.username": "incus"
     }});
-    let bench = Bench::with(FakeIncus::builder().state(seed)).await;
+    let bench = Bench::with(crate::run_support::fake_builder().state(seed)).await;
     let result = bench.call("incus_server_get", json!({})).await;
     let config = &result["item"]["config"];
     for key in [
@@ -60,7 +60,7 @@ async fn server_get_replaces_credential_keys_and_keeps_the_others() {
 async fn network_get_and_list_replace_bgp_peer_passwords() {
     let seed = json!({"networks": [{"name": "br0", "type": "bridge", "managed": true,
         "config": {"bgp.peers.r1.password": "bgp-pw", "bgp.peers.r1.asn": "65001"}}]});
-    let bench = Bench::with(FakeIncus::builder().state(seed)).await;
+    let bench = Bench::with(crate::run_support::fake_builder().state(seed)).await;
     let get = bench
         .call("incus_network_get", json!({"name": "br0"}))
         .await;
@@ -107,7 +107,9 @@ fn sent_since(bench: &Bench, since: usize) -> Vec<String> {
 
 #[tokio::test]
 async fn get_wait_and_cancel_answer_another_projects_operation_exactly_as_an_unknown_one() {
-    let bench = Bench::with(FakeIncus::builder().state(json!({"projects": two_projects()}))).await;
+    let bench =
+        Bench::with(crate::run_support::fake_builder().state(json!({"projects": two_projects()})))
+            .await;
     let foreign = running_operation(&bench, "other", "c1").await;
     let unknown = "00000000-0000-4000-8000-000000000000";
     for (name, extra) in [
@@ -144,7 +146,9 @@ async fn get_wait_and_cancel_answer_another_projects_operation_exactly_as_an_unk
 
 #[tokio::test]
 async fn the_projects_own_operation_is_read_after_one_list_and_listed_only_there() {
-    let bench = Bench::with(FakeIncus::builder().state(json!({"projects": two_projects()}))).await;
+    let bench =
+        Bench::with(crate::run_support::fake_builder().state(json!({"projects": two_projects()})))
+            .await;
     let own = running_operation(&bench, "other", "c1").await;
     let since = bench.fake.journal().len();
     let got = bench

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use fake_incus::{FakeIncus, JournalEntry};
+use fake_incus::{FakeIncus, FakeIncusBuilder, IncusLine, JournalEntry};
 use incus_operations::{
     run, Binding, BindingContext, Connection, Endpoint, Host, HostError, ImageRemote,
     RestrictedItem, RunOptions, Scope,
@@ -136,6 +136,16 @@ impl Host for TestHost {
     }
 }
 
+/// The Incus line the `run_*` tests' expectations were measured on: the real 6.0.4 (a create of a
+/// taken name fails in its operation, a wait answers a failure as an error, a pool's volume list
+/// holds the snapshots). The conformance suites certify the operations on every line.
+pub(crate) const MEASURED: IncusLine = IncusLine::V6_0;
+
+/// A builder of a fake that imitates [`MEASURED`].
+pub(crate) fn fake_builder() -> FakeIncusBuilder {
+    FakeIncus::builder().incus_version(MEASURED)
+}
+
 /// A fake Incus and a connection to its Unix socket.
 pub(crate) struct Bench {
     pub(crate) fake: FakeIncus,
@@ -144,17 +154,14 @@ pub(crate) struct Bench {
 
 impl Bench {
     pub(crate) async fn start() -> Bench {
-        Bench::with(FakeIncus::builder()).await
+        Bench::with(fake_builder()).await
     }
 
-    pub(crate) async fn with(builder: fake_incus::FakeIncusBuilder) -> Bench {
+    pub(crate) async fn with(builder: FakeIncusBuilder) -> Bench {
         Bench::with_timeout(builder, TIMEOUT).await
     }
 
-    pub(crate) async fn with_timeout(
-        builder: fake_incus::FakeIncusBuilder,
-        timeout: Duration,
-    ) -> Bench {
+    pub(crate) async fn with_timeout(builder: FakeIncusBuilder, timeout: Duration) -> Bench {
         let fake = builder.start().await.expect("fake starts");
         let connection = Connection::builder(Endpoint::unix(fake.unix_socket()))
             .timeout(timeout)

@@ -7,7 +7,6 @@
 //! `incus_image_get`, `incus_profile_get` and `incus_instance_get`, used here as check reads.
 use crate::run_support;
 
-use fake_incus::FakeIncus;
 use incus_operations::{RestrictedItem, Scope};
 use run_support::{call_with, kind, Act, Bench, ALL};
 use serde_json::{json, Value};
@@ -44,7 +43,7 @@ fn seed() -> Value {
 }
 
 async fn bench() -> Bench {
-    Bench::with(FakeIncus::builder().state(seed())).await
+    Bench::with(crate::run_support::fake_builder().state(seed())).await
 }
 
 #[tokio::test]

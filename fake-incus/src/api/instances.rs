@@ -970,7 +970,7 @@ mod tests {
     }
 
     /// The list as it was built before the snapshots: every object as a value, per request.
-    fn reference_list(state: &State, query: &[(&str, &str)]) -> Vec<u8> {
+    fn reference_list(state: &State, line: IncusLine, query: &[(&str, &str)]) -> Vec<u8> {
         let param = |key: &str| query.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
         let filter = param("filter")
             .filter(|f| !f.is_empty())
@@ -1004,7 +1004,7 @@ mod tests {
             out.push(match recursion {
                 0 => json!(instance.url()),
                 1 => object,
-                _ => instance.to_full_json(state, IncusLine::V6_0),
+                _ => instance.to_full_json(state, line),
             });
         }
         body_of(
@@ -1040,8 +1040,18 @@ mod tests {
 
     #[tokio::test]
     async fn lists_from_cached_json_are_byte_for_byte_the_lists_built_per_request() {
+        for line in IncusLine::all() {
+            lists_of_a_line_are_the_lists_built_per_request(line).await;
+        }
+    }
+
+    async fn lists_of_a_line_are_the_lists_built_per_request(line: IncusLine) {
         let state = state();
-        let app = App::new(state.clone(), Identity::default(), Settings::default());
+        let settings = Settings {
+            line,
+            ..Settings::default()
+        };
+        let app = App::new(state.clone(), Identity::default(), settings);
         let queries: &[&[(&str, &str)]] = &[
             &[],
             &[("recursion", "1")],
@@ -1072,20 +1082,30 @@ mod tests {
                 .extend_pairs(query.iter())
                 .finish();
             let (status, _, body) = get(&app, &format!("/1.0/instances?{encoded}")).await;
-            assert_eq!(status, 200, "{query:?}");
-            let expected = reference_list(&state, query);
+            assert_eq!(status, 200, "{line}: {query:?}");
+            let expected = reference_list(&state, line, query);
             assert_eq!(
                 String::from_utf8_lossy(&body),
                 String::from_utf8_lossy(&expected),
-                "{query:?}"
+                "{line}: {query:?}"
             );
         }
     }
 
     #[tokio::test]
     async fn gets_from_cached_json_are_byte_for_byte_the_objects_built_per_request() {
+        for line in IncusLine::all() {
+            gets_of_a_line_are_the_objects_built_per_request(line).await;
+        }
+    }
+
+    async fn gets_of_a_line_are_the_objects_built_per_request(line: IncusLine) {
         let state = state();
-        let app = App::new(state.clone(), Identity::default(), Settings::default());
+        let settings = Settings {
+            line,
+            ..Settings::default()
+        };
+        let app = App::new(state.clone(), Identity::default(), settings);
         for instance in &state.instances {
             let base = format!(
                 "/1.0/instances/{}?project={}",
@@ -1101,9 +1121,7 @@ mod tests {
                 )
             );
             let (_, tag, body) = get(&app, &format!("{base}&recursion=1")).await;
-            let full = body_of(envelope::sync_envelope(
-                instance.to_full_json(&state, IncusLine::V6_0),
-            ));
+            let full = body_of(envelope::sync_envelope(instance.to_full_json(&state, line)));
             assert_eq!((tag, body), (etag, full));
             let state_path = format!(
                 "/1.0/instances/{}/state?project={}",
@@ -1114,9 +1132,7 @@ mod tests {
                 (tag, body),
                 (
                     None,
-                    body_of(envelope::sync_envelope(
-                        instance.state_json(IncusLine::V6_0)
-                    ))
+                    body_of(envelope::sync_envelope(instance.state_json(line)))
                 )
             );
         }
@@ -1137,7 +1153,8 @@ mod tests {
         assert_eq!(get(&app, "/1.0/instances/c3").await.2, c3_before);
         let live = app.state().clone();
         let (_, _, list) = get(&app, "/1.0/instances?recursion=1").await;
-        assert_eq!(list, reference_list(&live, &[("recursion", "1")]));
+        let line = Settings::default().line;
+        assert_eq!(list, reference_list(&live, line, &[("recursion", "1")]));
     }
 
     #[test]

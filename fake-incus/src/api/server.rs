@@ -225,6 +225,7 @@ mod tests {
     use crate::api::Peer;
     use crate::app::{App, Identity, Settings};
     use crate::faults::exec::ExecFaults;
+    use crate::line::IncusLine;
     use crate::state::State;
     use http_body_util::BodyExt;
     use std::sync::Arc;
@@ -273,6 +274,14 @@ mod tests {
             Identity::default(),
             Settings::default(),
         )
+    }
+
+    fn app_as(line: IncusLine) -> Arc<App> {
+        let settings = Settings {
+            line,
+            ..Settings::default()
+        };
+        App::new(State::default_state(), Identity::default(), settings)
     }
 
     fn unix_peer() -> Peer {
@@ -363,7 +372,7 @@ mod tests {
     /// `environment.lxc_features` lists the 14 features of the real 6.0.4 daemon, all available.
     #[tokio::test]
     async fn lxc_features_are_the_fourteen_keys_of_the_real_daemon() {
-        let app = default_app();
+        let app = app_as(IncusLine::V6_0);
         let unix = unix_peer();
         let (_, bytes) = answer(&ctx(&app, unix, true, "default")).await;
         let body: Value = serde_json::from_slice(&bytes).unwrap();

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 pub(crate) async fn cluster() -> FakeIncus {
-    FakeIncus::builder()
+    crate::common::builder()
         .cluster(["m1", "m2", "m3"])
         .cluster_timings(ClusterTimings::fast())
         .start()
@@ -137,7 +137,7 @@ async fn members_list_in_order_with_the_real_keys() {
 
 #[tokio::test]
 async fn a_standalone_fake_answers_the_cluster_endpoints_as_a_standalone_daemon() {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::common::builder().start().await.unwrap();
     assert!(fake.members().is_empty());
     let reply = unix_at(fake.unix_socket(), "GET", "/1.0/cluster", None, &[]).await;
     assert_eq!(reply.status(), 200);
@@ -408,7 +408,7 @@ async fn the_journal_records_the_member_each_request_came_through() {
 /// A cluster whose member-down phases are set for one test: `just_died` long means the
 /// "just died" phase lasts the whole test; zero means it is over at once.
 pub(crate) async fn cluster_with(timings: ClusterTimings) -> FakeIncus {
-    FakeIncus::builder()
+    crate::common::builder()
         .cluster(["m1", "m2", "m3"])
         .cluster_timings(timings)
         .start()
@@ -803,7 +803,7 @@ async fn a_members_death_cuts_exec_streams_with_eof_and_waits_with_unexpected_eo
 #[tokio::test]
 async fn with_https_every_member_has_its_own_address_and_serves_the_one_cluster_certificate() {
     use crate::common::{ClientCert, Https};
-    let fake = FakeIncus::builder()
+    let fake = crate::common::builder()
         .https(true)
         .cluster(["m1", "m2", "m3"])
         .cluster_timings(ClusterTimings::fast())
@@ -904,7 +904,7 @@ async fn serve_cluster_lists_the_members_in_its_ready_line_and_obeys_control_dow
 
 #[tokio::test]
 async fn seeded_instances_are_spread_over_the_members_unless_their_location_is_given() {
-    let fake = FakeIncus::builder()
+    let fake = crate::common::builder()
         .cluster(["m1", "m2", "m3"])
         .state(json!({"instances": [
             {"name": "a", "status": "Running"},

@@ -833,7 +833,7 @@ async fn change_records(fake: &FakeIncus) {
 async fn cluster_records_are_part_of_the_state_dump_reset_snapshots_and_the_state_dir() {
     let dir = tempfile::tempdir().unwrap();
     let started = || {
-        FakeIncus::builder()
+        crate::common::builder()
             .cluster(["m1", "m2", "m3"])
             .state_dir(dir.path())
             .start()
@@ -863,7 +863,7 @@ async fn cluster_records_are_part_of_the_state_dump_reset_snapshots_and_the_stat
     let mut seed = dump.clone();
     seed.as_object_mut().unwrap().remove("format_version");
     seed["cluster"]["members"][0]["name"] = json!("gone");
-    let seeded = FakeIncus::builder()
+    let seeded = crate::common::builder()
         .cluster(["m1", "m2", "m3"])
         .state(seed)
         .start()

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message;
 
 async fn running() -> FakeIncus {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::common::builder().start().await.unwrap();
     launch(&fake, "c1", true).await;
     fake
 }
@@ -207,7 +207,7 @@ async fn exec_sending_on_stdout_without_control_kills_the_command() {
 
 #[tokio::test]
 async fn exec_websockets_never_connected_fail_the_operation() {
-    let fake = FakeIncus::builder()
+    let fake = crate::common::builder()
         .exec_connect_timeout(Duration::from_millis(200))
         .start()
         .await
@@ -295,7 +295,7 @@ async fn exec_after_finish_refuses_connections_and_not_found_is_a_failure() {
 
 #[tokio::test]
 async fn exec_rejects_stopped_instances_and_bad_combinations() {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::common::builder().start().await.unwrap();
     launch(&fake, "c1", false).await;
     let r = call(
         &fake,
@@ -793,10 +793,10 @@ async fn exec_with_a_cwd_that_does_not_exist_starts_in_the_root() {
 
 #[tokio::test]
 async fn an_instance_runs_the_executables_its_seeded_image_declares() {
-    let mut state = FakeIncus::builder().start().await.unwrap().dump_state();
+    let mut state = crate::common::builder().start().await.unwrap().dump_state();
     let image = &mut state["images"][0];
     image["executables"] = json!(["/bin/sh", "/usr/bin/pwd"]);
-    let fake = FakeIncus::builder().state(state).start().await.unwrap();
+    let fake = crate::common::builder().state(state).start().await.unwrap();
     launch(&fake, "c1", true).await;
     let run = |command: Value| {
         let fake = &fake;
@@ -891,7 +891,7 @@ async fn close_after_eof(mut stream: tokio::net::UnixStream, mut seen: Vec<u8>) 
 
 #[tokio::test]
 async fn a_websocket_exec_starts_its_command_after_the_configured_delay() {
-    let fake = FakeIncus::builder()
+    let fake = crate::common::builder()
         .exec_start_delay(Duration::from_millis(150))
         .start()
         .await

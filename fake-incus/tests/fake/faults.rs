@@ -12,7 +12,7 @@ fn create_body(name: &str) -> serde_json::Value {
 }
 
 async fn fake() -> FakeIncus {
-    FakeIncus::builder().https(true).start().await.unwrap()
+    crate::common::builder().https(true).start().await.unwrap()
 }
 
 async fn instance_exists(fake: &FakeIncus, name: &str) -> bool {
@@ -231,7 +231,7 @@ async fn fault_rules_round_trip_through_the_json_rule_format() {
     assert!(
         serde_json::from_str::<Rule>(r#"{"path": "/x", "fault": {"kind": "explode"}}"#).is_err()
     );
-    let bad = FakeIncus::builder()
+    let bad = crate::common::builder()
         .rule(Rule::new("GET", "/x").nth(0).fault(Fault::Stall))
         .start()
         .await
@@ -457,7 +457,11 @@ async fn reset_keeps_the_rules_and_clears_state_operations_and_journal() {
 
 #[tokio::test]
 async fn the_journal_limit_keeps_the_last_entries_and_expectations_count_them_all() {
-    let fake = FakeIncus::builder().journal_limit(2).start().await.unwrap();
+    let fake = crate::common::builder()
+        .journal_limit(2)
+        .start()
+        .await
+        .unwrap();
     let three = fake.expect("GET", "/1.0/*", 3);
     for path in ["/1.0/networks", "/1.0/profiles", "/1.0/projects"] {
         unix(&fake, "GET", path, None).await;

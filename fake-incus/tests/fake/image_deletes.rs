@@ -4,11 +4,11 @@
 //! concurrent deletes); one that comes after is a 404 at once.
 
 use crate::common::{call, wait};
-use fake_incus::{assert_native_error, FakeIncus, Fault, Rule};
+use fake_incus::{assert_native_error, Fault, Rule};
 
 #[tokio::test]
 async fn a_second_image_delete_while_the_first_runs_is_accepted_and_its_operation_fails() {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::common::builder().start().await.expect("fake starts");
     let images = call(&fake, "GET", "/1.0/images?recursion=1", None).await;
     let fingerprint = images.metadata()[0]["fingerprint"]
         .as_str()

@@ -47,7 +47,7 @@ async fn each_line_answers_its_server_version_and_api_extensions() {
 
 #[tokio::test]
 async fn the_default_line_is_the_one_the_readme_names() {
-    let fake = common::fake().await;
+    let fake = common::default_fake().await;
     assert_eq!(
         server(&fake).await["environment"]["server_version"],
         IncusLine::DEFAULT.server_version()
@@ -59,6 +59,17 @@ async fn the_default_line_is_the_one_the_readme_names() {
         IncusLine::DEFAULT.server_version()
     );
     assert!(readme.contains(&named), "README does not say {named:?}");
+    let help = std::process::Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .expect("fake-incus runs");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let words: Vec<&str> = help.split_whitespace().collect();
+    let said = format!("else {}", IncusLine::DEFAULT.name());
+    assert!(
+        words.join(" ").contains(&said),
+        "`serve --help` does not say {said:?}:\n{help}"
+    );
 }
 
 #[tokio::test]

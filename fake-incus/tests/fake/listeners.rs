@@ -13,7 +13,7 @@ const IDLE: Duration = Duration::from_millis(400);
 const HEADER: Duration = Duration::from_millis(300);
 
 async fn fake() -> FakeIncus {
-    FakeIncus::builder()
+    crate::common::builder()
         .idle_timeout(IDLE)
         .header_read_timeout(HEADER)
         .start()
@@ -186,7 +186,7 @@ async fn raw(fake: &FakeIncus, request: &str) -> String {
 /// 404 and closes (checked on the daemon's Unix socket).
 #[tokio::test]
 async fn http2_preface_on_the_unix_socket_gets_the_daemons_404_and_close() {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::common::builder().start().await.unwrap();
     let answer = raw(&fake, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await;
     assert!(answer.starts_with("HTTP/1.1 404 Not Found\r\n"), "{answer}");
     for header in [
@@ -211,7 +211,7 @@ async fn http2_preface_on_the_unix_socket_gets_the_daemons_404_and_close() {
 /// bodies with one (checked on the daemon's Unix socket).
 #[tokio::test]
 async fn error_bodies_end_with_two_newlines_and_sync_bodies_with_one() {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::common::builder().start().await.unwrap();
     let close = "Host: x\r\nConnection: close\r\n\r\n";
     let not_found = raw(&fake, &format!("GET /nope HTTP/1.1\r\n{close}")).await;
     assert!(not_found.starts_with("HTTP/1.1 404"), "{not_found}");
@@ -233,7 +233,7 @@ async fn error_bodies_end_with_two_newlines_and_sync_bodies_with_one() {
 /// socket): status line, body form (JSON envelope or Go's plain text) and error text.
 #[tokio::test]
 async fn malformed_requests_get_the_daemons_answers() {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::common::builder().start().await.unwrap();
     let close = "Connection: close\r\n";
     let cases: Vec<(String, &str, &str)> = vec![
         (format!("FOO /1.0 HTTP/1.1\r\nHost: x\r\n{close}\r\n"), "HTTP/1.1 404", r#""error":"Method \"FOO\" not found""#),

@@ -886,7 +886,7 @@ async fn read_only_resources_have_the_daemon_shapes() {
 
 #[tokio::test]
 async fn operations_list_wait_cancel_and_expire_like_the_daemon() {
-    let fake = FakeIncus::builder()
+    let fake = crate::common::builder()
         .operation_retention(Duration::from_millis(300))
         .start()
         .await
@@ -977,7 +977,7 @@ async fn state_seeds_dumps_and_resets() {
     launch(&fake, "c1", false).await;
     let dump = fake.dump_state();
     assert_eq!(dump["instances"][0]["name"], "c1");
-    let copy = FakeIncus::builder()
+    let copy = crate::common::builder()
         .state(dump.clone())
         .start()
         .await
@@ -990,13 +990,13 @@ async fn state_seeds_dumps_and_resets() {
         &json!([])
     );
     assert!(fake.journal().len() == 1, "reset clears the journal");
-    let err = FakeIncus::builder()
+    let err = crate::common::builder()
         .state(json!({"instances": [{"name": "x", "project": "nope"}]}))
         .start()
         .await
         .unwrap_err();
     assert!(err.to_string().contains("unknown project"), "{err}");
-    let err = FakeIncus::builder()
+    let err = crate::common::builder()
         .state(json!([1]))
         .start()
         .await

@@ -57,7 +57,7 @@ fn entries(tar: &[u8]) -> Vec<String> {
 
 #[tokio::test]
 async fn publish_with_compression_none_stores_the_tar_itself() {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::common::builder().start().await.expect("fake starts");
     launch(&fake, "c1", false).await;
     let done = publish(&fake, json!({"compression_algorithm": "none"})).await;
     let (name, bytes) = export(&fake, &done).await;
@@ -70,7 +70,7 @@ async fn publish_with_compression_none_stores_the_tar_itself() {
 
 #[tokio::test]
 async fn publish_compresses_with_gzip_by_default_and_with_xz_when_asked() {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::common::builder().start().await.expect("fake starts");
     launch(&fake, "c1", false).await;
     let (name, gzip) = export(&fake, &publish(&fake, json!({})).await).await;
     assert_eq!(
@@ -91,7 +91,7 @@ async fn publish_compresses_with_gzip_by_default_and_with_xz_when_asked() {
 
 #[tokio::test]
 async fn publish_uses_the_projects_then_the_servers_images_compression_algorithm() {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::common::builder().start().await.expect("fake starts");
     launch(&fake, "c1", false).await;
     let server = json!({"config": {"images.compression_algorithm": "none"}});
     let set = call(&fake, "PATCH", "/1.0", Some(server)).await;
@@ -129,7 +129,7 @@ async fn publish_uses_the_projects_then_the_servers_images_compression_algorithm
 
 #[tokio::test]
 async fn publish_with_an_unknown_compression_fails_with_the_daemons_text() {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::common::builder().start().await.expect("fake starts");
     launch(&fake, "c1", false).await;
     let done = publish(&fake, json!({"compression_algorithm": "foo"})).await;
     assert_native_error(

@@ -10,7 +10,7 @@ use fake_incus::client::{self, Request};
 use fake_incus::record::Recorder;
 use fake_incus::replay::{replay, replay_with, Pace};
 use fake_incus::transcript::{self, FrameKind, Side, TranscriptError};
-use fake_incus::{CaptureSource, FakeIncus};
+use fake_incus::{CaptureSource, FakeIncus, IncusLine, WAIT_ANSWERS_THE_OPERATION};
 use futures_util::StreamExt;
 use serde_json::json;
 use std::path::Path;
@@ -262,11 +262,18 @@ async fn replay_against_another_state_reports_what_that_state_changes() {
         .unwrap();
     assert!(first.seq > creation.seq, "{}", report.text());
     assert!(first.path.contains("/wait"), "{}", report.text());
+    // The failure shows as the wait's error, or, on a line whose wait answers the operation as
+    // it ended, as the operation's status.
+    let failed = if IncusLine::DEFAULT.has_extension(WAIT_ANSWERS_THE_OPERATION) {
+        "metadata.status: value real \"Success\" vs fake \"Failure\""
+    } else {
+        "error: real \"\" vs fake"
+    };
     assert!(
         report
             .differences
             .iter()
-            .any(|d| d.seq == first.seq && d.what.starts_with("error: real \"\" vs fake")),
+            .any(|d| d.seq == first.seq && d.what.starts_with(failed)),
         "{}",
         report.text()
     );

@@ -6,7 +6,7 @@ use fake_incus::{assert_native_error, FakeIncus};
 use serde_json::{json, Value};
 
 async fn fake() -> FakeIncus {
-    FakeIncus::builder().start().await.expect("fake starts")
+    crate::common::builder().start().await.expect("fake starts")
 }
 
 const BUSYBOX: &str = "/1.0/images/aliases/busybox";

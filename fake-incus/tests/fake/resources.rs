@@ -667,7 +667,7 @@ async fn warnings_are_listed_per_project_when_project_is_given() {
         "projects": [{"name": "default"}, {"name": "p1"}],
         "objects": {"warning": [{"value": server}, {"value": p1}]},
     });
-    let fake = FakeIncus::builder()
+    let fake = crate::common::builder()
         .state(state)
         .start()
         .await
@@ -702,7 +702,7 @@ async fn seeded_warnings_are_acknowledged_and_deleted() {
     let uuid = "70faa3ab-1f85-4bbe-abbf-eb48c1df897c";
     let warning = json!({"uuid": uuid, "status": "new", "type": "t", "count": 1});
     let state = json!({"objects": {"warning": [{"value": warning}]}});
-    let fake = FakeIncus::builder()
+    let fake = crate::common::builder()
         .state(state)
         .start()
         .await

@@ -3,7 +3,7 @@
 //! `statvfs@openssh.com=2`), and answered with its statuses and texts (measured on Incus 6.0.4
 //! and 7.0.2 with a raw SFTP client).
 
-use crate::common::{fake, launch, sftp_upgrade};
+use crate::common::{default_fake as fake, launch, sftp_upgrade};
 use fake_incus::FakeIncus;
 use russh_sftp::client::{RawSftpSession, SftpSession};
 use russh_sftp::protocol::{Packet, StatusCode};

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 /// A fake that listens on the network as far as `core.https_address` says (tokens need it).
 async fn listening() -> FakeIncus {
-    FakeIncus::builder()
+    crate::common::builder()
         .state(json!({"server_config": {"core.https_address": "127.0.0.1:8443"}}))
         .start()
         .await
@@ -102,7 +102,7 @@ async fn trust_token_is_a_running_token_operation_of_project_default_with_a_secr
 
 #[tokio::test]
 async fn trust_tokens_need_a_network_address_a_client_type_and_no_certificate() {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::common::builder().start().await.expect("fake starts");
     for (fake, body, message) in [
         (
             &fake,
@@ -132,7 +132,7 @@ async fn trust_tokens_need_a_network_address_a_client_type_and_no_certificate() 
 
 #[tokio::test]
 async fn cluster_join_token_is_a_token_operation_with_the_online_members_addresses() {
-    let fake = FakeIncus::builder()
+    let fake = crate::common::builder()
         .cluster(["m1", "m2", "m3"])
         .start()
         .await
@@ -177,7 +177,7 @@ async fn cluster_join_token_is_a_token_operation_with_the_online_members_address
         (taken.status(), taken.json()["error"].as_str()),
         (500, Some("The cluster already has a member with name: m2"))
     );
-    let standalone = FakeIncus::builder().start().await.expect("fake starts");
+    let standalone = crate::common::builder().start().await.expect("fake starts");
     let refused = call(
         &standalone,
         "POST",
@@ -193,7 +193,7 @@ async fn cluster_join_token_is_a_token_operation_with_the_online_members_address
 
 #[tokio::test]
 async fn credential_keys_of_server_config_and_networks_are_shown_unchanged_as_incus_does() {
-    let fake = FakeIncus::builder()
+    let fake = crate::common::builder()
         .state(json!({
             "server_config": {"loki.auth.password": "s3cret", "openfga.api.token": "tok"},
             "networks": [{"name": "lo", "type": "loopback"},

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 const VOLUMES: &str = "/1.0/storage-pools/default/volumes/custom";
 
 async fn fake_with_volume() -> FakeIncus {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::common::builder().start().await.expect("fake starts");
     let created = call(&fake, "POST", VOLUMES, Some(json!({"name": "v1"}))).await;
     assert_eq!(created.status(), 200, "{}", created.json());
     fake

@@ -12,7 +12,7 @@ use serde_json::json;
 /// A fake with a second pool `p2` and a volume `default/v1` (with `user.k` and snapshot `s1`)
 /// that the stopped instance `c1` attaches.
 async fn two_pools() -> FakeIncus {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::common::builder().start().await.expect("fake starts");
     let pool = json!({"name": "p2", "driver": "dir", "config": {}});
     let made = call(&fake, "POST", "/1.0/storage-pools", Some(pool)).await;
     assert!(made.status() < 300, "{}", made.json());

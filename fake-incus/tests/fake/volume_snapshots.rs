@@ -8,7 +8,7 @@ use serde_json::json;
 const VOLUMES: &str = "/1.0/storage-pools/default/volumes/custom";
 
 async fn fake_with_volume() -> FakeIncus {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::common::builder().start().await.expect("fake starts");
     let created = call(
         &fake,
         "POST",

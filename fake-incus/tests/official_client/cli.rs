@@ -1,7 +1,7 @@
 //! The official client run against a fake: one `incus` process per call, with its own
 //! configuration directory, killed when it does not finish.
 
-use fake_incus::FakeIncus;
+use fake_incus::{FakeIncus, FakeIncusBuilder, IncusLine};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
@@ -61,6 +61,16 @@ impl Cli {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+}
+
+/// The line of the client these trials run (`incus` on PATH: Debian 12's, 6.0.4) and of the
+/// real daemon their expectations were measured on; the trials about another line (`cli_set`,
+/// `snapshot_patterns`) choose theirs.
+pub(crate) const CLIENT_LINE: IncusLine = IncusLine::V6_0;
+
+/// A builder of a fake that imitates [`CLIENT_LINE`].
+pub(crate) fn fake_builder() -> FakeIncusBuilder {
+    FakeIncus::builder().incus_version(CLIENT_LINE)
 }
 
 /// Why the official client tests cannot run here.

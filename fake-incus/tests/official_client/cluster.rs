@@ -27,7 +27,7 @@ pub(crate) fn trials() -> Vec<Trial> {
 }
 
 async fn fake_cluster(timings: ClusterTimings) -> FakeIncus {
-    FakeIncus::builder()
+    crate::cli::fake_builder()
         .cluster(["m1", "m2", "m3"])
         .cluster_timings(timings)
         .start()

@@ -3,7 +3,6 @@
 
 use crate::cli::{csv_rows, setup, NO_CLIENT};
 use crate::ignorable::trial;
-use fake_incus::FakeIncus;
 use libtest_mimic::{Completion, Trial};
 
 pub(crate) fn trials() -> Vec<Trial> {
@@ -28,7 +27,7 @@ fn stderr(out: &std::process::Output) -> String {
 }
 
 async fn official_client_creates_edits_renames_and_deletes_profiles() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -98,7 +97,7 @@ async fn official_client_creates_edits_renames_and_deletes_profiles() -> Complet
 }
 
 async fn official_client_creates_switches_and_deletes_projects() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -165,7 +164,7 @@ async fn official_client_creates_switches_and_deletes_projects() -> Completion {
 }
 
 async fn official_client_creates_attaches_and_deletes_custom_volumes() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };

@@ -5,7 +5,6 @@
 
 use crate::cli::{setup, Cli, NO_CLIENT};
 use crate::ignorable::trial;
-use fake_incus::FakeIncus;
 use libtest_mimic::{Completion, Trial};
 use std::process::Stdio;
 use std::time::Duration;
@@ -116,7 +115,10 @@ impl Terminal {
 /// echoed by the terminal, nothing answers), then to one whose inittab respawns a shell (the
 /// shell runs the line on the instance's files), each detached with ctrl+a q.
 async fn official_client_console_attaches_types_reads_and_detaches() -> Completion {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::cli::fake_builder()
+        .start()
+        .await
+        .expect("fake starts");
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -164,7 +166,10 @@ async fn official_client_console_attaches_types_reads_and_detaches() -> Completi
 /// A stopped instance's console and a VGA console of a container are refused with the daemon's
 /// texts (before any terminal is needed).
 async fn official_client_console_refuses_as_the_daemon() -> Completion {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::cli::fake_builder()
+        .start()
+        .await
+        .expect("fake starts");
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };

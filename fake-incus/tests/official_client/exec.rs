@@ -3,7 +3,6 @@
 
 use crate::cli::{setup, NO_CLIENT};
 use crate::ignorable::trial;
-use fake_incus::FakeIncus;
 use libtest_mimic::{Completion, Trial};
 
 pub(crate) fn trials() -> Vec<Trial> {
@@ -46,7 +45,7 @@ fn answer(stdout: &[u8], stderr: &str, status: i32) -> (Vec<u8>, String, Option<
 /// The CI idioms: `file push` then `exec` runs the pushed script, `exec` writing a file then `file pull`
 /// reads it; a directory is not executable; `--cwd` and the home as the daemon sets them.
 async fn official_client_file_push_then_exec_runs_the_pushed_script() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -91,7 +90,7 @@ async fn official_client_file_push_then_exec_runs_the_pushed_script() -> Complet
 }
 
 async fn official_client_exec_runs_only_what_the_image_holds() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -130,7 +129,7 @@ async fn official_client_exec_runs_only_what_the_image_holds() -> Completion {
 }
 
 async fn official_client_exec_runs_busyboxs_commands_as_the_real_daemon() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -186,7 +185,7 @@ async fn pylxd_execute_gets_stdout_and_stderr_of_every_exec() -> Completion {
             "needs pylxd importable by {python} (set PYLXD_PYTHON to a Python that has it)"
         ));
     }
-    let fake = FakeIncus::builder()
+    let fake = crate::cli::fake_builder()
         .state(serde_json::json!({"instances": [{"name": "c1", "status": "Running"}]}))
         .start()
         .await

@@ -33,7 +33,7 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
 }
 
 async fn official_client_imports_split_and_unified_images_and_launches_from_them() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -118,7 +118,7 @@ async fn official_client_imports_split_and_unified_images_and_launches_from_them
 }
 
 async fn official_client_pushes_pulls_and_deletes_files_also_recursively() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -202,7 +202,7 @@ async fn official_client_pushes_pulls_and_deletes_files_also_recursively() -> Co
 }
 
 async fn official_client_renames_moves_and_copies_instances_with_their_snapshots() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };

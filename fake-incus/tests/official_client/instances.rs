@@ -4,7 +4,6 @@
 
 use crate::cli::{csv_rows, setup, NO_CLIENT};
 use crate::ignorable::trial;
-use fake_incus::FakeIncus;
 use libtest_mimic::{Completion, Trial};
 
 pub(crate) fn trials() -> Vec<Trial> {
@@ -26,7 +25,7 @@ pub(crate) fn trials() -> Vec<Trial> {
 
 async fn official_client_filters_lists_renames_snapshots_and_moves_between_projects() -> Completion
 {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -62,7 +61,7 @@ async fn official_client_filters_lists_renames_snapshots_and_moves_between_proje
 }
 
 async fn official_client_publishes_exports_imports_and_rebuilds_with_the_files() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -113,7 +112,7 @@ async fn official_client_publishes_exports_imports_and_rebuilds_with_the_files()
 }
 
 async fn official_client_snapshots_restores_and_copies_custom_volumes() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };

@@ -4,7 +4,6 @@
 
 use crate::cli::{setup, NO_CLIENT};
 use crate::ignorable::trial;
-use fake_incus::FakeIncus;
 use libtest_mimic::{Completion, Trial};
 use sha2::Digest;
 
@@ -17,7 +16,10 @@ pub(crate) fn trials() -> Vec<Trial> {
 
 async fn official_client_publish_compression_exports_the_bytes_its_fingerprint_hashes() -> Completion
 {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::cli::fake_builder()
+        .start()
+        .await
+        .expect("fake starts");
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };

@@ -4,7 +4,6 @@
 
 use crate::cli::{csv_rows, setup, NO_CLIENT};
 use crate::ignorable::trial;
-use fake_incus::FakeIncus;
 use libtest_mimic::{Completion, Trial};
 
 pub(crate) fn trials() -> Vec<Trial> {
@@ -41,7 +40,7 @@ pub(crate) fn trials() -> Vec<Trial> {
 }
 
 async fn official_client_sets_and_unsets_server_config() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -60,7 +59,7 @@ async fn official_client_sets_and_unsets_server_config() -> Completion {
 }
 
 async fn official_client_manages_networks_acls_zones_and_forwards() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -124,7 +123,7 @@ async fn official_client_manages_networks_acls_zones_and_forwards() -> Completio
 }
 
 async fn official_client_manages_storage_pools_and_reads_project_info() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -143,7 +142,7 @@ async fn official_client_manages_storage_pools_and_reads_project_info() -> Compl
 }
 
 async fn official_client_lists_the_trust_store_and_warnings() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -159,7 +158,11 @@ async fn official_client_lists_the_trust_store_and_warnings() -> Completion {
 
 async fn a_trust_token_admits_a_new_client_over_https_until_its_certificate_is_removed(
 ) -> Completion {
-    let fake = FakeIncus::builder().https(true).start().await.unwrap();
+    let fake = crate::cli::fake_builder()
+        .https(true)
+        .start()
+        .await
+        .unwrap();
     let (Some(admin), Some(laptop)) = (setup(&fake).await, setup(&fake).await) else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -212,7 +215,7 @@ profiles:
 ";
 
 async fn official_client_admin_init_preseed_configures_a_fresh_fake() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -241,7 +244,11 @@ async fn official_client_admin_init_preseed_configures_a_fresh_fake() -> Complet
 }
 
 async fn a_restricted_certificate_reaches_and_lists_only_its_projects() -> Completion {
-    let fake = FakeIncus::builder().https(true).start().await.unwrap();
+    let fake = crate::cli::fake_builder()
+        .https(true)
+        .start()
+        .await
+        .unwrap();
     let (Some(admin), Some(laptop)) = (setup(&fake).await, setup(&fake).await) else {
         return Completion::ignored_with(NO_CLIENT);
     };

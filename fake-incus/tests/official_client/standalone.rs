@@ -2,7 +2,7 @@
 
 use crate::cli::{csv_rows, setup, write_conf_cert, NO_CLIENT};
 use crate::ignorable::trial;
-use fake_incus::{FakeIncus, Listener};
+use fake_incus::Listener;
 use libtest_mimic::{Completion, Trial};
 
 pub(crate) fn trials() -> Vec<Trial> {
@@ -19,7 +19,7 @@ pub(crate) fn trials() -> Vec<Trial> {
 }
 
 async fn official_client_manages_instances_over_the_unix_socket() -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -152,7 +152,11 @@ async fn official_client_manages_instances_over_the_unix_socket() -> Completion 
 }
 
 async fn official_client_works_over_https_with_a_trusted_certificate() -> Completion {
-    let fake = FakeIncus::builder().https(true).start().await.unwrap();
+    let fake = crate::cli::fake_builder()
+        .https(true)
+        .start()
+        .await
+        .unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };

@@ -3,7 +3,6 @@
 
 use crate::cli::{csv_rows, setup, NO_CLIENT};
 use crate::ignorable::trial;
-use fake_incus::FakeIncus;
 use libtest_mimic::{Completion, Trial};
 
 pub(crate) fn trials() -> Vec<Trial> {
@@ -15,7 +14,7 @@ pub(crate) fn trials() -> Vec<Trial> {
 
 async fn official_client_exports_a_custom_volume_and_imports_it_back_with_its_snapshots(
 ) -> Completion {
-    let fake = FakeIncus::builder().start().await.unwrap();
+    let fake = crate::cli::fake_builder().start().await.unwrap();
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };

@@ -3,7 +3,6 @@
 
 use crate::cli::{csv_rows, setup, NO_CLIENT};
 use crate::ignorable::trial;
-use fake_incus::FakeIncus;
 use libtest_mimic::{Completion, Trial};
 
 pub(crate) fn trials() -> Vec<Trial> {
@@ -14,7 +13,10 @@ pub(crate) fn trials() -> Vec<Trial> {
 }
 
 async fn official_client_moves_and_copies_volumes_between_pools() -> Completion {
-    let fake = FakeIncus::builder().start().await.expect("fake starts");
+    let fake = crate::cli::fake_builder()
+        .start()
+        .await
+        .expect("fake starts");
     let Some(cli) = setup(&fake).await else {
         return Completion::ignored_with(NO_CLIENT);
     };
@@ -30,7 +32,7 @@ async fn official_client_moves_and_copies_volumes_between_pools() -> Completion 
     let listed = cli
         .ok(&["storage", "volume", "list", "p2", "-f", "csv", "-c", "tn"])
         .await;
-    // Incus 6.0 (the fake's default line) lists a custom volume's snapshots in its pool's
+    // Incus 6.0 (the line of this client and of the fake here) lists a custom volume's snapshots in its pool's
     // volume list, as the real 6.0.4 does (the wide CLI set's recording).
     assert_eq!(
         csv_rows(&listed),

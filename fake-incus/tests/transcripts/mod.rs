@@ -7,7 +7,7 @@
 
 use fake_incus::replay::Report;
 use fake_incus::transcript::{self, Exchange};
-use fake_incus::FakeIncus;
+use fake_incus::{FakeIncus, IncusLine};
 use std::path::PathBuf;
 
 /// Where the kept transcripts are: `NAME.jsonl`, and `NAME.state.json`, the capture taken
@@ -68,10 +68,23 @@ pub(crate) struct Kept {
     pub(crate) state: Option<serde_json::Value>,
 }
 
+/// The line of the daemon the kept transcripts were recorded from (`ci/record-transcripts.sh`'s
+/// default socket, Incus 6.0.4), for a capture that does not name the version it read (the
+/// kept ones predate that).
+pub(crate) const RECORDED: IncusLine = IncusLine::V6_0;
+
 impl Kept {
-    /// A fresh fake seeded with the transcript's capture.
+    /// A fresh fake seeded with the transcript's capture, imitating the line it was recorded
+    /// from: the capture's `incus_version`, else [`RECORDED`].
     pub(crate) async fn fake(&self) -> FakeIncus {
         let mut builder = FakeIncus::builder();
+        let named = self
+            .state
+            .as_ref()
+            .is_some_and(|state| state.get("incus_version").is_some_and(|v| !v.is_null()));
+        if !named {
+            builder = builder.incus_version(RECORDED);
+        }
         if let Some(state) = &self.state {
             builder = builder.state(state.clone());
         }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use fake_incus::{FakeIncus, JournalEntry};
+use fake_incus::{FakeIncus, IncusLine, JournalEntry};
 use serde_json::json;
 
 use super::{Client, Connection, Endpoint, WaitOutcome};
@@ -18,9 +18,14 @@ mod reads;
 /// The project every test works in.
 const PROJECT: &str = "default";
 
-/// A fake Incus on its own Unix socket, HTTPS included.
+/// The Incus line these tests' answers were measured on (the real 6.0.4: a create of a taken
+/// name fails in its operation, a wait answers a failure as an error).
+const MEASURED: IncusLine = IncusLine::V6_0;
+
+/// A fake Incus imitating [`MEASURED`] on its own Unix socket, HTTPS included.
 async fn fake() -> FakeIncus {
     FakeIncus::builder()
+        .incus_version(MEASURED)
         .https(true)
         .start()
         .await

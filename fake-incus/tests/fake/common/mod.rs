@@ -4,7 +4,7 @@
 //! for exec.
 
 use bytes::Bytes;
-use fake_incus::{client, FakeIncus, Request};
+use fake_incus::{client, FakeIncus, FakeIncusBuilder, IncusLine, Request};
 use http::Method;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -112,8 +112,22 @@ pub(crate) async fn unix_raw(
     .map_err(|e| e.to_string())
 }
 
-/// A fake with the builder's defaults.
+/// The Incus line most of these tests' expectations were measured on: the real 6.0.4 daemon (and
+/// its cluster). A test about the default line, about 7.0 or about both starts its fake itself.
+pub(crate) const MEASURED: IncusLine = IncusLine::V6_0;
+
+/// A builder of a fake that imitates the line these tests measured ([`MEASURED`]).
+pub(crate) fn builder() -> FakeIncusBuilder {
+    FakeIncus::builder().incus_version(MEASURED)
+}
+
+/// A fake that imitates the line these tests measured ([`MEASURED`]), else the builder's defaults.
 pub(crate) async fn fake() -> FakeIncus {
+    builder().start().await.expect("fake starts")
+}
+
+/// A fake with the builder's defaults, the default line included.
+pub(crate) async fn default_fake() -> FakeIncus {
     FakeIncus::builder().start().await.expect("fake starts")
 }
 
