@@ -451,7 +451,7 @@ pub struct ExpectationError {
     /// How many arrived.
     pub received: u64,
     /// Every request the journal kept since the expectation was made (`METHOD /path?query`),
-    /// the first [`LISTED_REQUESTS`] of them.
+    /// the first 50 of them.
     pub requests: Vec<String>,
 }
 

@@ -22,7 +22,7 @@ INCUS_CONFORMANCE = "incus-conformance"
 OVERRIDES = {FAKE_INCUS: "FAKE_INCUS_BIN", INCUS_CONFORMANCE: "INCUS_CONFORMANCE_BIN"}
 
 # The line a fake-incus without the --incus-version flag imitates (one with it defaults to 7.0).
-DEFAULT_LINE = "6.0"
+LINE_WITHOUT_VERSION_FLAG = "6.0"
 
 _BUILD_HINT = (
     "Build a wheel for this machine from the source tree "
@@ -133,12 +133,12 @@ def incus_lines(fake_incus: str) -> Tuple[str, ...]:
     text = _serve_help(fake_incus)
     match = re.search(r"--incus-version\b(.*?)(?=\n\s*-{1,2}[a-zA-Z]|\Z)", text, re.S)
     if match is None:
-        return (DEFAULT_LINE,)
+        return (LINE_WITHOUT_VERSION_FLAG,)
     lines: List[str] = []
     for version in re.findall(r"\b(\d+\.\d+)(?:\.\d+)?\b", match.group(0)):
         if version not in lines:
             lines.append(version)
-    return tuple(lines) or (DEFAULT_LINE,)
+    return tuple(lines) or (LINE_WITHOUT_VERSION_FLAG,)
 
 
 def has_incus_version_flag(fake_incus: str) -> bool:
@@ -171,7 +171,7 @@ def check_line(fake_incus: str, requested: Optional[str]) -> Optional[str]:
         else:
             hint = (
                 f"this fake-incus ({fake_incus}) has no --incus-version option and imitates Incus "
-                f"{DEFAULT_LINE} only: install a newer fake-incus to imitate {line}, or leave the version out"
+                f"{LINE_WITHOUT_VERSION_FLAG} only: install a newer fake-incus to imitate {line}, or leave the version out"
             )
         raise UnsupportedIncusVersion(
             f"the fake does not imitate Incus {line} (asked for {requested!r}); it imitates "

@@ -135,15 +135,15 @@ def certify(
     if incus_version is not None:
         if not _help_has(binary, "--incus-version"):
             line = _binaries.normalize_line(incus_version)
-            if line != _binaries.DEFAULT_LINE:
+            if line != _binaries.LINE_WITHOUT_VERSION_FLAG:
                 from .errors import UnsupportedIncusVersion
 
                 raise UnsupportedIncusVersion(
                     f"this incus-conformance ({binary}) has no --incus-version option and certifies against "
-                    f"Incus {_binaries.DEFAULT_LINE} only: install a newer one to certify against {line}, "
+                    f"Incus {_binaries.LINE_WITHOUT_VERSION_FLAG} only: install a newer one to certify against {line}, "
                     "or leave the version out.",
                     line,
-                    [_binaries.DEFAULT_LINE],
+                    [_binaries.LINE_WITHOUT_VERSION_FLAG],
                 )
         else:
             argv += ["--incus-version", _binaries.normalize_line(incus_version)]

@@ -41,6 +41,8 @@ pub struct Cli {
     #[arg(long, value_name = "PATH", env = "INCUS_SOCKET", default_value = DEFAULT_SOCKET)]
     pub unix: PathBuf,
 
+    // The help text shows the URL as typed.
+    #[allow(rustdoc::bare_urls)]
     /// Use HTTPS instead of the Unix socket, e.g. https://incus.example:8443 (needs the three
     /// certificate flags; the server certificate is pinned, no CA is consulted).
     #[arg(long, value_name = "URL")]

@@ -4,7 +4,7 @@
 //! - [`protocol`]: the messages (one JSON Schema each in `conformance/adapter-protocol/`);
 //! - [`transport`]: the adapter's standard input and output, or HTTP;
 //! - [`targets`]: the suites' wire backend ([`targets::WireTargets`]);
-//! - [`reference`]: the reference adapter, the core itself behind the protocol.
+//! - [`reference`](mod@reference): the reference adapter, the core itself behind the protocol.
 
 pub mod protocol;
 pub mod reference;

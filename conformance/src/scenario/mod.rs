@@ -1,7 +1,7 @@
 //! The scenario engine: data files that describe calls and what each must return (format
 //! documented in `scenarios/README.md`), run on two backends with one matcher.
 //!
-//! - [`format`]: the file format, also built in code ([`format::Expect::success`], ...);
+//! - [`format`](mod@format): the file format, also built in code ([`format::Expect::success`], ...);
 //! - [`load`]: the built-in files (embedded at build time), a directory, validation;
 //! - [`run`]: runs a scenario against a [`target::Target`] and returns a [`run::Transcript`];
 //! - [`matcher`]: what a result must be, the one judge of every expectation;
