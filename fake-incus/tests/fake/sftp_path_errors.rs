@@ -40,67 +40,42 @@ fn missing(text: &str) -> (StatusCode, String) {
 
 #[tokio::test]
 async fn a_call_on_a_missing_path_names_the_call_and_the_path_on_either_line() {
+    let nope = "/root/nope";
+    let mut size = FileAttributes::empty();
+    size.size = Some(0);
+    let mut mode = FileAttributes::empty();
+    mode.permissions = Some(0o644);
     for line in IncusLine::all() {
         let fake = fake_of(line).await;
         let raw = raw(&fake).await;
-        let nope = "/root/nope";
-        assert_eq!(
+        let answers = [
             failure(raw.stat(nope).await),
-            missing("stat /root/nope: no such file or directory"),
-            "{line}"
-        );
-        assert_eq!(
             failure(raw.lstat(nope).await),
-            missing("lstat /root/nope: no such file or directory"),
-            "{line}"
-        );
-        // The daemon's server stats the directory before it opens it.
-        assert_eq!(
+            // The daemon's server stats the directory before it opens it.
             failure(raw.opendir(nope).await),
-            missing("stat /root/nope: no such file or directory"),
-            "{line}"
-        );
-        assert_eq!(
             failure(raw.readlink(nope).await),
-            missing("readlink /root/nope: no such file or directory"),
-            "{line}"
-        );
-        // A directory is removed with `os.Remove`, as a file is.
-        assert_eq!(
+            // A directory is removed with `os.Remove`, as a file is.
             failure(raw.rmdir(nope).await),
-            missing("remove /root/nope: no such file or directory"),
-            "{line}"
-        );
-        assert_eq!(
             failure(raw.mkdir("/root/nope/d", FileAttributes::empty()).await),
-            missing("mkdir /root/nope/d: no such file or directory"),
-            "{line}"
-        );
-        assert_eq!(
             failure(raw.mkdir("/root", FileAttributes::empty()).await),
-            (StatusCode::Failure, "mkdir /root: file exists".to_string()),
-            "{line}"
-        );
-        // The path as the client sent it, relative or not.
-        assert_eq!(
+            // The path as the client sent it, relative or not.
             failure(raw.remove("root/nope").await),
+            failure(raw.setstat(nope, size.clone()).await),
+            failure(raw.setstat(nope, mode.clone()).await),
+        ];
+        let expected = [
+            missing("stat /root/nope: no such file or directory"),
+            missing("lstat /root/nope: no such file or directory"),
+            missing("stat /root/nope: no such file or directory"),
+            missing("readlink /root/nope: no such file or directory"),
+            missing("remove /root/nope: no such file or directory"),
+            missing("mkdir /root/nope/d: no such file or directory"),
+            (StatusCode::Failure, "mkdir /root: file exists".to_string()),
             missing("remove root/nope: no such file or directory"),
-            "{line}"
-        );
-        let mut size = FileAttributes::empty();
-        size.size = Some(0);
-        assert_eq!(
-            failure(raw.setstat(nope, size).await),
             missing("truncate /root/nope: no such file or directory"),
-            "{line}"
-        );
-        let mut mode = FileAttributes::empty();
-        mode.permissions = Some(0o644);
-        assert_eq!(
-            failure(raw.setstat(nope, mode).await),
             missing("chmod /root/nope: no such file or directory"),
-            "{line}"
-        );
+        ];
+        assert_eq!(answers, expected, "{line}");
         let nothing = raw.setstat(nope, FileAttributes::empty()).await;
         assert_eq!(
             nothing.map(|s| s.status_code).ok(),
