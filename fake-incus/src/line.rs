@@ -114,6 +114,16 @@ pub(crate) const VOLUME_USAGE_ALWAYS: &str = "network_address_set_ip_ranges";
 /// (6.12), which landed after `instance_oci_entrypoint`.
 pub(crate) const ERROR_BODY_ONE_NEWLINE: &str = "instance_oci_entrypoint";
 
+/// A `SETSTAT` the instance's SFTP server cannot apply reports its first failed call, in the
+/// order `truncate`, `chmod`, `chown`, `chtimes`, where 6.0 made every call and reported the last
+/// one's error (`truncate`, `chmod`, `chtimes`, `chown`): a missing file given a mode and times
+/// is `chmod PATH: …` on 7.0, `chtimes PATH: …` on 6.0 (measured on both). The change is Go's
+/// pkg/sftp 1.13.7 ("better cascading"), which Incus took in 6.7 ("gomod: Update dependencies")
+/// with no extension of its own; Debian's 6.0.4 is built with the older library its release
+/// ships. Every extension of 6.7 to 6.10 was backported to 6.0, so the key is the first one after
+/// the change that 6.0 lacks: `instance_oci_entrypoint` (6.11).
+pub(crate) const SETSTAT_STOPS_AT_FIRST_FAILURE: &str = "instance_oci_entrypoint";
+
 /// A wait on an operation answers the operation as it is when the wait ends, failed or still
 /// running at the timeout (a sync answer), where 6.0 answered the failure, or `context deadline
 /// exceeded`, as an error. Incus commit "incusd/operations: Fix WaitGet on op failure" (6.12),

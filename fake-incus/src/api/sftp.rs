@@ -11,6 +11,7 @@
 use super::{instance_not_found, Ctx};
 use crate::app::App;
 use crate::envelope::{ApiError, ApiResult};
+use crate::line;
 use crate::state::files::{clean, Attrs, FileError, Kind, Node, Owner, TREE_LIMIT};
 use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
@@ -191,6 +192,45 @@ fn statvfs() -> Statvfs {
         fs_id: 0,
         flags: 0x1020,
         name_max: 255,
+    }
+}
+
+/// A `NAME` answer of one path that is no file's entry (`REALPATH`, `READLINK`), as the daemon's
+/// server sends it: the path as the name and as the long name, and no attributes.
+fn bare_name(id: u32, path: String) -> Name {
+    Name {
+        id,
+        files: vec![File {
+            filename: path.clone(),
+            longname: path,
+            attrs: FileAttributes::empty(),
+        }],
+    }
+}
+
+/// The call a `SETSTAT` of a missing path is reported by: the daemon's server makes one call per
+/// attribute it is given, and reports the first one's error where `stops_at_first`
+/// (`truncate`, `chmod`, `chown`, `chtimes`), else the last one's (`truncate`, `chmod`,
+/// `chtimes`, `chown`); see [`line::SETSTAT_STOPS_AT_FIRST_FAILURE`]. `None`: no attribute, no
+/// call, success.
+fn setstat_call(attrs: &FileAttributes, stops_at_first: bool) -> Option<&'static str> {
+    let owner = attrs.uid.is_some() || attrs.gid.is_some();
+    let times = attrs.atime.is_some() || attrs.mtime.is_some();
+    let calls = [
+        (attrs.size.is_some(), "truncate"),
+        (attrs.permissions.is_some(), "chmod"),
+        (owner && stops_at_first, "chown"),
+        (times, "chtimes"),
+        (owner && !stops_at_first, "chown"),
+    ];
+    let mut made = calls
+        .iter()
+        .filter(|(given, _)| *given)
+        .map(|(_, call)| *call);
+    if stops_at_first {
+        made.next()
+    } else {
+        made.next_back()
     }
 }
 
@@ -562,7 +602,9 @@ impl russh_sftp::server::Handler for Session {
     }
 
     async fn lstat(&mut self, id: u32, path: String) -> Result<SftpAttrs, Self::Error> {
-        let (found, node) = self.lookup(&path, false)?;
+        let (found, node) = self
+            .lookup(&path, false)
+            .map_err(|f| path_error(f, "lstat", &path))?;
         Ok(SftpAttrs {
             id,
             attrs: self.attributes_while_written(&found, &node),
@@ -570,7 +612,9 @@ impl russh_sftp::server::Handler for Session {
     }
 
     async fn stat(&mut self, id: u32, path: String) -> Result<SftpAttrs, Self::Error> {
-        let (found, node) = self.lookup(&path, true)?;
+        let (found, node) = self
+            .lookup(&path, true)
+            .map_err(|f| path_error(f, "stat", &path))?;
         Ok(SftpAttrs {
             id,
             attrs: self.attributes_while_written(&found, &node),
@@ -595,7 +639,13 @@ impl russh_sftp::server::Handler for Session {
         path: String,
         attrs: FileAttributes,
     ) -> Result<Status, Self::Error> {
-        let (path, _) = self.lookup(&path, true)?;
+        let stops_at_first = self.app.has_extension(line::SETSTAT_STOPS_AT_FIRST_FAILURE);
+        let Some(call) = setstat_call(&attrs, stops_at_first) else {
+            return Ok(ok(id));
+        };
+        let (path, _) = self
+            .lookup(&path, true)
+            .map_err(|f| path_error(f, call, &path))?;
         self.with_tree(|tree| tree.set_attrs(&path, sftp_attrs(&attrs)))?;
         self.durable(id).await
     }
@@ -615,7 +665,10 @@ impl russh_sftp::server::Handler for Session {
     }
 
     async fn opendir(&mut self, id: u32, path: String) -> Result<Handle, Self::Error> {
-        let entries = self.listing(&path)?;
+        // The daemon's server stats the directory first.
+        let entries = self
+            .listing(&path)
+            .map_err(|f| path_error(f, "stat", &path))?;
         let handle = self.handle(Open::Dir {
             entries,
             sent: false,
@@ -655,15 +708,23 @@ impl russh_sftp::server::Handler for Session {
         attrs: FileAttributes,
     ) -> Result<Status, Self::Error> {
         if self.lookup(&path, false).is_ok() {
-            return Err(failure(Code::Failure, "file exists"));
+            return Err(failure(
+                Code::Failure,
+                crate::go::os::path_error("mkdir", &path, crate::go::os::EEXIST),
+            ));
         }
-        let path = clean(&path);
-        self.with_tree(|tree| tree.mkdir(&path, sftp_attrs(&attrs)))?;
+        let asked = path;
+        let path = clean(&asked);
+        self.with_tree(|tree| tree.mkdir(&path, sftp_attrs(&attrs)))
+            .map_err(|f| path_error(f, "mkdir", &asked))?;
         self.durable(id).await
     }
 
     async fn rmdir(&mut self, id: u32, asked: String) -> Result<Status, Self::Error> {
-        let (path, node) = self.lookup(&asked, false)?;
+        // The daemon's server removes with `os.Remove`, as for a file.
+        let (path, node) = self
+            .lookup(&asked, false)
+            .map_err(|f| path_error(f, "remove", &asked))?;
         if node.kind != Kind::Directory {
             return Err(failure(Code::Failure, "not a directory"));
         }
@@ -685,12 +746,9 @@ impl russh_sftp::server::Handler for Session {
         }
     }
 
+    /// The cleaned absolute path (the 7.0 client asks for `/` before it pushes a file).
     async fn realpath(&mut self, id: u32, path: String) -> Result<Name, Self::Error> {
-        let path = clean(&path);
-        Ok(Name {
-            id,
-            files: vec![File::dummy(path)],
-        })
+        Ok(bare_name(id, clean(&path)))
     }
 
     async fn rename(
@@ -704,14 +762,13 @@ impl russh_sftp::server::Handler for Session {
     }
 
     async fn readlink(&mut self, id: u32, path: String) -> Result<Name, Self::Error> {
-        let (_, node) = self.lookup(&path, false)?;
+        let (_, node) = self
+            .lookup(&path, false)
+            .map_err(|f| path_error(f, "readlink", &path))?;
         let Kind::Symlink(target) = node.kind else {
             return Err(failure(Code::Failure, "invalid argument"));
         };
-        Ok(Name {
-            id,
-            files: vec![File::dummy(target)],
-        })
+        Ok(bare_name(id, target))
     }
 
     /// The arguments come in OpenSSH's order, which the Go client follows: the target first,

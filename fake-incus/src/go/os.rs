@@ -4,6 +4,9 @@
 /// `syscall.ENOENT`'s text.
 pub(crate) const ENOENT: &str = "no such file or directory";
 
+/// `syscall.EEXIST`'s text.
+pub(crate) const EEXIST: &str = "file exists";
+
 /// A `*PathError`'s text: `open /a: no such file or directory`.
 pub(crate) fn path_error(op: &str, path: &str, err: &str) -> String {
     format!("{op} {path}: {err}")

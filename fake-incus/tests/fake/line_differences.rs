@@ -676,3 +676,36 @@ async fn a_pools_volume_list_shows_snapshots_on_6_0_only_and_a_snapshot_reads_as
         assert_eq!(read.metadata()["config"], json!({}));
     }
 }
+
+/// Not a difference: a finished image create keeps its last unpack progress on 7.0.2 as on
+/// 6.0.4 (measured: the wait and a read after it both show it). A 7.0 recording that reads the
+/// operation while it runs shows `{}` there, the replay's "none yet".
+#[tokio::test]
+async fn a_finished_image_create_shows_its_last_unpack_progress_on_either_line() {
+    for line in IncusLine::all() {
+        let fake = fake_of(line).await;
+        let body = json!({"name": "c1", "source": {"type": "image", "alias": "busybox"}});
+        let accepted = call(&fake, "POST", "/1.0/instances", Some(body)).await;
+        let op = accepted.operation().expect("an operation");
+        let waited = wait(&fake, &accepted).await;
+        let read = call(&fake, "GET", op, None).await;
+        for answer in [&waited, &read] {
+            let metadata = &answer.metadata()["metadata"];
+            assert_eq!(answer.metadata()["status"], "Success", "{line}");
+            assert!(
+                metadata["create_instance_from_image_unpack_progress"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with("Unpacking image: 100% (")),
+                "{line}: {metadata}"
+            );
+            assert_eq!(
+                (
+                    &metadata["progress"]["percent"],
+                    &metadata["progress"]["stage"]
+                ),
+                (&json!("100"), &json!("create_instance_from_image_unpack")),
+                "{line}"
+            );
+        }
+    }
+}

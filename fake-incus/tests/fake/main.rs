@@ -32,6 +32,7 @@ mod refusals;
 mod resources;
 mod serve;
 mod sftp_extensions;
+mod sftp_path_errors;
 mod snapshot_patterns;
 #[path = "../tarball/mod.rs"]
 mod tarball;
