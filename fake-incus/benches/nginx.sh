@@ -6,11 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir="${CARGO_TARGET_DIR:-$PWD/target}/nginx"
-binary="$dir/root/usr/sbin/nginx"
+binary="$dir/tree/usr/sbin/nginx"
 if [ ! -x "$binary" ]; then
   mkdir -p "$dir"
   (cd "$dir" && { apt-get download nginx || { apt-get update -qq && apt-get download nginx; }; } >&2)
-  dpkg -x "$dir"/nginx_*.deb "$dir/root"
+  dpkg -x "$dir"/nginx_*.deb "$dir/tree"
 fi
 "$binary" -v >&2
 echo "$binary"

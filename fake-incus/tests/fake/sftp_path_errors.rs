@@ -1,5 +1,5 @@
 //! The instance SFTP server words a failed call on a path as the daemon's (Go's pkg/sftp) does:
-//! Go's `*PathError`, the call and the path as the client sent it (`stat /root/nope: no such
+//! Go's `*PathError`, the call and the path as the client sent it (`stat /tmp/nope: no such
 //! file or directory`), for every call, on both lines; and a `REALPATH` or `READLINK` answers a
 //! bare name. Measured on Incus 6.0.4 and 7.0.2 with a raw SFTP client (and the 7.0 client,
 //! which stats a file before it pushes it, lstats it before it pulls it, and asks for `/`).
@@ -40,7 +40,7 @@ fn missing(text: &str) -> (StatusCode, String) {
 
 #[tokio::test]
 async fn a_call_on_a_missing_path_names_the_call_and_the_path_on_either_line() {
-    let nope = "/root/nope";
+    let nope = "/tmp/nope";
     let mut size = FileAttributes::empty();
     size.size = Some(0);
     let mut mode = FileAttributes::empty();
@@ -56,7 +56,7 @@ async fn a_call_on_a_missing_path_names_the_call_and_the_path_on_either_line() {
             failure(raw.readlink(nope).await),
             // A directory is removed with `os.Remove`, as a file is.
             failure(raw.rmdir(nope).await),
-            failure(raw.mkdir("/root/nope/d", FileAttributes::empty()).await),
+            failure(raw.mkdir("/tmp/nope/d", FileAttributes::empty()).await),
             failure(raw.mkdir("/root", FileAttributes::empty()).await),
             // The path as the client sent it, relative or not.
             failure(raw.remove("root/nope").await),
@@ -64,16 +64,16 @@ async fn a_call_on_a_missing_path_names_the_call_and_the_path_on_either_line() {
             failure(raw.setstat(nope, mode.clone()).await),
         ];
         let expected = [
-            missing("stat /root/nope: no such file or directory"),
-            missing("lstat /root/nope: no such file or directory"),
-            missing("stat /root/nope: no such file or directory"),
-            missing("readlink /root/nope: no such file or directory"),
-            missing("remove /root/nope: no such file or directory"),
-            missing("mkdir /root/nope/d: no such file or directory"),
+            missing("stat /tmp/nope: no such file or directory"),
+            missing("lstat /tmp/nope: no such file or directory"),
+            missing("stat /tmp/nope: no such file or directory"),
+            missing("readlink /tmp/nope: no such file or directory"),
+            missing("remove /tmp/nope: no such file or directory"),
+            missing("mkdir /tmp/nope/d: no such file or directory"),
             (StatusCode::Failure, "mkdir /root: file exists".to_string()),
             missing("remove root/nope: no such file or directory"),
-            missing("truncate /root/nope: no such file or directory"),
-            missing("chmod /root/nope: no such file or directory"),
+            missing("truncate /tmp/nope: no such file or directory"),
+            missing("chmod /tmp/nope: no such file or directory"),
         ];
         assert_eq!(answers, expected, "{line}");
         let nothing = raw.setstat(nope, FileAttributes::empty()).await;
@@ -95,8 +95,8 @@ async fn a_setstat_of_a_missing_path_reports_its_first_failed_call_on_7_0_and_it
         attrs.atime = Some(1);
         attrs.mtime = Some(2);
         assert_eq!(
-            failure(raw.setstat("/root/nope", attrs).await),
-            missing(&format!("{call} /root/nope: no such file or directory")),
+            failure(raw.setstat("/tmp/nope", attrs).await),
+            missing(&format!("{call} /tmp/nope: no such file or directory")),
             "{line}"
         );
     }
@@ -107,7 +107,7 @@ async fn realpath_answers_the_clean_path_as_name_and_long_name_with_no_attribute
     for line in IncusLine::all() {
         let fake = fake_of(line).await;
         let raw = raw(&fake).await;
-        for (asked, clean) in [("/", "/"), ("/root/../tmp/", "/tmp")] {
+        for (asked, clean) in [("/", "/"), ("/etc/../tmp/", "/tmp")] {
             let name = raw.realpath(asked).await.expect("a NAME");
             assert_eq!(name.files.len(), 1, "{line} {asked}");
             let file = &name.files[0];
