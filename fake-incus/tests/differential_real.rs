@@ -1429,15 +1429,8 @@ async fn read_only_resources(probe: &mut Probe, project: &str, name: &str) {
 
 /// Known divergences of the fake in 7.0 mode from Incus 7.0.2, each with its reason. Every
 /// difference of the two lines is the fake's line table's (`fake_incus::IncusLine`, keyed on API
-/// extensions); what is left is a property of the host the daemon runs on, not of its line.
-const KNOWN_7_0: &[Known] = &[Known {
-    step: "GET /1.0/resources",
-    diff: "metadata.system.type: value real \"virtual-machine\" vs fake \"container\"",
-    reason: "a property of this host, not of the line: both lines ask `systemd-detect-virt \
-             --container` (6.0.4 on this machine answers `container`, as the fake's host does); \
-             the 7.0 daemon here runs from a trixie tree in a mount namespace of its own, where \
-             nothing marks the container, so it answers `virtual-machine`",
-}];
+/// extensions); what a host shows of itself is in `differential::HOST_PROPERTIES`.
+const KNOWN_7_0: &[Known] = &[];
 
 /// The fake as Incus 7.0 against a real 7.0 daemon (`INCUS7_SOCKET`, as `ci/incus7.sh` prints
 /// it): every endpoint of 7.0's list, `GET`s without a name compared whole, every other endpoint
