@@ -183,14 +183,15 @@ pub(super) fn restricted_to(ctx: &Ctx) -> Option<Vec<String>> {
     )
 }
 
-pub(super) fn check_restrictions(
+pub(super) fn check_restrictions<'a>(
     ctx: &Ctx,
     method: &http::Method,
-    segs: &[&str],
+    segs: impl FnOnce() -> Vec<&'a str>,
 ) -> Result<(), ApiError> {
     let Some(projects) = restricted_to(ctx) else {
         return Ok(());
     };
+    let segs = &segs()[..];
     let restricted = || Err(ApiError::new(403, "Certificate is restricted"));
     if ctx.all_projects() {
         return restricted();

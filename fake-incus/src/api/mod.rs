@@ -130,15 +130,14 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
 /// /1.0/certificates`) and a restricted certificate's projects.
 async fn route(ctx: &Ctx, req: Request<Bytes>) -> ApiResult {
     let call = router::Call::new(req);
-    let segs = call.segments();
-    if segs.first().map(String::as_str) == Some("1.0") {
+    if call.first() == Some("1.0") {
         let method = call.method();
-        let below: Vec<&str> = segs[1..].iter().map(String::as_str).collect();
-        let redeeming = below == ["certificates"] && method == Method::POST;
-        if !ctx.trusted && !below.is_empty() && !redeeming {
+        let redeeming =
+            call.len() == 2 && call.segment(1) == "certificates" && method == Method::POST;
+        if !ctx.trusted && call.len() > 1 && !redeeming {
             return Err(ApiError::forbidden());
         }
-        certificates::check_restrictions(ctx, method, &below)?;
+        certificates::check_restrictions(ctx, method, || call.below_1_0())?;
     }
     router::dispatch(ctx, routes::table(), call).await
 }

@@ -170,20 +170,26 @@ impl Pattern {
                 .collect(),
         )
     }
-    /// Whether the pattern matches the segments; the indices of its `{...}` segments in `args`.
-    fn matches(&self, segments: &[String], args: &mut Vec<usize>) -> bool {
+    /// Whether the pattern matches the `len` segments `segment` gives; the indices of its
+    /// `{...}` segments in `args`.
+    fn matches<'s>(
+        &self,
+        len: usize,
+        segment: impl Fn(usize) -> &'s str,
+        args: &mut Vec<usize>,
+    ) -> bool {
         args.clear();
         let mut i = 0;
         for seg in &self.0 {
             match seg {
                 Seg::Rest => return true,
-                Seg::Arg if i < segments.len() => args.push(i),
-                Seg::Literal(literal) if segments.get(i) == Some(literal) => {}
+                Seg::Arg if i < len => args.push(i),
+                Seg::Literal(literal) if i < len && segment(i) == literal => {}
                 _ => return false,
             }
             i += 1;
         }
-        i == segments.len()
+        i == len
     }
     /// Whether a concrete path (`/1.0/instances/c1`) matches the pattern.
     pub(crate) fn matches_path(&self, path: &str) -> bool {
@@ -196,7 +202,7 @@ impl Pattern {
                 Seg::Rest => "**".to_owned(),
             })
             .collect();
-        self.matches(&segments, &mut Vec::new())
+        self.matches(segments.len(), |i| &segments[i], &mut Vec::new())
     }
 }
 
@@ -204,26 +210,60 @@ impl Pattern {
 /// (percent-decoded) and the segments the row's `{...}` matched.
 pub(crate) struct Call {
     pub(crate) req: Request<Bytes>,
-    /// The path's segments after `/`, decoded (`1.0`, `instances`, `c1`).
-    segments: Vec<String>,
+    /// The path's segments after `/` (`1.0`, `instances`, `c1`): ranges of the request's path,
+    /// decoded copies only where a segment has a `%` (a request routes without a copy of its
+    /// path).
+    segments: Vec<Segment>,
     args: Vec<usize>,
+}
+
+/// One segment of a [`Call`]'s path.
+enum Segment {
+    /// This range of the request's path, as it is (nothing to decode).
+    Raw(std::ops::Range<usize>),
+    /// Decoded (the path has a `%` there, or the request was taken out).
+    Decoded(Box<str>),
 }
 
 impl Call {
     pub(crate) fn new(req: Request<Bytes>) -> Self {
-        let segments = segments(req.uri().path());
+        let path = req.uri().path();
+        let trimmed = path.trim_end_matches('/');
+        let mut segments = Vec::new();
+        // What [`segments`] gives, as ranges: each piece after a `/`.
+        if let Some(first) = trimmed.find('/') {
+            let mut at = first + 1;
+            for piece in trimmed[at..].split('/') {
+                let range = at..at + piece.len();
+                at = range.end + 1;
+                segments.push(if piece.contains('%') {
+                    Segment::Decoded(decode(piece).into())
+                } else {
+                    Segment::Raw(range)
+                });
+            }
+        }
         Self {
             req,
             segments,
             args: Vec::new(),
         }
     }
+    /// The `i`th segment of the path (`""` past the last).
+    pub(crate) fn segment(&self, i: usize) -> &str {
+        match self.segments.get(i) {
+            Some(Segment::Raw(range)) => self.req.uri().path().get(range.clone()).unwrap_or(""),
+            Some(Segment::Decoded(text)) => text,
+            None => "",
+        }
+    }
+    /// How many segments the path has.
+    pub(crate) fn len(&self) -> usize {
+        self.segments.len()
+    }
     /// The `n`th segment the row's `{...}` matched.
     pub(crate) fn arg(&self, n: usize) -> &str {
-        self.args
-            .get(n)
-            .and_then(|i| self.segments.get(*i))
-            .map_or("", String::as_str)
+        self.args.get(n).map_or("", |i| self.segment(*i))
     }
     /// The segments the row's `{...}` matched, in order.
     pub(crate) fn args(&self) -> Vec<&str> {
@@ -231,10 +271,11 @@ impl Call {
     }
     /// The path's segments after `/1.0`.
     pub(crate) fn below_1_0(&self) -> Vec<&str> {
-        self.segments.iter().skip(1).map(String::as_str).collect()
+        (1..self.len()).map(|i| self.segment(i)).collect()
     }
-    pub(crate) fn segments(&self) -> &[String] {
-        &self.segments
+    /// The first segment (`1.0`), if any.
+    pub(crate) fn first(&self) -> Option<&str> {
+        (!self.segments.is_empty()).then(|| self.segment(0))
     }
     pub(crate) fn method(&self) -> &Method {
         self.req.method()
@@ -245,10 +286,23 @@ impl Call {
     pub(crate) fn body(&self) -> &Bytes {
         self.req.body()
     }
-    /// The request, taken out (for an upgrade); the call keeps an empty one.
+    /// The request, taken out (for an upgrade); the call keeps an empty one, and its
+    /// segments as copies.
     pub(crate) fn take_request(&mut self) -> Request<Bytes> {
+        for i in 0..self.segments.len() {
+            if let Segment::Raw(_) = self.segments[i] {
+                self.segments[i] = Segment::Decoded(self.segment(i).into());
+            }
+        }
         std::mem::take(&mut self.req)
     }
+}
+
+/// A segment, percent-decoded (invalid UTF-8 replaced).
+fn decode(segment: &str) -> String {
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// A path's segments after `/`, percent-decoded (`/1.0/instances/c%31` is `1.0`, `instances`,
@@ -257,11 +311,7 @@ pub(crate) fn segments(path: &str) -> Vec<String> {
     path.trim_end_matches('/')
         .split('/')
         .skip(1)
-        .map(|s| {
-            percent_encoding::percent_decode_str(s)
-                .decode_utf8_lossy()
-                .into_owned()
-        })
+        .map(decode)
         .collect()
 }
 
@@ -315,11 +365,11 @@ impl Table {
     pub(crate) fn rows(&self) -> &[Row] {
         &self.rows
     }
-    /// The rows a path of these segments may match, in table order.
-    fn candidates(&self, segments: &[String]) -> impl Iterator<Item = &Row> {
-        let indices = segments
-            .get(1)
-            .and_then(|second| self.by_second.get(second))
+    /// The rows the call's path may match, in table order.
+    fn candidates(&self, call: &Call) -> impl Iterator<Item = &Row> {
+        let indices = (call.len() > 1)
+            .then(|| self.by_second.get(call.segment(1)))
+            .flatten()
             .unwrap_or(&self.anywhere);
         indices.iter().map(|i| &self.rows[*i])
     }
@@ -329,12 +379,14 @@ impl Table {
 pub(crate) async fn dispatch(ctx: &Ctx, table: &Table, mut call: Call) -> ApiResult {
     let mut args = Vec::new();
     let mut seen: Option<&Pattern> = None;
-    for row in table.candidates(&call.segments) {
+    for row in table.candidates(&call) {
         if seen.is_some_and(|pattern| *pattern != row.pattern) {
             continue;
         }
         let route = &row.route;
-        if !row.pattern.matches(&call.segments, &mut args)
+        if !row
+            .pattern
+            .matches(call.len(), |i| call.segment(i), &mut args)
             || route.extension.is_some_and(|e| !ctx.app.has_extension(e))
         {
             continue;
@@ -367,18 +419,50 @@ pub(crate) async fn dispatch(ctx: &Ctx, table: &Table, mut call: Call) -> ApiRes
 mod tests {
     use super::*;
 
+    /// Whether `pattern` matches `path`, its `{...}` indices in `args`.
+    fn matches(pattern: &Pattern, path: &str, args: &mut Vec<usize>) -> bool {
+        let segments = segments(path);
+        pattern.matches(segments.len(), |i| &segments[i], args)
+    }
+
     #[test]
     fn a_pattern_matches_its_arguments_and_a_last_double_star_any_rest() {
         let mut args = Vec::new();
         let state = Pattern::parse("/1.0/instances/{name}/state");
-        assert!(state.matches(&segments("/1.0/instances/c1/state"), &mut args));
+        assert!(matches(&state, "/1.0/instances/c1/state", &mut args));
         assert_eq!(args, [2]);
-        assert!(!state.matches(&segments("/1.0/instances/c1"), &mut args));
-        assert!(!state.matches(&segments("/1.0/instances/c1/state/x"), &mut args));
+        assert!(!matches(&state, "/1.0/instances/c1", &mut args));
+        assert!(!matches(&state, "/1.0/instances/c1/state/x", &mut args));
         let below = Pattern::parse("/1.0/instances/{name}/**");
-        assert!(below.matches(&segments("/1.0/instances/c1"), &mut args));
-        assert!(below.matches(&segments("/1.0/instances/c1/logs/lxc.log"), &mut args));
-        assert!(!below.matches(&segments("/1.0/instances"), &mut args));
-        assert!(Pattern::parse("/").matches(&[], &mut args));
+        assert!(matches(&below, "/1.0/instances/c1", &mut args));
+        assert!(matches(&below, "/1.0/instances/c1/logs/lxc.log", &mut args));
+        assert!(!matches(&below, "/1.0/instances", &mut args));
+        assert!(matches(&Pattern::parse("/"), "/", &mut args));
+    }
+
+    #[test]
+    fn a_call_reads_the_segments_of_its_path_decoded_and_keeps_them_when_its_request_is_taken() {
+        for path in [
+            "/",
+            "/1.0",
+            "/1.0/",
+            "/1.0/instances/c1",
+            "/1.0/instances/c%31/logs/a%2Fb",
+            "//1.0//x/",
+            "/1.0/%ff%fe",
+        ] {
+            let req = Request::builder().uri(path).body(Bytes::new()).unwrap();
+            let mut call = Call::new(req);
+            let read = |call: &Call| -> Vec<String> {
+                (0..call.len())
+                    .map(|i| call.segment(i).to_owned())
+                    .collect()
+            };
+            let want = segments(path);
+            assert_eq!(read(&call), want, "{path}");
+            assert_eq!(call.first(), want.first().map(String::as_str), "{path}");
+            let _ = call.take_request();
+            assert_eq!(read(&call), want, "{path} taken");
+        }
     }
 }
