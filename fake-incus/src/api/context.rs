@@ -32,9 +32,82 @@ pub(crate) struct Ctx {
     pub(super) operation_fault: Option<OperationFault>,
     /// The exec faults of the session this request creates.
     pub(super) exec_faults: ExecFaults,
-    pub(super) query: Vec<(String, String)>,
+    pub(super) query: Query,
     /// What the request belongs to on a cluster (default: nothing, standalone).
     pub(crate) scope: Scope,
+}
+
+/// A request's query parameters, as `url::form_urlencoded` reads them (pairs split at `&`, the
+/// first `=` between key and value, `+` and `%XX` decoded). A query with nothing to decode (the
+/// usual `project=NAME&recursion=1`) is kept as it came with where its pairs are, split once:
+/// no copy per parameter, no search per look-up.
+#[derive(Debug, Default)]
+pub(crate) struct Query(Parsed);
+
+#[derive(Debug)]
+enum Parsed {
+    /// Nothing to decode: the query as it came, and each pair's key start, `=` (or end) and end.
+    Plain(Box<str>, Vec<[u32; 3]>),
+    /// The decoded pairs.
+    Decoded(Vec<(String, String)>),
+}
+
+impl Default for Parsed {
+    fn default() -> Self {
+        Self::Plain(Box::default(), Vec::new())
+    }
+}
+
+impl Query {
+    /// The query of a request (`None`: it had none).
+    pub(crate) fn parse(query: Option<&str>) -> Self {
+        let query = query.unwrap_or_default();
+        let bytes = query.as_bytes();
+        let position = |from: usize, to: usize, byte: u8| {
+            bytes[from..to]
+                .iter()
+                .position(|b| *b == byte)
+                .map_or(to, |i| from + i)
+        };
+        let plain = bytes.iter().all(|b| *b != b'%' && *b != b'+');
+        let Some(len) = u32::try_from(bytes.len()).ok().filter(|_| plain) else {
+            let pairs = url::form_urlencoded::parse(bytes).into_owned().collect();
+            return Self(Parsed::Decoded(pairs));
+        };
+        let mut pairs = Vec::new();
+        let mut start = 0;
+        while start < bytes.len() {
+            let end = position(start, bytes.len(), b'&');
+            if end > start {
+                let eq = position(start, end, b'=');
+                // Within `len`, so every offset fits.
+                let offset = |at: usize| u32::try_from(at).unwrap_or(len);
+                pairs.push([offset(start), offset(eq), offset(end)]);
+            }
+            start = end + 1;
+        }
+        Self(Parsed::Plain(query.into(), pairs))
+    }
+    /// The value of the first parameter named `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        match &self.0 {
+            Parsed::Plain(query, pairs) => {
+                let text = |from: u32, to: u32| query.get(from as usize..to as usize);
+                let [_, eq, end] = pairs
+                    .iter()
+                    .find(|[start, eq, _]| text(*start, *eq) == Some(key))?;
+                if eq == end {
+                    Some("")
+                } else {
+                    text(eq + 1, *end)
+                }
+            }
+            Parsed::Decoded(pairs) => pairs
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str()),
+        }
+    }
 }
 
 impl Ctx {
@@ -68,10 +141,7 @@ impl Ctx {
         self.app.journal.set_applied(self.seq);
     }
     pub(crate) fn param(&self, key: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.query.get(key)
     }
     /// `project`, default `default`.
     pub(crate) fn project(&self) -> String {
@@ -119,5 +189,38 @@ impl Ctx {
         } else {
             vec![self.project()]
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Query;
+
+    #[test]
+    fn a_query_parameter_reads_as_form_urlencoded_reads_it() {
+        let keys = ["project", "recursion", "filter", "a", "b", ""];
+        for query in [
+            "",
+            "project=p1",
+            "project=p1&recursion=1",
+            "&&project=&project=second&a",
+            "a=b=c&b",
+            "=x&a=1",
+            "project=p%31&filter=name+eq+c1",
+            "recursion=2&project=%ff",
+        ] {
+            let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
+                .into_owned()
+                .collect();
+            let parsed = Query::parse(Some(query));
+            for key in keys {
+                let want = pairs
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| v.as_str());
+                assert_eq!(parsed.get(key), want, "{query:?} {key:?}");
+            }
+        }
+        assert_eq!(Query::parse(None).get("project"), None);
     }
 }

@@ -93,15 +93,7 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
     {
         return outcome;
     }
-    let query = req
-        .uri()
-        .query()
-        .map(|q| {
-            url::form_urlencoded::parse(q.as_bytes())
-                .into_owned()
-                .collect()
-        })
-        .unwrap_or_default();
+    let query = context::Query::parse(req.uri().query());
     let mut ctx = Ctx {
         app: Arc::clone(app),
         peer,

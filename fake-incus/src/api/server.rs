@@ -238,7 +238,7 @@ mod tests {
             seq: 0,
             operation_fault: None,
             exec_faults: ExecFaults::default(),
-            query: vec![("project".into(), project.into())],
+            query: crate::api::context::Query::parse(Some(&format!("project={project}"))),
             scope: crate::cluster::Scope::default(),
         }
     }
