@@ -181,7 +181,16 @@ const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495
 /// At most `limit` bytes of `bytes` as lossy UTF-8 (never splitting the text mid-character
 /// in a way that adds more than a replacement character).
 fn cut(bytes: &[u8], limit: usize) -> String {
-    String::from_utf8_lossy(&bytes[..bytes.len().min(limit)]).into_owned()
+    lossy(&bytes[..bytes.len().min(limit)])
+}
+
+/// `bytes` as lossy UTF-8: `String::from_utf8_lossy`, with the check for valid UTF-8 (nearly
+/// every header and body) first, which is several times cheaper than its chunk by chunk walk.
+pub(crate) fn lossy(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
 }
 
 /// A page of the journal: the kept entries after a sequence number, and what was let go.

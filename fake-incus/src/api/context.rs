@@ -168,11 +168,11 @@ impl Ctx {
         &self,
         message: impl FnOnce(&str) -> String,
     ) -> Result<(), ApiError> {
-        let project = self.project();
-        if self.all_projects() || self.app.snapshot().state.project(&project).is_some() {
+        let project = self.project_name();
+        if self.all_projects() || self.app.snapshot().state.project(project).is_some() {
             Ok(())
         } else {
-            Err(ApiError::new(404, message(&project)))
+            Err(ApiError::new(404, message(project)))
         }
     }
 

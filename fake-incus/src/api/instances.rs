@@ -32,21 +32,20 @@ pub(super) fn list(ctx: &Ctx) -> ApiResult {
         .map(Filter::parse)
         .transpose()?;
     let kind = ctx.param("instance-type").filter(|t| !t.is_empty());
-    let projects = ctx.projects();
     let recursion = ctx.recursion();
     let snapshot = ctx.app.snapshot();
     if recursion == 0 && filter.is_none() && kind.is_none() {
         // The plain list (what a client asks before nearly everything) is kept whole per
         // snapshot and per project (or all of them): a request costs a lookup.
         let project = if ctx.all_projects() {
-            ALL_PROJECTS_KEY.to_owned()
+            ALL_PROJECTS_KEY
         } else {
-            ctx.project()
+            ctx.project_name()
         };
-        let answer = snapshot.answer(&[LIST_KEY, &project], || Prebuilt {
+        let answer = snapshot.answer(&[LIST_KEY, project], || Prebuilt {
             body: envelope::sync_list_body(
                 &snapshot
-                    .instances_in(&projects)
+                    .instances_in(&ctx.projects())
                     .map(|view| view.url_json().as_ref())
                     .collect::<Vec<&[u8]>>(),
             ),
@@ -54,6 +53,7 @@ pub(super) fn list(ctx: &Ctx) -> ApiResult {
         });
         return Ok(envelope::sync_prebuilt(answer.body, answer.etag));
     }
+    let projects = ctx.projects();
     let mut items = Vec::new();
     for view in snapshot
         .instances_in(&projects)
@@ -155,11 +155,11 @@ const LIST_KEY: &str = "\0GET /1.0/instances";
 const ALL_PROJECTS_KEY: &str = "\0all-projects";
 
 pub(super) fn get(ctx: &Ctx, name: &str) -> ApiResult {
-    let project = ctx.project();
+    let project = ctx.project_name();
     let snapshot = ctx.app.snapshot();
     let view = snapshot
-        .instance(&project, name)
-        .ok_or_else(|| instance_not_found(name, &project))?;
+        .instance(project, name)
+        .ok_or_else(|| instance_not_found(name, project))?;
     if ctx.recursion() >= 1 {
         return Ok(envelope::sync_raw(
             [view.full_json().as_ref()],

@@ -9,11 +9,11 @@ pub(super) fn journal_entry(req: &Request<Bytes>, peer: &Peer, trusted: bool) ->
     let header = |name: header::HeaderName| {
         req.headers()
             .get(name)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .map(|v| crate::journal::lossy(v.as_bytes()))
     };
     let mut entry = JournalEntry::received(
         peer.listener,
-        req.method().to_string(),
+        req.method().as_str().to_owned(),
         req.uri().path().to_string(),
         req.body(),
     );

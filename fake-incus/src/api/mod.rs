@@ -77,10 +77,10 @@ pub(crate) async fn serve(app: &Arc<App>, req: Request<Bytes>, peer: Peer) -> Ou
         _ => true,
     };
     let seq = app.journal.record(journal_entry(&req, &peer, trusted));
-    let path = req.uri().path().to_string();
+    let path = req.uri().path();
     let plan = app
         .faults
-        .verdict(req.method().as_str(), &path)
+        .verdict(req.method().as_str(), path)
         .unwrap_or_default();
     if !plan.kinds.is_empty() {
         tracing::debug!(seq, %path, faults = ?plan.kinds, "faults selected");

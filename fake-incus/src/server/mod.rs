@@ -211,14 +211,14 @@ fn before_routing(parts: &http::request::Parts) -> Option<Response<Body>> {
 fn after_routing(
     line: IncusLine,
     method: &http::Method,
-    path: &str,
+    root: bool,
     response: Response<Body>,
 ) -> Response<Body> {
     if response.status() != http::StatusCode::NOT_IMPLEMENTED {
         return response;
     }
     const KNOWN: &[&str] = &["GET", "HEAD", "PUT", "POST", "DELETE", "PATCH"];
-    if path == "/" {
+    if root {
         return crate::envelope::sync(serde_json::json!(["/1.0"]));
     }
     if KNOWN.contains(&method.as_str()) {
@@ -453,8 +453,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for Watched<IO> {
                 self.first_read = false;
                 if !self.activity.served.load(Ordering::SeqCst) && self.head.len() < HEAD_KEPT {
                     let room = HEAD_KEPT - self.head.len();
-                    let new = new[..new.len().min(room)].to_vec();
-                    self.head.extend_from_slice(&new);
+                    self.head.extend_from_slice(&new[..new.len().min(room)]);
                 }
             }
         }
@@ -659,10 +658,10 @@ pub(crate) async fn answer_read(app: &Arc<App>, req: Request<Bytes>, peer: Peer)
 /// The API's answer to a request whose body was read, with the daemon's answer to unknown
 /// methods.
 async fn route(app: &Arc<App>, parts: http::request::Parts, bytes: Bytes, peer: Peer) -> Outcome {
-    let (method, path) = (parts.method.clone(), parts.uri.path().to_string());
+    let (method, root) = (parts.method.clone(), parts.uri.path() == "/");
     match api::serve(app, Request::from_parts(parts, bytes), peer).await {
         Outcome::Respond(response) => {
-            Outcome::Respond(after_routing(app.settings.line, &method, &path, response))
+            Outcome::Respond(after_routing(app.settings.line, &method, root, response))
         }
         other => other,
     }
