@@ -179,6 +179,13 @@ impl Pattern {
         args: &mut Vec<usize>,
     ) -> bool {
         args.clear();
+        // A pattern without `**` matches only paths of its own length; with one, paths at least
+        // as long as what comes before it. Most rows are told apart here, without
+        // reading a segment.
+        let fixed = self.0.iter().position(|seg| *seg == Seg::Rest);
+        if fixed.map_or(len != self.0.len(), |before| len < before) {
+            return false;
+        }
         let mut i = 0;
         for seg in &self.0 {
             match seg {
