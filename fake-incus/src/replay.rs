@@ -13,7 +13,9 @@
 //! Requests keep their recorded order and pace. A request starts only after every request that
 //! was answered before it started in the recording was answered in the replay (it may depend
 //! on those answers); requests that overlapped in the recording (a long-poll wait, a
-//! websocket) overlap in the replay too.
+//! websocket) overlap in the replay too. The client's side of a websocket ends as it did in the
+//! recording, but never before the server has sent what it had sent by then, and a close the
+//! client only sent in answer to the server's end is left to the server's end.
 
 use crate::client::{self, Request};
 use crate::differ::{compare, Observed};
@@ -480,7 +482,8 @@ fn settle(
 /// than the daemon it was recorded from): its status, and the metadata it has only once it
 /// ended, are compared only when it had ended in the recording too. An operation without
 /// metadata yet shows `null` on 6.0 and `{}` on 7.0 (`OPERATION_METADATA_ALWAYS_AN_OBJECT`):
-/// either is "none yet".
+/// either is "none yet"; one that had some keeps it compared, less the keys the replayed one
+/// gained by ending (an exec's `return`).
 fn mask_running(real: &mut Observed, fake: &mut Observed) {
     let recorded = &real.body["metadata"];
     if recorded["status"] != "Running" || recorded["class"].is_null() {
@@ -491,6 +494,16 @@ fn mask_running(real: &mut Observed, fake: &mut Observed) {
         Value::Object(map) => map.is_empty(),
         _ => false,
     };
+    let running_keys: Vec<String> = recorded["metadata"]
+        .as_object()
+        .map(|map| map.keys().cloned().collect())
+        .unwrap_or_default();
+    let replayed = &mut fake.body["metadata"];
+    if replayed["status"] != "Running" {
+        if let Some(gained) = replayed["metadata"].as_object_mut() {
+            gained.retain(|key, _| running_keys.contains(key));
+        }
+    }
     for side in [real, fake] {
         if let Some(operation) = side.body["metadata"].as_object_mut() {
             operation.insert("status".into(), Value::from("-"));
@@ -690,11 +703,18 @@ async fn open_websocket(
         let (mut sink, mut stream) = ws.split();
         let deadline = read_until(opened, &recorded);
         let ends = client_ends(opened, &recorded);
-        let server_closed_first = recorded
-            .frames
-            .iter()
-            .find(|f| f.kind == FrameKind::Close)
-            .is_some_and(|f| f.from == Side::Server);
+        // A close frame the recorded client sent once the server had ended the connection
+        // (the recorder relays the end of a server's stream as a close frame, which clients
+        // answer) is not sent: it answered that end, and the replayed server ends the
+        // connection itself. Sent at its recorded moment, it would reach a server slower than
+        // the recorded one before that end: on an exec's `control`, before the command ran,
+        // which the daemon and the fake then kill (its output replayed empty).
+        let server_ended_first = recorded.ended_by == Some(Side::Server)
+            || recorded
+                .frames
+                .iter()
+                .find(|f| f.kind == FrameKind::Close)
+                .is_some_and(|f| f.from == Side::Server);
         // The server's data frames the recorded client had before it ended its side: the replay
         // ends its side only once it has as many (or at the deadline), so a server slower than
         // the recorded one is not cut off.
@@ -714,7 +734,7 @@ async fn open_websocket(
             .filter(|f| f.from == Side::Client)
             .filter(|f| match f.kind {
                 FrameKind::Text | FrameKind::Binary => true,
-                FrameKind::Close => !server_closed_first,
+                FrameKind::Close => !server_ended_first,
                 FrameKind::Ping | FrameKind::Pong | FrameKind::Raw => false,
             })
             .cloned()
@@ -955,6 +975,24 @@ mod tests {
             mask_running(&mut real, &mut fake);
             assert_eq!(compare(&real, &fake), Vec::<String>::new(), "{none_yet}");
         }
+    }
+
+    #[test]
+    fn an_exec_caught_running_is_not_held_to_the_return_its_replay_gained_by_ending() {
+        let fds = json!({"fds": {"0": "a", "control": "b"}, "command": ["echo", "hello"]});
+        let mut ended = fds.clone();
+        ended["return"] = json!(0);
+        let mut real = read_of("Running", fds.clone());
+        let mut fake = read_of("Success", ended);
+        mask_running(&mut real, &mut fake);
+        assert_eq!(compare(&real, &fake), Vec::<String>::new());
+        // Still running in the replay too: every key compared.
+        let mut extra = fds.clone();
+        extra["other"] = json!(1);
+        let mut real = read_of("Running", fds);
+        let mut fake = read_of("Running", extra);
+        mask_running(&mut real, &mut fake);
+        assert!(!compare(&real, &fake).is_empty());
     }
 
     #[test]
