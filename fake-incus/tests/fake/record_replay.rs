@@ -392,6 +392,40 @@ async fn a_close_the_client_sent_in_answer_to_the_servers_end_is_left_to_the_rep
     assert!(report.differences.is_empty(), "{}", report.text());
 }
 
+/// The official client goes away from an exec's `control` when it exits, once stdout and
+/// stderr ended and the operation did; a loaded recorder may see that before the daemon's own
+/// end of `control` (one exec in 20 of a live recording from Incus 7.0.2). A replay against a
+/// server slower than the recorded one ends `control` at the recorded moment only once that
+/// server has sent, on the exec's other websockets, what the recorded one had by then: sooner,
+/// it would kill the command before it ran (the daemon and the fake kill a command whose
+/// `control` closes), and its output replayed empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_the_client_left_once_the_others_ended_is_left_in_a_replay_once_they_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = 3;
+    let mut exchanges = record_execs(dir.path(), runs).await;
+    // The transcript as the live one has it: the client went away from `control` first (no
+    // close frame), after the other websockets' data and ends.
+    let controls: Vec<u64> = control_websockets(&exchanges)
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(controls.len(), runs, "one control websocket per exec");
+    for exchange in exchanges.iter_mut().filter(|e| controls.contains(&e.seq)) {
+        let ws = exchange.websocket.as_mut().expect("frames");
+        ws.frames.retain(|f| f.kind != FrameKind::Close);
+        ws.ended_by = Some(Side::Client);
+    }
+    let slower = FakeIncus::builder()
+        .exec_start_delay(Duration::from_millis(300))
+        .start()
+        .await
+        .unwrap();
+    let report = replay(&exchanges, slower.unix_socket()).await.unwrap();
+    assert_eq!(report.replayed, exchanges.len());
+    assert!(report.differences.is_empty(), "{}", report.text());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_against_another_state_reports_what_that_state_changes() {
     let dir = tempfile::tempdir().unwrap();
