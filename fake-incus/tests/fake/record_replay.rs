@@ -30,17 +30,20 @@ async fn wait(socket: &Path, started: &client::Reply) -> client::Reply {
     done
 }
 
-/// Runs `echo hello` over exec websockets through the recorder; returns stdout.
-async fn exec_over_websockets(socket: &Path) -> Vec<u8> {
+type WsOverUnix = tokio_tungstenite::WebSocketStream<tokio::net::UnixStream>;
+
+/// Starts `echo hello` on `c1` over exec websockets through the recorder and connects them in
+/// the order of `fds`; returns the exec's answer and the websockets, in that order.
+async fn start_echo(socket: &Path, fds: [&str; 4]) -> (client::Reply, Vec<WsOverUnix>) {
     let body = json!({"command": ["echo", "hello"], "wait-for-websocket": true,
         "interactive": false, "environment": {}});
     let started = send(socket, Request::post("/1.0/instances/c1/exec").json(&body)).await;
     assert_eq!(started.status(), 202, "{:?}", started.json());
     let op = started.operation().expect("an exec operation").to_string();
-    let fds = started.metadata()["metadata"]["fds"].clone();
+    let secrets = started.metadata()["metadata"]["fds"].clone();
     let mut sockets = Vec::new();
-    for fd in ["0", "1", "2", "control"] {
-        let secret = fds[fd].as_str().expect("a secret");
+    for fd in fds {
+        let secret = secrets[fd].as_str().expect("a secret");
         let stream = tokio::net::UnixStream::connect(socket)
             .await
             .expect("connect");
@@ -51,6 +54,12 @@ async fn exec_over_websockets(socket: &Path) -> Vec<u8> {
         assert_eq!(answer.status(), 101);
         sockets.push(ws);
     }
+    (started, sockets)
+}
+
+/// Runs `echo hello` over exec websockets through the recorder; returns stdout.
+async fn exec_over_websockets(socket: &Path) -> Vec<u8> {
+    let (started, mut sockets) = start_echo(socket, ["0", "1", "2", "control"]).await;
     let mut stdout = Vec::new();
     let reader = &mut sockets[1];
     while let Ok(Some(Ok(message))) =
@@ -256,31 +265,12 @@ async fn read_to_end(ws: &mut WsOverUnix) -> Vec<u8> {
     data
 }
 
-type WsOverUnix = tokio_tungstenite::WebSocketStream<tokio::net::UnixStream>;
-
 /// Runs `echo hello` over exec websockets as the official client does: it connects `control`,
 /// `0`, `1` and `2` in that order, ends stdin, reads stdout and stderr to their end, and reads
 /// `control` until the server ends it (answering the close frame the recorder relays that end
 /// as); returns stdout.
 async fn exec_as_the_official_client(socket: &Path) -> Vec<u8> {
-    let body = json!({"command": ["echo", "hello"], "wait-for-websocket": true,
-        "interactive": false, "environment": {}});
-    let started = send(socket, Request::post("/1.0/instances/c1/exec").json(&body)).await;
-    assert_eq!(started.status(), 202, "{:?}", started.json());
-    let op = started.operation().expect("an exec operation").to_string();
-    let fds = started.metadata()["metadata"]["fds"].clone();
-    let mut sockets = Vec::new();
-    for fd in ["control", "0", "1", "2"] {
-        let secret = fds[fd].as_str().expect("a secret");
-        let stream = tokio::net::UnixStream::connect(socket)
-            .await
-            .expect("connect");
-        let url = format!("ws://incus{op}/websocket?secret={secret}");
-        let (ws, _) = tokio_tungstenite::client_async(url, stream)
-            .await
-            .expect("upgrade through the recorder");
-        sockets.push(ws);
-    }
+    let (started, mut sockets) = start_echo(socket, ["control", "0", "1", "2"]).await;
     let [control, stdin, stdout, stderr] = &mut sockets[..] else {
         unreachable!("four sockets")
     };
@@ -355,6 +345,19 @@ fn control_websockets(exchanges: &[transcript::Exchange]) -> Vec<&transcript::Ex
         .collect()
 }
 
+/// Replays `exchanges` against a fake that starts each command 300 ms after its websockets
+/// attach (the recorded one: 25 ms); asserts that nothing differs.
+async fn replays_against_a_slower_server_with_no_difference(exchanges: &[transcript::Exchange]) {
+    let slower = FakeIncus::builder()
+        .exec_start_delay(Duration::from_millis(300))
+        .start()
+        .await
+        .unwrap();
+    let report = replay(exchanges, slower.unix_socket()).await.unwrap();
+    assert_eq!(report.replayed, exchanges.len());
+    assert!(report.differences.is_empty(), "{}", report.text());
+}
+
 /// The official client answers the end of an exec's `control` (which the recorder relays as a
 /// close frame) with a close frame of its own. A replay against a server slower than the
 /// recorded one leaves that end to the server instead of sending the close at its recorded
@@ -380,16 +383,7 @@ async fn a_close_the_client_sent_in_answer_to_the_servers_end_is_left_to_the_rep
             "the client answered with a close frame"
         );
     }
-    // A server that starts each command 300 ms after its websockets attach, where the recorded
-    // one took 25 ms.
-    let slower = FakeIncus::builder()
-        .exec_start_delay(Duration::from_millis(300))
-        .start()
-        .await
-        .unwrap();
-    let report = replay(&exchanges, slower.unix_socket()).await.unwrap();
-    assert_eq!(report.replayed, exchanges.len());
-    assert!(report.differences.is_empty(), "{}", report.text());
+    replays_against_a_slower_server_with_no_difference(&exchanges).await;
 }
 
 /// The official client goes away from an exec's `control` when it exits, once stdout and
@@ -416,14 +410,7 @@ async fn a_websocket_the_client_left_once_the_others_ended_is_left_in_a_replay_o
         ws.frames.retain(|f| f.kind != FrameKind::Close);
         ws.ended_by = Some(Side::Client);
     }
-    let slower = FakeIncus::builder()
-        .exec_start_delay(Duration::from_millis(300))
-        .start()
-        .await
-        .unwrap();
-    let report = replay(&exchanges, slower.unix_socket()).await.unwrap();
-    assert_eq!(report.replayed, exchanges.len());
-    assert!(report.differences.is_empty(), "{}", report.text());
+    replays_against_a_slower_server_with_no_difference(&exchanges).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
