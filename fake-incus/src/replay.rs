@@ -13,7 +13,10 @@
 //! Requests keep their recorded order and pace. A request starts only after every request that
 //! was answered before it started in the recording was answered in the replay (it may depend
 //! on those answers); requests that overlapped in the recording (a long-poll wait, a
-//! websocket) overlap in the replay too.
+//! websocket) overlap in the replay too. The client's side of a websocket ends as it did in the
+//! recording, but never before the server has sent, on it and on the other websockets of its
+//! operation, what it had sent by then; a close the client only sent in answer to the server's
+//! end is left to the server's end.
 
 use crate::client::{self, Request};
 use crate::differ::{compare, Observed};
@@ -24,9 +27,11 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -219,6 +224,7 @@ pub async fn replay_with(
     let mut in_flight: Vec<(u64, usize, JoinHandle<Outcome>)> = Vec::new();
     let mut frame_tasks: Vec<(u64, usize, JoinHandle<Vec<String>>)> = Vec::new();
     let mut replayed = 0;
+    let siblings = Siblings::default();
     for (index, exchange) in exchanges.iter().enumerate() {
         // Everything answered before this request started in the recording first.
         let mut waiting = Vec::new();
@@ -299,12 +305,15 @@ pub async fn replay_with(
             .map(|(name, value)| (name.clone(), ids.apply(value)))
             .collect();
         let socket = socket.to_path_buf();
-        let end = exchange.started_us + exchange.timing.upstream_us + exchange.timing.recorder_us;
+        let end = answered_at(exchange);
         let upgrade = request.upgrade();
         let task = if upgrade.as_deref() == Some("websocket") {
             let frames = exchange.websocket.clone();
             let ids_now = ids.pairs.clone();
-            tokio::spawn(async move { open_websocket(&socket, &path, frames, ids_now).await })
+            let member = siblings.join(exchange);
+            tokio::spawn(
+                async move { open_websocket(&socket, &path, frames, ids_now, member).await },
+            )
         } else if let Some(protocol) = upgrade {
             let frames = exchange.websocket.clone();
             let method = request.method.clone();
@@ -367,8 +376,7 @@ fn operations_ended(exchanges: &[Exchange]) -> Vec<(String, u64)> {
         if !exchange.request.path.starts_with("/1.0/events") {
             continue;
         }
-        let upgraded =
-            exchange.started_us + exchange.timing.upstream_us + exchange.timing.recorder_us;
+        let upgraded = answered_at(exchange);
         for frame in ws.frames.iter().filter(|f| f.from == Side::Server) {
             let Some(text) = &frame.data.text else {
                 continue;
@@ -423,9 +431,8 @@ fn settle(
                 ));
             }
             if let Some(task) = frames {
-                let timing = exchange.timing;
                 let closed = exchange.websocket.as_ref().map_or(0, |ws| ws.closed_us);
-                let end = exchange.started_us + timing.upstream_us + timing.recorder_us + closed;
+                let end = answered_at(exchange) + closed;
                 frame_tasks.push((end, index, task));
             }
         }
@@ -480,7 +487,9 @@ fn settle(
 /// than the daemon it was recorded from): its status, and the metadata it has only once it
 /// ended, are compared only when it had ended in the recording too. An operation without
 /// metadata yet shows `null` on 6.0 and `{}` on 7.0 (`OPERATION_METADATA_ALWAYS_AN_OBJECT`):
-/// either is "none yet".
+/// either is "none yet"; one that had some keeps it compared, less the keys the replayed one
+/// gained by ending (an exec's `return`). Whether it may be cancelled is compared only while
+/// the replayed one runs too (a 7.0 exec may be cancelled while it runs, not once it ended).
 fn mask_running(real: &mut Observed, fake: &mut Observed) {
     let recorded = &real.body["metadata"];
     if recorded["status"] != "Running" || recorded["class"].is_null() {
@@ -491,10 +500,25 @@ fn mask_running(real: &mut Observed, fake: &mut Observed) {
         Value::Object(map) => map.is_empty(),
         _ => false,
     };
+    let running_keys: Vec<String> = recorded["metadata"]
+        .as_object()
+        .map(|map| map.keys().cloned().collect())
+        .unwrap_or_default();
+    let replayed = &mut fake.body["metadata"];
+    let ended = replayed["status"] != "Running";
+    if ended {
+        if let Some(gained) = replayed["metadata"].as_object_mut() {
+            gained.retain(|key, _| running_keys.contains(key));
+        }
+    }
     for side in [real, fake] {
         if let Some(operation) = side.body["metadata"].as_object_mut() {
             operation.insert("status".into(), Value::from("-"));
             operation.insert("status_code".into(), Value::from(0));
+            if ended {
+                // A running exec may be cancelled on 7.0, an ended one no more.
+                operation.insert("may_cancel".into(), Value::Bool(false));
+            }
             if no_metadata {
                 operation.insert("metadata".into(), Value::Null);
             }
@@ -661,12 +685,14 @@ async fn open_raw(
 }
 
 /// Opens the websocket, then relays the recorded client frames at their pace in a task of its
-/// own, which compares what the server sent with the recording.
+/// own, which compares what the server sent with the recording. `member` is its place among
+/// the websockets of its operation ([`Siblings`]).
 async fn open_websocket(
     socket: &Path,
     path: &str,
     recorded: Option<crate::transcript::Websocket>,
     ids: Vec<(String, String)>,
+    member: Option<Member>,
 ) -> Outcome {
     let stream = match tokio::net::UnixStream::connect(socket).await {
         Ok(stream) => stream,
@@ -690,35 +716,41 @@ async fn open_websocket(
         let (mut sink, mut stream) = ws.split();
         let deadline = read_until(opened, &recorded);
         let ends = client_ends(opened, &recorded);
-        let server_closed_first = recorded
-            .frames
-            .iter()
-            .find(|f| f.kind == FrameKind::Close)
-            .is_some_and(|f| f.from == Side::Server);
-        // The server's data frames the recorded client had before it ended its side: the replay
-        // ends its side only once it has as many (or at the deadline), so a server slower than
-        // the recorded one is not cut off.
-        // (Not on the events stream: its contents are not compared and differ in number.)
-        let server_frames_before_end = recorded
-            .frames
-            .iter()
-            .filter(|_| !events)
-            .filter(|f| f.from == Side::Server)
-            .filter(|f| matches!(f.kind, FrameKind::Text | FrameKind::Binary))
-            .filter(|f| f.at_us <= recorded.closed_us)
-            .count();
-        let (received, mut seen) = tokio::sync::watch::channel(0usize);
+        // A close frame the recorded client sent once the server had ended the connection
+        // (the recorder relays the end of a server's stream as a close frame, which clients
+        // answer) is not sent: it answered that end, and the replayed server ends the
+        // connection itself. Sent at its recorded moment, it would reach a server slower than
+        // the recorded one before that end: on an exec's `control`, before the command ran,
+        // which the daemon and the fake then kill (its output replayed empty).
+        let server_ended_first = recorded.ended_by == Some(Side::Server)
+            || recorded
+                .frames
+                .iter()
+                .find(|f| f.kind == FrameKind::Close)
+                .is_some_and(|f| f.from == Side::Server);
         let client_frames: Vec<_> = recorded
             .frames
             .iter()
             .filter(|f| f.from == Side::Client)
             .filter(|f| match f.kind {
                 FrameKind::Text | FrameKind::Binary => true,
-                FrameKind::Close => !server_closed_first,
+                FrameKind::Close => !server_ended_first,
                 FrameKind::Ping | FrameKind::Pong | FrameKind::Raw => false,
             })
             .cloned()
             .collect();
+        let closed_us = recorded.closed_us;
+        let member = member.as_ref();
+        // The replay ends its side (a close frame, or going away) only once the server has
+        // sent, on this websocket and on the others of its operation, what the recorded client
+        // had from it by then (or at the deadline): the client may have ended it because of
+        // that (the official client goes away from `control` once stdout and stderr ended and
+        // the operation did), and a server slower than the recorded one is not cut off.
+        let caught_up = move |at_us: u64| async move {
+            if let Some(member) = member {
+                member.caught_up(at_us, deadline).await;
+            }
+        };
         let send = async move {
             for frame in client_frames {
                 tokio::time::sleep_until((opened + Duration::from_micros(frame.at_us)).into())
@@ -728,6 +760,7 @@ async fn open_websocket(
                     FrameKind::Text => Message::text(ids.apply(&String::from_utf8_lossy(&data))),
                     FrameKind::Binary => Message::binary(data),
                     _ => {
+                        caught_up(frame.at_us).await;
                         let _ = sink.close().await;
                         break;
                     }
@@ -738,11 +771,9 @@ async fn open_websocket(
             }
             if let Some(at) = ends {
                 // Ended without a close frame of its own in the recording (the client went
-                // away): the replay closes at the same moment, once the server sent what it had
-                // sent by then.
+                // away): the replay closes at the same moment, once caught up.
                 tokio::time::sleep_until(at.into()).await;
-                let enough = seen.wait_for(|n| *n >= server_frames_before_end);
-                let _ = tokio::time::timeout_at(deadline.into(), enough).await;
+                caught_up(closed_us).await;
                 let _ = sink.close().await;
             }
             // The reader decides when the exchange is over.
@@ -759,7 +790,9 @@ async fn open_websocket(
                     Message::Close(_) => break,
                     _ => {}
                 }
-                received.send_replace(got.len());
+                if let Some(member) = member {
+                    member.received(got.len());
+                }
             }
             got
         };
@@ -767,6 +800,9 @@ async fn open_websocket(
             got = receive => got,
             () = send => Vec::new(),
         };
+        if let Some(member) = member {
+            member.ended();
+        }
         if events {
             // The events' contents (ids, times, the other clients' doings) are not compared.
             return Vec::new();
@@ -774,6 +810,112 @@ async fn open_websocket(
         server_data_difference(&recorded, &got, "websocket")
     });
     Outcome::Websocket(101, Some(task))
+}
+
+/// The replayed websockets of each operation (an exec's `control`, `0`, `1` and `2`), by the
+/// recorded path they share, with what the server has sent on each: a client ends one of them
+/// when what came on the others tells it to, so the replay ends one only once each has had what
+/// it had in the recording by then ([`Member::caught_up`]).
+#[derive(Clone, Default)]
+struct Siblings(Arc<Mutex<HashMap<String, Vec<Sibling>>>>);
+
+/// One replayed websocket, as its siblings see it.
+struct Sibling {
+    /// When the recorded server sent each of its data frames, in microseconds since the
+    /// recording began.
+    sent_us: Vec<u64>,
+    /// How many data frames the replayed server has sent; `usize::MAX` once it sends no more.
+    received: watch::Receiver<usize>,
+}
+
+/// A replayed websocket's place among its siblings.
+struct Member {
+    siblings: Siblings,
+    path: String,
+    /// When it was upgraded in the recording, in microseconds since the recording began.
+    upgraded_us: u64,
+    received: watch::Sender<usize>,
+}
+
+impl Siblings {
+    /// Registers the websocket of `exchange` among the others of its path; `None` for the
+    /// events stream (its frames are not compared and differ in number) and for an exchange
+    /// without recorded frames.
+    fn join(&self, exchange: &Exchange) -> Option<Member> {
+        let ws = exchange.websocket.as_ref()?;
+        let path = &exchange.request.path;
+        if path.starts_with("/1.0/events") {
+            return None;
+        }
+        let upgraded_us = answered_at(exchange);
+        let sent_us = ws
+            .frames
+            .iter()
+            .filter(|f| f.from == Side::Server)
+            .filter(|f| matches!(f.kind, FrameKind::Text | FrameKind::Binary))
+            .map(|f| upgraded_us + f.at_us)
+            .collect();
+        let (tx, rx) = watch::channel(0);
+        self.lock().entry(path.clone()).or_default().push(Sibling {
+            sent_us,
+            received: rx,
+        });
+        Some(Member {
+            siblings: self.clone(),
+            path: path.clone(),
+            upgraded_us,
+            received: tx,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Sibling>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Member {
+    /// Notes that the server has sent `frames` data frames.
+    fn received(&self, frames: usize) {
+        self.received.send_replace(frames);
+    }
+
+    /// Notes that the server sends no more.
+    fn ended(&self) {
+        self.received.send_replace(usize::MAX);
+    }
+
+    /// Waits until every websocket of this one's path (itself included) has had from the
+    /// server as many data frames as it had `at_us` after this one's upgrade in the recording,
+    /// or sends no more; at most until `deadline`.
+    async fn caught_up(&self, at_us: u64, deadline: Instant) {
+        let at = self.upgraded_us + at_us;
+        let waits: Vec<(usize, watch::Receiver<usize>)> = self
+            .siblings
+            .lock()
+            .get(&self.path)
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                let due = s.sent_us.iter().filter(|t| **t <= at).count();
+                (due, s.received.clone())
+            })
+            .collect();
+        let all = futures_util::future::join_all(waits.into_iter().map(
+            |(due, mut received)| async move {
+                // A sibling gone (its sender dropped) sends no more either.
+                let _ = received.wait_for(|n| *n >= due).await;
+            },
+        ));
+        let _ = tokio::time::timeout_at(deadline.into(), all).await;
+    }
+}
+
+/// When an exchange was answered in the recording, in microseconds since it began: for an
+/// upgrade, about when its connection was upgraded (the relay starts once the answer is back).
+fn answered_at(exchange: &Exchange) -> u64 {
+    exchange.started_us + exchange.timing.upstream_us + exchange.timing.recorder_us
 }
 
 /// SFTP streams compared packet by packet, with what legitimately differs masked: the times in
@@ -955,6 +1097,36 @@ mod tests {
             mask_running(&mut real, &mut fake);
             assert_eq!(compare(&real, &fake), Vec::<String>::new(), "{none_yet}");
         }
+    }
+
+    #[test]
+    fn an_exec_caught_running_is_not_held_to_what_its_replay_gained_or_lost_by_ending() {
+        let fds = json!({"fds": {"0": "a", "control": "b"}, "command": ["echo", "hello"]});
+        let mut ended = fds.clone();
+        ended["return"] = json!(0);
+        let mut real = read_of("Running", fds.clone());
+        let mut fake = read_of("Success", ended);
+        mask_running(&mut real, &mut fake);
+        assert_eq!(compare(&real, &fake), Vec::<String>::new());
+        // A 7.0 exec may be cancelled while it runs, not once it ended.
+        let body = |status: &str, may_cancel: bool| {
+            let mut read = read_of(status, json!({"fds": {}}));
+            read.body["metadata"]["may_cancel"] = json!(may_cancel);
+            read
+        };
+        let (mut real, mut fake) = (body("Running", true), body("Success", false));
+        mask_running(&mut real, &mut fake);
+        assert_eq!(compare(&real, &fake), Vec::<String>::new());
+        let (mut real, mut fake) = (body("Running", true), body("Running", false));
+        mask_running(&mut real, &mut fake);
+        assert!(!compare(&real, &fake).is_empty());
+        // Still running in the replay too: every key compared.
+        let mut extra = fds.clone();
+        extra["other"] = json!(1);
+        let mut real = read_of("Running", fds);
+        let mut fake = read_of("Running", extra);
+        mask_running(&mut real, &mut fake);
+        assert!(!compare(&real, &fake).is_empty());
     }
 
     #[test]

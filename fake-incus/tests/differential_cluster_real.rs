@@ -30,7 +30,9 @@
 mod differential;
 mod ignorable;
 
-use differential::{answers, report, seed_with_project, wait_real, Known, Probe, Reply, Req, Side};
+use differential::{
+    answers, line_of, report, seed_with_project, wait_real, Known, Probe, Reply, Req, Side,
+};
 use hyper::Method;
 use ignorable::trial;
 use libtest_mimic::Completion;
@@ -202,8 +204,11 @@ async fn fake_cluster_answers_like_a_real_cluster_step_by_step() -> Completion {
         .await
         .expect("real answers");
     let config = read.metadata()["config"].clone();
+    // The fake imitates the cluster's own line (its default is the newest it matches).
+    let line = line_of(&real).await;
     let blank = fake_incus::FakeIncus::builder()
         .cluster(["m1", "m2", "m3"])
+        .incus_version(line)
         .start()
         .await
         .expect("fake cluster starts");
@@ -211,6 +216,7 @@ async fn fake_cluster_answers_like_a_real_cluster_step_by_step() -> Completion {
     drop(blank);
     let fake = fake_incus::FakeIncus::builder()
         .cluster(["m1", "m2", "m3"])
+        .incus_version(line)
         .state(seed)
         .start()
         .await

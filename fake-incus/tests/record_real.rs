@@ -184,6 +184,27 @@ async fn unavailable() -> Option<String> {
     }
 }
 
+/// A transcript as it is kept: its header names the daemon's socket by its path in the
+/// daemon's own layout (from `/var/lib/incus/` on), else by its file name, never by where this
+/// machine keeps the daemon (a 7.0 tree set up beside 6.0).
+fn as_kept(text: &str, socket: &Path) -> String {
+    let path = socket.to_string_lossy();
+    let own = match path.find("/var/lib/incus/") {
+        Some(at) => path[at..].to_string(),
+        None => socket
+            .file_name()
+            .map_or_else(String::new, |name| name.to_string_lossy().into_owned()),
+    };
+    let json = |text: &str| serde_json::to_string(text).expect("a JSON string");
+    let (header, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let header = header.replacen(
+        &format!("\"upstream\":{}", json(&path)),
+        &format!("\"upstream\":{}", json(&own)),
+        1,
+    );
+    format!("{header}\n{rest}")
+}
+
 async fn record_and_replay(session: &Session) -> Completion {
     if let Some(reason) = unavailable().await {
         return Completion::ignored_with(reason);
@@ -235,7 +256,8 @@ async fn record_and_replay(session: &Session) -> Completion {
     let text = std::fs::read_to_string(&path).expect("transcript");
     if let Some(out) = std::env::var_os("RECORD_TRANSCRIPTS_TO") {
         let out = PathBuf::from(out);
-        std::fs::write(out.join(format!("{}.jsonl", session.name)), &text).expect("write");
+        let kept = as_kept(&text, &socket());
+        std::fs::write(out.join(format!("{}.jsonl", session.name)), kept).expect("write");
         let mut seed_text = serde_json::to_string_pretty(&seed).unwrap();
         seed_text.push('\n');
         std::fs::write(out.join(format!("{}.state.json", session.name)), seed_text).expect("write");

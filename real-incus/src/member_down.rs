@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use incus_conformance::scenario::format::{Moment, Scenario};
+use incus_conformance::scenario::format::{Moment, Scenario, REAL_CLUSTER_EXEC_TIMEOUT};
 use incus_conformance::scenario::load;
 use incus_conformance::scenario::run::{self, Context};
 use incus_conformance::scenario::target::{BoxFuture, HostTarget, Members, Request, Target};
@@ -104,6 +104,9 @@ pub async fn run(setup: &MemberDown) -> Result<(Vec<Check>, String), String> {
     ] {
         context.variables.insert(name.to_owned(), json!(value));
     }
+    context
+        .variables
+        .insert("exec_timeout".into(), json!(REAL_CLUSTER_EXEC_TIMEOUT));
     context.clustered = true;
     context.journal_unchecked = true;
     let mut checks = Vec::new();

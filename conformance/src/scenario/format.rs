@@ -11,8 +11,22 @@ pub const RUNNER_VARIABLES: [&str; 4] = ["project", "pool", "alias", "fingerprin
 
 /// The variables a cluster runner supplies besides [`RUNNER_VARIABLES`], for the scenarios that
 /// take a member down ([`Scenario::clustered`]): the member the calls go through, the member that
-/// goes down and the member that stays up beside them.
-pub const CLUSTER_VARIABLES: [&str; 3] = ["through", "down", "live"];
+/// goes down and the member that stays up beside them; and `exec_timeout`, the `timeout_seconds`
+/// of an exec whose member goes down while it runs, in the cluster's own time scale
+/// ([`REAL_CLUSTER_EXEC_TIMEOUT`], [`FAKE_CLUSTER_EXEC_TIMEOUT`]).
+pub const CLUSTER_VARIABLES: [&str; 4] = ["through", "down", "live", "exec_timeout"];
+
+/// `${exec_timeout}` on a real cluster: an exec whose member goes down while it runs lasts past
+/// the heartbeat round after the death (up to 11 s on a real cluster), from which the cluster
+/// answers for the member at once; so when the core gives up on the command (its timeout, then
+/// the 5 s grace) the cluster has settled what the death leads to, as the steps after it expect.
+pub const REAL_CLUSTER_EXEC_TIMEOUT: u64 = 30;
+
+/// `${exec_timeout}` on the fake cluster, which plays a real cluster's member-down timeline 250
+/// times faster (`fake_incus::ClusterTimings::fast`: its heartbeat round within 44 ms): the
+/// shortest exec timeout is past that round, and proves what [`REAL_CLUSTER_EXEC_TIMEOUT`] does on
+/// a real cluster in a sixth of the time where the run is on real time (`--real-time`, the wire).
+pub const FAKE_CLUSTER_EXEC_TIMEOUT: u64 = 1;
 
 /// A scenario file, as written.
 #[derive(Debug, Clone, Deserialize, PartialEq)]

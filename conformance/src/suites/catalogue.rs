@@ -391,6 +391,10 @@ mod tests {
                 "exec_op".to_owned(),
                 json!("00000000-0000-4000-8000-000000000000"),
             ),
+            (
+                "exec_timeout".to_owned(),
+                json!(crate::scenario::format::FAKE_CLUSTER_EXEC_TIMEOUT),
+            ),
         ]);
         let mut problems = Vec::new();
         for file in load::builtin().into_iter().chain(load::builtin_cluster()) {

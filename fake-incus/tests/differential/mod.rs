@@ -33,11 +33,11 @@ pub(crate) struct Known {
 
 /// Differences that are properties of the host a daemon runs on, not of its line: the hardware
 /// `GET /1.0/resources` describes is the machine's, and Incus leaves out (`omitempty`) what a
-/// machine does not show. They may appear in any leg on any machine, so they are allowed
-/// everywhere and never reported stale.
+/// machine does not show. They may appear in any leg on any machine (`GET /1.0/resources`, a
+/// cluster member's resources), so they are allowed everywhere and never reported stale.
 pub(crate) const HOST_PROPERTIES: &[Known] = &[
     Known {
-        step: "GET /1.0/resources",
+        step: "*",
         diff: "metadata.system.type: value real \"virtual-machine\" vs fake \"container\"",
         reason: "a property of the host: both lines ask `systemd-detect-virt --container`; \
                  the fake answers as a container host does, and a 7.0 daemon started from a \
@@ -45,7 +45,7 @@ pub(crate) const HOST_PROPERTIES: &[Known] = &[
                  nothing that marks the container, so it answers `virtual-machine`",
     },
     Known {
-        step: "GET /1.0/resources",
+        step: "*",
         diff: "metadata.network.cards[]: keys only in fake [\"ports\"]",
         reason: "a property of the host: Incus lists a card's ports from the network interfaces \
              the kernel shows under the card, and leaves the list out when it finds none (a \

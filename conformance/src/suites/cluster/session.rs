@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use crate::scenario::fake;
-use crate::scenario::format::{Moment, Scenario};
+use crate::scenario::format::{Moment, Scenario, FAKE_CLUSTER_EXEC_TIMEOUT};
 use crate::scenario::run::{run_in, Context, Transcript};
 use crate::scenario::target::{BoxFuture, HostTarget, Members, Request, Target, TargetFactory};
 use crate::suites::session::Called;
@@ -168,6 +168,9 @@ impl Cluster {
                 for (name, value) in variables {
                     context.variables.insert(name.to_owned(), json!(value));
                 }
+                context
+                    .variables
+                    .insert("exec_timeout".into(), json!(FAKE_CLUSTER_EXEC_TIMEOUT));
             }
             run_in(scenario, &target, &context.on_cluster()).await
         });
