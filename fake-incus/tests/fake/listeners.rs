@@ -181,6 +181,33 @@ async fn raw(fake: &FakeIncus, request: &str) -> String {
     String::from_utf8_lossy(&got).into_owned()
 }
 
+/// The accept loop serves one connection itself (no other worker woken for it) and spawns the
+/// others: a connection left open there, half a request head sent, holds up no other, and is
+/// answered once its head is complete.
+#[tokio::test]
+async fn a_connection_left_open_holds_up_no_other() {
+    let fake = crate::common::builder().start().await.unwrap();
+    let mut first = UnixStream::connect(fake.unix_socket()).await.unwrap();
+    first
+        .write_all(b"GET /1.0 HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let _idle = UnixStream::connect(fake.unix_socket()).await.unwrap();
+    for _ in 0..3 {
+        let request = "GET /1.0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        let answer = tokio::time::timeout(Duration::from_secs(5), raw(&fake, request))
+            .await
+            .expect("answered while the first connection is open");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    first.write_all(b"Connection: close\r\n\r\n").await.unwrap();
+    let got = common::read_to_close(&mut first, Duration::from_secs(5))
+        .await
+        .expect("answered and closed");
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+}
+
 /// The daemon's Unix socket speaks HTTP/1.1 only (HTTP/2 is offered over TLS through ALPN):
 /// Go's server reads the HTTP/2 connection preface as a request for `*`, answers the top-level
 /// 404 and closes (checked on the daemon's Unix socket).
