@@ -23,10 +23,12 @@ pub const CLUSTER_VARIABLES: [&str; 4] = ["through", "down", "live", "exec_timeo
 pub const REAL_CLUSTER_EXEC_TIMEOUT: u64 = 30;
 
 /// `${exec_timeout}` on the fake cluster, which plays a real cluster's member-down timeline 250
-/// times faster (`fake_incus::ClusterTimings::fast`: its heartbeat round within 44 ms): the
-/// shortest exec timeout is past that round, and proves what [`REAL_CLUSTER_EXEC_TIMEOUT`] does on
-/// a real cluster in a sixth of the time where the run is on real time (`--real-time`, the wire).
-pub const FAKE_CLUSTER_EXEC_TIMEOUT: u64 = 1;
+/// times faster (`fake_incus::ClusterTimings::fast`: its heartbeat round within 44 ms): 2 s is
+/// past that round, and leaves a loaded machine a thousand times the milliseconds it takes the
+/// runner to see the exec stream and take the member down before the command's timeout; it proves
+/// what [`REAL_CLUSTER_EXEC_TIMEOUT`] does on a real cluster in a fifth of the time where the run
+/// is on real time (`--real-time`, the wire).
+pub const FAKE_CLUSTER_EXEC_TIMEOUT: u64 = 2;
 
 /// A scenario file, as written.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
