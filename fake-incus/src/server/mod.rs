@@ -1,5 +1,7 @@
-//! Listeners: each accepted connection gets one task that serves HTTP (with upgrades) through
-//! [`crate::api::serve`] until the connection ends or the fake shuts down.
+//! Listeners: each accepted connection is served HTTP (with upgrades) through
+//! [`crate::api::serve`] until it ends or the fake shuts down, in a task of its own; on the Unix
+//! socket, one connection at a time is served by the accept loop's own task instead (`unix.rs`
+//! says why), and a panic there ends that connection only, as a task's would.
 //!
 //! Request bodies: an untrusted HTTPS client's body is never read (its request can only be
 //! refused, as the daemon refuses it before any handler reads), except a trust token's
