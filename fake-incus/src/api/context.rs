@@ -47,7 +47,7 @@ pub(crate) struct Query(Parsed);
 #[derive(Debug)]
 enum Parsed {
     /// Nothing to decode: the query as it came, and each pair's key start, `=` (or end) and end.
-    Plain(Box<str>, Vec<[u32; 3]>),
+    Plain(Box<str>, Vec<[usize; 3]>),
     /// The decoded pairs.
     Decoded(Vec<(String, String)>),
 }
@@ -63,26 +63,22 @@ impl Query {
     pub(crate) fn parse(query: Option<&str>) -> Self {
         let query = query.unwrap_or_default();
         let bytes = query.as_bytes();
+        if bytes.iter().any(|b| *b == b'%' || *b == b'+') {
+            let pairs = url::form_urlencoded::parse(bytes).into_owned().collect();
+            return Self(Parsed::Decoded(pairs));
+        }
         let position = |from: usize, to: usize, byte: u8| {
             bytes[from..to]
                 .iter()
                 .position(|b| *b == byte)
                 .map_or(to, |i| from + i)
         };
-        let plain = bytes.iter().all(|b| *b != b'%' && *b != b'+');
-        let Some(len) = u32::try_from(bytes.len()).ok().filter(|_| plain) else {
-            let pairs = url::form_urlencoded::parse(bytes).into_owned().collect();
-            return Self(Parsed::Decoded(pairs));
-        };
         let mut pairs = Vec::new();
         let mut start = 0;
         while start < bytes.len() {
             let end = position(start, bytes.len(), b'&');
             if end > start {
-                let eq = position(start, end, b'=');
-                // Within `len`, so every offset fits.
-                let offset = |at: usize| u32::try_from(at).unwrap_or(len);
-                pairs.push([offset(start), offset(eq), offset(end)]);
+                pairs.push([start, position(start, end, b'='), end]);
             }
             start = end + 1;
         }
@@ -92,15 +88,10 @@ impl Query {
     pub(crate) fn get(&self, key: &str) -> Option<&str> {
         match &self.0 {
             Parsed::Plain(query, pairs) => {
-                let text = |from: u32, to: u32| query.get(from as usize..to as usize);
                 let [_, eq, end] = pairs
                     .iter()
-                    .find(|[start, eq, _]| text(*start, *eq) == Some(key))?;
-                if eq == end {
-                    Some("")
-                } else {
-                    text(eq + 1, *end)
-                }
+                    .find(|[start, eq, _]| query.get(*start..*eq) == Some(key))?;
+                query.get((*eq + 1).min(*end)..*end)
             }
             Parsed::Decoded(pairs) => pairs
                 .iter()
